@@ -1,0 +1,93 @@
+# gated — build, test, data, deps.
+#
+# The core is compiled twice: in single precision (build/libgated.a, the
+# product) and in double precision (build/libgated_f64.a, used only by the
+# finite-difference gradient tests, where float32 round-off would hide bugs).
+#
+#   make            build/gated and both libraries
+#   make test       install missing packages, build, run every test
+#   make sanitize   the same tests under AddressSanitizer + UBSan
+#   make deps       install missing Debian packages (as root) or say how
+
+BUILD   ?= build
+CC      ?= gcc
+OPT     ?= -O2 -march=native
+SANFLAGS ?=
+PKGS    := openblas yaml-0.1 sqlite3
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g $(OPT) -fopenmp $(SANFLAGS) \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAGS)
+TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
+PYTHON  ?= /usr/bin/python3
+
+CORE_SRC := $(sort $(wildcard core/*.c))
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+T32_SRC  := $(sort $(wildcard tests/test_*.c))
+T64_SRC  := $(sort $(wildcard tests/f64_*.c))
+TUTIL    := tests/testutil.c
+
+OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
+OBJ64 := $(CORE_SRC:%.c=$(BUILD)/f64/%.o)
+CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
+
+.PHONY: all test test-run sanitize deps clean xcheck
+all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
+
+$(BUILD)/f32/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/f64/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DGATED_REAL_DOUBLE -MMD -MP -c $< -o $@
+
+$(BUILD)/libgated.a: $(OBJ32)
+	ar rcs $@ $^
+$(BUILD)/libgated_f64.a: $(OBJ64)
+	ar rcs $@ $^
+$(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(BUILD)/libgated.a
+	$(CC) -o $@ $^ $(TEST_LDLIBS)
+$(BUILD)/test_f64: $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o) $(BUILD)/libgated_f64.a
+	$(CC) -o $@ $^ $(TEST_LDLIBS)
+
+# Numeric tests pin BLAS/OpenMP to one thread per Criterion worker (the
+# determinism test raises it on purpose); OPENBLAS_CORETYPE is left alone.
+TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GATED_BIN=$(abspath $(BUILD)/gated)
+
+test: deps
+	$(MAKE) test-run
+
+test-run: all $(BUILD)/test_f32 $(BUILD)/test_f64
+	$(TEST_ENV) $(BUILD)/test_f32 --jobs 2
+	$(TEST_ENV) $(BUILD)/test_f64 --jobs 2
+	$(TEST_ENV) $(MAKE) --no-print-directory xcheck
+
+# Cross-check against an independent PyTorch model (tests/torch_ref.py).
+xcheck: $(BUILD)/gated
+	$(TEST_ENV) tests/xcheck.sh $(BUILD)/gated $(PYTHON)
+
+sanitize: deps
+	$(MAKE) BUILD=build-san OPT="-O1" SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    all build-san/test_f32 build-san/test_f64
+	ASAN_OPTIONS=detect_leaks=1 $(TEST_ENV) build-san/test_f32 --jobs 2
+	ASAN_OPTIONS=detect_leaks=1 $(TEST_ENV) build-san/test_f64 --jobs 2
+
+DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "deps: installing$$missing"; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  else \
+	    echo "deps: missing packages:$$missing"; \
+	    echo "deps: run as root: apt-get update && apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+clean:
+	rm -rf build build-san
+
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d)

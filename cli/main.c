@@ -1,0 +1,196 @@
+/*
+ * main.c — the `gated` command: git-style subcommands.
+ *
+ *   gated info   CONFIG.yaml [--set key=value]...
+ *   gated xcheck CONFIG.yaml [--set key=value]... --out FILE
+ *
+ * Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dump.h"
+#include "model.h"
+#include "rng.h"
+#include "variant.h"
+
+enum { EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: gated <command> [args]\n"
+            "  info   CONFIG.yaml [--set key=value]...   resolved config, parameters, gate cost, FLOPs\n"
+            "  xcheck CONFIG.yaml [--set key=value]... --out FILE\n"
+            "                                           dump weights, a batch, logits and gradients\n"
+            "                                           for tests/torch_ref.py\n");
+}
+
+/* Load CONFIG plus --set overrides; other options are returned through
+ * *out (for --out).  Exits 2 on any configuration error. */
+static void load_config(Config *c, int argc, char **argv, const char **out) {
+    ConfigError err;
+    config_defaults(c);
+    if (argc < 1) {
+        usage(stderr);
+        exit(EXIT_BADINPUT);
+    }
+    if (config_load_file(c, argv[0], &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(EXIT_BADINPUT);
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            if (config_set(c, argv[++i], &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                exit(EXIT_BADINPUT);
+            }
+        } else if (strncmp(argv[i], "--set=", 6) == 0) {
+            if (config_set(c, argv[i] + 6, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                exit(EXIT_BADINPUT);
+            }
+        } else if (out && strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            *out = argv[++i];
+        } else {
+            fprintf(stderr, "gated: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            exit(EXIT_BADINPUT);
+        }
+    }
+    if (config_resolve(c, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(EXIT_BADINPUT);
+    }
+}
+
+static void shape_text(const Tensor *t, char *buf, size_t cap) {
+    if (t->ndim == 1)
+        snprintf(buf, cap, "[%d]", t->shape[0]);
+    else
+        snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
+}
+
+/* The paper's formula for the weights a gate adds per layer (paper.md,
+ * "Positions"), written out independently of gate_shape(). */
+static long paper_gate_params(const Config *c, const char **formula) {
+    const GateCfg *g = &c->gate;
+    long C = c->d_model, H = c->n_head, Hk = c->n_kv_head, dh = c->d_head;
+    int hw = g->granularity == GG_HEADWISE;
+    if (g->input == GI_STATIC) {
+        *formula = "static: one learned score per gated (head, channel)";
+        return -1;
+    }
+    switch (g->position) {
+    case GP_SDPA:
+    case GP_QUERY: *formula = hw ? "d_model x n_head" : "d_model x n_head x d_head"; return hw ? C * H : C * H * dh;
+    case GP_VALUE:
+    case GP_KEY: *formula = hw ? "d_model x n_kv_head" : "d_model x n_kv_head x d_head"; return hw ? C * Hk : C * Hk * dh;
+    case GP_DENSE: *formula = "d_model x d_model"; return C * C;
+    default: *formula = "no gate"; return 0;
+    }
+}
+
+static int cmd_info(int argc, char **argv) {
+    Config c;
+    load_config(&c, argc, argv, NULL);
+    printf("# resolved configuration (%s)\n", argv[0]);
+    config_print(&c, stdout);
+
+    Model m, base;
+    Config cb = c;
+    cb.gate = gate_default();
+    cb.gate.control = c.gate.control;
+    if (model_layout(&m, &c) || model_layout(&base, &cb)) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    printf("\n# parameters\n%-20s %-14s %12s  %s\n", "tensor", "shape", "count", "weight decay");
+    for (int i = 0; i < m.p.n; i++) {
+        char sh[40];
+        shape_text(&m.p.t[i], sh, sizeof sh);
+        printf("%-20s %-14s %12zu  %s\n", m.p.t[i].name, sh, m.p.t[i].n, m.p.t[i].decay ? "yes" : "no");
+    }
+    printf("%-20s %-14s %12zu\n", "total", "", m.p.total);
+
+    char lab[128];
+    const GateCfg *g = &c.gate;
+    printf("\n# gate: %s", gate_label(g, lab, sizeof lab));
+    if (g->position != GP_NONE) printf(" (%s: %s)", gate_positions[g->position].paper, gate_positions[g->position].what);
+    printf("\n");
+    const char *formula;
+    long paper = paper_gate_params(&c, &formula);
+    printf("added parameters per layer: %ld", m.gs.wg_params);
+    if (paper >= 0) printf("  (paper: %s = %ld%s)", formula, paper, paper == m.gs.wg_params ? "" : "  MISMATCH");
+    printf("\nadded parameters, all layers: %ld\n", model_gate_params(&m));
+    printf("total vs ungated model (same d_ff): %zu vs %zu (%+.2f%%)\n", m.p.total, base.p.total,
+           100.0 * ((double)m.p.total - (double)base.p.total) / (double)base.p.total);
+    if (c.match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c.d_ff);
+
+    double fwd, train, fb, tb;
+    model_flops(&m, c.seq_len, &fwd, &train);
+    model_flops(&base, c.seq_len, &fb, &tb);
+    printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
+           c.seq_len, fwd, train, fb, 100.0 * (fwd - fb) / fb);
+    model_free(&m);
+    model_free(&base);
+    return 0;
+}
+
+static int cmd_xcheck(int argc, char **argv) {
+    Config c;
+    const char *out = NULL;
+    load_config(&c, argc, argv, &out);
+    if (!out) {
+        fprintf(stderr, "gated xcheck: --out FILE is required\n");
+        return EXIT_BADINPUT;
+    }
+    Model m;
+    if (model_init(&m, &c)) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    /* Perturb the norm weights and static gate parameters away from their
+     * init (ones / zeros) so the check sees their full effect. */
+    Rng r = rng_seed((uint64_t)c.seed + 99);
+    for (int i = 0; i < m.p.n; i++)
+        if (!m.p.t[i].decay)
+            for (size_t j = 0; j < m.p.t[i].n; j++) m.p.w[m.p.t[i].off + j] += (real)(0.3 * rng_normal(&r));
+    int B = c.batch, T = c.seq_len, n = B * T;
+    int *tok = malloc(sizeof(int) * (size_t)n), *tgt = malloc(sizeof(int) * (size_t)n);
+    if (!tok || !tgt) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
+    for (int i = 0; i < n; i++) tgt[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
+    double loss = model_forward(&m, tok, tgt, B, T);
+    model_zero_grad(&m);
+    if (loss != loss || model_backward(&m, tok) || dump_write(out, &m, tok, tgt)) {
+        fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    free(tok);
+    free(tgt);
+    model_free(&m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_BADINPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
+    if (strcmp(cmd, "xcheck") == 0) return cmd_xcheck(argc - 2, argv + 2);
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "gated: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return EXIT_BADINPUT;
+}

@@ -1,0 +1,119 @@
+/*
+ * config.h — the run configuration: one struct, one schema table.
+ *
+ * Every key a user can write in a run YAML (or pass as --set key=value) is a
+ * row of the schema table in config.c: dotted key, type, range, default and a
+ * one-line description.  Loading, --set overrides, printing and validation
+ * all walk that table, so adding a key is adding one row (plus a field here).
+ *
+ * Errors are reported as "FILE:LINE:COL: error: KEY: reason" in a
+ * ConfigError; the CLI prints it and exits 2 (bad input).
+ */
+#ifndef GATED_CONFIG_H
+#define GATED_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Gate enums.  The names users write are in gate.c's name tables
+ * (gate_position_names[] etc.), indexed by these values. */
+typedef enum { GP_NONE, GP_SDPA, GP_VALUE, GP_KEY, GP_QUERY, GP_DENSE, GP__COUNT } GatePosition;
+typedef enum { GG_ELEMENTWISE, GG_HEADWISE, GG__COUNT } GateGranularity;
+typedef enum { GS_HEAD_SPECIFIC, GS_HEAD_SHARED, GS__COUNT } GateSharing;
+typedef enum { GF_MULTIPLICATIVE, GF_ADDITIVE, GF__COUNT } GateForm;
+typedef enum { GA_SIGMOID, GA_SILU, GA_TANH, GA_NONE, GA_NS_SIGMOID, GA__COUNT } GateActivation;
+typedef enum { GI_HIDDEN, GI_STATIC, GI__COUNT } GateInput;
+/* The paper's no-gate controls on the SDPA output (G1 position). */
+typedef enum { GC_NONE, GC_SILU, GC_RMSNORM, GC__COUNT } GateControl;
+
+typedef struct {
+    int position;    /* GatePosition */
+    int granularity; /* GateGranularity */
+    int sharing;     /* GateSharing */
+    int form;        /* GateForm */
+    int activation;  /* GateActivation */
+    int input;       /* GateInput */
+    int control;     /* GateControl */
+} GateCfg;
+
+typedef struct {
+    /* model */
+    int vocab_size;
+    int d_model;
+    int n_layer;
+    int n_head;
+    int n_kv_head;    /* 0 = n_head; resolved by config_resolve */
+    int d_head;       /* 0 = d_model / n_head; resolved */
+    int d_ff;         /* 0 = 8/3 d_model rounded up to a multiple of 8; resolved */
+    int seq_len;
+    double rope_base;
+    int qk_norm;      /* bool */
+    double norm_eps;
+    double init_std;
+    int match_params; /* bool: shrink d_ff so the total matches the ungated model */
+    GateCfg gate;
+
+    /* train */
+    int steps;
+    int batch;
+    double lr;
+    double min_lr;
+    int warmup;
+    double weight_decay;
+    double beta1;
+    double beta2;
+    double adam_eps;
+    double grad_clip; /* 0 = off */
+    int64_t seed;
+    int eval_every;
+
+    /* runtime */
+    int threads; /* 0 = all cores */
+} Config;
+
+typedef struct {
+    char msg[1024]; /* "file:line:col: error: key: reason" */
+} ConfigError;
+
+/* Fill every field with its schema default (unresolved: 0 = auto stays 0). */
+void config_defaults(Config *c);
+
+/* Parse a run YAML file into c (which should hold defaults).  Nested
+ * mappings give dotted keys (model: {gate: {position: sdpa}} sets
+ * model.gate.position).  Unknown keys (with a did-you-mean), wrong types,
+ * out-of-range values and duplicate keys are errors.  Returns 0 or -1. */
+int config_load_file(Config *c, const char *path, ConfigError *err);
+
+/* Apply one "dotted.key=value" override (the CLI's --set).  Returns 0 / -1. */
+int config_set(Config *c, const char *assignment, ConfigError *err);
+
+/* Resolve automatic values (n_kv_head, d_head, d_ff, match_params) and check
+ * cross-key rules (n_kv_head divides n_head, valid gate combination, ...).
+ * Errors name the offending keys and, where the key came from a file, its
+ * file:line:col.  Returns 0 / -1. */
+int config_resolve(Config *c, ConfigError *err);
+
+/* Print the resolved configuration as YAML, one key per line, in schema order. */
+void config_print(const Config *c, FILE *f);
+
+/* Canonical one-line JSON of every key in schema order (for hashing/storing).
+ * Returns the number of characters written (as snprintf). */
+int config_to_json(const Config *c, char *buf, size_t cap);
+
+/* Schema introspection, for tests, docs and sweeps. */
+typedef enum { CT_INT, CT_FLOAT, CT_BOOL, CT_ENUM } ConfigType;
+typedef struct {
+    const char *key;
+    ConfigType type;
+    size_t offset;
+    double min, max;          /* inclusive bounds for INT/FLOAT */
+    const char *def;          /* default, as text */
+    const char *const *names; /* CT_ENUM: NULL-terminated value names */
+    const char *desc;
+} ConfigKey;
+extern const ConfigKey config_schema[];
+extern const int config_schema_len;
+const ConfigKey *config_find(const char *key);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * rng.h — a small deterministic random generator (splitmix64).
+ *
+ * Used for initialisation, data sampling and tests.  Identical streams on
+ * every platform and thread count: nothing here touches global state.
+ */
+#ifndef GATED_RNG_H
+#define GATED_RNG_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint64_t s;
+} Rng;
+
+static inline Rng rng_seed(uint64_t seed) {
+    Rng r = {seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull};
+    return r;
+}
+/* Next 64 random bits. */
+static inline uint64_t rng_u64(Rng *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double rng_uniform(Rng *r) { return (double)(rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
+/* Uniform integer in [0, n). */
+static inline uint64_t rng_below(Rng *r, uint64_t n) { return rng_u64(r) % n; }
+/* Standard normal (Box-Muller; one value per call, deterministic). */
+double rng_normal(Rng *r);
+
+#endif

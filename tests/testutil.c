@@ -1,0 +1,52 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+Cmp cmp_arrays(const real *a, const real *b, size_t n, double floor) {
+    Cmp c = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) d = INFINITY;
+        double r = d / (fabs((double)b[i]) + floor);
+        if (d > c.max_abs || i == 0) {
+            c.max_abs = d;
+            c.worst = i;
+            c.a = a[i];
+            c.b = b[i];
+        }
+        if (r > c.max_rel) c.max_rel = r;
+    }
+    return c;
+}
+
+Config tiny_config(int V, int C, int L, int H, int Hk, int F, int T, int B) {
+    Config c;
+    config_defaults(&c);
+    c.vocab_size = V;
+    c.d_model = C;
+    c.n_layer = L;
+    c.n_head = H;
+    c.n_kv_head = Hk;
+    c.d_ff = F;
+    c.seq_len = T;
+    c.batch = B;
+    return c;
+}
+
+void resolve_or_die(Config *c) {
+    ConfigError err;
+    if (config_resolve(c, &err)) {
+        fprintf(stderr, "resolve_or_die: %s\n", err.msg);
+        abort();
+    }
+}
+
+void set_threads(int n) {
+    openblas_set_num_threads(n);
+    omp_set_num_threads(n);
+}

@@ -1,0 +1,32 @@
+/*
+ * testutil.h — helpers shared by the Criterion suites.
+ *
+ * Built into both test binaries: with the float core (test_*.c) and with
+ * the double core (f64_*.c), so `real` follows the library it links with.
+ */
+#ifndef GATED_TESTUTIL_H
+#define GATED_TESTUTIL_H
+
+#include <stddef.h>
+#include "config.h"
+#include "real.h"
+
+/* Worst disagreement of a against b over n values. */
+typedef struct {
+    double max_abs, max_rel; /* rel = |a-b| / (|b| + floor) */
+    size_t worst;            /* index of max_abs */
+    double a, b;             /* values at worst */
+} Cmp;
+Cmp cmp_arrays(const real *a, const real *b, size_t n, double floor);
+
+/* Tiny test config: defaults, then the given model dims (not resolved:
+ * set gate fields, then call resolve_or_die). */
+Config tiny_config(int V, int C, int L, int H, int Hk, int F, int T, int B);
+/* config_resolve, aborting with its message on error. */
+void resolve_or_die(Config *c);
+
+/* Set OpenBLAS and OpenMP threads (one owner: tests call this, nothing
+ * else changes thread counts behind their back). */
+void set_threads(int n);
+
+#endif
