@@ -30,7 +30,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(CORE_SRC:%.c=$(BUILD)/f64/%.o)
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run sanitize deps clean xcheck
+.PHONY: all test test-run check sanitize deps clean xcheck
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 $(BUILD)/f32/%.o: %.c
@@ -59,20 +59,20 @@ TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GATED_BIN=$(abspath $(BUILD
 test: deps
 	$(MAKE) test-run
 
-test-run: all $(BUILD)/test_f32 $(BUILD)/test_f64
+test-run: check xcheck
+
+# The Criterion suites alone (also what `make sanitize` runs).
+check: all $(BUILD)/test_f32 $(BUILD)/test_f64
 	$(TEST_ENV) $(BUILD)/test_f32 --jobs 2
 	$(TEST_ENV) $(BUILD)/test_f64 --jobs 2
-	$(TEST_ENV) $(MAKE) --no-print-directory xcheck
 
 # Cross-check against an independent PyTorch model (tests/torch_ref.py).
 xcheck: $(BUILD)/gated
 	$(TEST_ENV) tests/xcheck.sh $(BUILD)/gated $(PYTHON)
 
 sanitize: deps
-	$(MAKE) BUILD=build-san OPT="-O1" SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    all build-san/test_f32 build-san/test_f64
-	ASAN_OPTIONS=detect_leaks=1 $(TEST_ENV) build-san/test_f32 --jobs 2
-	ASAN_OPTIONS=detect_leaks=1 $(TEST_ENV) build-san/test_f64 --jobs 2
+	ASAN_OPTIONS=detect_leaks=1 $(MAKE) BUILD=build-san OPT="-O1" \
+	    SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" check
 
 DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy
 deps:

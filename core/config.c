@@ -16,11 +16,8 @@
  * last one in config_resolve's messages.  The values themselves always live
  * in the Config, so only error locations can be affected.
  *
- * config_resolve must be called once per configuration: with
- * model.match_params set it shrinks d_ff in place, and Config has no field to
- * remember that it already did, so a second call would shrink d_ff again.
- * (The other automatic values are idempotent: once resolved they are
- * non-zero and no longer automatic.)
+ * config_resolve marks the Config resolved and returns at once when called
+ * again, so model.match_params shrinks d_ff exactly once.
  */
 #include "config.h"
 #include "variant.h"
@@ -610,6 +607,7 @@ int config_set(Config *c, const char *assignment, ConfigError *err) {
 /* ------------------------------------------------------------------ */
 
 int config_resolve(Config *c, ConfigError *err) {
+    if (c->resolved) return 0;
     Config r = *c; /* committed only on success */
     const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
     const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
@@ -673,6 +671,7 @@ int config_resolve(Config *c, ConfigError *err) {
                             s.wg_params, r.d_ff, cut);
         r.d_ff -= (int)cut;
     }
+    r.resolved = 1;
     *c = r;
     return 0;
 }

@@ -70,6 +70,8 @@ typedef struct {
 
     /* runtime */
     int threads; /* 0 = all cores */
+
+    int resolved; /* set by config_resolve (not a schema key); a second call is a no-op */
 } Config;
 
 typedef struct {
@@ -91,7 +93,8 @@ int config_set(Config *c, const char *assignment, ConfigError *err);
 /* Resolve automatic values (n_kv_head, d_head, d_ff, match_params) and check
  * cross-key rules (n_kv_head divides n_head, valid gate combination, ...).
  * Errors name the offending keys and, where the key came from a file, its
- * file:line:col.  Returns 0 / -1. */
+ * file:line:col.  Idempotent: a resolved config is returned unchanged.
+ * Returns 0 / -1. */
 int config_resolve(Config *c, ConfigError *err);
 
 /* Print the resolved configuration as YAML, one key per line, in schema order. */

@@ -70,7 +70,7 @@ int model_layout(Model *m, const Config *cfg) {
         if (m->ng) p->wg = add(m, l, "wg", 1, 2, m->ng, C);
         if (m->gs.nstatic) {
             const GateOp *o = &m->gop;
-            if (o->lh > 1 && o->ld > 1)
+            if (g->sharing == GS_HEAD_SPECIFIC && g->granularity == GG_ELEMENTWISE)
                 p->gate_p = add(m, l, "gate_p", 0, 2, o->lh, o->ld);
             else
                 p->gate_p = add(m, l, "gate_p", 0, 1, o->lh * o->ld, 0);

@@ -596,3 +596,17 @@ Test(config, cli_exits_2_on_config_errors) {
         cr_assert_not_null(strstr(err, want), "stderr lacks \"%s\": %s", want, err);
     }
 }
+
+/* A second config_resolve changes nothing (match_params cuts d_ff once). */
+Test(config, resolve_is_idempotent) {
+    Config c;
+    ConfigError e;
+    config_defaults(&c);
+    cr_assert_eq(config_set(&c, "model.gate.position=sdpa", &e), 0, "%s", e.msg);
+    cr_assert_eq(config_set(&c, "model.match_params=true", &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    Config once = c;
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    cr_assert_eq(c.d_ff, 301);
+    cr_assert(memcmp(&once, &c, sizeof c) == 0);
+}

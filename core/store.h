@@ -1,0 +1,108 @@
+/*
+ * store.h — the SQLite results store: runs, their provenance, metrics,
+ * summaries and histograms, in one database file (results.db).
+ *
+ * The schema is documented (in SQL) at the top of store.c.  The database is
+ * opened in WAL mode with a 5 s busy timeout and foreign keys on, so several
+ * training processes may share one file and a process killed at any moment
+ * leaves a readable database holding every committed row.
+ *
+ * Functions returning int give 0 on success and -1 on failure; the reason
+ * is then in store_errmsg().  Strings passed in are copied (never kept).
+ * Every value reaches SQLite through bound parameters.  NaN values are
+ * stored as SQL NULL (SQLite has no NaN); ±Inf are stored as such.
+ */
+#ifndef GATED_STORE_H
+#define GATED_STORE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Schema version written to / required of meta.schema_version. */
+#define STORE_SCHEMA_VERSION 1
+/* A 'running' run whose heartbeat is older than this is reported 'killed'. */
+#define STORE_STALE_SECONDS 60
+/* Buffered metric rows are written automatically once this many are held. */
+#define STORE_FLUSH_ROWS 512
+
+typedef struct Store Store;
+
+/* Where a run ran.  store_provenance_fill() sets every field; git_dirty is
+ * 1 (uncommitted changes), 0 (clean) or -1 (unknown: not a git checkout).
+ * NULL strings are stored as "unknown". */
+typedef struct {
+    const char *host, *cpu_model, *compiler, *cflags, *openblas_version, *sqlite_version,
+        *libyaml_version, *code_version;
+    int git_dirty;
+} Provenance;
+
+/* Open (creating if absent) the results database at path.  Refuses, without
+ * writing to it, a file that is not a SQLite database, a SQLite database
+ * that is not a gated one, or one with a newer schema version; the message
+ * (in err, always NUL-terminated) names the path, e.g.
+ * "results.db: not a gated database (file is not a database)". */
+int store_open(Store **s, const char *path, char *err, size_t errcap);
+/* Flush buffered metrics (a failure is printed to stderr) and close. NULL ok. */
+void store_close(Store *s);
+
+/* Insert a run as 'running' or, for an existing run id, reset it to
+ * 'running' (a resume: old metrics are kept, started_at is kept, ended_at /
+ * error_text / diverged_step are cleared, provenance and argv are updated).
+ * p NULL means store_provenance_fill().  argv_joined may be NULL. */
+int store_run_begin(Store *s, const char *run_id, const char *name, const char *config_json,
+                    long long seed, int threads, const Provenance *p, const char *argv_joined);
+/* The run's status into buf (cap >= 9 holds them all); NULL if absent (or
+ * on error: store_errmsg() then says which).  A 'running' run whose
+ * heartbeat is older than STORE_STALE_SECONDS is reported 'killed'. */
+const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap);
+/* Flush buffered metrics, then set the run's heartbeat_at to now. */
+int store_heartbeat(Store *s, const char *run_id);
+/* Flush buffered metrics, then end the run: status is finished, failed,
+ * diverged or killed; error_text may be NULL; diverged_step < 0 is NULL. */
+int store_run_end(Store *s, const char *run_id, const char *status, const char *error_text,
+                  long long diverged_step);
+
+/* Buffer one metric row (context NULL means ''); written by store_flush.
+ * A rewritten (run, key, context, step) replaces the old value. */
+int store_metric(Store *s, const char *run_id, const char *key, const char *context,
+                 long long step, double value);
+/* Write buffered metrics in one transaction; also done automatically every
+ * STORE_FLUSH_ROWS rows and at close.  On failure the batch is rolled back
+ * and dropped (the message says how many rows). */
+int store_flush(Store *s);
+/* Set (replace) a summary value for (run, key, context); text may be NULL. */
+int store_summary(Store *s, const char *run_id, const char *key, const char *context,
+                  double value, const char *text);
+/* Set (replace) a histogram: nbins equal-width bins over [lo, hi], counts
+ * stored as a JSON array of integers. */
+int store_histogram(Store *s, const char *run_id, const char *key, const char *context,
+                    long long step, double lo, double hi, const long long *counts, int nbins);
+
+/* Fill p for this process: host (gethostname), CPU model (/proc/cpuinfo),
+ * compiler (__VERSION__), cflags (GATED_CFLAGS if defined, else "unknown"),
+ * OpenBLAS / SQLite / libyaml versions, and the git commit and dirty flag of
+ * the current directory ("unknown" / -1 if not a git checkout).  The strings
+ * are static storage, overwritten by the next call. */
+void store_provenance_fill(Provenance *p);
+
+/* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
+ * lowercase hex digits plus NUL. */
+void store_run_id(const char *config_json, char out[17]);
+
+/* Table of runs, oldest first: run id, name, status (killed if stale),
+ * steps done (highest metric step), final val loss, start time. */
+int store_print_ls(Store *s, FILE *f);
+/* Everything about one run, found by exact run id, exact name or unique run
+ * id prefix: config, provenance, final val/test results, summary values,
+ * per-layer probes (f_attn, m_act at context 'layer=N', last step) and the
+ * latest 'gate' histogram(s) as text bars.  Fails (printing nothing) if no
+ * run matches or the argument is ambiguous. */
+int store_print_show(Store *s, const char *run_id_or_name_or_prefix, FILE *f);
+
+/* The last error's message ("" if none). */
+const char *store_errmsg(Store *s);
+
+/* Tests only: set a run's heartbeat_at to t (unix seconds). */
+int store_debug_set_heartbeat(Store *s, const char *run_id, double t);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * test_model.c — the float build: kernels against plain references,
+ * determinism across thread counts, gate shapes against the paper.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "model.h"
+#include "ops.h"
+#include "optim.h"
+#include "rng.h"
+#include "testutil.h"
+#include "variant.h"
+
+static void fill(real *x, size_t n, Rng *r) {
+    for (size_t i = 0; i < n; i++) x[i] = (real)rng_normal(r);
+}
+
+/* ---------------------------------------------------- kernels vs reference */
+
+Test(kernels, linear_matches_naive_loops) {
+    set_threads(1);
+    int n = 37, N = 29, K = 23;
+    Rng r = rng_seed(1);
+    real *x = malloc(sizeof(real) * n * K), *W = malloc(sizeof(real) * N * K), *y = malloc(sizeof(real) * n * N);
+    real *yr = malloc(sizeof(real) * n * N);
+    cr_assert(x && W && y && yr);
+    fill(x, (size_t)n * K, &r), fill(W, (size_t)N * K, &r);
+    linear_forward(y, N, x, K, W, n, N, K, 0);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += (double)x[i * K + k] * W[j * K + k];
+            yr[i * N + j] = (real)s;
+        }
+    Cmp c = cmp_arrays(y, yr, (size_t)n * N, 1.0);
+    cr_assert(c.max_rel < 1e-5, "linear: max rel %.3g at %zu (%g vs %g)", c.max_rel, c.worst, c.a, c.b);
+    free(x), free(W), free(y), free(yr);
+}
+
+Test(kernels, attention_matches_reference_float) {
+    set_threads(1);
+    int B = 2, T = 33, H = 4, Hk = 2, d = 8;
+    size_t nq = (size_t)B * T * H * d, nk = (size_t)B * T * Hk * d;
+    Rng r = rng_seed(2);
+    real *q = malloc(sizeof(real) * nq), *k = malloc(sizeof(real) * nk), *v = malloc(sizeof(real) * nk);
+    real *o1 = malloc(sizeof(real) * nq), *o2 = malloc(sizeof(real) * nq), *lse = malloc(sizeof(real) * B * H * T);
+    real *probs = malloc(sizeof(real) * B * H * T * T);
+    cr_assert(q && k && v && o1 && o2 && lse && probs);
+    fill(q, nq, &r), fill(k, nk, &r), fill(v, nk, &r);
+    attention_forward(o1, lse, q, H * d, k, Hk * d, v, Hk * d, B, T, H, Hk, d, 0.35f);
+    attention_forward_ref(o2, probs, q, H * d, k, Hk * d, v, Hk * d, B, T, H, Hk, d, 0.35f);
+    Cmp c = cmp_arrays(o1, o2, nq, 1e-3);
+    cr_assert(c.max_abs < 1e-5, "attention: max abs %.3g at %zu", c.max_abs, c.worst);
+    /* causal rows sum to one and never look ahead */
+    for (int i = 0; i < T; i++) {
+        double s = 0;
+        for (int j = 0; j < T; j++) s += probs[(size_t)i * T + j];
+        cr_assert(fabs(s - 1) < 1e-5);
+        for (int j = i + 1; j < T; j++) cr_assert(probs[(size_t)i * T + j] == 0);
+    }
+    free(q), free(k), free(v), free(o1), free(o2), free(lse), free(probs);
+}
+
+/* --------------------------------------------------------- determinism */
+
+/* 20 AdamW steps; returns the loss after each in out[]. */
+static void train_losses(int threads, GateCfg g, double *out) {
+    set_threads(threads);
+    Config c = tiny_config(64, 64, 2, 4, 2, 0, 32, 8);
+    c.gate = g;
+    resolve_or_die(&c);
+    Model m;
+    cr_assert(model_init(&m, &c) == 0);
+    AdamW o = {3e-3, 0.9, 0.95, 1e-8, 0.1, 1.0};
+    Rng r = rng_seed(3);
+    int n = c.batch * c.seq_len;
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
+    cr_assert(tok && tgt);
+    for (int step = 0; step < 20; step++) {
+        for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, 64);
+        for (int i = 0; i < n; i++) tgt[i] = (tok[i] * 7 + 3) % 64; /* learnable */
+        out[step] = model_forward(&m, tok, tgt, c.batch, c.seq_len);
+        model_zero_grad(&m);
+        cr_assert(model_backward(&m, tok) == 0);
+        o.lr = lr_schedule(step, 20, 5, 3e-3, 3e-4);
+        adamw_step(&m.p, &o, step + 1);
+    }
+    free(tok), free(tgt);
+    model_free(&m);
+}
+
+static void check_deterministic(GateCfg g, const char *what) {
+    double a[20], b[20], c[20];
+    train_losses(1, g, a);
+    train_losses(2, g, b);
+    train_losses(2, g, c);
+    for (int i = 0; i < 20; i++) {
+        cr_assert(memcmp(&a[i], &b[i], sizeof(double)) == 0, "%s: step %d loss %.17g (1 thread) vs %.17g (2)", what,
+                  i, a[i], b[i]);
+        cr_assert(memcmp(&b[i], &c[i], sizeof(double)) == 0, "%s: step %d not repeatable", what, i);
+    }
+    cr_assert(a[19] < a[0] - 0.1, "%s: training did not lower the loss (%.4f -> %.4f)", what, a[0], a[19]);
+}
+
+Test(determinism, baseline_1_vs_2_threads, .timeout = 120) { check_deterministic(gate_default(), "baseline"); }
+
+Test(determinism, g1_elementwise_1_vs_2_threads, .timeout = 120) {
+    GateCfg g = gate_default();
+    g.position = GP_SDPA;
+    check_deterministic(g, "G1 elementwise");
+}
+
+Test(determinism, g2_static_shared_1_vs_2_threads, .timeout = 120) {
+    GateCfg g = gate_default();
+    g.position = GP_VALUE;
+    g.input = GI_STATIC;
+    g.sharing = GS_HEAD_SHARED;
+    check_deterministic(g, "G2 static head-shared");
+}
+
+/* ------------------------------------------- gate parameters vs the paper */
+
+/* paper.md, "Positions": the weights each gate adds per layer. */
+Test(variants, added_params_match_paper_formulas) {
+    long C = 96, H = 6, Hk = 2, dh = 16;
+    struct {
+        int pos, gran;
+        long expect;
+    } rows[] = {
+        {GP_SDPA, GG_ELEMENTWISE, C * H * dh}, {GP_SDPA, GG_HEADWISE, C * H},
+        {GP_VALUE, GG_ELEMENTWISE, C * Hk * dh}, {GP_VALUE, GG_HEADWISE, C * Hk},
+        {GP_KEY, GG_ELEMENTWISE, C * Hk * dh}, {GP_KEY, GG_HEADWISE, C * Hk},
+        {GP_QUERY, GG_ELEMENTWISE, C * H * dh}, {GP_QUERY, GG_HEADWISE, C * H},
+        {GP_DENSE, GG_ELEMENTWISE, C * C},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        GateCfg g = gate_default();
+        g.position = rows[i].pos;
+        g.granularity = rows[i].gran;
+        GateShape s = gate_shape(&g, (int)C, (int)H, (int)Hk, (int)dh);
+        cr_expect_eq(s.wg_params, rows[i].expect, "%s %s: %ld vs paper %ld", gate_position_names[rows[i].pos],
+                     gate_granularity_names[rows[i].gran], s.wg_params, rows[i].expect);
+        /* head-shared adds as many weights as head-specific (Table 1 rows 12/13) */
+        g.sharing = GS_HEAD_SHARED;
+        if (rows[i].pos != GP_DENSE) cr_expect_eq(gate_shape(&g, (int)C, (int)H, (int)Hk, (int)dh).wg_params, rows[i].expect);
+    }
+}
+
+Test(variants, model_arena_matches_gate_shape) {
+    GateCfg gates[400];
+    int n = gate_enumerate(gates, 400);
+    cr_assert_gt(n, 40);
+    for (int i = 0; i < n; i++) {
+        Config c = tiny_config(32, 32, 3, 4, 2, 40, 8, 1);
+        Config cb = c;
+        c.gate = gates[i];
+        resolve_or_die(&c);
+        resolve_or_die(&cb);
+        Model m, mb;
+        cr_assert(model_layout(&m, &c) == 0 && model_layout(&mb, &cb) == 0);
+        cr_expect_eq((long)(m.p.total - mb.p.total), 3 * m.gs.wg_params, "variant %d", i);
+        model_free(&m), model_free(&mb);
+    }
+}
+
+Test(variants, nonsense_combinations_rejected) {
+    GateCfg g = gate_default();
+    const char *key;
+    g.position = GP_DENSE;
+    g.granularity = GG_HEADWISE;
+    cr_assert(gate_validate(&g, &key) != NULL);
+    cr_assert_str_eq(key, "model.gate.granularity");
+    g.granularity = GG_ELEMENTWISE;
+    g.sharing = GS_HEAD_SHARED;
+    cr_assert(gate_validate(&g, &key) != NULL);
+    cr_assert_str_eq(key, "model.gate.sharing");
+    g = gate_default();
+    g.activation = GA_TANH;
+    cr_assert(gate_validate(&g, &key) != NULL, "a gate key without a position must be rejected");
+    g.position = GP_SDPA;
+    cr_assert(gate_validate(&g, &key) == NULL);
+}
