@@ -90,4 +90,6 @@ deps:
 clean:
 	rm -rf build build-san
 
--include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d)
+T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o)
+T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d) $(T32OBJ:.o=.d) $(T64OBJ:.o=.d)
