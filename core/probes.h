@@ -1,0 +1,46 @@
+/*
+ * probes.h — the paper's analysis metrics, read off the last forward pass.
+ *
+ * F-Attn (layer l): attention on position 0, averaged over batch, heads and
+ *   query positions i >= 1 (position 0 can only attend to itself, so it is
+ *   excluded).  Computed exactly from the saved rotated q/k and each row's
+ *   log-sum-exp: p(i, 0) = exp(scale · q_i·k_0 − lse_i); no T×T map is held.
+ * M-Act (layer l): max |h| over the layer's output residual stream, with the
+ *   (position, channel) where it occurs.
+ * Gate scores: mean per layer and head, a fixed-bin histogram, the share of
+ *   scores under 0.1 and 0.01, mean |Y| before and after the gate.
+ */
+#ifndef GATED_PROBES_H
+#define GATED_PROBES_H
+
+#include "model.h"
+
+enum { GATE_HIST_BINS = 20 };
+
+typedef struct {
+    double sum_fattn, n_fattn;      /* F-Attn accumulators */
+    double mact;                     /* running max |h| */
+    long mact_pos, mact_chan;
+    double gate_sum, gate_n, gate_lt01, gate_lt001;
+    double y_abs_before, y_abs_after;
+    double *head_sum;                /* per gated head */
+    long long hist[GATE_HIST_BINS];
+    double hist_lo, hist_hi;
+} LayerProbe;
+
+typedef struct {
+    int L, hpos;
+    LayerProbe *lp;
+    double *head_mem;
+} Probes;
+
+int probes_init(Probes *p, const Model *m);
+void probes_free(Probes *p);
+/* Add the statistics of the model's last forward pass. */
+void probes_accumulate(Probes *p, const Model *m);
+
+/* Finished values. */
+double probe_fattn(const Probes *p, int l);
+double probe_gate_mean(const Probes *p, int l);
+
+#endif

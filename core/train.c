@@ -1,0 +1,267 @@
+/*
+ * train.c — the training loop (see train.h).
+ *
+ * Per step: B windows of T+1 tokens from the training split at random
+ * offsets (with data.bos_start the window's first token is always BOS,
+ * followed by T tokens of text; a stream seeded from train.seed), forward, backward, global-norm clip, AdamW with
+ * linear warmup and cosine decay.  Every step's loss, learning rate and
+ * gradient norm go to the store; a loss above the median of the previous
+ * 100 steps by more than train.spike_threshold counts as a spike; a NaN/inf
+ * loss or one above train.diverge_loss ends the run as `diverged`.
+ *
+ * Every train.eval_every steps and at the end: the same fixed validation
+ * windows give val loss / perplexity / bits per byte and the probes
+ * (probes.h).  At the end the test split is evaluated once.
+ */
+#include "train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "data.h"
+#include "model.h"
+#include "optim.h"
+#include "probes.h"
+#include "store.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of the previous min(n, 100) losses (ring buffer). */
+static double running_median(const double *ring, long n) {
+    double tmp[100];
+    int k = n < 100 ? (int)n : 100;
+    memcpy(tmp, ring, sizeof(double) * k);
+    qsort(tmp, k, sizeof(double), cmp_double);
+    return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+}
+
+typedef struct {
+    double loss;
+    Probes probes;
+} Eval;
+
+/* Mean loss over fixed windows (count of them, each T+1 tokens), in
+ * batches of B; probes accumulated when pr is non-NULL. */
+static double evaluate(Model *m, const int *win, int count, int B, int T, int *tok, int *tgt, Probes *pr) {
+    double sum = 0;
+    int done = 0;
+    for (int w0 = 0; w0 < count; w0 += B) {
+        int nb = count - w0 < B ? count - w0 : B;
+        for (int b = 0; b < nb; b++) {
+            const int *w = win + (size_t)(w0 + b) * (T + 1);
+            memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
+            memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
+        }
+        double l = model_forward(m, tok, tgt, nb, T);
+        sum += l * nb;
+        done += nb;
+        if (pr) probes_accumulate(pr, m);
+    }
+    return done ? sum / done : NAN;
+}
+
+static void store_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
+    char ctx[64];
+    double fsum = 0, msum = 0;
+    for (int l = 0; l < m->L; l++) {
+        snprintf(ctx, sizeof ctx, "layer=%d", l);
+        double f = probe_fattn(p, l);
+        fsum += f;
+        msum += p->lp[l].mact;
+        store_metric(st, id, "f_attn", ctx, step, f);
+        store_metric(st, id, "m_act", ctx, step, p->lp[l].mact);
+        store_metric(st, id, "m_act_pos", ctx, step, (double)p->lp[l].mact_pos);
+        store_metric(st, id, "m_act_chan", ctx, step, (double)p->lp[l].mact_chan);
+        if (m->cfg.gate.position != GP_NONE) {
+            const LayerProbe *lp = &p->lp[l];
+            store_metric(st, id, "gate_mean", ctx, step, probe_gate_mean(p, l));
+            store_metric(st, id, "gate_frac_lt_0.1", ctx, step, lp->gate_lt01 / lp->gate_n);
+            store_metric(st, id, "gate_frac_lt_0.01", ctx, step, lp->gate_lt001 / lp->gate_n);
+            store_metric(st, id, "y_abs_before_gate", ctx, step, lp->y_abs_before / lp->gate_n);
+            store_metric(st, id, "y_abs_after_gate", ctx, step, lp->y_abs_after / lp->gate_n);
+            for (int h = 0; h < m->gs.hpos; h++) {
+                char hc[64];
+                snprintf(hc, sizeof hc, "layer=%d,head=%d", l, h);
+                store_metric(st, id, "gate_mean", hc, step, lp->head_sum[h] / (lp->gate_n / m->gs.hpos) * m->gs.dh);
+            }
+            store_histogram(st, id, "gate", ctx, step, lp->hist_lo, lp->hist_hi, lp->hist, GATE_HIST_BINS);
+        }
+    }
+    store_metric(st, id, "f_attn", "", step, fsum / m->L);
+    store_metric(st, id, "m_act", "", step, msum / m->L);
+    if (m->cfg.gate.position != GP_NONE) {
+        double gs = 0;
+        for (int l = 0; l < m->L; l++) gs += probe_gate_mean(p, l);
+        store_metric(st, id, "gate_mean", "", step, gs / m->L);
+    }
+}
+
+int train_run(const Config *c, const TrainOpts *o) {
+    char err[1024];
+    Corpus corp;
+    memset(&corp, 0, sizeof corp);
+    if (c->corpus == CORPUS_SYNTHETIC) {
+        if (corpus_synthetic(&corp, (uint64_t)c->seed, 200, 4000)) {
+            fprintf(stderr, "gated train: out of memory building the synthetic corpus\n");
+            return 1;
+        }
+    } else if (corpus_load_brown(&corp, o->data_dir, err, sizeof err)) {
+        fprintf(stderr, "gated train: %s\n", err);
+        return 2;
+    }
+    if (c->vocab_size < DATA_VOCAB) {
+        fprintf(stderr, "gated train: model.vocab_size: must be at least %d for byte tokens + BOS, got %d\n",
+                DATA_VOCAB, c->vocab_size);
+        corpus_free(&corp);
+        return 2;
+    }
+    int B = c->batch, T = c->seq_len, n = B * T, rc = 1;
+    Model m;
+    Store *st = NULL;
+    Probes pr;
+    memset(&pr, 0, sizeof pr);
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n), *w = malloc(sizeof(int) * (T + 1));
+    int *val = NULL, *test = NULL;
+    int nval = split_eval_windows(&corp.val, T, c->bos_start, c->eval_windows, &val);
+    int ntest = split_eval_windows(&corp.test, T, c->bos_start, c->eval_windows, &test);
+    if (model_init(&m, c)) {
+        fprintf(stderr, "gated train: out of memory for the model\n");
+        free(tok), free(tgt), free(w), free(val), free(test);
+        corpus_free(&corp);
+        return 1;
+    }
+    if (!tok || !tgt || !w || nval <= 0 || ntest <= 0 || probes_init(&pr, &m)) {
+        fprintf(stderr, "gated train: out of memory, or no validation/test windows of %d tokens\n", T + 1);
+        goto out;
+    }
+    if (store_open(&st, o->db_path, err, sizeof err)) {
+        fprintf(stderr, "gated train: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    char json[8192], id[17];
+    config_to_json(c, json, sizeof json);
+    store_run_id(json, id);
+    const char *name = o->name ? o->name : id;
+    if (store_run_begin(st, id, name, json, (long long)c->seed, c->threads, NULL, o->argv)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+        goto out;
+    }
+
+    AdamW opt = {c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
+    Rng data_rng = rng_seed((uint64_t)c->seed ^ 0xDA7Aull);
+    double ring[100];
+    long spikes = 0, diverged_step = -1;
+    double t0 = now(), last_beat = t0, last_log = t0, train_time = 0, last_loss = NAN;
+    const char *status = "finished";
+    for (long step = 0; step < c->steps; step++) {
+        double ts = now();
+        for (int b = 0; b < B; b++) {
+            split_sample_window(&corp.train, &data_rng, T, c->bos_start, w);
+            memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
+            memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
+        }
+        double loss = model_forward(&m, tok, tgt, B, T);
+        last_loss = loss;
+        if (!isfinite(loss) || loss > c->diverge_loss) {
+            status = "diverged";
+            diverged_step = step;
+            store_metric(st, id, "train_loss", "", step, isfinite(loss) ? loss : -1);
+            break;
+        }
+        model_zero_grad(&m);
+        model_backward(&m, tok);
+        opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
+        double gn = adamw_step(&m.p, &opt, step + 1);
+        train_time += now() - ts;
+        if (step > 0) {
+            double med = running_median(ring, step);
+            if (loss > med + c->spike_threshold) {
+                spikes++;
+                store_metric(st, id, "spike", "", step, loss - med);
+            }
+        }
+        ring[step % 100] = loss;
+        store_metric(st, id, "train_loss", "", step, loss);
+        store_metric(st, id, "lr", "", step, opt.lr);
+        store_metric(st, id, "grad_norm", "", step, gn);
+
+        int last = step + 1 == c->steps;
+        if ((step + 1) % c->eval_every == 0 || last) {
+            probes_free(&pr);
+            if (probes_init(&pr, &m)) goto out;
+            double vl = evaluate(&m, val, nval, B, T, tok, tgt, &pr);
+            store_metric(st, id, "val_loss", "", step + 1, vl);
+            store_metric(st, id, "val_ppl", "", step + 1, exp(vl));
+            store_metric(st, id, "val_bpb", "", step + 1, vl / log(2.0));
+            store_probes(st, id, &m, &pr, step + 1);
+            if (!o->progress)
+                fprintf(stderr, "step %ld/%d  train %.4f  val %.4f  f_attn %.4f\n", step + 1, c->steps, loss, vl,
+                        probe_fattn(&pr, 0));
+        }
+        double tnow = now();
+        if (tnow - last_beat > 5) {
+            store_heartbeat(st, id);
+            last_beat = tnow;
+        }
+        double tps = (double)(step + 1) * n / train_time;
+        if (o->progress && (tnow - last_log > 0.2 || last)) {
+            double eta = (c->steps - step - 1) * (double)n / tps;
+            fprintf(stderr, "\rstep %ld/%d  loss %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, c->steps, loss, tps, eta);
+            last_log = tnow;
+        } else if (!o->progress && tnow - last_log > 30) {
+            fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step + 1, c->steps, loss, tps);
+            last_log = tnow;
+        }
+    }
+    if (o->progress) fputc('\n', stderr);
+
+    if (diverged_step < 0) {
+        double tl = evaluate(&m, test, ntest, B, T, tok, tgt, NULL);
+        store_summary(st, id, "test_loss", "", tl, NULL);
+        store_summary(st, id, "test_ppl", "", exp(tl), NULL);
+        store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL);
+        double vl = evaluate(&m, val, nval, B, T, tok, tgt, NULL);
+        store_summary(st, id, "val_loss", "", vl, NULL);
+        store_summary(st, id, "val_ppl", "", exp(vl), NULL);
+        store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL);
+        fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
+                vl / log(2.0), tl);
+    } else {
+        fprintf(stderr, "diverged at step %ld (loss %g)\n", diverged_step, last_loss);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    store_summary(st, id, "spikes", "", (double)spikes, NULL);
+    store_summary(st, id, "tokens_per_s", "", train_time > 0 ? (double)c->steps * n / train_time : 0, NULL);
+    store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL);
+    store_summary(st, id, "wall_s", "", now() - t0, NULL);
+    store_summary(st, id, "params", "", (double)m.p.total, NULL);
+    store_summary(st, id, "gate_params", "", (double)model_gate_params(&m), NULL);
+    if (store_run_end(st, id, status, NULL, diverged_step)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+        goto out;
+    }
+    printf("%s\n", id);
+    rc = 0;
+out:
+    store_close(st);
+    probes_free(&pr);
+    model_free(&m);
+    free(tok), free(tgt), free(w), free(val), free(test);
+    corpus_free(&corp);
+    return rc;
+}
