@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
 #include "config.h"
 #include "dump.h"
 #include "model.h"
@@ -31,13 +32,19 @@ static void usage(FILE *f) {
             "                                           dump weights, a batch, logits and gradients\n"
             "                                           for tests/torch_ref.py\n"
             "  train  CONFIG.yaml [--set key=value]... [--db PATH] [--name NAME] [--data DIR]\n"
+            "         [--resume] [--ckpt DIR] [--stop-after N]\n"
+            "  sweep  SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
+            "         [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
+            "  merge  OUT.db IN.db...                    fold per-worker databases together\n"
             "  ls     [--db PATH]                        runs in the store\n"
             "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n");
 }
 
 /* Options that take a value, besides --set; NULL where a command has none. */
 typedef struct {
-    const char *out, *db, *name, *data;
+    const char *out, *db, *name, *data, *ckpt;
+    int resume;
+    long stop_after;
 } Opts;
 
 /* Load CONFIG plus --set overrides; other options go to *op (NULL: none
@@ -72,6 +79,17 @@ static void load_config(Config *c, int argc, char **argv, Opts *op) {
             op->name = argv[++i];
         } else if (op && i + 1 < argc && strcmp(argv[i], "--data") == 0) {
             op->data = argv[++i];
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--ckpt") == 0) {
+            op->ckpt = argv[++i];
+        } else if (op && strcmp(argv[i], "--resume") == 0) {
+            op->resume = 1;
+        } else if (op && i + 1 < argc && strcmp(argv[i], "--stop-after") == 0) {
+            char *end;
+            op->stop_after = strtol(argv[++i], &end, 10);
+            if (*end || op->stop_after < 1) {
+                fprintf(stderr, "gated: --stop-after: expected a positive integer, got \"%s\"\n", argv[i]);
+                exit(EXIT_BADINPUT);
+            }
         } else {
             fprintf(stderr, "gated: unknown or incomplete option '%s'\n", argv[i]);
             usage(stderr);
@@ -207,7 +225,7 @@ static int cmd_train(int argc, char **argv, int all_argc, char **all_argv) {
         snprintf(joined + k, sizeof joined - k, "%s%s", i ? " " : "", all_argv[i]);
     }
     TrainOpts to = {op.db ? op.db : "results/gated.db", op.name, op.data ? op.data : "data", joined,
-                    isatty(2)};
+                    isatty(2), op.resume, op.ckpt, op.stop_after};
     return train_run(&c, &to);
 }
 
@@ -253,6 +271,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "xcheck") == 0) return cmd_xcheck(argc - 2, argv + 2);
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2, argc, argv);
+    if (strcmp(cmd, "sweep") == 0) return cmd_sweep(argc - 2, argv + 2);
+    if (strcmp(cmd, "merge") == 0) return cmd_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "ls") == 0) return cmd_store(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "show") == 0) return cmd_store(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

@@ -86,6 +86,8 @@ const ConfigKey config_schema[] = {
     K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
     K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
       "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
+    K("train.checkpoint_every", CT_INT, checkpoint_every, 0, 1000000000, "0", NONAMES,
+      "steps between checkpoints (a run can --resume from the last); 0 = only at the end"),
     K("train.spike_threshold", CT_FLOAT, spike_threshold, 0, 1000, "0.3", NONAMES,
       "a loss spike: loss above the median of the previous 100 steps by more than this"),
     K("train.diverge_loss", CT_FLOAT, diverge_loss, 0, 1e9, "20", NONAMES,

@@ -70,6 +70,7 @@ typedef struct {
     int64_t seed;
     int eval_every;
     int eval_windows;      /* fixed held-out windows per evaluation */
+    int checkpoint_every;  /* steps between checkpoints; 0 = only at the end */
     double spike_threshold; /* loss spike: loss > running median of the previous 100 steps + this */
     double diverge_loss;   /* loss above this (or NaN/inf) ends the run as diverged */
 

@@ -20,8 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include <cblas.h>
+#include <omp.h>
+#include <signal.h>
+
+#include "checkpoint.h"
 #include "data.h"
 #include "model.h"
 #include "optim.h"
@@ -109,8 +115,30 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
     }
 }
 
+/* mkdir -p for one or two levels (errors surface when the file is written). */
+static void mkdir_p(const char *dir) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0777);
+            *p = '/';
+        }
+    mkdir(buf, 0777);
+}
+
+/* SIGINT/SIGTERM end the run cleanly: checkpoint, status killed. */
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
 int train_run(const Config *c, const TrainOpts *o) {
     char err[1024];
+    if (c->threads > 0) {
+        /* the one place thread counts are set for a run */
+        openblas_set_num_threads(c->threads);
+        omp_set_num_threads(c->threads);
+    }
     Corpus corp;
     memset(&corp, 0, sizeof corp);
     if (c->corpus == CORPUS_SYNTHETIC) {
@@ -161,16 +189,37 @@ int train_run(const Config *c, const TrainOpts *o) {
         goto out;
     }
 
+    char ckpt[4096];
+    snprintf(ckpt, sizeof ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", id);
+    TrainState ts;
+    memset(&ts, 0, sizeof ts);
+    ts.data_rng = rng_seed((uint64_t)c->seed ^ 0xDA7Aull);
+    if (o->resume) {
+        int r = checkpoint_load(ckpt, json, &m.p, &ts, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "gated train: %s\n", err);
+            store_run_end(st, id, "failed", err, -1);
+            goto out;
+        }
+        if (r > 0) fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
+    }
+    if (o->ckpt_dir || c->checkpoint_every > 0 || o->stop_after > 0) mkdir_p(o->ckpt_dir ? o->ckpt_dir : "checkpoints");
+
     AdamW opt = {c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
-    Rng data_rng = rng_seed((uint64_t)c->seed ^ 0xDA7Aull);
-    double ring[100];
-    long spikes = 0, diverged_step = -1;
-    double t0 = now(), last_beat = t0, last_log = t0, train_time = 0, last_loss = NAN;
+    long diverged_step = -1;
+    double t0 = now(), last_beat = t0, last_log = t0, last_loss = NAN;
     const char *status = "finished";
-    for (long step = 0; step < c->steps; step++) {
-        double ts = now();
+    char stop_reason[128] = "";
+    stop_signal = 0;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    for (long step = ts.step; step < c->steps; step++) {
+        double tstart = now();
         for (int b = 0; b < B; b++) {
-            split_sample_window(&corp.train, &data_rng, T, c->bos_start, w);
+            split_sample_window(&corp.train, &ts.data_rng, T, c->bos_start, w);
             memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
             memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
         }
@@ -186,18 +235,19 @@ int train_run(const Config *c, const TrainOpts *o) {
         model_backward(&m, tok);
         opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
         double gn = adamw_step(&m.p, &opt, step + 1);
-        train_time += now() - ts;
+        ts.train_time += now() - tstart;
         if (step > 0) {
-            double med = running_median(ring, step);
+            double med = running_median(ts.ring, step);
             if (loss > med + c->spike_threshold) {
-                spikes++;
+                ts.spikes++;
                 store_metric(st, id, "spike", "", step, loss - med);
             }
         }
-        ring[step % 100] = loss;
+        ts.ring[step % 100] = loss;
         store_metric(st, id, "train_loss", "", step, loss);
         store_metric(st, id, "lr", "", step, opt.lr);
         store_metric(st, id, "grad_norm", "", step, gn);
+        ts.step = step + 1;
 
         int last = step + 1 == c->steps;
         if ((step + 1) % c->eval_every == 0 || last) {
@@ -209,15 +259,18 @@ int train_run(const Config *c, const TrainOpts *o) {
             store_metric(st, id, "val_bpb", "", step + 1, vl / log(2.0));
             store_probes(st, id, &m, &pr, step + 1);
             if (!o->progress)
-                fprintf(stderr, "step %ld/%d  train %.4f  val %.4f  f_attn %.4f\n", step + 1, c->steps, loss, vl,
-                        probe_fattn(&pr, 0));
+                fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, loss, vl);
+        }
+        int stop = stop_signal || (o->stop_after > 0 && step + 1 >= o->stop_after && !last);
+        if ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop) {
+            if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err)) fprintf(stderr, "gated train: %s\n", err);
         }
         double tnow = now();
         if (tnow - last_beat > 5) {
             store_heartbeat(st, id);
             last_beat = tnow;
         }
-        double tps = (double)(step + 1) * n / train_time;
+        double tps = (double)(step + 1) * n / (ts.train_time > 0 ? ts.train_time : 1);
         if (o->progress && (tnow - last_log > 0.2 || last)) {
             double eta = (c->steps - step - 1) * (double)n / tps;
             fprintf(stderr, "\rstep %ld/%d  loss %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, c->steps, loss, tps, eta);
@@ -226,10 +279,28 @@ int train_run(const Config *c, const TrainOpts *o) {
             fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step + 1, c->steps, loss, tps);
             last_log = tnow;
         }
+        if (stop) {
+            status = "killed";
+            if (stop_signal)
+                snprintf(stop_reason, sizeof stop_reason, "stopped by signal %d at step %ld", (int)stop_signal, step + 1);
+            else
+                snprintf(stop_reason, sizeof stop_reason, "stopped after %ld steps (--stop-after)", step + 1);
+            break;
+        }
     }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (o->progress) fputc('\n', stderr);
 
+    if (strcmp(status, "killed") == 0) {
+        if (o->progress) fputc('\n', stderr);
+        fprintf(stderr, "%s; checkpoint %s (continue with --resume)\n", stop_reason, ckpt);
+        store_run_end(st, id, "killed", stop_reason, -1);
+        rc = stop_signal ? 1 : 0;
+        goto out;
+    }
     if (diverged_step < 0) {
+        if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err)) fprintf(stderr, "gated train: %s\n", err);
         double tl = evaluate(&m, test, ntest, B, T, tok, tgt, NULL);
         store_summary(st, id, "test_loss", "", tl, NULL);
         store_summary(st, id, "test_ppl", "", exp(tl), NULL);
@@ -245,8 +316,8 @@ int train_run(const Config *c, const TrainOpts *o) {
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    store_summary(st, id, "spikes", "", (double)spikes, NULL);
-    store_summary(st, id, "tokens_per_s", "", train_time > 0 ? (double)c->steps * n / train_time : 0, NULL);
+    store_summary(st, id, "spikes", "", (double)ts.spikes, NULL);
+    store_summary(st, id, "tokens_per_s", "", ts.train_time > 0 ? (double)ts.step * n / ts.train_time : 0, NULL);
     store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL);
     store_summary(st, id, "wall_s", "", now() - t0, NULL);
     store_summary(st, id, "params", "", (double)m.p.total, NULL);

@@ -13,6 +13,9 @@ typedef struct {
     const char *data_dir; /* where `make data` put the corpus */
     const char *argv;     /* the command line, for provenance */
     int progress;         /* 1: redraw one progress line (a terminal); 0: plain periodic lines */
+    int resume;           /* continue from the run's checkpoint, if there is one */
+    const char *ckpt_dir; /* checkpoints: CKPT_DIR/RUN_ID.ckpt */
+    long stop_after;      /* > 0: stop (as if killed) after this many steps, checkpointing first */
 } TrainOpts;
 
 /* Train c (resolved).  Returns the exit code: 0 finished or diverged (a

@@ -48,7 +48,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 38);
+    cr_assert_eq(config_schema_len, 39);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -505,7 +505,7 @@ Test(config, print_is_nested_yaml_and_reloads) {
     cr_assert_not_null(strstr(text, "\n  match_params: true\n  gate:\n    position: sdpa\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n    control: none\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  eval_every: 50\n  eval_windows: 32\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\nthreads: 0\n"), "%s", text);
     cr_assert_eq(len, strlen(text));
     cr_assert_eq(text[len - 1], '\n');
@@ -536,7 +536,7 @@ Test(config, json_is_canonical) {
         "\"model.gate.activation\":\"sigmoid\",\"model.gate.input\":\"hidden\",\"model.gate.control\":\"none\","
         "\"train.steps\":200,\"train.batch\":8,\"train.lr\":0.003,\"train.min_lr\":0.0003,\"train.warmup\":20,"
         "\"train.weight_decay\":0.1,\"train.beta1\":0.9,\"train.beta2\":0.95,\"train.adam_eps\":1e-08,"
-        "\"train.grad_clip\":1,\"train.seed\":1234,\"train.eval_every\":50,\"train.eval_windows\":32,\"train.spike_threshold\":0.3,\"train.diverge_loss\":20,\"data.corpus\":\"brown\",\"data.bos_start\":true,\"threads\":0}";
+        "\"train.grad_clip\":1,\"train.seed\":1234,\"train.eval_every\":50,\"train.eval_windows\":32,\"train.checkpoint_every\":0,\"train.spike_threshold\":0.3,\"train.diverge_loss\":20,\"data.corpus\":\"brown\",\"data.bos_start\":true,\"threads\":0}";
     cr_assert_str_eq(buf, want);
 
     /* Like snprintf: the full length whatever the capacity, always terminated. */

@@ -1,0 +1,16 @@
+/*
+ * commands.h — subcommands of the `gated` CLI that live in their own files.
+ *
+ * Each takes the arguments after the command name and returns the exit
+ * status: 0 ok, 1 runtime failure, 2 bad usage or bad input.
+ */
+#ifndef GATED_COMMANDS_H
+#define GATED_COMMANDS_H
+
+/* gated sweep SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J]
+ *                        [--force] [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR] */
+int cmd_sweep(int argc, char **argv);
+/* gated merge OUT.db IN.db... */
+int cmd_merge(int argc, char **argv);
+
+#endif

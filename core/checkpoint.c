@@ -1,0 +1,81 @@
+/* checkpoint.c — see checkpoint.h. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char MAGIC[] = "GATEDCKPT1\n";
+
+int checkpoint_save(const char *path, const char *config_json, const Arena *a, const TrainState *ts, char *err,
+                    size_t cap) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, cap, "%s: cannot write checkpoint: %s", tmp, strerror(errno));
+        return -1;
+    }
+    uint32_t rs = sizeof(real);
+    uint64_t jl = strlen(config_json), n = a->total;
+    int ok = fwrite(MAGIC, 1, sizeof MAGIC - 1, f) == sizeof MAGIC - 1 && fwrite(&rs, sizeof rs, 1, f) == 1 &&
+             fwrite(&jl, sizeof jl, 1, f) == 1 && fwrite(config_json, 1, jl, f) == jl &&
+             fwrite(&n, sizeof n, 1, f) == 1 && fwrite(a->w, sizeof(real), n, f) == n &&
+             fwrite(a->m, sizeof(real), n, f) == n && fwrite(a->v, sizeof(real), n, f) == n &&
+             fwrite(ts, sizeof *ts, 1, f) == 1;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, cap, "%s: cannot write checkpoint: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, cap, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        return -1;
+    }
+    char magic[sizeof MAGIC];
+    uint32_t rs = 0;
+    uint64_t jl = 0, n = 0;
+    char *json = NULL;
+    int rc = -1;
+    if (fread(magic, 1, sizeof MAGIC - 1, f) != sizeof MAGIC - 1 || memcmp(magic, MAGIC, sizeof MAGIC - 1) ||
+        fread(&rs, sizeof rs, 1, f) != 1 || rs != sizeof(real) || fread(&jl, sizeof jl, 1, f) != 1 ||
+        jl > (1u << 20)) {
+        snprintf(err, cap, "%s: not a gated checkpoint (or from another build)", path);
+        goto out;
+    }
+    json = malloc(jl + 1);
+    if (!json) {
+        snprintf(err, cap, "%s: out of memory", path);
+        goto out;
+    }
+    if (fread(json, 1, jl, f) != jl) {
+        snprintf(err, cap, "%s: truncated checkpoint", path);
+        goto out;
+    }
+    json[jl] = 0;
+    if (strcmp(json, config_json) != 0) {
+        snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
+        goto out;
+    }
+    if (fread(&n, sizeof n, 1, f) != 1 || n != a->total || fread(a->w, sizeof(real), n, f) != n ||
+        fread(a->m, sizeof(real), n, f) != n || fread(a->v, sizeof(real), n, f) != n ||
+        fread(ts, sizeof *ts, 1, f) != 1) {
+        snprintf(err, cap, "%s: truncated or mismatched checkpoint", path);
+        goto out;
+    }
+    rc = 1;
+out:
+    free(json);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,308 @@
+/*
+ * test_train.c — training, probes, resume, killed runs, bad input.
+ *
+ * In-process runs use the synthetic corpus (hermetic); the CLI tests run
+ * $GATED_BIN and are skipped when it is unset.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "probes.h"
+#include "store.h"
+#include "testutil.h"
+#include "train.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static void tmpdir(char *buf, size_t cap) {
+    snprintf(buf, cap, "/tmp/gated-train-XXXXXX");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+static Config synth_config(int steps) {
+    Config c = tiny_config(257, 32, 2, 4, 2, 48, 32, 4);
+    c.corpus = CORPUS_SYNTHETIC;
+    c.steps = steps;
+    c.warmup = 3;
+    c.eval_every = 10;
+    c.eval_windows = 8;
+    c.lr = 1e-2;
+    c.min_lr = 1e-3;
+    return c;
+}
+
+/* Values of metric key (context '') ordered by step; returns the count. */
+static int metric_series(const char *db, const char *key, double *out, int cap) {
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT value FROM metrics WHERE key = ?1 AND context = '' ORDER BY step", -1,
+                                    &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < cap) out[n++] = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+static int run_quiet(const Config *c, TrainOpts *o) {
+    /* the run prints its id on stdout; keep the test log clean */
+    fflush(stdout);
+    int saved = dup(1);
+    FILE *null = fopen("/dev/null", "w");
+    dup2(fileno(null), 1);
+    int rc = train_run(c, o);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    fclose(null);
+    return rc;
+}
+
+/* ------------------------------------------------------------ training */
+
+Test(train, synthetic_corpus_loss_falls, .timeout = 120) {
+    set_threads(1);
+    char dir[64], db[128];
+    tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    Config c = synth_config(40);
+    c.eval_every = 4;
+    resolve_or_die(&c);
+    TrainOpts o = {db, "synth", "data", "test", 0, 0, dir, 0};
+    cr_assert_eq(run_quiet(&c, &o), 0);
+    double v[16];
+    int n = metric_series(db, "val_loss", v, 16);
+    cr_assert_eq(n, 10, "expected 10 evaluations, got %d", n);
+    cr_assert(v[9] < v[0] - 0.5, "val loss did not fall: %.4f -> %.4f", v[0], v[9]);
+    cr_assert(v[0] < log(257.0) + 0.5);
+}
+
+Test(train, resume_is_bitwise_identical, .timeout = 120) {
+    set_threads(1);
+    char dir[64], a[128], b[128], cka[128], ckb[128];
+    tmpdir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a.db", dir);
+    snprintf(b, sizeof b, "%s/b.db", dir);
+    snprintf(cka, sizeof cka, "%s/cka", dir);
+    snprintf(ckb, sizeof ckb, "%s/ckb", dir);
+    Config c = synth_config(25);
+    resolve_or_die(&c);
+    TrainOpts full = {a, "full", "data", "test", 0, 0, cka, 0};
+    cr_assert_eq(run_quiet(&c, &full), 0);
+    TrainOpts part = {b, "part", "data", "test", 0, 0, ckb, 12};
+    cr_assert_eq(run_quiet(&c, &part), 0);
+    double la[32], lb[32];
+    cr_assert_eq(metric_series(b, "train_loss", lb, 32), 12, "the interrupted run stops after 12 steps");
+    TrainOpts rest = {b, "part", "data", "test", 0, 1, ckb, 0};
+    cr_assert_eq(run_quiet(&c, &rest), 0);
+    int na = metric_series(a, "train_loss", la, 32), nb = metric_series(b, "train_loss", lb, 32);
+    cr_assert_eq(na, 25);
+    cr_assert_eq(nb, 25);
+    for (int i = 0; i < 25; i++)
+        cr_assert(memcmp(&la[i], &lb[i], sizeof(double)) == 0, "step %d: %.17g uninterrupted vs %.17g resumed", i,
+                  la[i], lb[i]);
+    cr_assert_eq(metric_series(a, "val_loss", la, 32), metric_series(b, "val_loss", lb, 32));
+    cr_assert(memcmp(la, lb, sizeof(double) * 3) == 0);
+}
+
+/* ------------------------------------------------------------ probes */
+
+/* One layer, one sequence of T = 4, 2 heads of width 2, G1 gate. */
+static void probe_model(Model *m) {
+    set_threads(1);
+    Config c = tiny_config(8, 4, 1, 2, 2, 4, 4, 1);
+    c.gate.position = GP_SDPA;
+    c.qk_norm = 0;
+    resolve_or_die(&c);
+    cr_assert_eq(model_init(m, &c), 0);
+    int tok[4] = {1, 2, 3, 4}, tgt[4] = {2, 3, 4, 5};
+    cr_assert(isfinite(model_forward(m, tok, tgt, 1, 4)));
+}
+
+Test(probes, f_attn_uniform_attention) {
+    Model m;
+    probe_model(&m);
+    /* q = 0: every row attends uniformly, p(i, 0) = 1/(i+1) */
+    LayerActs *a = &m.la[0];
+    memset(a->qr, 0, sizeof(real) * 4 * m.nq);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) a->lse[h * 4 + i] = (real)log(i + 1.0);
+    Probes p;
+    cr_assert_eq(probes_init(&p, &m), 0);
+    probes_accumulate(&p, &m);
+    double want = (1 / 2.0 + 1 / 3.0 + 1 / 4.0) / 3;
+    cr_assert(fabs(probe_fattn(&p, 0) - want) < 1e-6, "F-Attn %.7f, want %.7f", probe_fattn(&p, 0), want);
+    probes_free(&p);
+    model_free(&m);
+}
+
+Test(probes, f_attn_hand_made_sink) {
+    Model m;
+    probe_model(&m);
+    /* head 0: q_i · k_0 = 2, q_i · k_j = 0 otherwise -> p(i,0) = e^2 / (e^2 + i)
+     * head 1: all scores 0 -> uniform.  scale = 1/sqrt(2). */
+    LayerActs *a = &m.la[0];
+    memset(a->qr, 0, sizeof(real) * 4 * m.nq);
+    memset(a->kr, 0, sizeof(real) * 4 * m.nkv);
+    double s = sqrt(2.0);
+    for (int i = 0; i < 4; i++) a->qr[i * m.nq + 0] = (real)(2 * s); /* head 0, channel 0 */
+    a->kr[0 * m.nkv + 0] = 1;                                          /* k_0 of kv head 0 */
+    double want = 0;
+    for (int i = 1; i < 4; i++) {
+        double e = exp(2.0);
+        a->lse[0 * 4 + i] = (real)log(e + i);
+        a->lse[1 * 4 + i] = (real)log(i + 1.0);
+        want += e / (e + i) + 1 / (i + 1.0);
+    }
+    want /= 6;
+    Probes p;
+    cr_assert_eq(probes_init(&p, &m), 0);
+    probes_accumulate(&p, &m);
+    cr_assert(fabs(probe_fattn(&p, 0) - want) < 1e-5, "F-Attn %.7f, want %.7f", probe_fattn(&p, 0), want);
+    probes_free(&p);
+    model_free(&m);
+}
+
+Test(probes, m_act_and_gate_statistics) {
+    Model m;
+    probe_model(&m);
+    for (int i = 0; i < 4 * m.C; i++) m.x_out[i] = (real)(0.01 * i);
+    m.x_out[2 * m.C + 3] = -42; /* position 2, channel 3 */
+    LayerActs *a = &m.la[0];
+    int W = m.gs.hpos * m.gs.dh; /* 4 scores per token */
+    static const real S[16] = {0.005f, 0.05f, 0.5f, 0.97f, 0.005f, 0.05f, 0.5f, 0.97f,
+                               0.005f, 0.05f, 0.5f, 0.97f, 0.005f, 0.05f, 0.5f, 0.97f};
+    cr_assert_eq(W, 4);
+    memcpy(a->S, S, sizeof S);
+    Probes p;
+    cr_assert_eq(probes_init(&p, &m), 0);
+    probes_accumulate(&p, &m);
+    cr_assert_float_eq(p.lp[0].mact, 42.0, 1e-9);
+    cr_assert_eq(p.lp[0].mact_pos, 2);
+    cr_assert_eq(p.lp[0].mact_chan, 3);
+    cr_assert(fabs(probe_gate_mean(&p, 0) - (0.005 + 0.05 + 0.5 + 0.97) / 4) < 1e-6);
+    cr_assert_float_eq(p.lp[0].gate_lt01 / p.lp[0].gate_n, 0.5, 1e-9);
+    cr_assert_float_eq(p.lp[0].gate_lt001 / p.lp[0].gate_n, 0.25, 1e-9);
+    /* 20 bins over [0, 1]: 0.005 and 0.05 -> bin 0 and 1, 0.5 -> 10, 0.97 -> 19 */
+    cr_assert_eq(p.lp[0].hist[0], 4);
+    cr_assert_eq(p.lp[0].hist[1], 4);
+    cr_assert_eq(p.lp[0].hist[10], 4);
+    cr_assert_eq(p.lp[0].hist[19], 4);
+    probes_free(&p);
+    model_free(&m);
+}
+
+/* ------------------------------------------------------------ the CLI */
+
+static const char *gated_bin(void) {
+    const char *b = getenv("GATED_BIN");
+    if (!b || access(b, X_OK) != 0) cr_skip_test("GATED_BIN not set");
+    return b;
+}
+
+/* Run a shell command; returns exit status, stderr in err. */
+static int sh(const char *cmd, char *err, size_t cap) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1 >/dev/null", cmd);
+    FILE *f = popen(full, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(err, 1, cap - 1, f);
+    err[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(train_cli, missing_corpus_says_how_to_get_it) {
+    const char *bin = gated_bin();
+    char cmd[1024], err[4096];
+    snprintf(cmd, sizeof cmd, "%s train experiments/quick.yaml --data /nonexistent/dir --db /tmp/gated-nc-%d.db", bin,
+             (int)getpid());
+    cr_assert_eq(sh(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert_not_null(strstr(err, "/nonexistent/dir/brown: corpus not found; run `make data`"), "%s", err);
+}
+
+Test(train_cli, bad_config_exits_2_with_location) {
+    const char *bin = gated_bin();
+    char cmd[1024], err[4096];
+    snprintf(cmd, sizeof cmd, "%s train experiments/quick.yaml --set train.lr=fast", bin);
+    cr_assert_eq(sh(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert_not_null(strstr(err, "--set train.lr=fast: error: train.lr: expected number in [0, 10], got \"fast\""),
+                       "%s", err);
+}
+
+Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120) {
+    const char *bin = gated_bin();
+    char dir[64], db[128];
+    tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/k.db", dir);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(bin, bin, "train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",
+              "data.corpus=synthetic", "--set", "train.steps=100000", "--set", "threads=1", "--db", db, "--ckpt", dir,
+              (char *)NULL);
+        _exit(127);
+    }
+    /* wait until the run has written some metrics, then kill it hard */
+    double v[4];
+    int ok = 0;
+    for (int i = 0; i < 600 && !ok; i++) {
+        usleep(100000);
+        if (access(db, F_OK) == 0) {
+            sqlite3 *h;
+            if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+                sqlite3_stmt *st;
+                if (sqlite3_prepare_v2(h, "SELECT count(*) FROM metrics", -1, &st, NULL) == SQLITE_OK) {
+                    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0) ok = 1;
+                    sqlite3_finalize(st);
+                }
+                sqlite3_close(h);
+            }
+        }
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    cr_assert(ok, "the run never wrote a metric");
+    (void)v;
+    Store *s;
+    char err[512], buf[16];
+    cr_assert_eq(store_open(&s, db, err, sizeof err), 0, "%s", err);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "ok");
+    sqlite3_finalize(st);
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT run_id FROM runs", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    char id[32];
+    snprintf(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    cr_assert_str_eq(store_run_status(s, id, buf, sizeof buf), "running", "fresh heartbeat: still running");
+    cr_assert_eq(store_debug_set_heartbeat(s, id, 1.0), 0);
+    cr_assert_str_eq(store_run_status(s, id, buf, sizeof buf), "killed");
+    store_close(s);
+    char cmd[512], out[4096];
+    snprintf(cmd, sizeof cmd, "%s ls --db %s", bin, db);
+    FILE *f = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    pclose(f);
+    cr_assert_not_null(strstr(out, "killed"), "%s", out);
+}
