@@ -15,7 +15,8 @@ OPT     ?= -O2 -march=native
 SANFLAGS ?=
 PKGS    := openblas yaml-0.1 sqlite3
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g $(OPT) -fopenmp $(SANFLAGS) \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore \
+           -DGATED_CFLAGS='"$(strip $(OPT) $(SANFLAGS))"'
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAGS)
 TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
 PYTHON  ?= /usr/bin/python3

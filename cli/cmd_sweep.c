@@ -1,16 +1,728 @@
-/* cmd_sweep.c — placeholder while the sweep runner is written. */
+/*
+ * cmd_sweep.c — `gated sweep` and `gated merge`.
+ *
+ *   gated sweep SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]
+ *                          [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]
+ *
+ * Loads and validates the whole sweep (sweep.h; any error exits 2 before
+ * anything runs), selects runs (--index I: run I alone; --shard i/N: the
+ * runs with index % N == i - 1), records their sweep membership in the
+ * database (table sweep_runs), then runs each selected run that needs it as
+ * a child process
+ *
+ *   /proc/self/exe train BASE.yaml --set k=v ... --name NAME --db DB --data DIR
+ *                  --ckpt DBDIR/checkpoints [--resume]
+ *
+ * so a crashing run cannot take the others down.  Up to J children run at
+ * once, each with OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = max(1, cores / J)
+ * in its environment; a child's stdout and stderr go to DBDIR/logs/NAME.log
+ * (the last lines are shown when it fails) and its checkpoints to
+ * DBDIR/checkpoints (train --ckpt), DBDIR being the directory of --db.
+ *
+ * What runs, by the status stored for the run's id (its resolved config):
+ *   absent                      run
+ *   finished, diverged          skip if recorded by the same code version (git
+ *                               commit; "unknown" outside a checkout), else
+ *                               run again; --force runs it regardless
+ *   failed, killed              skip and report (exit 1), unless --rerun-failed
+ *                               or --force (a killed run resumes from its checkpoint)
+ *   running (live heartbeat)    skip: another process is running it
+ * A child that dies without ending its run (a crash, SIGKILL) has the run
+ * marked failed (killed, for SIGKILL / SIGTERM / SIGINT) with the reason.
+ * A failed run does not stop the others unless --fail-fast (then no new
+ * run starts; the ones running finish).  SIGINT / SIGTERM stop the sweep
+ * the same way, after forwarding SIGTERM to the children.
+ *
+ * --dry-run prints each selected run (index, stored status, what a real
+ * sweep would do, run id, name, overrides) and writes nothing.
+ *
+ * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
+ * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
+ * Exit 0 when nothing failed, 1 when a run failed now or a failed/killed
+ * run was skipped, 2 on bad input.
+ *
+ *   gated merge OUT.db IN.db...
+ *
+ * Folds each input into OUT (created if missing) with store_merge_from():
+ * idempotent, no duplicates, the better copy of a run shared by two inputs
+ * wins.  Each input is merged in its own transaction; the first unusable
+ * input stops the command (exit 2) with the inputs before it merged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "store.h"
+#include "sweep.h"
 
-int cmd_sweep(int argc, char **argv) {
-    (void)argc, (void)argv;
-    fprintf(stderr, "gated sweep: not implemented yet\n");
-    return 2;
+extern char **environ;
+
+enum { EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
+
+static void sweep_usage(FILE *f) {
+    fprintf(f, "usage: gated sweep SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
+               "                   [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
+               "       gated merge OUT.db IN.db...\n");
 }
 
+typedef struct {
+    const char *path, *db, *data;
+    int dry_run, force, rerun_failed, fail_fast;
+    long index;            /* -1: all */
+    long shard_i, shard_n; /* 0: no sharding */
+    long jobs;
+} SweepOpts;
+
+/* A whole-string integer in [lo, hi]. */
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
+    *o = (SweepOpts){.db = "results/gated.db", .data = "data", .index = -1, .jobs = 1};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (strcmp(a, "--dry-run") == 0)
+            o->dry_run = 1;
+        else if (strcmp(a, "--force") == 0)
+            o->force = 1;
+        else if (strcmp(a, "--rerun-failed") == 0)
+            o->rerun_failed = 1;
+        else if (strcmp(a, "--fail-fast") == 0)
+            o->fail_fast = 1;
+        else if (strcmp(a, "--db") == 0 && more)
+            o->db = argv[++i];
+        else if (strcmp(a, "--data") == 0 && more)
+            o->data = argv[++i];
+        else if (strcmp(a, "--index") == 0 && more) {
+            if (parse_long(argv[++i], 0, 1L << 30, &o->index)) {
+                fprintf(stderr, "gated sweep: --index: expected a run index (0, 1, ...), got \"%s\"\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp(a, "--jobs") == 0 && more) {
+            if (parse_long(argv[++i], 1, 1024, &o->jobs)) {
+                fprintf(stderr, "gated sweep: --jobs: expected an integer in [1, 1024], got \"%s\"\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp(a, "--shard") == 0 && more) {
+            const char *v = argv[++i], *slash = strchr(v, '/');
+            char num[32];
+            int ok = slash && (size_t)(slash - v) < sizeof num;
+            if (ok) {
+                snprintf(num, sizeof num, "%.*s", (int)(slash - v), v);
+                ok = parse_long(num, 1, 1L << 30, &o->shard_i) == 0 &&
+                     parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i <= o->shard_n;
+            }
+            if (!ok) {
+                fprintf(stderr, "gated sweep: --shard: expected i/N with 1 <= i <= N, got \"%s\"\n", v);
+                return -1;
+            }
+        } else if (a[0] != '-' && !o->path)
+            o->path = a;
+        else {
+            fprintf(stderr, "gated sweep: unknown or incomplete option '%s'\n", a);
+            return -1;
+        }
+    }
+    if (!o->path) {
+        fprintf(stderr, "gated sweep: no sweep file given\n");
+        return -1;
+    }
+    if (o->index >= 0 && o->shard_n) {
+        fprintf(stderr, "gated sweep: give --index or --shard, not both\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* jobs                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef enum { OUT_PENDING, OUT_FINISHED, OUT_DIVERGED, OUT_FAILED, OUT_SKIPPED } Outcome;
+
+typedef struct {
+    SweepRun *run;
+    char stored[16]; /* status in the database, "-" if absent */
+    char why[200];   /* why it runs / is skipped */
+    int run_it;      /* 1: launch */
+    int resume;      /* a killed run: continue from its checkpoint */
+    int skip_failed; /* skipped although failed/killed */
+    Outcome outcome;
+    pid_t pid;
+    double t0;
+    char *log;
+} Job;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Decide what to do with j given its stored status and code version. */
+static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
+    char buf[16], cv[128];
+    const char *s = st ? store_run_status(st, j->run->run_id, buf, sizeof buf) : NULL;
+    snprintf(j->stored, sizeof j->stored, "%s", s ? s : "-");
+    if (!s) {
+        j->run_it = 1;
+        snprintf(j->why, sizeof j->why, "new");
+        return;
+    }
+    if (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0) {
+        const char *v = store_run_code_version(st, j->run->run_id, cv, sizeof cv);
+        int same = v && strcmp(v, code) == 0;
+        if (o->force) {
+            j->run_it = 1;
+            snprintf(j->why, sizeof j->why, "%s, rerun (--force)", s);
+        } else if (!same) {
+            j->run_it = 1;
+            snprintf(j->why, sizeof j->why, "%s by code %.12s, now %.12s: rerun", s, v ? v : "?", code);
+        } else {
+            snprintf(j->why, sizeof j->why, "already %s", s);
+        }
+        return;
+    }
+    if (strcmp(s, "failed") == 0 || strcmp(s, "killed") == 0) {
+        if (o->rerun_failed || o->force) {
+            j->run_it = 1;
+            j->resume = strcmp(s, "killed") == 0;
+            snprintf(j->why, sizeof j->why, "%s, rerun%s", s, j->resume ? " (resuming its checkpoint)" : "");
+        } else {
+            j->skip_failed = 1;
+            snprintf(j->why, sizeof j->why, "%s (pass --rerun-failed to rerun it)", s);
+        }
+        return;
+    }
+    snprintf(j->why, sizeof j->why, "%s elsewhere (a live heartbeat)", s);
+}
+
+static int cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* environ without OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, plus both set to
+ * threads.  The strings of environ are shared; free only the array and
+ * the two added entries (*own). */
+static char **child_env(int threads, char *own[2]) {
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = malloc((n + 3) * sizeof *env);
+    own[0] = malloc(48);
+    own[1] = malloc(48);
+    if (!env || !own[0] || !own[1]) {
+        free(env), free(own[0]), free(own[1]);
+        own[0] = own[1] = NULL;
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) != 0 && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) != 0)
+            env[k++] = environ[i];
+    snprintf(own[0], 48, "OMP_NUM_THREADS=%d", threads);
+    snprintf(own[1], 48, "OPENBLAS_NUM_THREADS=%d", threads);
+    env[k++] = own[0];
+    env[k++] = own[1];
+    env[k] = NULL;
+    return env;
+}
+
+/* mkdir -p (0 ok). */
+static int mkdir_p(const char *path) {
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
+/* The directory part of path ("." when none), malloc'd. */
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* DIR/logs/NAME.log, with bytes of NAME outside [A-Za-z0-9._,=+-] as '_'. */
+static char *log_path(const char *logdir, const char *name) {
+    size_t n = strlen(logdir) + strlen(name) + 8;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    size_t o = (size_t)snprintf(p, n, "%s/", logdir);
+    for (const char *c = name; *c; c++) {
+        char ch = *c;
+        int ok =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("._,=+-", ch);
+        p[o++] = ok && !(c == name && ch == '.') ? ch : '_';
+    }
+    snprintf(p + o, n - o, ".log");
+    return p;
+}
+
+/* Start job j's child.  0 ok, -1 (message printed). */
+static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, const char *logdir,
+                     const char *ckptdir) {
+    const SweepRun *r = j->run;
+    int argc = 0, cap = 3 + 2 * r->noverrides + 10;
+    char **argv = calloc((size_t)cap, sizeof *argv);
+    j->log = log_path(logdir, r->name);
+    if (!argv || !j->log) {
+        free(argv);
+        fprintf(stderr, "gated sweep: out of memory\n");
+        return -1;
+    }
+    argv[argc++] = "gated";
+    argv[argc++] = "train";
+    argv[argc++] = sw->base;
+    for (int i = 0; i < r->noverrides; i++) {
+        argv[argc++] = "--set";
+        argv[argc++] = r->overrides[i];
+    }
+    argv[argc++] = "--name";
+    argv[argc++] = r->name;
+    argv[argc++] = "--db";
+    argv[argc++] = (char *)o->db;
+    argv[argc++] = "--data";
+    argv[argc++] = (char *)o->data;
+    argv[argc++] = "--ckpt";
+    argv[argc++] = (char *)ckptdir;
+    if (j->resume)
+        argv[argc++] = "--resume";
+    argv[argc] = NULL;
+
+    int fd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", j->log, strerror(errno));
+        free(argv);
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, fd, 1);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, fd, 2);
+    if (rc == 0)
+        rc = posix_spawn(&j->pid, "/proc/self/exe", &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd);
+    free(argv);
+    if (rc != 0) {
+        fprintf(stderr, "gated sweep: cannot start %s: %s\n", r->name, strerror(rc));
+        return -1;
+    }
+    j->t0 = now_s();
+    return 0;
+}
+
+/* The last lines of a log, indented, to stderr. */
+static void print_tail(const char *path, int lines) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char buf[4096];
+    long start = 0;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        start = size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0;
+    }
+    if (fseek(f, start, SEEK_SET) != 0)
+        start = 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\r' || buf[i] == '\0')
+            buf[i] = '\n';
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    const char *p = buf + n;
+    int k = 0;
+    while (p > buf && k < lines) {
+        p--;
+        if (*p == '\n')
+            k++;
+    }
+    if (*p == '\n')
+        p++;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        if (len > 0)
+            fprintf(stderr, "    | %.*s\n", len, p);
+        p += len + (e != NULL);
+    }
+}
+
+/* After job j's child exited with wait status ws: read the stored status,
+ * mark a run the child left 'running', report. */
+static void finish_job(Job *j, int ws, Store *st, int done, int total) {
+    char buf[16], why[160] = "";
+    const SweepRun *r = j->run;
+    const char *s = store_run_status(st, r->run_id, buf, sizeof buf);
+    int sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0, code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    if (sig)
+        snprintf(why, sizeof why, "gated train was killed by signal %d (%s)", sig, strsignal(sig));
+    else if (code != 0)
+        snprintf(why, sizeof why, "gated train exited with status %d", code);
+    double dt = now_s() - j->t0;
+    if (!sig && code == 0 && s && (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0)) {
+        j->outcome = s[0] == 'f' ? OUT_FINISHED : OUT_DIVERGED;
+        printf("[%d/%d] %s %s (%.1f s)\n", done, total, s, r->name, dt);
+        fflush(stdout);
+        return;
+    }
+    j->outcome = OUT_FAILED;
+    if (!*why)
+        snprintf(why, sizeof why, "gated train exited 0 but the run is %s", s ? s : "not in the database");
+    if (s && strcmp(s, "running") == 0) {
+        int killed = sig == SIGKILL || sig == SIGTERM || sig == SIGINT;
+        if (store_run_end(st, r->run_id, killed ? "killed" : "failed", why, -1) != 0)
+            fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
+        s = killed ? "killed" : "failed";
+    }
+    printf("[%d/%d] FAILED %s (%.1f s): %s; status %s; log %s\n", done, total, r->name, dt, why, s ? s : "-", j->log);
+    fflush(stdout);
+    print_tail(j->log, 12);
+}
+
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig) { stop_requested = sig; }
+
+/* ------------------------------------------------------------------ */
+/* gated sweep                                                         */
+/* ------------------------------------------------------------------ */
+
+static void print_dry(const Sweep *sw, Job *jobs, int n) {
+    int nseeds = sw->nseeds ? sw->nseeds : 1;
+    printf("sweep %s: %d of %d runs (%s: %d row%s x %d seed%s), base %s, baseline %s\n", sw->name, n, sw->nruns,
+           sweep_method_names[sw->method], sw->nrows, sw->nrows == 1 ? "" : "s", nseeds, nseeds == 1 ? "" : "s",
+           sw->base, sw->baseline ? sw->baseline : "-");
+    int namew = 4;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(jobs[i].run->name);
+        if (l > namew)
+            namew = l > 48 ? 48 : l;
+    }
+    printf("%5s  %-8s  %-4s  %-16s  %-*s  %s\n", "index", "status", "do", "run id", namew, "name", "overrides");
+    for (int i = 0; i < n; i++) {
+        const SweepRun *r = jobs[i].run;
+        printf("%5d  %-8s  %-4s  %-16s  %-*s ", r->index, jobs[i].stored, jobs[i].run_it ? "run" : "skip", r->run_id,
+               namew, r->name);
+        for (int k = 0; k < r->noverrides; k++)
+            printf(" %s", r->overrides[k]);
+        printf("%s\n", r->is_baseline ? "  (baseline)" : "");
+    }
+}
+
+int cmd_sweep(int argc, char **argv) {
+    SweepOpts o;
+    if (parse_sweep_args(argc, argv, &o)) {
+        sweep_usage(stderr);
+        return EXIT_BADINPUT;
+    }
+    Sweep sw;
+    ConfigError err;
+    if (sweep_load(&sw, o.path, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return EXIT_BADINPUT;
+    }
+    int rc = EXIT_RUNTIME, n = 0;
+    Job *jobs = NULL;
+    Store *st = NULL;
+    char **envp = NULL, *own[2] = {NULL, NULL}, *dbdir = NULL, *logdir = NULL, *ckptdir = NULL;
+    StoreSweepRun *rec = NULL;
+
+    if (o.index >= sw.nruns) {
+        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o.index, o.path, sw.nruns, sw.nruns - 1);
+        rc = EXIT_BADINPUT;
+        goto out;
+    }
+    jobs = calloc((size_t)sw.nruns, sizeof *jobs);
+    if (!jobs)
+        goto oom;
+    for (int i = 0; i < sw.nruns; i++) {
+        if (o.index >= 0 && i != o.index)
+            continue;
+        if (o.shard_n && i % o.shard_n != o.shard_i - 1)
+            continue;
+        jobs[n++].run = &sw.runs[i];
+    }
+
+    Provenance prov;
+    store_provenance_fill(&prov);
+    char code[128];
+    snprintf(code, sizeof code, "%s", prov.code_version ? prov.code_version : "unknown");
+
+    char dberr[1024];
+    if (o.dry_run) {
+        if (access(o.db, F_OK) == 0 && store_open(&st, o.db, dberr, sizeof dberr)) {
+            fprintf(stderr, "gated sweep: %s\n", dberr);
+            rc = EXIT_BADINPUT;
+            goto out;
+        }
+        for (int i = 0; i < n; i++)
+            plan(&jobs[i], st, code, &o);
+        print_dry(&sw, jobs, n);
+        rc = 0;
+        goto out;
+    }
+
+    dbdir = dir_of(o.db);
+    if (!dbdir)
+        goto oom;
+    if (mkdir_p(dbdir) != 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", dbdir, strerror(errno));
+        goto out;
+    }
+    if (store_open(&st, o.db, dberr, sizeof dberr)) {
+        fprintf(stderr, "gated sweep: %s\n", dberr);
+        rc = EXIT_BADINPUT;
+        goto out;
+    }
+    /* membership first, so a report sees the whole selection */
+    rec = calloc((size_t)(n ? n : 1), sizeof *rec);
+    if (!rec)
+        goto oom;
+    for (int i = 0; i < n; i++) {
+        const SweepRun *r = jobs[i].run;
+        rec[i] = (StoreSweepRun){r->run_id, r->label, r->seed, r->index, r->is_baseline};
+    }
+    if (store_sweep_record(st, sw.name, sw.nruns, rec, n)) {
+        fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
+        goto out;
+    }
+    int nrun = 0;
+    for (int i = 0; i < n; i++) {
+        plan(&jobs[i], st, code, &o);
+        nrun += jobs[i].run_it;
+    }
+
+    int threads = cpu_count() / (int)o.jobs;
+    if (threads < 1)
+        threads = 1;
+    envp = child_env(threads, own);
+    size_t ll = strlen(dbdir) + 16;
+    logdir = malloc(ll);
+    ckptdir = malloc(ll);
+    if (!envp || !logdir || !ckptdir)
+        goto oom;
+    snprintf(logdir, ll, "%s/logs", dbdir);
+    snprintf(ckptdir, ll, "%s/checkpoints", dbdir);
+    if (nrun && mkdir_p(logdir) != 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", logdir, strerror(errno));
+        goto out;
+    }
+
+    printf("sweep %s: %d of %d runs selected, %d to run, %ld job%s x %d thread%s, db %s\n", sw.name, n, sw.nruns,
+           nrun, o.jobs, o.jobs == 1 ? "" : "s", threads, threads == 1 ? "" : "s", o.db);
+    for (int i = 0; i < n; i++)
+        if (!jobs[i].run_it) {
+            jobs[i].outcome = OUT_SKIPPED;
+            printf("skip %s (index %d): %s\n", jobs[i].run->name, jobs[i].run->index, jobs[i].why);
+        }
+    fflush(stdout);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    int next = 0, running = 0, done = 0, failed_now = 0, forwarded = 0;
+    const char *stop_why = NULL;
+    for (;;) {
+        if (stop_requested && !stop_why)
+            stop_why = "interrupted";
+        if (failed_now && o.fail_fast && !stop_why)
+            stop_why = "--fail-fast";
+        while (!stop_why && running < o.jobs && next < n) {
+            Job *j = &jobs[next++];
+            if (!j->run_it)
+                continue;
+            if (spawn_job(j, &sw, &o, envp, logdir, ckptdir) != 0) {
+                j->outcome = OUT_FAILED;
+                failed_now++;
+                done++;
+                if (o.fail_fast)
+                    stop_why = "--fail-fast";
+                continue;
+            }
+            running++;
+            printf("start %s (index %d, run %s): %s\n", j->run->name, j->run->index, j->run->run_id, j->why);
+            fflush(stdout);
+        }
+        if (stop_requested && !forwarded) {
+            for (int i = 0; i < n; i++)
+                if (jobs[i].pid > 0 && jobs[i].outcome == OUT_PENDING)
+                    kill(jobs[i].pid, SIGTERM);
+            forwarded = 1;
+        }
+        if (running == 0)
+            break;
+        int ws;
+        pid_t pid = waitpid(-1, &ws, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "gated sweep: waitpid: %s\n", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++)
+            if (jobs[i].pid == pid && jobs[i].outcome == OUT_PENDING) {
+                running--;
+                done++;
+                finish_job(&jobs[i], ws, st, done, nrun);
+                failed_now += jobs[i].outcome == OUT_FAILED;
+                break;
+            }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    int F = 0, D = 0, X = 0, S = 0, skipped_failed = 0, not_started = 0;
+    for (int i = 0; i < n; i++) {
+        switch (jobs[i].outcome) {
+        case OUT_FINISHED: F++; break;
+        case OUT_DIVERGED: D++; break;
+        case OUT_FAILED: X++; break;
+        case OUT_SKIPPED: S++, skipped_failed += jobs[i].skip_failed; break;
+        case OUT_PENDING: S++, not_started++; break;
+        }
+    }
+    if (not_started)
+        printf("%s: %d run%s not started\n", stop_why ? stop_why : "stopped", not_started,
+               not_started == 1 ? "" : "s");
+    if (skipped_failed)
+        printf("%d failed or killed run%s skipped (pass --rerun-failed to rerun)\n", skipped_failed,
+               skipped_failed == 1 ? "" : "s");
+    printf("sweep %s: %d runs: %d finished, %d diverged, %d failed, %d skipped\n", sw.name, n, F, D, X, S);
+    fflush(stdout);
+    rc = X || skipped_failed || not_started ? EXIT_RUNTIME : 0;
+    goto out;
+oom:
+    fprintf(stderr, "gated sweep: out of memory\n");
+    rc = EXIT_RUNTIME;
+out:
+    if (jobs)
+        for (int i = 0; i < n; i++)
+            free(jobs[i].log);
+    free(jobs);
+    free(rec);
+    free(envp);
+    free(own[0]);
+    free(own[1]);
+    free(dbdir);
+    free(logdir);
+    free(ckptdir);
+    store_close(st);
+    sweep_free(&sw);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* gated merge                                                         */
+/* ------------------------------------------------------------------ */
+
 int cmd_merge(int argc, char **argv) {
-    (void)argc, (void)argv;
-    fprintf(stderr, "gated merge: not implemented yet\n");
-    return 2;
+    static const char *const tables[] = {"runs", "metrics", "summary", "histograms", "sweep_runs", "environments"};
+    enum { NT = sizeof tables / sizeof tables[0] };
+    if (argc < 2) {
+        fprintf(stderr, "usage: gated merge OUT.db IN.db...\n");
+        return EXIT_BADINPUT;
+    }
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "gated merge: unknown option '%s'\nusage: gated merge OUT.db IN.db...\n", argv[i]);
+            return EXIT_BADINPUT;
+        }
+    for (int i = 1; i < argc; i++) {
+        struct stat sb;
+        if (stat(argv[i], &sb) != 0) {
+            fprintf(stderr, "gated merge: %s: %s\n", argv[i], strerror(errno));
+            return EXIT_BADINPUT;
+        }
+    }
+    char err[1024];
+    Store *st;
+    if (store_open(&st, argv[0], err, sizeof err)) {
+        fprintf(stderr, "gated merge: %s\n", err);
+        return EXIT_BADINPUT;
+    }
+    int rc = 0;
+    long long before[NT], after[NT];
+    for (int t = 0; t < NT; t++)
+        if ((before[t] = store_count_rows(st, tables[t])) < 0) {
+            fprintf(stderr, "gated merge: %s\n", store_errmsg(st));
+            store_close(st);
+            return EXIT_RUNTIME;
+        }
+    for (int i = 1; i < argc && rc == 0; i++) {
+        int m = store_merge_from(st, argv[i], err, sizeof err);
+        if (m != 0) {
+            fprintf(stderr, "gated merge: %s\n", err);
+            rc = m == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
+            break;
+        }
+        printf("merged %s:", argv[i]);
+        for (int t = 0; t < NT; t++) {
+            if ((after[t] = store_count_rows(st, tables[t])) < 0) {
+                fprintf(stderr, "\ngated merge: %s\n", store_errmsg(st));
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            printf(" %s +%lld%s", tables[t], after[t] - before[t], t + 1 < NT ? "," : "");
+            before[t] = after[t];
+        }
+        printf("\n");
+    }
+    if (rc == 0)
+        printf("%s: %lld runs, %lld metric rows\n", argv[0], before[0], before[1]);
+    store_close(st);
+    return rc;
 }

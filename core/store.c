@@ -79,6 +79,24 @@
  *       PRIMARY KEY (run_id, key, context, step)
  *   );
  *
+ * Sweep membership (added later, still schema_version 1: the change is
+ * purely additive, and store_open creates this table, with
+ * CREATE TABLE IF NOT EXISTS, in any database that lacks it — old
+ * databases gain it on first open by a new build, and old builds ignore it):
+ *
+ *   -- Which runs form which sweep (written by `gated sweep` before it runs
+ *   -- them; a run shared by two sweeps has one row per sweep).  No foreign
+ *   -- key: membership is recorded before the run exists.
+ *   CREATE TABLE IF NOT EXISTS sweep_runs (
+ *       sweep       TEXT NOT NULL,             -- the sweep's name
+ *       run_id      TEXT NOT NULL,
+ *       label       TEXT NOT NULL,             -- the variant / grid point label
+ *       seed        INTEGER NOT NULL,
+ *       idx         INTEGER NOT NULL,          -- the run's index in the sweep
+ *       is_baseline INTEGER NOT NULL,          -- 1 for runs of the sweep's baseline row
+ *       PRIMARY KEY (sweep, run_id)
+ *   );
+ *
  * Connection settings: PRAGMA journal_mode=WAL, busy timeout 5000 ms,
  * PRAGMA foreign_keys=ON.  Writers use BEGIN IMMEDIATE transactions, so a
  * process killed at any point leaves every committed batch and nothing of
@@ -98,6 +116,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -411,6 +430,8 @@ static int check_version(Store *s, long long v) {
     return 0;
 }
 
+static int ensure_sweep_schema(Store *s); /* with the sweep functions, at the end */
+
 static int open_inner(Store *s) {
     const char *path = s->path;
     int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
@@ -507,6 +528,8 @@ static int open_inner(Store *s) {
             return -1;
         }
     }
+
+    if (ensure_sweep_schema(s)) return -1;
 
     if (prep(s, &s->ins_metric,
              "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value)"
@@ -845,8 +868,11 @@ static void cpu_model(char *out, size_t cap) {
     }
     if (fclose(f) != 0) return;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        if (found[k][0]) {
-            snprintf(out, cap, "%s", found[k]);
+        if (found[k][0] && cap > 0) {
+            /* a CPU name longer than out is cut, not an error */
+            size_t l = strnlen(found[k], cap - 1);
+            memcpy(out, found[k], l);
+            out[l] = 0;
             return;
         }
 }
@@ -1407,5 +1433,320 @@ int store_print_show(Store *s, const char *arg, FILE *f) {
     rc = check_stream(s, f);
 out:
     free(id);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* sweeps                                                              */
+/* ------------------------------------------------------------------ */
+
+/* The sweep_runs table (documented with the schema at the top). */
+static const char SWEEP_SCHEMA_SQL[] =
+    "CREATE TABLE IF NOT EXISTS sweep_runs (\n"
+    "    sweep       TEXT NOT NULL,\n"
+    "    run_id      TEXT NOT NULL,\n"
+    "    label       TEXT NOT NULL,\n"
+    "    seed        INTEGER NOT NULL,\n"
+    "    idx         INTEGER NOT NULL,\n"
+    "    is_baseline INTEGER NOT NULL,\n"
+    "    PRIMARY KEY (sweep, run_id)\n"
+    ");\n";
+
+/* 1 if schema (main or merge_src) has a table called name, 0 if not, -1 on error. */
+static int has_table(Store *s, const char *schema_sql, const char *name) {
+    sqlite3_stmt *st;
+    if (prep(s, &st, schema_sql)) return -1;
+    if (bind(s, st, "tt", "table", name)) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        dbfail(s, "read schema");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    int n = sqlite3_column_int(st, 0) > 0;
+    if (fin(s, st)) return -1;
+    return n;
+}
+
+/* Create sweep_runs where it is missing (only then, so that opening an
+ * up-to-date database writes nothing). */
+static int ensure_sweep_schema(Store *s) {
+    int h = has_table(s, "SELECT count(*) FROM main.sqlite_master WHERE type = ?1 AND name = ?2", "sweep_runs");
+    if (h < 0) return -1;
+    return h ? 0 : exec(s, SWEEP_SCHEMA_SQL);
+}
+
+const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap) {
+    sqlite3_stmt *st;
+    s->err[0] = '\0';
+    if (prep(s, &st, "SELECT code_version FROM runs WHERE run_id = ?1")) return NULL;
+    if (bind(s, st, "t", run_id)) {
+        (void)sqlite3_finalize(st);
+        return NULL;
+    }
+    int r = sqlite3_step(st);
+    if (r == SQLITE_DONE) {
+        fail(s, "%s: no run %s", s->path, run_id);
+        (void)fin(s, st);
+        return NULL;
+    }
+    if (r != SQLITE_ROW) {
+        dbfail(s, "run_code_version");
+        (void)sqlite3_finalize(st);
+        return NULL;
+    }
+    int n = snprintf(buf, cap, "%s", col_text_or(st, 0, "unknown"));
+    if (fin(s, st)) return NULL;
+    if (n < 0 || (size_t)n >= cap) {
+        fail(s, "%s: run_code_version: buffer too small", s->path);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Step a prepared statement expecting SQLITE_DONE, then reset it. */
+static int step_done(Store *s, sqlite3_stmt *st, const char *what) {
+    int rc = 0;
+    if (sqlite3_step(st) != SQLITE_DONE) rc = dbfail(s, what);
+    if (sqlite3_reset(st) != SQLITE_OK && rc == 0) rc = dbfail(s, what);
+    return rc;
+}
+
+int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n) {
+    if (!sweep || !*sweep) return fail(s, "%s: sweep_record: empty sweep name", s->path);
+    if (n < 0 || (n > 0 && !runs)) return fail(s, "%s: sweep_record: bad run list", s->path);
+    if (store_flush(s) || begin_tx(s)) return -1;
+    sqlite3_stmt *del = NULL, *ins = NULL;
+    int rc = run_stmt(s, NULL, "DELETE FROM sweep_runs WHERE sweep = ?1 AND idx >= ?2", "ti", sweep,
+                      (long long)nruns);
+    if (rc == 0) rc = prep(s, &del, "DELETE FROM sweep_runs WHERE sweep = ?1 AND idx = ?2 AND run_id <> ?3");
+    if (rc == 0)
+        rc = prep(s, &ins,
+                  "INSERT INTO sweep_runs(sweep, run_id, label, seed, idx, is_baseline)"
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(sweep, run_id) DO UPDATE SET"
+                  " label = excluded.label, seed = excluded.seed, idx = excluded.idx,"
+                  " is_baseline = excluded.is_baseline");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const StoreSweepRun *r = &runs[i];
+        if (!r->run_id || !r->label) {
+            rc = fail(s, "%s: sweep_record: run %d has no run id or label", s->path, i);
+            break;
+        }
+        rc = bind(s, del, "tit", sweep, (long long)r->idx, r->run_id);
+        if (rc == 0) rc = step_done(s, del, "sweep_record: delete");
+        if (rc == 0)
+            rc = bind(s, ins, "tttiii", sweep, r->run_id, r->label, r->seed, (long long)r->idx,
+                      (long long)(r->is_baseline != 0));
+        if (rc == 0) rc = step_done(s, ins, "sweep_record: insert");
+    }
+    if (del && sqlite3_finalize(del) != SQLITE_OK && rc == 0) rc = dbfail(s, "sweep_record: finalize");
+    if (ins && sqlite3_finalize(ins) != SQLITE_OK && rc == 0) rc = dbfail(s, "sweep_record: finalize");
+    if (rc == 0) rc = commit_tx(s);
+    if (rc) rollback_tx(s);
+    return rc;
+}
+
+long long store_count_rows(Store *s, const char *table) {
+    static const char *const names[] = {"meta",    "environments", "runs",      "metrics",
+                                        "summary", "histograms",   "sweep_runs"};
+    static const char *const sqls[] = {
+        "SELECT count(*) FROM meta",    "SELECT count(*) FROM environments", "SELECT count(*) FROM runs",
+        "SELECT count(*) FROM metrics", "SELECT count(*) FROM summary",      "SELECT count(*) FROM histograms",
+        "SELECT count(*) FROM sweep_runs"};
+    for (size_t i = 0; table && i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(table, names[i]) != 0) continue;
+        if (store_flush(s)) return -1;
+        sqlite3_stmt *st;
+        if (prep(s, &st, sqls[i])) return -1;
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            dbfail(s, "count rows");
+            (void)sqlite3_finalize(st);
+            return -1;
+        }
+        long long n = sqlite3_column_int64(st, 0);
+        if (fin(s, st)) return -1;
+        return n;
+    }
+    fail(s, "%s: count rows: no table '%s'", s->path, table ? table : "(null)");
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* merge                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Rank of a run's status for merging (t: table alias); ?1..?4 bind
+ * finished, diverged, failed, killed.  running (and anything else) is 0. */
+#define MERGE_RANK(t) "(CASE " t ".status WHEN ?1 THEN 4 WHEN ?2 THEN 3 WHEN ?3 THEN 2 WHEN ?4 THEN 1 ELSE 0 END)"
+#define MERGE_ENDED(t) "coalesce(" t ".ended_at, -1.0)"
+
+#define RUN_COLS                                                                                         \
+    "run_id, name, status, config_json, seed, threads, code_version, git_dirty, host, cpu_model,"       \
+    " compiler, cflags, openblas_version, sqlite_version, libyaml_version, argv, started_at, ended_at," \
+    " heartbeat_at, error_text, diverged_step"
+
+/* A message for a failure reading the attached input: not a database, or
+ * some other read error. */
+static int merge_src_fail(Store *s, const char *src) {
+    if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB)
+        return fail(s, "%s: not a gated database (%s)", src, sqlite3_errmsg(s->db));
+    return fail(s, "%s: cannot read (%s)", src, sqlite3_errmsg(s->db));
+}
+
+/* Check that merge_src is a gated database this build can read.  0 ok,
+ * -2 not (message set), *has_sweeps whether it has sweep_runs. */
+static int merge_check_src(Store *s, const char *src, int *has_sweeps) {
+    static const char *const q = "SELECT count(*) FROM merge_src.sqlite_master WHERE type = ?1 AND name = ?2";
+    int meta = has_table(s, q, "meta");
+    if (meta < 0) return merge_src_fail(s, src), -2;
+    if (!meta) return fail(s, "%s: not a gated database (no meta table)", src), -2;
+    sqlite3_stmt *st;
+    if (prep(s, &st, "SELECT value FROM merge_src.meta WHERE key = ?1")) return merge_src_fail(s, src), -2;
+    if (bind(s, st, "t", "schema_version")) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    long long v = 0;
+    int found = 0, r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        const char *t = col_text(st, 0);
+        char *end;
+        if (t && *t) {
+            errno = 0;
+            v = strtoll(t, &end, 10);
+            found = !errno && *end == '\0';
+        }
+    } else if (r != SQLITE_DONE) {
+        merge_src_fail(s, src);
+        (void)sqlite3_finalize(st);
+        return -2;
+    }
+    if (fin(s, st)) return -1;
+    if (!found) return fail(s, "%s: not a gated database (no schema_version in meta)", src), -2;
+    if (v > STORE_SCHEMA_VERSION)
+        return fail(s, "%s: schema version %lld is newer than this build supports (%d); use a newer gated", src, v,
+                    STORE_SCHEMA_VERSION),
+               -2;
+    if (v < 1) return fail(s, "%s: not a gated database (schema_version %lld)", src, v), -2;
+    static const char *const need[] = {"environments", "runs", "metrics", "summary", "histograms"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        int h = has_table(s, q, need[i]);
+        if (h < 0) return merge_src_fail(s, src), -2;
+        if (!h) return fail(s, "%s: not a gated database (no %s table)", src, need[i]), -2;
+    }
+    int h = has_table(s, q, "sweep_runs");
+    if (h < 0) return merge_src_fail(s, src), -2;
+    *has_sweeps = h;
+    return 0;
+}
+
+/* The copy itself, in one transaction (merge_src attached). */
+static int merge_copy(Store *s, int has_sweeps) {
+    if (begin_tx(s)) return -1;
+    int rc = exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
+    if (rc == 0) rc = exec(s, "DELETE FROM temp.merge_win");
+    /* environments, by content hash (env_id differs between files) */
+    if (rc == 0)
+        rc = run_stmt(s, NULL,
+                      "INSERT INTO main.environments(env_hash, host, cpu_model, compiler, cflags,"
+                      " openblas_version, sqlite_version, libyaml_version)"
+                      " SELECT env_hash, host, cpu_model, compiler, cflags, openblas_version, sqlite_version,"
+                      " libyaml_version FROM merge_src.environments WHERE true"
+                      " ON CONFLICT(env_hash) DO NOTHING",
+                      "");
+    /* runs the input wins: new ones, and ones with a better status, or the
+     * same status and a later end (then a later heartbeat) */
+    if (rc == 0)
+        rc = run_stmt(s, NULL,
+                      "INSERT OR IGNORE INTO temp.merge_win(run_id)"
+                      " SELECT r.run_id FROM merge_src.runs r LEFT JOIN main.runs d ON d.run_id = r.run_id"
+                      " WHERE d.run_id IS NULL"
+                      " OR " MERGE_RANK("r") " > " MERGE_RANK("d") //
+                      " OR (" MERGE_RANK("r") " = " MERGE_RANK("d") //
+                      "     AND (" MERGE_ENDED("r") " > " MERGE_ENDED("d") //
+                      "          OR (" MERGE_ENDED("r") " = " MERGE_ENDED("d") //
+                      "              AND r.heartbeat_at > d.heartbeat_at)))",
+                      "tttt", "finished", "diverged", "failed", "killed");
+    if (rc == 0)
+        rc = run_stmt(s, NULL,
+                      "INSERT INTO main.runs(" RUN_COLS ", env_id)"
+                      " SELECT " RUN_COLS ", (SELECT d.env_id FROM main.environments d"
+                      "   JOIN merge_src.environments e ON e.env_hash = d.env_hash WHERE e.env_id = r.env_id)"
+                      " FROM merge_src.runs r WHERE r.run_id IN (SELECT run_id FROM temp.merge_win)"
+                      " ON CONFLICT(run_id) DO UPDATE SET name = excluded.name, status = excluded.status,"
+                      " config_json = excluded.config_json, seed = excluded.seed, threads = excluded.threads,"
+                      " code_version = excluded.code_version, git_dirty = excluded.git_dirty,"
+                      " host = excluded.host, cpu_model = excluded.cpu_model, compiler = excluded.compiler,"
+                      " cflags = excluded.cflags, openblas_version = excluded.openblas_version,"
+                      " sqlite_version = excluded.sqlite_version, libyaml_version = excluded.libyaml_version,"
+                      " argv = excluded.argv, started_at = excluded.started_at, ended_at = excluded.ended_at,"
+                      " heartbeat_at = excluded.heartbeat_at, error_text = excluded.error_text,"
+                      " diverged_step = excluded.diverged_step, env_id = excluded.env_id",
+                      "");
+    /* a winning run's rows replace the output's on the same key; every
+     * other run's rows only fill gaps */
+    static const char *const rows_sql[] = {
+        "INSERT OR REPLACE INTO main.metrics(run_id, key, context, step, value)"
+        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.metrics(run_id, key, context, step, value)"
+        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR REPLACE INTO main.summary(run_id, key, context, value, text)"
+        " SELECT run_id, key, context, value, text FROM merge_src.summary"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.summary(run_id, key, context, value, text)"
+        " SELECT run_id, key, context, value, text FROM merge_src.summary"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR REPLACE INTO main.histograms(run_id, key, context, step, lo, hi, counts)"
+        " SELECT run_id, key, context, step, lo, hi, counts FROM merge_src.histograms"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.histograms(run_id, key, context, step, lo, hi, counts)"
+        " SELECT run_id, key, context, step, lo, hi, counts FROM merge_src.histograms"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof rows_sql / sizeof rows_sql[0]; i++)
+        rc = run_stmt(s, NULL, rows_sql[i], "");
+    if (rc == 0 && has_sweeps)
+        rc = run_stmt(s, NULL,
+                      "INSERT OR IGNORE INTO main.sweep_runs(sweep, run_id, label, seed, idx, is_baseline)"
+                      " SELECT sweep, run_id, label, seed, idx, is_baseline FROM merge_src.sweep_runs",
+                      "");
+    if (rc == 0) rc = exec(s, "DELETE FROM temp.merge_win");
+    if (rc == 0) rc = commit_tx(s);
+    if (rc) rollback_tx(s);
+    return rc;
+}
+
+static int merge_inner(Store *s, const char *src) {
+    struct stat st;
+    if (!src || !*src) return fail(s, "merge: empty input path"), -2;
+    if (stat(src, &st) != 0) return fail(s, "%s: %s", src, strerror(errno)), -2;
+    if (S_ISDIR(st.st_mode)) return fail(s, "%s: %s", src, strerror(EISDIR)), -2;
+    char *a = realpath(src, NULL), *b = realpath(s->path, NULL);
+    int same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    if (same) return fail(s, "%s: is the output database", src), -2;
+    if (store_flush(s)) return -1;
+    if (run_stmt(s, NULL, "ATTACH DATABASE ?1 AS merge_src", "t", src)) {
+        if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB) merge_src_fail(s, src);
+        return -2;
+    }
+    int has_sweeps = 0;
+    int rc = merge_check_src(s, src, &has_sweeps);
+    if (rc == 0) rc = merge_copy(s, has_sweeps);
+    char keep[sizeof s->err];
+    memcpy(keep, s->err, sizeof keep);
+    if (exec(s, "DETACH DATABASE merge_src") && rc == 0) return -1;
+    if (rc) memcpy(s->err, keep, sizeof keep); /* the first error's message */
+    return rc;
+}
+
+int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
+    int rc = merge_inner(dst, src_path);
+    if (err && cap) snprintf(err, cap, "%s", rc ? dst->err : "");
     return rc;
 }

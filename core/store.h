@@ -105,4 +105,44 @@ const char *store_errmsg(Store *s);
 /* Tests only: set a run's heartbeat_at to t (unix seconds). */
 int store_debug_set_heartbeat(Store *s, const char *run_id, double t);
 
+/* ------------------------------------------------------------------ */
+/* Sweeps and merging (the sweep_runs table: see store.c's schema).     */
+/* ------------------------------------------------------------------ */
+
+/* One run of a sweep, as recorded in sweep_runs. */
+typedef struct {
+    const char *run_id, *label;
+    long long seed;
+    int idx, is_baseline;
+} StoreSweepRun;
+
+/* Record, in one transaction, that runs[0..n) belong to sweep `sweep`,
+ * which has nruns runs in all: each (sweep, run_id) row is inserted or
+ * updated; a row of this sweep at one of these idx values but with another
+ * run id, and every row with idx >= nruns, is removed (the sweep file
+ * changed since they were written). */
+int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n);
+
+/* The code_version recorded for a run into buf; NULL if the run is absent
+ * (or on error: store_errmsg() then says which). */
+const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap);
+
+/* Rows in one of the store's tables (meta, environments, runs, metrics,
+ * summary, histograms, sweep_runs); -1 on error or another name. */
+long long store_count_rows(Store *s, const char *table);
+
+/* Copy everything from the gated database at src_path into dst, in one
+ * transaction: environments (matched by content hash), runs, metrics,
+ * summary, histograms and sweep_runs, without duplicates.  A run present
+ * in both keeps the row with the better status (finished > diverged >
+ * failed > killed > running), then the later ended_at, then the later
+ * heartbeat; on a tie dst's row stays.  The winning run's metric, summary
+ * and histogram rows replace dst's on the same key; the other runs' rows
+ * only fill keys dst lacks.  Merging the same input twice changes nothing.
+ * src is only read.  Returns 0; -2 when src is not usable (missing, not a
+ * gated database, a newer schema, or dst itself); -1 on a failure while
+ * copying (nothing of that input is kept).  The message is in err
+ * (always NUL-terminated; "" on success). */
+int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
+
 #endif

@@ -1,0 +1,895 @@
+/*
+ * test_sweep.c — sweep files and the sweep / merge commands: expansion of
+ * variants, grids, zips and seeds (order, labels, overrides, names,
+ * baseline), the exact message of every kind of bad sweep file (in process
+ * and through `gated sweep --dry-run`, exit 2), and end to end with
+ * GATED_BIN: a sweep run twice runs everything once, failures / divergence
+ * / --fail-fast / --rerun-failed / code-version reruns, sharding plus
+ * `gated merge` against one unsharded sweep, and merge idempotence and its
+ * choice between two copies of a run.
+ *
+ * The end-to-end tests run tiny models on the synthetic corpus from a
+ * temporary directory (not a git checkout, so every run's code version is
+ * "unknown" and a commit made meanwhile cannot turn a skip into a rerun).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "store.h"
+#include "sweep.h"
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+/* The base run config of the tests: a tiny model on the synthetic corpus. */
+static const char BASE_YAML[] = "model:\n"
+                                "  vocab_size: 257\n"
+                                "  d_model: 32\n"
+                                "  n_layer: 1\n"
+                                "  n_head: 4\n"
+                                "  d_ff: 48\n"
+                                "  seq_len: 16\n"
+                                "train:\n"
+                                "  batch: 2\n"
+                                "  steps: 4\n"
+                                "  warmup: 1\n"
+                                "  eval_every: 2\n"
+                                "  eval_windows: 2\n"
+                                "  seed: 7\n"
+                                "data:\n"
+                                "  corpus: synthetic\n";
+
+typedef struct {
+    char dir[64];
+} Tmp;
+
+/* A fresh directory holding base.yaml. */
+static void tmp_dir(Tmp *t) {
+    strcpy(t->dir, "/tmp/test_sweep_XXXXXX");
+    cr_assert(mkdtemp(t->dir), "mkdtemp: %s", strerror(errno));
+    char p[128];
+    snprintf(p, sizeof p, "%s/base.yaml", t->dir);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fputs(BASE_YAML, f) >= 0, 1);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void tmp_rm(Tmp *t) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Write text to DIR/name; the path goes to path (>= 128 bytes). */
+static void write_file(const Tmp *t, const char *name, const char *text, char *path) {
+    snprintf(path, 128, "%s/%s", t->dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    cr_assert(fputs(text, f) >= 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* sweep_load of text (as DIR/s.yaml); rc, and the path in path. */
+static int load_text(const Tmp *t, const char *text, Sweep *s, ConfigError *e, char *path) {
+    write_file(t, "s.yaml", text, path);
+    return sweep_load(s, path, e);
+}
+
+static Sweep load_ok(const Tmp *t, const char *text) {
+    Sweep s;
+    ConfigError e;
+    char path[128];
+    int rc = load_text(t, text, &s, &e, path);
+    cr_assert_eq(rc, 0, "sweep_load: %s\n--- file:\n%s", e.msg, text);
+    return s;
+}
+
+/* The overrides of run r joined with ' '. */
+static void joined(const SweepRun *r, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r->noverrides && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? " " : "", r->overrides[i]);
+}
+
+static const char *gated_bin(void) {
+    const char *bin = getenv("GATED_BIN");
+    struct stat st;
+    if (!bin || !*bin)
+        cr_skip_test("GATED_BIN is not set");
+    if (stat(bin, &st) != 0)
+        cr_skip_test("GATED_BIN=%s does not exist", bin);
+    cr_assert(strchr(bin, '\'') == NULL, "GATED_BIN contains a quote: %s", bin);
+    return bin;
+}
+
+/* Run a shell command; its stdout + stderr into out (cap bytes); the exit
+ * status is returned (-1 if it did not exit normally). */
+static int sh(const char *cmd, char *out, size_t cap) {
+    size_t fl = strlen(cmd) + 16;
+    char *full = malloc(fl);
+    cr_assert_not_null(full);
+    snprintf(full, fl, "(%s) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    free(full);
+    cr_assert_not_null(p, "popen %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The last non-empty line of text. */
+static const char *last_line(char *text) {
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        text[--n] = '\0';
+    char *nl = strrchr(text, '\n');
+    return nl ? nl + 1 : text;
+}
+
+/* Absolute path of experiments/smoke.yaml (tests run from the repository root). */
+static void smoke_path(char *out) {
+    cr_assert_not_null(realpath("experiments/smoke.yaml", out),
+                       "experiments/smoke.yaml: %s (run the tests from the repository root)", strerror(errno));
+}
+
+static sqlite3 *db_open(const char *path) {
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK, "open %s", path);
+    return db;
+}
+
+static long long q_int(const char *path, const char *sql) {
+    sqlite3 *db = db_open(path);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* group_concat of one text query's rows (ordered by the query). */
+static void q_text(const char *path, const char *sql, char *out, size_t cap) {
+    sqlite3 *db = db_open(path);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    size_t o = 0;
+    out[0] = '\0';
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW && o < cap) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? ";" : "", t ? (const char *)t : "NULL");
+    }
+    cr_assert_eq(r, SQLITE_DONE, "%s", sql);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Change a database with one statement (as another tool would). */
+static void db_exec(const char *path, const char *sql) {
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_close(db);
+}
+
+/* ------------------------------------------------------------------ */
+/* expansion                                                           */
+/* ------------------------------------------------------------------ */
+
+Test(sweep, variants_seeds_order_overrides_and_baseline) {
+    Tmp t;
+    tmp_dir(&t);
+    Sweep s = load_ok(&t, "name: abl\n"
+                          "base: base.yaml\n"
+                          "set:\n"
+                          "  train.steps: 3\n"
+                          "  model: {gate: {activation: sigmoid}}\n"
+                          "variants:\n"
+                          "  - label: base\n"
+                          "  - label: g1\n"
+                          "    set: {model.gate.position: sdpa, train.steps: 5}\n"
+                          "  - label: g2\n"
+                          "    set:\n"
+                          "      model:\n"
+                          "        gate: {position: value, granularity: headwise}\n"
+                          "seeds: [3, 1]\n"
+                          "baseline: g1\n");
+    cr_assert_str_eq(s.name, "abl");
+    cr_assert_eq(s.method, SWEEP_VARIANTS);
+    cr_assert_eq(s.nrows, 3);
+    cr_assert_eq(s.nseeds, 2);
+    cr_assert_str_eq(s.baseline, "g1");
+    char want_base[160];
+    snprintf(want_base, sizeof want_base, "%s/base.yaml", t.dir);
+    cr_assert_str_eq(s.base, want_base);
+    cr_assert_eq(s.nruns, 6);
+
+    static const struct {
+        const char *label, *name, *ov;
+        long long seed;
+        int baseline, steps, pos;
+    } want[] = {
+        {"base", "abl-base-s3", "train.steps=3 model.gate.activation=sigmoid train.seed=3", 3, 0, 3, GP_NONE},
+        {"base", "abl-base-s1", "train.steps=3 model.gate.activation=sigmoid train.seed=1", 1, 0, 3, GP_NONE},
+        {"g1", "abl-g1-s3",
+         "train.steps=3 model.gate.activation=sigmoid model.gate.position=sdpa train.steps=5 train.seed=3", 3, 1, 5,
+         GP_SDPA},
+        {"g1", "abl-g1-s1",
+         "train.steps=3 model.gate.activation=sigmoid model.gate.position=sdpa train.steps=5 train.seed=1", 1, 1, 5,
+         GP_SDPA},
+        {"g2", "abl-g2-s3",
+         "train.steps=3 model.gate.activation=sigmoid model.gate.position=value model.gate.granularity=headwise "
+         "train.seed=3",
+         3, 0, 3, GP_VALUE},
+        {"g2", "abl-g2-s1",
+         "train.steps=3 model.gate.activation=sigmoid model.gate.position=value model.gate.granularity=headwise "
+         "train.seed=1",
+         1, 0, 3, GP_VALUE},
+    };
+    for (int i = 0; i < 6; i++) {
+        const SweepRun *r = &s.runs[i];
+        char ov[1024];
+        joined(r, ov, sizeof ov);
+        cr_assert_eq(r->index, i);
+        cr_assert_eq(r->row, i / 2);
+        cr_assert_str_eq(r->label, want[i].label);
+        cr_assert_str_eq(r->name, want[i].name);
+        cr_assert_str_eq(ov, want[i].ov, "run %d", i);
+        cr_assert_eq(r->seed, want[i].seed);
+        cr_assert_eq(r->is_baseline, want[i].baseline, "run %d", i);
+        /* the resolved config: base file, then the overrides in order */
+        cr_assert(r->config.resolved);
+        cr_assert_eq(r->config.steps, want[i].steps, "run %d", i);
+        cr_assert_eq(r->config.gate.position, want[i].pos);
+        cr_assert_eq(r->config.seed, want[i].seed);
+        cr_assert_eq(r->config.d_model, 32);
+        cr_assert_eq(r->config.n_kv_head, 4); /* resolved from 0 */
+        /* run id as `gated train` computes it */
+        char json[8192], id[17];
+        config_to_json(&r->config, json, sizeof json);
+        store_run_id(json, id);
+        cr_assert_str_eq(r->run_id, id);
+        for (int j = 0; j < i; j++)
+            cr_assert_str_neq(s.runs[j].run_id, r->run_id);
+    }
+    /* the same config through the config API gives the same id */
+    Config c;
+    ConfigError e;
+    config_defaults(&c);
+    cr_assert_eq(config_load_file(&c, s.base, &e), 0, "%s", e.msg);
+    for (int k = 0; k < s.runs[2].noverrides; k++)
+        cr_assert_eq(config_set(&c, s.runs[2].overrides[k], &e), 0);
+    cr_assert_eq(config_resolve(&c, &e), 0);
+    char j1[8192], j2[8192];
+    config_to_json(&c, j1, sizeof j1);
+    config_to_json(&s.runs[2].config, j2, sizeof j2);
+    cr_assert_str_eq(j1, j2);
+    sweep_free(&s);
+    sweep_free(&s); /* twice is fine */
+    tmp_rm(&t);
+}
+
+Test(sweep, grid_is_a_product_in_key_order_last_key_fastest) {
+    Tmp t;
+    tmp_dir(&t);
+    Sweep s = load_ok(&t, "name: g\n"
+                          "base: base.yaml\n"
+                          "method: grid\n"
+                          "parameters:\n"
+                          "  model.gate.position: {values: [sdpa, value]}\n"
+                          "  train.lr: {value: 0.002}\n"
+                          "  model.gate.granularity: {values: [elementwise, headwise]}\n"
+                          "seeds: [5]\n"
+                          "baseline: position=value,granularity=elementwise\n");
+    cr_assert_eq(s.method, SWEEP_GRID);
+    cr_assert_eq(s.nrows, 4);
+    cr_assert_eq(s.nruns, 4);
+    static const char *const labels[] = {
+        "position=sdpa,granularity=elementwise", "position=sdpa,granularity=headwise",
+        "position=value,granularity=elementwise", "position=value,granularity=headwise"};
+    static const char *const ovs[] = {
+        "model.gate.position=sdpa train.lr=0.002 model.gate.granularity=elementwise train.seed=5",
+        "model.gate.position=sdpa train.lr=0.002 model.gate.granularity=headwise train.seed=5",
+        "model.gate.position=value train.lr=0.002 model.gate.granularity=elementwise train.seed=5",
+        "model.gate.position=value train.lr=0.002 model.gate.granularity=headwise train.seed=5"};
+    for (int i = 0; i < 4; i++) {
+        char ov[1024], name[256];
+        joined(&s.runs[i], ov, sizeof ov);
+        cr_assert_str_eq(s.runs[i].label, labels[i]);
+        cr_assert_str_eq(ov, ovs[i]);
+        snprintf(name, sizeof name, "g-%s-s5", labels[i]);
+        cr_assert_str_eq(s.runs[i].name, name);
+        cr_assert_eq(s.runs[i].is_baseline, i == 2);
+        cr_assert_float_eq(s.runs[i].config.lr, 0.002, 1e-15);
+    }
+    sweep_free(&s);
+
+    /* only constants: one row, labelled base; no seeds: the base seed, no train.seed override */
+    s = load_ok(&t, "name: c\nbase: base.yaml\nmethod: grid\nparameters: {model.n_head: {value: 2}}\n");
+    cr_assert_eq(s.nruns, 1);
+    cr_assert_str_eq(s.runs[0].label, "base");
+    cr_assert_str_eq(s.runs[0].name, "c-base-s7");
+    cr_assert_eq(s.runs[0].noverrides, 1);
+    cr_assert_str_eq(s.runs[0].overrides[0], "model.n_head=2");
+    cr_assert_eq(s.runs[0].seed, 7);
+    cr_assert_null(s.baseline);
+    cr_assert_eq(s.runs[0].is_baseline, 0);
+    sweep_free(&s);
+    tmp_rm(&t);
+}
+
+Test(sweep, zip_takes_lists_side_by_side) {
+    Tmp t;
+    tmp_dir(&t);
+    Sweep s = load_ok(&t, "name: z\n"
+                          "base: base.yaml\n"
+                          "method: zip\n"
+                          "parameters:\n"
+                          "  model.n_head: {values: [2, 4, 8]}\n"
+                          "  model.d_model: {values: [16, 32, 64]}\n"
+                          "  model.qk_norm: {value: false}\n"
+                          "seeds: [1, 2]\n");
+    cr_assert_eq(s.method, SWEEP_ZIP);
+    cr_assert_eq(s.nrows, 3);
+    cr_assert_eq(s.nruns, 6);
+    static const int heads[] = {2, 4, 8}, dm[] = {16, 32, 64};
+    for (int i = 0; i < 6; i++) {
+        const SweepRun *r = &s.runs[i];
+        char label[64], ov[512], want[512];
+        snprintf(label, sizeof label, "n_head=%d,d_model=%d", heads[i / 2], dm[i / 2]);
+        snprintf(want, sizeof want, "model.n_head=%d model.d_model=%d model.qk_norm=false train.seed=%d",
+                 heads[i / 2], dm[i / 2], 1 + i % 2);
+        joined(r, ov, sizeof ov);
+        cr_assert_str_eq(r->label, label);
+        cr_assert_str_eq(ov, want);
+        cr_assert_eq(r->config.n_head, heads[i / 2]);
+        cr_assert_eq(r->config.d_head, dm[i / 2] / heads[i / 2]);
+        cr_assert_eq(r->config.qk_norm, 0);
+        cr_assert_eq(r->seed, 1 + i % 2);
+    }
+    sweep_free(&s);
+    tmp_rm(&t);
+}
+
+Test(sweep, run_name_templates) {
+    Tmp t;
+    tmp_dir(&t);
+    Sweep s =
+        load_ok(&t, "name: n\n"
+                    "base: base.yaml\n"
+                    "variants:\n"
+                    "  - {label: a}\n"
+                    "  - {label: b, set: {model.gate.position: sdpa, train.lr: 1e-3}}\n"
+                    "seeds: [11, 12]\n"
+                    "run_name: \"{sweep}/{index}/{label}/{seed}/{model.gate.position}/{train.lr}/{model.d_head}\"\n");
+    static const char *const names[] = {"n/0/a/11/none/0.003/8", "n/1/a/12/none/0.003/8", "n/2/b/11/sdpa/0.001/8",
+                                        "n/3/b/12/sdpa/0.001/8"};
+    cr_assert_eq(s.nruns, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_str_eq(s.runs[i].name, names[i]);
+    sweep_free(&s);
+
+    /* without {seed} and one seed, names are still unique; a literal '}' is kept */
+    s = load_ok(&t, "name: n\nbase: base.yaml\nvariants: [{label: a}, {label: b, set: {train.lr: 0.001}}]\n"
+                    "run_name: \"x}{label}\"\n");
+    cr_assert_str_eq(s.runs[0].name, "x}a");
+    cr_assert_str_eq(s.runs[1].name, "x}b");
+    sweep_free(&s);
+    tmp_rm(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* bad sweep files                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Each file (written as DIR/s.yaml, base.yaml beside it) and the exact
+ * message after "DIR/s.yaml"; '@' in a message stands for DIR, '$' for
+ * any run id (16 hex digits: it changes with the schema). */
+static const struct {
+    const char *yaml, *msg;
+} bad[] = {
+    {"nmae: x\n", ":1:1: error: nmae: unknown key (did you mean name?)"},
+    {"base: base.yaml\nvariants: [{label: a}]\n",
+     ":1:1: error: name: required (names the sweep in the results store)"},
+    {"name: x\nvariants: [{label: a}]\n", ":1:1: error: base: required (a run config, relative to the sweep file)"},
+    {"name: x\nbase: nothere.yaml\nvariants: [{label: a}]\n",
+     ":2:7: error: base: cannot open @/nothere.yaml: No such file or directory"},
+    {"name: x\nbase: .\nvariants: [{label: a}]\n", ":2:7: error: base: cannot open @/.: Is a directory"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nmethod: grid\nparameters: {model.n_head: {values: [2]}}\n",
+     ":4:1: error: method: a sweep has either variants or method with parameters, not both"},
+    {"name: x\nbase: base.yaml\n",
+     ":1:1: error: expected variants (a list of {label, set}), or method (grid or zip) with parameters"},
+    {"name: x\nbase: base.yaml\nmethod: grid\n",
+     ":3:1: error: parameters: required with method (config keys with {values: [...]})"},
+    {"name: x\nbase: base.yaml\nmethod: random\nparameters: {model.n_head: {value: 2}}\n",
+     ":3:9: error: method: expected grid or zip, got \"random\""},
+    {"name: x\nname: y\n", ":2:1: error: name: duplicate key (first set at line 1)"},
+    {"name:\nbase: base.yaml\nvariants: [{label: a}]\n", ":1:6: error: name: must not be empty"},
+    {"name: [a]\n", ":1:7: error: name: expected a value, got a list"},
+    {"name: x\nbase: base.yaml\nmodel.n_head: 4\nvariants: [{label: a}]\n",
+     ":3:1: error: model.n_head: unknown key (config keys go under set:, or in the base file)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {model.n_heads: 4}}]\n",
+     ":3:29: error: model.n_heads: unknown key (did you mean model.n_head?)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {modle: {n_head: 4}}}]\n",
+     ":3:37: error: modle.n_head: unknown key (did you mean model.n_head?)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {model: {n_head: 12x}}}]\n",
+     ":3:45: error: model.n_head: expected integer in [1, 256], got \"12x\""},
+    {"name: x\nbase: base.yaml\nset: {model.gate.position: G1}\nvariants: [{label: a}]\n",
+     ":3:28: error: model.gate.position: expected one of none, sdpa, value, key, query, dense, got \"G1\""},
+    {"name: x\nbase: base.yaml\nset: {model: 3}\nvariants: [{label: a}]\n",
+     ":3:7: error: model: is a section, not a key (set one of its keys, e.g. model.vocab_size)"},
+    {"name: x\nbase: base.yaml\nset: {model.n_head: 2, model: {n_head: 4}}\nvariants: [{label: a}]\n",
+     ":3:32: error: model.n_head: duplicate key (first set at line 3)"},
+    {"name: x\nbase: base.yaml\nset: [a]\nvariants: [{label: a}]\n",
+     ":3:6: error: set: expected a mapping of config keys to values, got a list"},
+    {"name: x\nbase: base.yaml\nvariants: {label: a}\n",
+     ":3:11: error: variants: expected a list of {label: NAME, set: {...}}, got a mapping"},
+    {"name: x\nbase: base.yaml\nvariants: []\n",
+     ":3:11: error: variants: empty list (give at least one {label: NAME, set: {...}})"},
+    {"name: x\nbase: base.yaml\nvariants: [{set: {}}]\n",
+     ":3:12: error: variants[0].label: required (each variant needs a label)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, sett: {}}]\n",
+     ":3:23: error: variants[0].sett: unknown key (did you mean set?)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}, {label: a}]\n",
+     ":3:32: error: variants[1].label: duplicate label \"a\" (also variants[0], line 3)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}, {label: b, set: {model.n_head: 4}}]\n",
+     ":3:24: error: variants[1]: \"b\" resolves to the same configuration as \"a\" (run id $); each "
+     "configuration runs once"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {model.n_kv_head: 3}}]\n",
+     ":3:46: error: model.n_kv_head: must divide model.n_head (n_head 4, n_kv_head 3) (run 0: a, seed 7)"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters:\n"
+     "  model.gate.position: {values: [sdpa, dense]}\n  model.gate.granularity: {values: [headwise]}\n",
+     ":6:37: error: model.gate.granularity: headwise is not valid with model.gate.position dense (G5 gates d_model "
+     "channels; it has no heads) (run 1: position=dense,granularity=headwise, seed 7)"},
+    {"name: x\nbase: base.yaml\nmethod: zip\nparameters:\n  model.n_head: {values: [1, 2]}\n"
+     "  model.d_model: {values: [32]}\n",
+     ":6:28: error: model.d_model: zip needs lists of equal length: 1 value here, 2 for model.n_head"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters:\n  model.n_head: {values: []}\n",
+     ":5:26: error: model.n_head: values: empty list"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {}\n",
+     ":4:13: error: parameters: empty mapping (give config keys with {values: [...]})"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {model.n_head: {values: [1], value: 2}}\n",
+     ":4:28: error: model.n_head: give values (a list to sweep) or value (a constant), not both"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {model.n_head: 4}\n",
+     ":4:28: error: model.n_head: expected {values: [...]} or {value: x}, got \"4\""},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {model.n_head: {valeus: [2]}}\n",
+     ":4:29: error: model.n_head.valeus: unknown key (did you mean values?)"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {model.gate: {values: [1]}}\n",
+     ":4:14: error: model.gate: is a section, not a key (set one of its keys, e.g. model.gate.position)"},
+    {"name: x\nbase: base.yaml\nmethod: grid\nparameters: {model.n_head: {values: [2, 3, 2]}}\n",
+     ":4:44: error: model.n_head: duplicate value \"2\" (also at line 4, column 38)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nseeds: []\n",
+     ":4:8: error: seeds: empty list (leave seeds out to use the base config's seed)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nseeds: 1\n",
+     ":4:8: error: seeds: expected a list of integers, got \"1\""},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nseeds: [1, x]\n",
+     ":4:12: error: seeds: expected integer in [0, 9007199254740992], got \"x\""},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nseeds: [1, 2, 1]\n",
+     ":4:15: error: seeds: duplicate seed 1 (also at line 4)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {train.seed: 3}}]\nseeds: [1]\n",
+     ":3:29: error: train.seed: set by seeds (line 4); remove it here, or drop seeds"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nbaseline: b\n",
+     ":4:11: error: baseline: no variant labelled \"b\" (labels: a)"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nrun_name: \"{sweep}-{modle.n_head}\"\n",
+     ":4:11: error: run_name: unknown placeholder {modle.n_head} (did you mean {model.n_head}?); use {sweep}, "
+     "{label}, {seed}, {index} or a config key"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nrun_name: \"{sweep\"\n",
+     ":4:11: error: run_name: unclosed { in \"{sweep\""},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nseeds: [1, 2]\nrun_name: \"{sweep}-{label}\"\n",
+     ":5:11: error: run_name: runs 0 and 1 are both named \"x-a\" (use {label}, {seed} or {index})"},
+    {"name: [x\n", ":2:1: error: YAML syntax: did not find expected ',' or ']'"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\n---\nname: y\n",
+     ":4:1: error: more than one YAML document (a sweep file holds one)"},
+    {"- a\n", ":1:1: error: expected a mapping of sweep keys at the top level, got a list"},
+};
+
+/* msg with '@' replaced by dir. */
+static void expand_at(const char *msg, const char *dir, char *out, size_t cap) {
+    size_t o = 0;
+    for (const char *c = msg; *c && o + 1 < cap; c++) {
+        if (*c == '@')
+            o += (size_t)snprintf(out + o, cap - o, "%s", dir);
+        else
+            out[o++] = *c;
+    }
+    out[o < cap ? o : cap - 1] = '\0';
+}
+
+/* got equals want, where '$' in want matches any 16 lowercase hex digits. */
+static int msg_matches(const char *want, const char *got) {
+    for (; *want; want++) {
+        if (*want == '$') {
+            for (int i = 0; i < 16; i++, got++)
+                if (!((*got >= '0' && *got <= '9') || (*got >= 'a' && *got <= 'f')))
+                    return 0;
+            continue;
+        }
+        if (*got++ != *want)
+            return 0;
+    }
+    return *got == '\0';
+}
+
+Test(sweep, bad_files_have_exact_messages) {
+    Tmp t;
+    tmp_dir(&t);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Sweep s;
+        ConfigError e;
+        char path[128], want[1200], suffix[1024];
+        memset(&e, 0, sizeof e);
+        int rc = load_text(&t, bad[i].yaml, &s, &e, path);
+        expand_at(bad[i].msg, t.dir, suffix, sizeof suffix);
+        snprintf(want, sizeof want, "%s%s", path, suffix);
+        cr_expect_eq(rc, -1, "row %zu accepted:\n%s", i, bad[i].yaml);
+        cr_expect(msg_matches(want, e.msg), "row %zu:\n%s\nwant: %s\ngot:  %s", i, bad[i].yaml, want, e.msg);
+        cr_assert_eq(s.nruns, 0);
+        cr_assert_null(s.runs);
+        sweep_free(&s);
+    }
+    /* a missing sweep file */
+    Sweep s;
+    ConfigError e;
+    char path[160];
+    snprintf(path, sizeof path, "%s/none.yaml", t.dir);
+    cr_assert_eq(sweep_load(&s, path, &e), -1);
+    char want[300];
+    snprintf(want, sizeof want, "%s: error: cannot open: No such file or directory", path);
+    cr_assert_str_eq(e.msg, want);
+    tmp_rm(&t);
+}
+
+Test(sweep, cli_exits_2_with_the_message) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[128], cmd[512], out[4096], want[1200], suffix[1024];
+        write_file(&t, "s.yaml", bad[i].yaml, path);
+        snprintf(cmd, sizeof cmd, "'%s' sweep '%s' --dry-run --db '%s/r.db'", bin, path, t.dir);
+        int rc = sh(cmd, out, sizeof out);
+        expand_at(bad[i].msg, t.dir, suffix, sizeof suffix);
+        snprintf(want, sizeof want, "%s%s\n", path, suffix);
+        cr_expect_eq(rc, 2, "row %zu: exit %d: %s", i, rc, out);
+        cr_expect(msg_matches(want, out), "row %zu:\nwant: %sgot:  %s", i, want, out);
+    }
+    /* usage errors are 2 as well, and nothing was created */
+    static const char *const args[] = {"",        "--jobs 0",  "--shard 3/2", "--shard x", "--index 1 --shard 1/2",
+                                       "--bogus", "--index 99"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        char path[128], cmd[512], out[4096];
+        write_file(&t, "ok.yaml", "name: ok\nbase: base.yaml\nvariants: [{label: a}]\n", path);
+        snprintf(cmd, sizeof cmd, "'%s' sweep %s %s --db '%s/r.db'", bin, i ? path : "", args[i], t.dir);
+        cr_expect_eq(sh(cmd, out, sizeof out), 2, "%s: %s", args[i], out);
+    }
+    char db[160];
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_neq(access(db, F_OK), 0, "a failed sweep created the database");
+    tmp_rm(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* end to end                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Run `gated ARGS` in dir; output into out; exit status returned. */
+static int gated(const char *bin, const Tmp *t, const char *args, char *out, size_t cap) {
+    size_t cap2 = strlen(t->dir) + strlen(bin) + strlen(args) + 16;
+    char *cmd = malloc(cap2);
+    cr_assert_not_null(cmd);
+    snprintf(cmd, cap2, "cd '%s' && '%s' %s", t->dir, bin, args);
+    int rc = sh(cmd, out, cap);
+    free(cmd);
+    return rc;
+}
+
+Test(sweep, smoke_twice_runs_everything_once) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], db[160];
+    smoke_path(smoke);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    snprintf(args, sizeof args, "sweep '%s' --db r.db --jobs 2", smoke);
+
+    int rc = gated(bin, &t, args, out, sizeof out);
+    cr_assert_eq(rc, 0, "first sweep: exit %d\n%s", rc, out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 6 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 6);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM sweep_runs WHERE sweep = 'smoke'"), 6);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM sweep_runs s JOIN runs r USING (run_id)"), 6);
+    char txt[2048];
+    q_text(db, "SELECT label || ':' || seed || ':' || idx || ':' || is_baseline FROM sweep_runs ORDER BY idx", txt,
+           sizeof txt);
+    cr_assert_str_eq(txt, "baseline:1:0:1;baseline:2:1:1;G1-elementwise:1:2:0;G1-elementwise:2:3:0;"
+                          "G1-headwise:1:4:0;G1-headwise:2:5:0");
+    q_text(db, "SELECT r.name FROM sweep_runs s JOIN runs r USING (run_id) ORDER BY s.idx", txt, sizeof txt);
+    cr_assert_str_eq(txt, "smoke-baseline-s1;smoke-baseline-s2;smoke-G1-elementwise-s1;smoke-G1-elementwise-s2;"
+                          "smoke-G1-headwise-s1;smoke-G1-headwise-s2");
+    long long metrics = q_int(db, "SELECT count(*) FROM metrics");
+    cr_assert_gt(metrics, 0);
+
+    rc = gated(bin, &t, args, out, sizeof out);
+    cr_assert_eq(rc, 0, "second sweep: exit %d\n%s", rc, out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 0 finished, 0 diverged, 0 failed, 6 skipped", "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics"), metrics);
+
+    /* --dry-run shows the stored status; --index runs exactly one run (here with --force) */
+    snprintf(args, sizeof args, "sweep '%s' --db r.db --dry-run", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "    3  finished  skip"), "%s", out);
+    cr_assert_not_null(strstr(out, "smoke-G1-elementwise-s2"), "%s", out);
+    cr_assert_not_null(strstr(out, "model.gate.granularity=elementwise train.seed=2"), "%s", out);
+    snprintf(args, sizeof args, "sweep '%s' --db r.db --index 3 --force", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 1 runs: 1 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+
+    /* a result recorded by another code version is run again */
+    db_exec(db, "UPDATE runs SET code_version = 'deadbeef' WHERE name = 'smoke-G1-headwise-s1'");
+    snprintf(args, sizeof args, "sweep '%s' --db r.db", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 1 finished, 0 diverged, 0 failed, 5 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "finished by code deadbeef, now unknown: rerun"), "%s", out);
+    tmp_rm(&t);
+}
+
+Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160];
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    /* b cannot train (train refuses a vocabulary below 257), c diverges at once */
+    write_file(&t, "f.yaml",
+               "name: f\nbase: base.yaml\nvariants:\n"
+               "  - {label: a}\n"
+               "  - {label: b, set: {model.vocab_size: 64}}\n"
+               "  - {label: c, set: {train.diverge_loss: 1}}\n",
+               path);
+    cr_assert_eq(gated(bin, &t, "sweep f.yaml --db r.db --jobs 2", out, sizeof out), 1, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep f: 3 runs: 1 finished, 1 diverged, 1 failed, 0 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "FAILED f-b-s7"), "%s", out);
+    cr_assert_not_null(strstr(out, "model.vocab_size: must be at least 257"), "the log tail: %s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs"), 2); /* b never started */
+
+    /* again: a and c are results; b runs (and fails) again */
+    cr_assert_eq(gated(bin, &t, "sweep f.yaml --db r.db", out, sizeof out), 1, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep f: 3 runs: 0 finished, 0 diverged, 1 failed, 2 skipped", "%s", out);
+
+    /* --fail-fast: nothing starts after the first failure */
+    write_file(&t, "ff.yaml",
+               "name: ff\nbase: base.yaml\nvariants:\n"
+               "  - {label: b, set: {model.vocab_size: 64}}\n"
+               "  - {label: a, set: {train.lr: 0.001}}\n",
+               path);
+    cr_assert_eq(gated(bin, &t, "sweep ff.yaml --db r.db --fail-fast", out, sizeof out), 1, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep ff: 2 runs: 0 finished, 0 diverged, 1 failed, 1 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "--fail-fast: 1 run not started"), "%s", out);
+
+    /* a run recorded as failed is skipped (exit 1) unless --rerun-failed */
+    db_exec(db, "UPDATE runs SET status = 'failed' WHERE name = 'f-a-s7'");
+    write_file(&t, "a.yaml", "name: a\nbase: base.yaml\nvariants: [{label: a}]\nrun_name: f-a-s7\n", path);
+    cr_assert_eq(gated(bin, &t, "sweep a.yaml --db r.db", out, sizeof out), 1, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep a: 1 runs: 0 finished, 0 diverged, 0 failed, 1 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "1 failed or killed run skipped (pass --rerun-failed to rerun)"), "%s", out);
+    cr_assert_eq(gated(bin, &t, "sweep a.yaml --db r.db --rerun-failed", out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep a: 1 runs: 1 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE name = 'f-a-s7' AND status = 'finished'"), 1);
+    /* the run is a member of both sweeps */
+    cr_assert_eq(q_int(db, "SELECT count(DISTINCT sweep) FROM sweep_runs WHERE run_id ="
+                           " (SELECT run_id FROM runs WHERE name = 'f-a-s7')"),
+                 2);
+    tmp_rm(&t);
+}
+
+/* "run_id:status;..." and the metrics row count of a database. */
+static void db_state(const char *db, char *runs, size_t cap, long long *metrics) {
+    q_text(db, "SELECT run_id || ':' || status FROM runs ORDER BY run_id", runs, cap);
+    *metrics = q_int(db, "SELECT count(*) FROM metrics");
+}
+
+Test(sweep, shards_merged_equal_one_unsharded_sweep) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384];
+    smoke_path(smoke);
+    static const char *const runs[] = {"--db all.db --jobs 2", "--db s1.db --shard 1/2", "--db s2.db --shard 2/2"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "sweep '%s' %s", smoke, runs[i]);
+        cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s: %s", runs[i], out);
+    }
+    cr_assert_str_eq(last_line(out), "sweep smoke: 3 runs: 3 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    cr_assert_eq(gated(bin, &t, "merge m.db s1.db s2.db", out, sizeof out), 0, "%s", out);
+
+    char a[4096], m[4096], p[160];
+    long long ma, mm;
+    snprintf(p, sizeof p, "%s/all.db", t.dir);
+    db_state(p, a, sizeof a, &ma);
+    long long sa = q_int(p, "SELECT count(*) FROM summary"), ha = q_int(p, "SELECT count(*) FROM histograms");
+    snprintf(p, sizeof p, "%s/s1.db", t.dir);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM runs"), 3);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM sweep_runs WHERE idx % 2 = 0"), 3);
+    snprintf(p, sizeof p, "%s/m.db", t.dir);
+    db_state(p, m, sizeof m, &mm);
+    cr_assert_str_eq(m, a);
+    cr_assert_eq(mm, ma);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM summary"), sa);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM histograms"), ha);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM sweep_runs WHERE sweep = 'smoke'"), 6);
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM environments"), 1);
+    /* every run points at an environment of its own file */
+    cr_assert_eq(q_int(p, "SELECT count(*) FROM runs r JOIN environments e USING (env_id)"), 6);
+    /* the merged database is complete: the sweep skips everything */
+    snprintf(args, sizeof args, "sweep '%s' --db m.db", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 0 finished, 0 diverged, 0 failed, 6 skipped", "%s", out);
+    tmp_rm(&t);
+}
+
+static void counts(const char *db, long long c[7]) {
+    static const char *const q[7] = {"SELECT count(*) FROM runs",
+                                     "SELECT count(*) FROM metrics",
+                                     "SELECT count(*) FROM summary",
+                                     "SELECT count(*) FROM histograms",
+                                     "SELECT count(*) FROM sweep_runs",
+                                     "SELECT count(*) FROM environments",
+                                     "SELECT total(value) FROM metrics WHERE value IS NOT NULL"};
+    for (int i = 0; i < 7; i++)
+        c[i] = q_int(db, q[i]);
+}
+
+Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], a[160], b[160], m[160];
+    smoke_path(smoke);
+    snprintf(a, sizeof a, "%s/a.db", t.dir);
+    snprintf(b, sizeof b, "%s/b.db", t.dir);
+    snprintf(m, sizeof m, "%s/m.db", t.dir);
+    snprintf(args, sizeof args, "sweep '%s' --db a.db --jobs 2", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+
+    /* the same input twice, and again in a second command: nothing changes */
+    cr_assert_eq(gated(bin, &t, "merge m.db a.db a.db", out, sizeof out), 0, "%s", out);
+    long long c1[7], c2[7], ca[7];
+    counts(m, c1);
+    counts(a, ca);
+    cr_assert_eq(gated(bin, &t, "merge m.db a.db", out, sizeof out), 0, "%s", out);
+    counts(m, c2);
+    for (int i = 0; i < 7; i++) {
+        cr_assert_eq(c1[i], c2[i], "count %d", i);
+        cr_assert_eq(c1[i], ca[i], "count %d", i);
+    }
+    cr_assert_not_null(strstr(out, "runs +0, metrics +0, summary +0, histograms +0, sweep_runs +0"), "%s", out);
+
+    /* b: a copy with one run failed (ended later, one metric changed); the
+     * finished copy wins in either merge order, and b's extra row is kept */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a, b);
+    cr_assert_eq(system(cmd), 0);
+    db_exec(b, "PRAGMA journal_mode=DELETE");
+    db_exec(b, "UPDATE runs SET status = 'failed', ended_at = ended_at + 100 WHERE name = 'smoke-baseline-s1'");
+    db_exec(b, "UPDATE metrics SET value = 99 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+               " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s1')");
+    db_exec(b, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'extra', '', 0, 1"
+               " FROM runs WHERE name = 'smoke-baseline-s1'");
+    /* and one run finished later in b (a --force rerun): b's copy and values win */
+    db_exec(b, "UPDATE runs SET ended_at = ended_at + 50 WHERE name = 'smoke-baseline-s2'");
+    db_exec(b, "UPDATE metrics SET value = 42 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+               " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s2')");
+    static const char *const orders[] = {"merge ab.db a.db b.db", "merge ba.db b.db a.db"};
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(gated(bin, &t, orders[k], out, sizeof out), 0, "%s", out);
+        char p[160], txt[256];
+        snprintf(p, sizeof p, "%s/%s.db", t.dir, k ? "ba" : "ab");
+        q_text(p, "SELECT status FROM runs WHERE name = 'smoke-baseline-s1'", txt, sizeof txt);
+        cr_assert_str_eq(txt, "finished", "%s", orders[k]);
+        q_text(p,
+               "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s1'"
+               " AND m.key = 'train_loss' AND m.step = 0",
+               txt, sizeof txt);
+        cr_assert_str_neq(txt, "99.0", "%s: the failed copy's metric replaced the finished one", orders[k]);
+        cr_assert_eq(q_int(p, "SELECT count(*) FROM metrics WHERE key = 'extra'"), 1, "%s", orders[k]);
+        q_text(p,
+               "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s2'"
+               " AND m.key = 'train_loss' AND m.step = 0",
+               txt, sizeof txt);
+        cr_assert_str_eq(txt, "42.0", "%s", orders[k]);
+        cr_assert_eq(q_int(p, "SELECT count(*) FROM runs"), 6);
+        cr_assert_eq(q_int(p, "SELECT count(*) FROM metrics"), ca[1] + 1);
+    }
+
+    /* bad inputs: exit 2, output untouched */
+    long long before[7], after[7];
+    counts(m, before);
+    char junk[128];
+    write_file(&t, "junk.db", "this is not a database, just some text long enough to look like a header....\n", junk);
+    cr_assert_eq(gated(bin, &t, "merge m.db junk.db", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "junk.db: not a gated database"), "%s", out);
+    cr_assert_eq(gated(bin, &t, "merge m.db missing.db", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(gated(bin, &t, "merge m.db m.db", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "m.db: is the output database"), "%s", out);
+    cr_assert_eq(gated(bin, &t, "merge m.db", out, sizeof out), 2, "%s", out);
+    counts(m, after);
+    for (int i = 0; i < 7; i++)
+        cr_assert_eq(before[i], after[i]);
+    tmp_rm(&t);
+}
+
+/* store_merge_from and store_sweep_record directly, on hand-made rows. */
+Test(sweep, store_sweep_record_and_merge_api) {
+    Tmp t;
+    tmp_dir(&t);
+    char p1[160], p2[160], err[512];
+    snprintf(p1, sizeof p1, "%s/1.db", t.dir);
+    snprintf(p2, sizeof p2, "%s/2.db", t.dir);
+    Store *s;
+    cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
+    StoreSweepRun r[3] = {{"aaaa", "x", 1, 0, 1}, {"bbbb", "y", 1, 1, 0}, {"cccc", "z", 1, 2, 0}};
+    cr_assert_eq(store_sweep_record(s, "sw", 3, r, 3), 0, "%s", store_errmsg(s));
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 3);
+    /* the sweep changed: index 1 is another run now, and it has 2 runs */
+    StoreSweepRun r2[1] = {{"dddd", "y2", 1, 1, 0}};
+    cr_assert_eq(store_sweep_record(s, "sw", 2, r2, 1), 0, "%s", store_errmsg(s));
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
+    cr_assert_eq(store_count_rows(s, "nonsense"), -1);
+    char buf[64];
+    cr_assert_null(store_run_code_version(s, "aaaa", buf, sizeof buf));
+    Provenance pv = {.host = "h", .code_version = "c0de", .git_dirty = 0};
+    cr_assert_eq(store_run_begin(s, "aaaa", "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
+    cr_assert_str_eq(store_run_code_version(s, "aaaa", buf, sizeof buf), "c0de");
+    cr_assert_eq(store_metric(s, "aaaa", "k", NULL, 0, 1.5), 0);
+    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), -2);
+    cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database");
+    store_close(s);
+
+    cr_assert_eq(store_open(&s, p2, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(err, "");
+    cr_assert_eq(store_count_rows(s, "runs"), 1);
+    cr_assert_eq(store_count_rows(s, "metrics"), 1); /* buffered in the source's store, flushed at close */
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
+    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(s, "runs"), 1);
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
+    char missing[200];
+    snprintf(missing, sizeof missing, "%s/none.db", t.dir);
+    cr_assert_eq(store_merge_from(s, missing, err, sizeof err), -2);
+    cr_assert_not_null(strstr(err, "none.db: No such file or directory"), "%s", err);
+    cr_assert_neq(access(missing, F_OK), 0, "merge created its input");
+    store_close(s);
+
+    /* a database from before sweep_runs existed gains the table at open */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(p1, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "DROP TABLE sweep_runs", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(store_open(&s, p2, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err); /* an input without it merges */
+    store_close(s);
+    cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 0);
+    store_close(s);
+    tmp_rm(&t);
+}
