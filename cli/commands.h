@@ -12,5 +12,7 @@
 int cmd_sweep(int argc, char **argv);
 /* gated merge OUT.db IN.db... */
 int cmd_merge(int argc, char **argv);
+/* gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots] */
+int cmd_report(int argc, char **argv);
 
 #endif

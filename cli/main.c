@@ -36,6 +36,7 @@ static void usage(FILE *f) {
             "  sweep  SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
             "         [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
             "  merge  OUT.db IN.db...                    fold per-worker databases together\n"
+            "  report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR]\n"
             "  ls     [--db PATH]                        runs in the store\n"
             "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n");
 }
@@ -49,7 +50,7 @@ typedef struct {
 
 /* Load CONFIG plus --set overrides; other options go to *op (NULL: none
  * accepted).  Exits 2 on any configuration or usage error. */
-static void load_config(Config *c, int argc, char **argv, Opts *op) {
+static void load_config_raw(Config *c, int argc, char **argv, Opts *op, Config *raw) {
     ConfigError err;
     config_defaults(c);
     if (argc < 1) {
@@ -96,11 +97,14 @@ static void load_config(Config *c, int argc, char **argv, Opts *op) {
             exit(EXIT_BADINPUT);
         }
     }
+    if (raw) *raw = *c;
     if (config_resolve(c, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         exit(EXIT_BADINPUT);
     }
 }
+
+static void load_config(Config *c, int argc, char **argv, Opts *op) { load_config_raw(c, argc, argv, op, NULL); }
 
 static void shape_text(const Tensor *t, char *buf, size_t cap) {
     if (t->ndim == 1)
@@ -130,15 +134,21 @@ static long paper_gate_params(const Config *c, const char **formula) {
 }
 
 static int cmd_info(int argc, char **argv) {
-    Config c;
-    load_config(&c, argc, argv, NULL);
+    Config c, cb;
+    load_config_raw(&c, argc, argv, NULL, &cb);
     printf("# resolved configuration (%s)\n", argv[0]);
     config_print(&c, stdout);
 
-    Model m, base;
-    Config cb = c;
+    /* the ungated model: same settings, no gate, d_ff not shrunk */
+    ConfigError err;
     cb.gate = gate_default();
     cb.gate.control = c.gate.control;
+    cb.match_params = 0;
+    if (config_resolve(&cb, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return EXIT_BADINPUT;
+    }
+    Model m, base;
     if (model_layout(&m, &c) || model_layout(&base, &cb)) {
         fprintf(stderr, "gated: out of memory\n");
         return EXIT_RUNTIME;
@@ -161,7 +171,7 @@ static int cmd_info(int argc, char **argv) {
     printf("added parameters per layer: %ld", m.gs.wg_params);
     if (paper >= 0) printf("  (paper: %s = %ld%s)", formula, paper, paper == m.gs.wg_params ? "" : "  MISMATCH");
     printf("\nadded parameters, all layers: %ld\n", model_gate_params(&m));
-    printf("total vs ungated model (same d_ff): %zu vs %zu (%+.2f%%)\n", m.p.total, base.p.total,
+    printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m.p.total, base.p.total,
            100.0 * ((double)m.p.total - (double)base.p.total) / (double)base.p.total);
     if (c.match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c.d_ff);
 
@@ -273,6 +283,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return cmd_train(argc - 2, argv + 2, argc, argv);
     if (strcmp(cmd, "sweep") == 0) return cmd_sweep(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0) return cmd_merge(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "ls") == 0) return cmd_store(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "show") == 0) return cmd_store(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

@@ -1750,3 +1750,5 @@ int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
     if (err && cap) snprintf(err, cap, "%s", rc ? dst->err : "");
     return rc;
 }
+
+sqlite3 *store_db(Store *s) { return s ? s->db : NULL; }

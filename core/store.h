@@ -145,4 +145,9 @@ long long store_count_rows(Store *s, const char *table);
  * (always NUL-terminated; "" on success). */
 int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
 
+/* The underlying SQLite connection, for read-only queries by other modules
+ * (core/report.c).  Flushes nothing; callers must bind every value. */
+struct sqlite3;
+struct sqlite3 *store_db(Store *s);
+
 #endif

@@ -1,0 +1,1804 @@
+/*
+ * report.c — `gated report` (see report.h for what it writes).
+ *
+ * Reading.  The database is opened with store_open (which validates it) and
+ * read through store_db() with prepared statements; every value, constant
+ * keys such as 'val_loss' included, is bound.  A sweep's membership comes
+ * from sweep_runs, LEFT JOINed to runs (membership is recorded before a run
+ * exists: such a run is "pending").  A 'running' run whose heartbeat is
+ * older than STORE_STALE_SECONDS counts as killed, as in `gated ls`.
+ *
+ * Per variant row (runs of one label, rows in order of their first idx):
+ *   n            finished runs; every mean and std below is over them
+ *   div          diverged runs
+ *   val loss/PPL summary val_loss / val_ppl: mean ± sample std (n - 1)
+ *   Δ loss       mean(row) - mean(baseline row); Welch's t-test, two-sided
+ *                p (Student-t CDF from the regularized incomplete beta
+ *                function), `*` when p < 0.05; 95% CI diff ± t(0.975, df)·se
+ *                with the Welch–Satterthwaite df; needs n >= 2 in both rows
+ *   F-Attn, M-Act, gate   metrics f_attn / m_act / gate_mean, context '',
+ *                at each run's last step, mean over runs
+ *   spikes, tok/s         summary spikes / tokens_per_s, mean
+ *   +params      summary gate_params (the first run that has it)
+ *   paper        paper.h's row for the label, and its PPL minus 6.026
+ *
+ * Plots (DIR/plots/SWEEP-*.{dat,gp,svg,png}; SWEEP with characters other
+ * than [A-Za-z0-9._-] replaced by '_'), each from finished runs:
+ *   -val_loss     metric val_loss against step, mean over the variant's runs
+ *   -f_attn       metric f_attn, context layer=N, last step, mean, per layer
+ *   -m_act        the same for m_act (log y axis)
+ *   -gate-K-LABEL histogram 'gate', context layer=N, last step, counts summed
+ *                 over the variant's runs, as a fraction per layer (K: the
+ *                 row's position, so two labels cannot collide)
+ *   -lr           when the sweep's runs have more than one train.lr: final
+ *                 val loss against lr (log x), mean ± std, one line per
+ *                 series; a series is the runs whose configs agree on every
+ *                 key but train.lr, train.min_lr and train.seed, named by
+ *                 their labels without the lr=... component; diverged runs
+ *                 are drawn as crosses along the top of the plot
+ * Each .gp script is self-contained (run `gnuplot NAME.gp` in plots/) and
+ * is run by fork/exec with plots/ as working directory; gnuplot's output
+ * goes to plots/gnuplot.log.  The SVG / PNG terminals are probed once
+ * (pngcairo, else png).  Attention heatmaps need per-position attention
+ * data, which the store does not hold: the report says so.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "paper.h"
+#include "store.h"
+
+const char *const report_format_names[] = {"md", "csv", "tex", NULL};
+
+/* ================================================================== */
+/* statistics                                                          */
+/* ================================================================== */
+
+/* Continued fraction of the incomplete beta function (modified Lentz). */
+static double betacf(double a, double b, double x) {
+    const double EPS = 1e-16, TINY = 1e-300;
+    double qab = a + b, qap = a + 1, qam = a - 1;
+    double c = 1, d = 1 - qab * x / qap;
+    if (fabs(d) < TINY) d = TINY;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 1000; m++) {
+        double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < TINY) d = TINY;
+        c = 1 + aa / c;
+        if (fabs(c) < TINY) c = TINY;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < TINY) d = TINY;
+        c = 1 + aa / c;
+        if (fabs(c) < TINY) c = TINY;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < EPS) break;
+    }
+    return h;
+}
+
+/* I_x(a, b) given x and y = 1 - x (passed separately so that a y near 0
+ * keeps its precision). */
+static double betainc_xy(double a, double b, double x, double y) {
+    if (x <= 0) return 0;
+    if (y <= 0) return 1;
+    double bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(y));
+    if (x < (a + 1) / (a + b + 2)) return bt * betacf(a, b, x) / a;
+    return 1 - bt * betacf(b, a, y) / b;
+}
+
+double report_betainc(double a, double b, double x) {
+    if (!(a > 0) || !(b > 0) || !(x >= 0 && x <= 1)) return NAN;
+    return betainc_xy(a, b, x, 1 - x);
+}
+
+double report_t_p2(double t, double df) {
+    if (isnan(t) || !(df > 0)) return NAN;
+    if (isinf(t)) return 0;
+    /* P(|T| >= |t|) = I_x(df/2, 1/2) with x = df / (df + t^2) */
+    double t2 = t * t;
+    return betainc_xy(df / 2, 0.5, df / (df + t2), t2 / (df + t2));
+}
+
+double report_t_cdf(double t, double df) {
+    double p2 = report_t_p2(t, df);
+    if (isnan(p2)) return NAN;
+    return t > 0 ? 1 - p2 / 2 : p2 / 2;
+}
+
+double report_t_quantile(double p, double df) {
+    if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+    double lo = -1, hi = 1;
+    while (report_t_cdf(lo, df) > p && lo > -1e300) lo *= 2;
+    while (report_t_cdf(hi, df) < p && hi < 1e300) hi *= 2;
+    for (int i = 0; i < 400; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid == lo || mid == hi) break;
+        if (report_t_cdf(mid, df) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+void report_mean_std(const double *x, int n, double *mean, double *std) {
+    double m = NAN, s = NAN;
+    if (n >= 1) {
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += x[i];
+        m = sum / n;
+    }
+    if (n >= 2) {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+        s = sqrt(ss / (n - 1));
+    }
+    if (mean) *mean = m;
+    if (std) *std = s;
+}
+
+int report_welch(const double *a, int na, const double *b, int nb, Welch *w) {
+    if (na < 2 || nb < 2) return -1;
+    double ma, sa, mb, sb;
+    report_mean_std(a, na, &ma, &sa);
+    report_mean_std(b, nb, &mb, &sb);
+    double va = sa * sa / na, vb = sb * sb / nb;
+    Welch r;
+    r.diff = ma - mb;
+    r.se = sqrt(va + vb);
+    if (r.se == 0) {
+        r.df = na + nb - 2;
+        r.t = r.diff == 0 ? 0 : copysign(INFINITY, r.diff);
+        r.p = r.diff == 0 ? 1 : 0;
+        r.lo = r.hi = r.diff;
+    } else {
+        r.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+        r.t = r.diff / r.se;
+        r.p = report_t_p2(r.t, r.df);
+        double q = report_t_quantile(0.975, r.df);
+        r.lo = r.diff - q * r.se;
+        r.hi = r.diff + q * r.se;
+    }
+    *w = r;
+    return 0;
+}
+
+/* ================================================================== */
+/* data model                                                          */
+/* ================================================================== */
+
+typedef struct {
+    char *run_id, *label, *status, *config_json;
+    long long seed;
+    int idx, is_baseline;
+    double lr; /* train.lr from config_json; NAN if absent */
+    double val_loss, val_ppl, f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
+} RRun;
+
+typedef struct {
+    char *title; /* what the plot shows */
+    char *base;  /* file name without extension, in plots/ */
+    int made;    /* images written */
+} PlotEntry;
+
+typedef struct {
+    char *label;
+    int is_baseline;
+    int *runs; /* indices into RSweep.runs */
+    int nruns, cap;
+    int n_fin, n_div;
+    double loss_mean, loss_std, ppl_mean, ppl_std;
+    int have_delta, have_welch;
+    double delta;
+    Welch w;
+    double f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
+} RVar;
+
+typedef struct {
+    char *name, *fname; /* fname: name made safe for a file name */
+    RRun *runs;
+    int nruns, runs_cap;
+    RVar *vars;
+    int nvars, vars_cap;
+    int base; /* baseline variant, -1 if none */
+    PlotEntry *plots;
+    int nplots, plots_cap;
+    int lr_plot; /* runs vary train.lr */
+} RSweep;
+
+typedef struct {
+    const ReportOpts *o;
+    FILE *log, *info;
+    Store *st;
+    sqlite3 *db;
+    char *err;
+    size_t errcap;
+    int failed; /* an error message is set */
+    RSweep *sw;
+    int nsw, sw_cap;
+    char *plots_dir;
+    /* gnuplot */
+    int gp_checked, gp_ok, gp_fail;
+    char *gp_prog;
+    const char *term_png; /* "pngcairo", "png" or NULL */
+    int term_svg;
+    char gp_note[256]; /* why plots are missing, for report.md */
+} R;
+
+__attribute__((format(printf, 2, 3))) static int rfail(R *r, const char *fmt, ...) {
+    if (!r->failed && r->err && r->errcap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err, r->errcap, fmt, ap);
+        va_end(ap);
+    }
+    r->failed = 1;
+    return -1;
+}
+
+static int oom(R *r) { return rfail(r, "out of memory"); }
+
+static int dbfail(R *r, const char *what) {
+    return rfail(r, "%s: %s: %s", r->o->db_path, what, sqlite3_errmsg(r->db));
+}
+
+/* Grow *p (elements of size elem) so that it holds at least need. */
+static int grow(R *r, void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 0;
+    int nc = *cap ? *cap * 2 : 8;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return oom(r);
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+static char *sdup(R *r, const char *s) {
+    char *d = strdup(s ? s : "");
+    if (!d) oom(r);
+    return d;
+}
+
+/* Formatted string on the heap (NULL and the error set on failure). */
+__attribute__((format(printf, 2, 3))) static char *sfmt(R *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) {
+        s = NULL;
+        oom(r);
+    }
+    va_end(ap);
+    return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* SQL helpers                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Prepare sql and bind parameters 1.. from types: 't' const char *,
+ * 'i' long long. */
+static int q_prep(R *r, sqlite3_stmt **st, const char *sql, const char *types, ...) {
+    *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, st, NULL) != SQLITE_OK) {
+        rfail(r, "%s: prepare \"%.60s\": %s", r->o->db_path, sql, sqlite3_errmsg(r->db));
+        *st = NULL;
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, types);
+    int rc = SQLITE_OK;
+    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
+        if (types[i] == 't')
+            rc = sqlite3_bind_text(*st, i + 1, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+        else
+            rc = sqlite3_bind_int64(*st, i + 1, (sqlite3_int64)va_arg(ap, long long));
+    }
+    va_end(ap);
+    if (rc != SQLITE_OK) {
+        dbfail(r, "bind");
+        sqlite3_finalize(*st);
+        *st = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Finish a statement after stepping: rc is the last sqlite3_step result. */
+static int q_done(R *r, sqlite3_stmt *st, int rc, const char *what) {
+    int bad = rc != SQLITE_DONE && rc != SQLITE_ROW;
+    if (bad) dbfail(r, what);
+    sqlite3_finalize(st);
+    return bad ? -1 : 0;
+}
+
+static double col_real(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i) {
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? t : "";
+}
+
+/* summary value (context '') or NAN. */
+static int q_summary(R *r, const char *run_id, const char *key, double *v) {
+    sqlite3_stmt *st;
+    *v = NAN;
+    if (q_prep(r, &st, "SELECT value FROM summary WHERE run_id = ?1 AND key = ?2 AND context = ?3", "ttt", run_id,
+               key, ""))
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *v = col_real(st, 0);
+    return q_done(r, st, rc, "read summary");
+}
+
+/* The metric's value at its last step (context '') or NAN. */
+static int q_last_metric(R *r, const char *run_id, const char *key, double *v) {
+    sqlite3_stmt *st;
+    *v = NAN;
+    if (q_prep(r, &st,
+               "SELECT value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3"
+               " ORDER BY step DESC LIMIT 1",
+               "ttt", run_id, key, ""))
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *v = col_real(st, 0);
+    return q_done(r, st, rc, "read metrics");
+}
+
+/* ------------------------------------------------------------------ */
+/* small text helpers                                                  */
+/* ------------------------------------------------------------------ */
+
+/* "layer=N" exactly -> N, else -1. */
+static long parse_layer(const char *ctx) {
+    if (strncmp(ctx, "layer=", 6) != 0 || ctx[6] < '0' || ctx[6] > '9') return -1;
+    char *end;
+    errno = 0;
+    long l = strtol(ctx + 6, &end, 10);
+    if (*end || errno || l < 0 || l > 1000000) return -1;
+    return l;
+}
+
+/* The numeric value of "KEY": in a flat JSON object, NAN if absent. */
+static double json_number(const char *js, const char *key) {
+    if (!js) return NAN;
+    size_t kl = strlen(key);
+    for (const char *p = js; (p = strchr(p, '"')) != NULL; p++) {
+        if (strncmp(p + 1, key, kl) == 0 && p[1 + kl] == '"' && p[2 + kl] == ':') {
+            char *end;
+            double v = strtod(p + 3 + kl, &end);
+            return end == p + 3 + kl ? NAN : v;
+        }
+    }
+    return NAN;
+}
+
+/* Copy of a flat JSON object without the entries whose key is in drop
+ * (NULL-terminated).  A text it cannot parse is copied whole. */
+static char *json_without(R *r, const char *js, const char *const *drop) {
+    size_t n = strlen(js);
+    char *out = malloc(n + 1);
+    if (!out) return oom(r), NULL;
+    size_t o = 0;
+    const char *p = js;
+    while (*p && *p != '{') p++;
+    if (*p != '{') goto whole;
+    out[o++] = *p++;
+    for (;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == '}' || !*p) break;
+        if (*p != '"') goto whole;
+        const char *start = p, *k = p + 1;
+        p++;
+        while (*p && *p != '"') p += (*p == '\\' && p[1]) ? 2 : 1;
+        if (*p != '"') goto whole;
+        size_t kl = (size_t)(p - k);
+        p++;
+        if (*p != ':') goto whole;
+        p++;
+        if (*p == '"') {
+            p++;
+            while (*p && *p != '"') p += (*p == '\\' && p[1]) ? 2 : 1;
+            if (*p != '"') goto whole;
+            p++;
+        } else {
+            while (*p && *p != ',' && *p != '}') p++;
+        }
+        int keep = 1;
+        for (int i = 0; drop[i]; i++)
+            if (strlen(drop[i]) == kl && strncmp(drop[i], k, kl) == 0) keep = 0;
+        if (keep) {
+            memcpy(out + o, start, (size_t)(p - start));
+            o += (size_t)(p - start);
+            out[o++] = ',';
+        }
+    }
+    out[o] = '\0';
+    return out;
+whole:
+    memcpy(out, js, n + 1);
+    return out;
+}
+
+/* A name usable as a file name: [A-Za-z0-9._-], others '_'. */
+static char *safe_name(R *r, const char *s) {
+    char *d = sdup(r, s);
+    if (!d) return NULL;
+    for (char *p = d; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '-' || *p == '_'))
+            *p = '_';
+    if (!*d || d[0] == '.') {
+        char *e = sfmt(r, "_%s", d);
+        free(d);
+        return e;
+    }
+    return d;
+}
+
+static int mkdir_p(R *r, const char *dir) {
+    char *d = sdup(r, dir);
+    if (!d) return -1;
+    for (char *p = d + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+                int e = errno;
+                rfail(r, "%s: cannot create directory: %s", d, strerror(e));
+                free(d);
+                return -1;
+            }
+            *p = c;
+            if (!c) break;
+        }
+    }
+    free(d);
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rfail(r, "%s: not a directory", dir);
+    return 0;
+}
+
+static FILE *open_out(R *r, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) rfail(r, "%s: cannot write: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_out(R *r, FILE *f, const char *path) {
+    int bad = ferror(f);
+    if (fclose(f) != 0) bad = 1;
+    if (bad) return rfail(r, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* ================================================================== */
+/* loading                                                             */
+/* ================================================================== */
+
+/* Every sweep name in the database, sorted. */
+static int list_sweeps(R *r, char ***names, int *n) {
+    *names = NULL;
+    *n = 0;
+    int cap = 0;
+    sqlite3_stmt *st;
+    if (q_prep(r, &st, "SELECT sweep FROM sweep_runs GROUP BY sweep ORDER BY sweep", "")) return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (grow(r, (void **)names, &cap, *n + 1, sizeof **names)) break;
+        char *s = sdup(r, col_text(st, 0));
+        if (!s) break;
+        (*names)[(*n)++] = s;
+    }
+    if (r->failed) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    return q_done(r, st, rc, "read sweep_runs");
+}
+
+static RVar *find_var(RSweep *s, const char *label) {
+    for (int i = 0; i < s->nvars; i++)
+        if (strcmp(s->vars[i].label, label) == 0) return &s->vars[i];
+    return NULL;
+}
+
+static double mean_of(const RSweep *s, const RVar *v, size_t off) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        double x = *(const double *)((const char *)u + off);
+        if (strcmp(u->status, "finished") == 0 && !isnan(x)) sum += x, n++;
+    }
+    return n ? sum / n : NAN;
+}
+
+/* Values of field off of the finished runs of v into buf (cap >= nruns). */
+static int finished_values(const RSweep *s, const RVar *v, size_t off, double *buf) {
+    int n = 0;
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        double x = *(const double *)((const char *)u + off);
+        if (strcmp(u->status, "finished") == 0 && !isnan(x)) buf[n++] = x;
+    }
+    return n;
+}
+
+static int load_sweep(R *r, RSweep *s) {
+    sqlite3_stmt *st;
+    if (q_prep(r, &st,
+               "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
+               " r.config_json FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id"
+               " WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id",
+               "t", s->name))
+        return -1;
+    double now = (double)time(NULL);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (grow(r, (void **)&s->runs, &s->runs_cap, s->nruns + 1, sizeof *s->runs)) break;
+        RRun *u = &s->runs[s->nruns];
+        memset(u, 0, sizeof *u);
+        s->nruns++;
+        const char *status = "pending";
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL) {
+            status = col_text(st, 5);
+            if (strcmp(status, "running") == 0 && now - sqlite3_column_double(st, 6) > STORE_STALE_SECONDS)
+                status = "killed";
+        }
+        u->run_id = sdup(r, col_text(st, 0));
+        u->label = sdup(r, col_text(st, 1));
+        u->status = sdup(r, status);
+        u->config_json = sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : sdup(r, col_text(st, 7));
+        u->seed = sqlite3_column_int64(st, 2);
+        u->idx = sqlite3_column_int(st, 3);
+        u->is_baseline = sqlite3_column_int(st, 4) != 0;
+        if (r->failed) break;
+        u->lr = json_number(u->config_json, "train.lr");
+    }
+    if (r->failed) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    if (q_done(r, st, rc, "read sweep_runs")) return -1;
+
+    /* per-run values, and the variants */
+    s->base = -1;
+    for (int i = 0; i < s->nruns; i++) {
+        RRun *u = &s->runs[i];
+        if (q_summary(r, u->run_id, "val_loss", &u->val_loss) || q_summary(r, u->run_id, "val_ppl", &u->val_ppl) ||
+            q_summary(r, u->run_id, "spikes", &u->spikes) ||
+            q_summary(r, u->run_id, "gate_params", &u->gate_params) ||
+            q_summary(r, u->run_id, "tokens_per_s", &u->tokens_per_s) ||
+            q_last_metric(r, u->run_id, "f_attn", &u->f_attn) || q_last_metric(r, u->run_id, "m_act", &u->m_act) ||
+            q_last_metric(r, u->run_id, "gate_mean", &u->gate_mean))
+            return -1;
+        RVar *v = find_var(s, u->label);
+        if (!v) {
+            if (grow(r, (void **)&s->vars, &s->vars_cap, s->nvars + 1, sizeof *s->vars)) return -1;
+            v = &s->vars[s->nvars++];
+            memset(v, 0, sizeof *v);
+            if (!(v->label = sdup(r, u->label))) return -1;
+        }
+        if (grow(r, (void **)&v->runs, &v->cap, v->nruns + 1, sizeof *v->runs)) return -1;
+        v->runs[v->nruns++] = i;
+        if (u->is_baseline) v->is_baseline = 1;
+        if (strcmp(u->status, "finished") == 0) v->n_fin++;
+        if (strcmp(u->status, "diverged") == 0) v->n_div++;
+    }
+    for (int k = 0; k < s->nvars; k++)
+        if (s->vars[k].is_baseline && s->base < 0) s->base = k;
+
+    /* statistics */
+    double *a = malloc(sizeof(double) * (size_t)(s->nruns + 1));
+    double *b = malloc(sizeof(double) * (size_t)(s->nruns + 1));
+    if (!a || !b) {
+        free(a), free(b);
+        return oom(r);
+    }
+    int nb = 0;
+    if (s->base >= 0) nb = finished_values(s, &s->vars[s->base], offsetof(RRun, val_loss), b);
+    for (int k = 0; k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        int na = finished_values(s, v, offsetof(RRun, val_loss), a);
+        report_mean_std(a, na, &v->loss_mean, &v->loss_std);
+        int np = finished_values(s, v, offsetof(RRun, val_ppl), a);
+        report_mean_std(a, np, &v->ppl_mean, &v->ppl_std);
+        if (s->base >= 0 && k != s->base && na >= 1 && nb >= 1) {
+            double mb;
+            report_mean_std(b, nb, &mb, NULL);
+            v->have_delta = 1;
+            v->delta = v->loss_mean - mb;
+            na = finished_values(s, v, offsetof(RRun, val_loss), a);
+            v->have_welch = report_welch(a, na, b, nb, &v->w) == 0;
+        }
+        v->f_attn = mean_of(s, v, offsetof(RRun, f_attn));
+        v->m_act = mean_of(s, v, offsetof(RRun, m_act));
+        v->gate_mean = mean_of(s, v, offsetof(RRun, gate_mean));
+        v->spikes = mean_of(s, v, offsetof(RRun, spikes));
+        v->tokens_per_s = mean_of(s, v, offsetof(RRun, tokens_per_s));
+        v->gate_params = NAN;
+        for (int i = 0; i < v->nruns && isnan(v->gate_params); i++) v->gate_params = s->runs[v->runs[i]].gate_params;
+    }
+    free(a);
+    free(b);
+
+    /* does the sweep vary train.lr? */
+    double lr0 = NAN;
+    for (int i = 0; i < s->nruns; i++) {
+        const RRun *u = &s->runs[i];
+        if (isnan(u->lr) || (strcmp(u->status, "finished") != 0 && strcmp(u->status, "diverged") != 0)) continue;
+        if (isnan(lr0))
+            lr0 = u->lr;
+        else if (u->lr != lr0)
+            s->lr_plot = 1;
+    }
+    return 0;
+}
+
+static void free_sweep(RSweep *s) {
+    for (int i = 0; i < s->nruns; i++) {
+        free(s->runs[i].run_id);
+        free(s->runs[i].label);
+        free(s->runs[i].status);
+        free(s->runs[i].config_json);
+    }
+    for (int k = 0; k < s->nvars; k++) {
+        free(s->vars[k].label);
+        free(s->vars[k].runs);
+    }
+    for (int k = 0; k < s->nplots; k++) {
+        free(s->plots[k].title);
+        free(s->plots[k].base);
+    }
+    free(s->runs);
+    free(s->vars);
+    free(s->plots);
+    free(s->name);
+    free(s->fname);
+}
+
+/* ================================================================== */
+/* plots                                                               */
+/* ================================================================== */
+
+/* (x, y) samples, aggregated by x. */
+typedef struct {
+    double x, y;
+} Pt;
+typedef struct {
+    Pt *p;
+    int n, cap;
+} Pts;
+
+static int pts_add(R *r, Pts *v, double x, double y) {
+    if (isnan(y)) return 0;
+    if (grow(r, (void **)&v->p, &v->cap, v->n + 1, sizeof *v->p)) return -1;
+    v->p[v->n++] = (Pt){x, y};
+    return 0;
+}
+
+static int pt_cmp(const void *a, const void *b) {
+    double x = ((const Pt *)a)->x, y = ((const Pt *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* Sort by x and write "x mean std n" per distinct x (std 0 for n = 1);
+ * returns the number of lines written. */
+static int pts_write(Pts *v, FILE *f) {
+    if (v->n == 0) return 0;
+    qsort(v->p, (size_t)v->n, sizeof *v->p, pt_cmp);
+    int lines = 0;
+    for (int i = 0; i < v->n;) {
+        int j = i;
+        while (j < v->n && v->p[j].x == v->p[i].x) j++;
+        int n;
+        double sum = 0, m, s;
+        for (int k = i; k < j; k++) sum += v->p[k].y;
+        m = sum / (j - i);
+        double ss = 0;
+        for (int k = i; k < j; k++) ss += (v->p[k].y - m) * (v->p[k].y - m);
+        n = j - i;
+        s = n > 1 ? sqrt(ss / (n - 1)) : 0;
+        fprintf(f, "%.10g %.10g %.10g %d\n", v->p[i].x, m, s, n);
+        lines++;
+        i = j;
+    }
+    return lines;
+}
+
+/* Single-quoted gnuplot string. */
+static void gp_str(FILE *f, const char *s) {
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'') fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* Find prog (a name on PATH, or a path); heap copy of its path or NULL. */
+static char *find_program(R *r, const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0 ? sdup(r, prog) : NULL;
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *e = strchr(path, ':');
+        size_t n = e ? (size_t)(e - path) : strlen(path);
+        char *cand = n ? sfmt(r, "%.*s/%s", (int)n, path, prog) : sfmt(r, "./%s", prog);
+        if (!cand) return NULL;
+        struct stat sb;
+        if (access(cand, X_OK) == 0 && stat(cand, &sb) == 0 && S_ISREG(sb.st_mode)) return cand;
+        free(cand);
+        path += n;
+        if (*path == ':') path++;
+    }
+    return NULL;
+}
+
+/* Run gnuplot with args (after argv[0]) in dir, output appended to logpath
+ * (NULL: /dev/null).  Returns the exit status, or -1 if it could not run. */
+static int run_gnuplot(R *r, const char *a1, const char *a2, const char *dir, const char *logpath) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(126);
+        int fd = open(logpath ? logpath : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0666);
+        int in = open("/dev/null", O_RDONLY);
+        if (fd < 0 || in < 0) _exit(126);
+        dup2(in, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        char *argv[4] = {r->gp_prog, (char *)a1, (char *)a2, NULL};
+        execv(r->gp_prog, argv);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Look for gnuplot and its terminals once; a warning if it is unusable. */
+static void gp_check(R *r) {
+    if (r->gp_checked) return;
+    r->gp_checked = 1;
+    const char *prog = r->o->gnuplot ? r->o->gnuplot : "gnuplot";
+    r->gp_prog = find_program(r, prog);
+    if (r->failed) return;
+    if (!r->gp_prog) {
+        fprintf(r->log, "gated report: gnuplot not found; plots skipped (apt-get install -y gnuplot-nox)\n");
+        snprintf(r->gp_note, sizeof r->gp_note,
+                 "gnuplot not found (apt-get install -y gnuplot-nox); the plots' data files and gnuplot scripts are "
+                 "in `plots/`");
+        return;
+    }
+    if (run_gnuplot(r, "-e", "set terminal pngcairo", r->plots_dir, NULL) == 0)
+        r->term_png = "pngcairo";
+    else if (run_gnuplot(r, "-e", "set terminal png", r->plots_dir, NULL) == 0)
+        r->term_png = "png";
+    r->term_svg = run_gnuplot(r, "-e", "set terminal svg", r->plots_dir, NULL) == 0;
+    if (!r->term_png && !r->term_svg) {
+        fprintf(r->log, "gated report: %s has neither a png nor an svg terminal; plots skipped\n", r->gp_prog);
+        snprintf(r->gp_note, sizeof r->gp_note,
+                 "gnuplot has neither a png nor an svg terminal; the plots' data files and gnuplot scripts are in "
+                 "`plots/`");
+        return;
+    }
+    r->gp_ok = 1;
+}
+
+#define GP_SIZE "size 960,560"
+
+/* The terminals a script uses: those found, or (gnuplot missing, the
+ * script is only kept for later) svg and pngcairo. */
+static int gp_svg(const R *r) { return r->gp_ok ? r->term_svg : 1; }
+static const char *gp_png(const R *r) { return r->gp_ok ? r->term_png : "pngcairo"; }
+
+/* The script's first lines: a comment and the first terminal. */
+static void gp_head(R *r, FILE *f, const char *base, const char *what) {
+    fprintf(f, "# %s\n# written by `gated report`; run `gnuplot %s.gp` in this directory\n", what, base);
+    if (gp_svg(r))
+        fprintf(f, "set terminal svg " GP_SIZE " dynamic noenhanced background rgb 'white'\nset output '%s.svg'\n",
+                base);
+    else
+        fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\n", gp_png(r), base);
+    fprintf(f, "set grid\nset key outside right top\n");
+}
+
+/* After the plot command: the PNG as well (replot), then close. */
+static void gp_tail(R *r, FILE *f, const char *base) {
+    if (gp_svg(r) && gp_png(r))
+        fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\nreplot\n", gp_png(r), base);
+    fprintf(f, "set output\n");
+}
+
+/* Record the plot and run its script (when gnuplot is usable). */
+static int plot_finish(R *r, RSweep *s, const char *base, char *title) {
+    if (grow(r, (void **)&s->plots, &s->plots_cap, s->nplots + 1, sizeof *s->plots)) {
+        free(title);
+        return -1;
+    }
+    PlotEntry *e = &s->plots[s->nplots++];
+    e->title = title;
+    e->base = sdup(r, base);
+    e->made = 0;
+    if (!e->base) return -1;
+    if (!r->gp_ok) return 0;
+    char *script = sfmt(r, "%s.gp", base);
+    char *logp = sfmt(r, "%s/gnuplot.log", r->plots_dir);
+    if (!script || !logp) {
+        free(script), free(logp);
+        return -1;
+    }
+    int st = run_gnuplot(r, script, NULL, r->plots_dir, logp);
+    int ok = st == 0;
+    const char *exts[2] = {r->term_svg ? "svg" : NULL, r->term_png ? "png" : NULL};
+    for (int i = 0; ok && i < 2; i++) {
+        if (!exts[i]) continue;
+        char *img = sfmt(r, "%s/%s.%s", r->plots_dir, base, exts[i]);
+        struct stat sb;
+        if (!img || stat(img, &sb) != 0 || sb.st_size == 0) ok = 0;
+        free(img);
+    }
+    if (ok)
+        e->made = 1;
+    else {
+        r->gp_fail++;
+        fprintf(r->log, "gated report: gnuplot failed on %s/%s (exit %d; see %s)\n", r->plots_dir, script, st, logp);
+    }
+    free(script);
+    free(logp);
+    return r->failed ? -1 : 0;
+}
+
+/* Open plots/BASE.dat and plots/BASE.gp. */
+static int plot_open(R *r, const char *base, FILE **dat, FILE **gp, char **datp, char **gpp) {
+    *dat = *gp = NULL;
+    *datp = sfmt(r, "%s/%s.dat", r->plots_dir, base);
+    *gpp = sfmt(r, "%s/%s.gp", r->plots_dir, base);
+    if (!*datp || !*gpp) return -1;
+    if (!(*dat = open_out(r, *datp))) return -1;
+    if (!(*gp = open_out(r, *gpp))) {
+        fclose(*dat);
+        *dat = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
+    int rc = 0;
+    if (dat && close_out(r, dat, datp)) rc = -1;
+    if (gp && close_out(r, gp, gpp)) rc = -1;
+    free(datp);
+    free(gpp);
+    return rc;
+}
+
+static int is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
+
+/* Validation loss against step, per variant. */
+static int plot_val_loss(R *r, RSweep *s) {
+    char *base = sfmt(r, "%s-val_loss", s->fname);
+    if (!base) return -1;
+    FILE *dat, *gp;
+    char *datp, *gpp;
+    int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
+    int blocks = 0;
+    if (rc == 0) {
+        gp_head(r, gp, base, "validation loss against step, mean over seeds (finished runs)");
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset xlabel 'step'\nset ylabel 'validation loss (nats/token), mean over seeds'\nplot");
+    }
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        Pts pts = {0};
+        for (int i = 0; rc == 0 && i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (!is_finished(u)) continue;
+            sqlite3_stmt *st;
+            if ((rc = q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3",
+                             "ttt", u->run_id, "val_loss", "")))
+                break;
+            int sr;
+            while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW)
+                rc = pts_add(r, &pts, (double)sqlite3_column_int64(st, 0), col_real(st, 1));
+            if (rc)
+                sqlite3_finalize(st);
+            else
+                rc = q_done(r, st, sr, "read metrics");
+        }
+        if (rc == 0 && pts.n) {
+            fprintf(dat, "# %s: step, mean, std, runs\n", v->label);
+            pts_write(&pts, dat);
+            fprintf(dat, "\n\n");
+            fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
+                    blocks);
+            gp_str(gp, v->label);
+            blocks++;
+        }
+        free(pts.p);
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc == 0 && blocks) {
+        char *t = sfmt(r, "Validation loss against step (mean over seeds)");
+        rc = t ? plot_finish(r, s, base, t) : -1;
+    }
+    free(base);
+    return rc;
+}
+
+/* A per-layer probe (f_attn or m_act) at the last step, per variant. */
+static int plot_layers(R *r, RSweep *s, const char *key, const char *ylabel, const char *title, int logy) {
+    char *base = sfmt(r, "%s-%s", s->fname, key);
+    if (!base) return -1;
+    FILE *dat, *gp;
+    char *datp, *gpp;
+    int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
+    int blocks = 0;
+    if (rc == 0) {
+        gp_head(r, gp, base, title);
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset xlabel 'layer'\nset xtics 1\n%sset ylabel ", logy ? "set logscale y\n" : "");
+        gp_str(gp, ylabel);
+        fprintf(gp, "\nplot");
+    }
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        Pts pts = {0};
+        for (int i = 0; rc == 0 && i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (!is_finished(u)) continue;
+            sqlite3_stmt *st;
+            if ((rc = q_prep(r, &st,
+                             "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
+                             " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
+                             " x.key = m.key AND x.context = m.context)",
+                             "tt", u->run_id, key)))
+                break;
+            int sr;
+            while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+                long l = parse_layer(col_text(st, 0));
+                if (l >= 0) rc = pts_add(r, &pts, (double)l, col_real(st, 1));
+            }
+            if (rc)
+                sqlite3_finalize(st);
+            else
+                rc = q_done(r, st, sr, "read metrics");
+        }
+        if (rc == 0 && pts.n) {
+            fprintf(dat, "# %s: layer, mean, std, runs\n", v->label);
+            pts_write(&pts, dat);
+            fprintf(dat, "\n\n");
+            fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
+                    blocks);
+            gp_str(gp, v->label);
+            blocks++;
+        }
+        free(pts.p);
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc == 0 && blocks) {
+        char *t = sfmt(r, "%s", title);
+        rc = t ? plot_finish(r, s, base, t) : -1;
+    }
+    free(base);
+    return rc;
+}
+
+/* "[1,2,3]" -> counts (heap); -1 if malformed. */
+static int parse_counts(const char *js, long long **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    const char *p = js;
+    while (*p == ' ') p++;
+    if (*p++ != '[') return -1;
+    int cap = 0;
+    for (;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p == ']') return 0;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno) break;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 32;
+            long long *q = realloc(*out, sizeof **out * (size_t)cap);
+            if (!q) break;
+            *out = q;
+        }
+        (*out)[(*n)++] = v;
+        p = end;
+    }
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+typedef struct {
+    long layer;
+    double lo, hi;
+    long long *counts;
+    int nbins, nruns;
+} HistAcc;
+
+/* Gate-score histograms of variant k, summed over its finished runs. */
+static int plot_gate_hist(R *r, RSweep *s, int k) {
+    RVar *v = &s->vars[k];
+    HistAcc *acc = NULL;
+    int nacc = 0, cap = 0, rc = 0, runs_with = 0;
+    for (int i = 0; rc == 0 && i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (!is_finished(u)) continue;
+        sqlite3_stmt *st;
+        if ((rc = q_prep(r, &st,
+                         "SELECT h.context, h.lo, h.hi, h.counts FROM histograms h WHERE h.run_id = ?1 AND"
+                         " h.key = ?2 AND h.step = (SELECT max(x.step) FROM histograms x WHERE"
+                         " x.run_id = h.run_id AND x.key = h.key AND x.context = h.context)",
+                         "tt", u->run_id, "gate")))
+            break;
+        int sr, any = 0;
+        while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+            long l = parse_layer(col_text(st, 0));
+            if (l < 0) continue;
+            long long *c;
+            int nb;
+            if (parse_counts(col_text(st, 3), &c, &nb) || nb == 0) {
+                fprintf(r->log, "gated report: run %s: histogram gate %s: bad counts; skipped\n", u->run_id,
+                        col_text(st, 0));
+                continue;
+            }
+            double lo = sqlite3_column_double(st, 1), hi = sqlite3_column_double(st, 2);
+            HistAcc *a = NULL;
+            for (int j = 0; j < nacc; j++)
+                if (acc[j].layer == l) a = &acc[j];
+            if (!a) {
+                if (grow(r, (void **)&acc, &cap, nacc + 1, sizeof *acc)) {
+                    free(c);
+                    rc = -1;
+                    break;
+                }
+                a = &acc[nacc++];
+                *a = (HistAcc){l, lo, hi, c, nb, 1};
+                any = 1;
+                continue;
+            }
+            if (a->nbins != nb || a->lo != lo || a->hi != hi) {
+                fprintf(r->log, "gated report: run %s: histogram gate %s has other bins than its variant's first run; "
+                                "skipped\n", u->run_id, col_text(st, 0));
+            } else {
+                for (int b = 0; b < nb; b++) a->counts[b] += c[b];
+                a->nruns++;
+                any = 1;
+            }
+            free(c);
+        }
+        if (rc)
+            sqlite3_finalize(st);
+        else
+            rc = q_done(r, st, sr, "read histograms");
+        runs_with += any;
+    }
+    if (rc == 0 && nacc > 0) {
+        /* layers in order */
+        for (int i = 1; i < nacc; i++)
+            for (int j = i; j > 0 && acc[j - 1].layer > acc[j].layer; j--) {
+                HistAcc t = acc[j];
+                acc[j] = acc[j - 1];
+                acc[j - 1] = t;
+            }
+        char *lab = safe_name(r, v->label);
+        char *base = lab ? sfmt(r, "%s-gate-%d-%s", s->fname, k, lab) : NULL;
+        free(lab);
+        FILE *dat = NULL, *gp = NULL;
+        char *datp = NULL, *gpp = NULL;
+        if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+            rc = -1;
+        else {
+            gp_head(r, gp, base, "gate-score histogram per layer, last step, counts summed over seeds");
+            fprintf(gp, "set title ");
+            char *t = sfmt(r, "%s: gate scores of %s (last step, %d run%s summed)", s->name, v->label, runs_with,
+                           runs_with == 1 ? "" : "s");
+            if (!t) rc = -1;
+            if (t) gp_str(gp, t);
+            free(t);
+            fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'fraction of scores'\nset xrange [%.10g:%.10g]\nplot",
+                    acc[0].lo, acc[0].hi);
+            for (int j = 0; j < nacc; j++) {
+                HistAcc *a = &acc[j];
+                long long tot = 0;
+                for (int b = 0; b < a->nbins; b++) tot += a->counts[b];
+                fprintf(dat, "# layer %ld (%d runs): bin centre, fraction, count\n", a->layer, a->nruns);
+                double w = (a->hi - a->lo) / a->nbins;
+                for (int b = 0; b < a->nbins; b++)
+                    fprintf(dat, "%.10g %.10g %lld\n", a->lo + (b + 0.5) * w, tot ? (double)a->counts[b] / tot : 0.0,
+                            a->counts[b]);
+                fprintf(dat, "\n\n");
+                fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2 title 'layer %ld'",
+                        j ? ", \\\n    " : "", base, j, a->layer);
+            }
+            fprintf(gp, "\n");
+            gp_tail(r, gp, base);
+        }
+        if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+        if (rc == 0) {
+            char *t = sfmt(r, "Gate scores of `%s` per layer (last step, %d run%s summed)", v->label, runs_with,
+                           runs_with == 1 ? "" : "s");
+            rc = t ? plot_finish(r, s, base, t) : -1;
+        }
+        free(base);
+    }
+    for (int j = 0; j < nacc; j++) free(acc[j].counts);
+    free(acc);
+    return rc;
+}
+
+/* A series of the lr plot: runs that differ only in lr and seed. */
+typedef struct {
+    char *key, *name;
+    Pts fin;  /* (lr, final val loss) of finished runs */
+    Pts div;  /* (lr, 0) of diverged runs */
+} LrSeries;
+
+/* The label without its learning rate: every "lr" (or "train.lr") that
+ * starts the label or follows one of - _ . , and is followed by an
+ * optional '=' and a number is removed with the separator before it
+ * ("lr=1e-3,position=sdpa" -> "position=sdpa", "baseline-lr3.0e-3" ->
+ * "baseline"); "all runs" if nothing is left. */
+static char *strip_lr(R *r, const char *label) {
+    size_t n = strlen(label);
+    char *out = malloc(n + 16);
+    if (!out) return oom(r), NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        int at_start = i == 0 || strchr("-_.,", label[i - 1]) != NULL;
+        if (at_start && label[i] == 'l' && label[i + 1] == 'r') {
+            size_t j = i + 2;
+            if (label[j] == '=') j++;
+            if ((label[j] >= '0' && label[j] <= '9') || label[j] == '.') {
+                char *end;
+                (void)strtod(label + j, &end);
+                if (end > label + j) {
+                    /* drop "train." before it, then the separator before that */
+                    if (o >= 6 && strncmp(out + o - 6, "train.", 6) == 0) o -= 6;
+                    if (o > 0 && strchr("-_,", out[o - 1])) o--;
+                    i = (size_t)(end - label);
+                    /* at the start, drop the separator after it instead */
+                    if (o == 0 && i < n && strchr("-_,", label[i])) i++;
+                    continue;
+                }
+            }
+        }
+        out[o++] = label[i++];
+    }
+    out[o] = '\0';
+    if (!o) strcpy(out, "all runs");
+    return out;
+}
+
+static int plot_lr(R *r, RSweep *s) {
+    static const char *const drop[] = {"train.lr", "train.min_lr", "train.seed", NULL};
+    LrSeries *ser = NULL;
+    int nser = 0, cap = 0, rc = 0;
+    double ymin = INFINITY, ymax = -INFINITY;
+    for (int i = 0; rc == 0 && i < s->nruns; i++) {
+        const RRun *u = &s->runs[i];
+        int fin = is_finished(u), div = strcmp(u->status, "diverged") == 0;
+        if ((!fin && !div) || isnan(u->lr) || !u->config_json) continue;
+        char *key = json_without(r, u->config_json, drop);
+        char *name = key ? strip_lr(r, u->label) : NULL;
+        if (!name) {
+            free(key);
+            rc = -1;
+            break;
+        }
+        LrSeries *q = NULL;
+        for (int j = 0; j < nser; j++)
+            if (strcmp(ser[j].key, key) == 0) q = &ser[j];
+        if (!q) {
+            if (grow(r, (void **)&ser, &cap, nser + 1, sizeof *ser)) {
+                free(key), free(name);
+                rc = -1;
+                break;
+            }
+            q = &ser[nser++];
+            memset(q, 0, sizeof *q);
+            q->key = key;
+            q->name = name;
+        } else {
+            free(key);
+            if (!strstr(q->name, name)) { /* labels that differ beyond lr: name both */
+                char *nn = sfmt(r, "%s / %s", q->name, name);
+                if (!nn) rc = -1;
+                else {
+                    free(q->name);
+                    q->name = nn;
+                }
+            }
+            free(name);
+        }
+        if (rc) break;
+        if (fin && !isnan(u->val_loss) && isfinite(u->val_loss)) {
+            rc = pts_add(r, &q->fin, u->lr, u->val_loss);
+            if (u->val_loss < ymin) ymin = u->val_loss;
+            if (u->val_loss > ymax) ymax = u->val_loss;
+        } else if (div)
+            rc = pts_add(r, &q->div, u->lr, 0);
+    }
+    char *base = NULL;
+    if (rc == 0 && nser > 0) {
+        base = sfmt(r, "%s-lr", s->fname);
+        FILE *dat = NULL, *gp = NULL;
+        char *datp = NULL, *gpp = NULL;
+        if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+            rc = -1;
+        else {
+            if (!isfinite(ymin)) ymin = 0, ymax = 1;
+            double span = ymax - ymin > 0 ? ymax - ymin : fabs(ymax) * 0.1 + 0.1;
+            double ydiv = ymax + 0.15 * span;
+            gp_head(r, gp, base, "final validation loss against peak learning rate; diverged runs as crosses");
+            fprintf(gp, "set title ");
+            gp_str(gp, s->name);
+            fprintf(gp, "\nset logscale x\nset format x '%%g'\nset xlabel 'train.lr (log scale)'\n"
+                        "set ylabel 'final validation loss, mean +- std over seeds'\n"
+                        "set yrange [%.10g:%.10g]\nset offsets graph 0.05, graph 0.05, 0, 0\nplot",
+                    ymin - 0.1 * span, ymax + 0.3 * span);
+            int blocks = 0, ndiv = 0;
+            for (int j = 0; j < nser; j++) {
+                ndiv += ser[j].div.n;
+                if (!ser[j].fin.n) continue;
+                fprintf(dat, "# %s: lr, mean final val loss, std, finished runs\n", ser[j].name);
+                pts_write(&ser[j].fin, dat);
+                fprintf(dat, "\n\n");
+                fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines title ", blocks ? ", \\\n    " : "",
+                        base, blocks);
+                gp_str(gp, ser[j].name);
+                blocks++;
+            }
+            if (ndiv) {
+                fprintf(dat, "# diverged runs: lr, drawn at, series\n");
+                for (int j = 0; j < nser; j++)
+                    for (int i = 0; i < ser[j].div.n; i++) fprintf(dat, "%.10g %.10g %d\n", ser[j].div.p[i].x, ydiv, j);
+                fprintf(dat, "\n\n");
+                fprintf(gp, "%s '%s.dat' index %d using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb 'red' title "
+                            "'diverged'",
+                        blocks ? ", \\\n    " : "", base, blocks);
+                blocks++;
+            }
+            fprintf(gp, "\n");
+            gp_tail(r, gp, base);
+        }
+        if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+        if (rc == 0) {
+            char *t = sfmt(r, "Final validation loss against learning rate (log scale; diverged runs as red crosses "
+                              "above the curves)");
+            rc = t ? plot_finish(r, s, base, t) : -1;
+        }
+    }
+    free(base);
+    for (int j = 0; j < nser; j++) {
+        free(ser[j].key);
+        free(ser[j].name);
+        free(ser[j].fin.p);
+        free(ser[j].div.p);
+    }
+    free(ser);
+    return rc;
+}
+
+/* 1 if any finished run of variant k has a 'gate' histogram. */
+static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
+    const RVar *v = &s->vars[k];
+    *out = 0;
+    for (int i = 0; i < v->nruns && !*out; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (!is_finished(u)) continue;
+        sqlite3_stmt *st;
+        if (q_prep(r, &st, "SELECT 1 FROM histograms WHERE run_id = ?1 AND key = ?2 LIMIT 1", "tt", u->run_id, "gate"))
+            return -1;
+        int sr = sqlite3_step(st);
+        if (sr == SQLITE_ROW) *out = 1;
+        if (q_done(r, st, sr, "read histograms")) return -1;
+    }
+    return 0;
+}
+
+static int make_plots(R *r, RSweep *s) {
+    if (plot_val_loss(r, s)) return -1;
+    if (plot_layers(r, s, "f_attn", "F-Attn (attention on position 0)", "F-Attn per layer (last step, mean over seeds)",
+                    0))
+        return -1;
+    if (plot_layers(r, s, "m_act", "M-Act (max |h| of the layer output, log scale)",
+                    "M-Act per layer (last step, mean over seeds; log scale)", 1))
+        return -1;
+    for (int k = 0; k < s->nvars; k++) {
+        int has;
+        if (has_gate_hist(r, s, k, &has)) return -1;
+        if (has && plot_gate_hist(r, s, k)) return -1;
+    }
+    if (s->lr_plot && plot_lr(r, s)) return -1;
+    return 0;
+}
+
+/* ================================================================== */
+/* tables                                                              */
+/* ================================================================== */
+
+/* A number into a cell, or the missing mark. */
+static void cellnum(char *dst, size_t cap, double v, const char *fmt, const char *missing) {
+    if (isnan(v))
+        snprintf(dst, cap, "%s", missing);
+    else
+        snprintf(dst, cap, fmt, v);
+}
+
+static void fmt_p(char *buf, size_t cap, double p) {
+    if (p >= 0.001)
+        snprintf(buf, cap, "%.3f", p);
+    else
+        snprintf(buf, cap, "%.1e", p);
+}
+
+/* All the table cells of one row, as text for md / tex (missing: miss). */
+typedef struct {
+    char loss[80], ppl[80], delta[64], ci[80], p[40], fattn[40], mact[40], gate[40], spikes[40], params[40],
+        tps[40], pppl[40], pdelta[40], pgate[40], pmact[40], pfattn[40];
+} Cells;
+
+static void cells(const RSweep *s, int k, const char *pm, const char *star, const char *miss, Cells *c) {
+    const RVar *v = &s->vars[k];
+    if (isnan(v->loss_mean))
+        snprintf(c->loss, sizeof c->loss, "%s", miss);
+    else if (isnan(v->loss_std))
+        snprintf(c->loss, sizeof c->loss, "%.4f", v->loss_mean);
+    else
+        snprintf(c->loss, sizeof c->loss, "%.4f%s%.4f", v->loss_mean, pm, v->loss_std);
+    if (isnan(v->ppl_mean))
+        snprintf(c->ppl, sizeof c->ppl, "%s", miss);
+    else if (isnan(v->ppl_std))
+        snprintf(c->ppl, sizeof c->ppl, "%.3f", v->ppl_mean);
+    else
+        snprintf(c->ppl, sizeof c->ppl, "%.3f%s%.3f", v->ppl_mean, pm, v->ppl_std);
+    if (k == s->base)
+        snprintf(c->delta, sizeof c->delta, "(baseline)");
+    else if (v->have_delta)
+        snprintf(c->delta, sizeof c->delta, "%+.4f%s", v->delta, v->have_welch && v->w.p < 0.05 ? star : "");
+    else
+        snprintf(c->delta, sizeof c->delta, "%s", miss);
+    if (v->have_welch) {
+        snprintf(c->ci, sizeof c->ci, "[%+.4f, %+.4f]", v->w.lo, v->w.hi);
+        fmt_p(c->p, sizeof c->p, v->w.p);
+    } else {
+        snprintf(c->ci, sizeof c->ci, "%s", miss);
+        snprintf(c->p, sizeof c->p, "%s", miss);
+    }
+    cellnum(c->fattn, sizeof c->fattn, v->f_attn, "%.4f", miss);
+    cellnum(c->mact, sizeof c->mact, v->m_act, "%.2f", miss);
+    cellnum(c->gate, sizeof c->gate, v->gate_mean, "%.3f", miss);
+    cellnum(c->spikes, sizeof c->spikes, v->spikes, "%.1f", miss);
+    cellnum(c->params, sizeof c->params, v->gate_params, "%.0f", miss);
+    cellnum(c->tps, sizeof c->tps, v->tokens_per_s, "%.0f", miss);
+    const PaperRow *pr = paper_lookup(v->label);
+    double nan = NAN;
+    cellnum(c->pppl, sizeof c->pppl, pr ? pr->ppl : nan, "%.3f", miss);
+    cellnum(c->pdelta, sizeof c->pdelta, pr ? pr->ppl - PAPER_BASELINE_PPL : nan, "%+.3f", miss);
+    cellnum(c->pgate, sizeof c->pgate, pr ? pr->gate_mean : nan, "%.3f", miss);
+    cellnum(c->pmact, sizeof c->pmact, pr ? pr->m_act : nan, "%.0f", miss);
+    cellnum(c->pfattn, sizeof c->pfattn, pr ? pr->f_attn : nan, "%.3f", miss);
+}
+
+/* Count of the sweep's runs per status, as "6 finished, 1 diverged". */
+static void status_line(const RSweep *s, char *buf, size_t cap) {
+    static const char *const order[] = {"finished", "diverged", "failed", "killed", "running", "pending"};
+    buf[0] = '\0';
+    size_t o = 0;
+    for (size_t j = 0; j < sizeof order / sizeof order[0]; j++) {
+        int n = 0;
+        for (int i = 0; i < s->nruns; i++) n += strcmp(s->runs[i].status, order[j]) == 0;
+        if (n && o < cap) o += (size_t)snprintf(buf + o, cap - o, "%s%d %s", o ? ", " : "", n, order[j]);
+    }
+    if (!o) snprintf(buf, cap, "none");
+}
+
+/* Markdown cell text: '|' escaped. */
+static void md_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '|') fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+static void md_legend(FILE *f) {
+    fprintf(f,
+            "## How to read the tables\n\n"
+            "One row per variant label, in sweep order.\n\n"
+            "- **n**: finished runs (seeds). Every mean and standard deviation is over these; `±` is the sample "
+            "standard deviation (n − 1). **div**: diverged runs, counted apart and left out of the means.\n"
+            "- **val loss**, **val PPL**: final validation loss (nats per byte token) and perplexity "
+            "(summary `val_loss`, `val_ppl`).\n"
+            "- **Δ loss**: the row's mean val loss minus the baseline row's (negative: the variant is better). "
+            "`*` marks p < 0.05 in Welch's two-sided t-test (the difference exceeds the seed-to-seed noise). "
+            "**95%% CI** is the Welch interval of Δ, **p** the p-value; both need at least 2 finished runs in the "
+            "row and in the baseline.\n"
+            "- **F-Attn**, **M-Act**, **gate**: the probes at each run's last evaluation, averaged over layers "
+            "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
+            "over seeds.\n"
+            "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
+            "throughput (mean).\n"
+            "- **paper** columns: the paper's figure for the same label (Tables 1, 3, 4 of arXiv 2505.06708) and its "
+            "PPL minus its baseline's 6.026. The paper trained a 15B-parameter MoE on 400B tokens, so magnitudes "
+            "are not comparable: compare only directions (the sign of Δ loss against the sign of paper ΔPPL; "
+            "F-Attn and M-Act lower with a gate). `–`: no value.\n\n");
+}
+
+static int write_md_table(FILE *f, const RSweep *s) {
+    fprintf(f,
+            "| variant | n | div | val loss | val PPL | Δ loss | 95%% CI of Δ | p | F-Attn | M-Act | gate | spikes | "
+            "+params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act | paper F-Attn |\n"
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (int k = 0; k < s->nvars; k++) {
+        Cells c;
+        cells(s, k, " ± ", "*", "–", &c);
+        const RVar *v = &s->vars[k];
+        fprintf(f, "| ");
+        md_text(f, v->label);
+        fprintf(f, " | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                v->n_fin, v->n_div, c.loss, c.ppl, c.delta, c.ci, c.p, c.fattn, c.mact, c.gate, c.spikes, c.params,
+                c.tps, c.pppl, c.pdelta, c.pgate, c.pmact, c.pfattn);
+    }
+    return 0;
+}
+
+static int write_md(R *r, const char *path) {
+    FILE *f = open_out(r, path);
+    if (!f) return -1;
+    char tbuf[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&now, &tm) || !strftime(tbuf, sizeof tbuf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(tbuf, sizeof tbuf, "%lld", (long long)now);
+    fprintf(f, "# gated report\n\n- database: `%s`\n- generated: %s\n", r->o->db_path, tbuf);
+
+    /* runs by status, code versions */
+    sqlite3_stmt *st;
+    static const char *const order[] = {"finished", "diverged", "failed", "killed", "running"};
+    int cnt[5] = {0}, total = 0;
+    double nowd = (double)now;
+    if (q_prep(r, &st, "SELECT status, heartbeat_at FROM runs", "")) goto bad;
+    int sr;
+    while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *stt = col_text(st, 0);
+        if (strcmp(stt, "running") == 0 && nowd - sqlite3_column_double(st, 1) > STORE_STALE_SECONDS) stt = "killed";
+        for (int j = 0; j < 5; j++)
+            if (strcmp(stt, order[j]) == 0) cnt[j]++;
+        total++;
+    }
+    if (q_done(r, st, sr, "read runs")) goto bad;
+    fprintf(f, "- runs: %d", total);
+    for (int j = 0, first = 1; j < 5; j++)
+        if (cnt[j]) {
+            fprintf(f, "%s%d %s", first ? " (" : ", ", cnt[j], order[j]);
+            first = 0;
+        }
+    fprintf(f, "%s\n- code versions:", total && (cnt[0] + cnt[1] + cnt[2] + cnt[3] + cnt[4]) ? ")" : "");
+    if (q_prep(r, &st,
+               "SELECT code_version, git_dirty, count(*) FROM runs GROUP BY code_version, git_dirty"
+               " ORDER BY count(*) DESC, code_version",
+               ""))
+        goto bad;
+    int nver = 0;
+    while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
+        int dirty = sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int(st, 1) == 1;
+        long long n = sqlite3_column_int64(st, 2);
+        fprintf(f, "%s `%s`%s (%lld run%s)", nver ? "," : "", col_text(st, 0), dirty ? " + uncommitted changes" : "",
+                n, n == 1 ? "" : "s");
+        nver++;
+    }
+    if (q_done(r, st, sr, "read runs")) goto bad;
+    fprintf(f, "%s\n", nver ? "" : " none");
+    fprintf(f, "- sweeps:");
+    for (int i = 0; i < r->nsw; i++)
+        fprintf(f, "%s [`%s`](#sweep-%s) (%d runs)", i ? "," : "", r->sw[i].name, r->sw[i].fname, r->sw[i].nruns);
+    fprintf(f, "%s\n", r->nsw ? "" : " none recorded (run `gated sweep` first)");
+    if (r->o->no_plots)
+        fprintf(f, "- plots: not requested (--no-plots)\n");
+    else if (!r->gp_ok)
+        fprintf(f, "- plots: skipped: %s\n", r->gp_note);
+    else
+        fprintf(f, "- plots: `plots/` (SVG and PNG, with the gnuplot data files and scripts that made them)\n");
+    fprintf(f, "\n");
+    md_legend(f);
+
+    for (int i = 0; i < r->nsw; i++) {
+        const RSweep *s = &r->sw[i];
+        char sl[256];
+        status_line(s, sl, sizeof sl);
+        fprintf(f, "<a id=\"sweep-%s\"></a>\n\n## Sweep `%s`\n\n%d runs: %s. ", s->fname, s->name, s->nruns, sl);
+        if (s->base >= 0) {
+            fprintf(f, "Baseline row: `");
+            md_text(f, s->vars[s->base].label);
+            fprintf(f, "`.\n\n");
+        } else
+            fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
+        write_md_table(f, s);
+        fprintf(f, "\n");
+        if (r->o->no_plots) continue;
+        fprintf(f, "### Plots\n\n");
+        if (!r->gp_ok) fprintf(f, "Plots skipped: %s.\n\n", r->gp_note);
+        for (int k = 0; k < s->nplots; k++) {
+            const PlotEntry *e = &s->plots[k];
+            fprintf(f, "**%s**", e->title);
+            if (e->made) {
+                if (r->term_svg && r->term_png)
+                    fprintf(f, " ([SVG](plots/%s.svg))\n\n![%s](plots/%s.png)\n\n", e->base, e->base, e->base);
+                else
+                    fprintf(f, "\n\n![%s](plots/%s.%s)\n\n", e->base, e->base, r->term_png ? "png" : "svg");
+            } else if (r->gp_ok)
+                fprintf(f, ": gnuplot failed (see `plots/gnuplot.log`); data `plots/%s.dat`, script `plots/%s.gp`\n\n",
+                        e->base, e->base);
+            else
+                fprintf(f, ": not drawn; data `plots/%s.dat`, script `plots/%s.gp`\n\n", e->base, e->base);
+        }
+        if (s->nplots == 0) fprintf(f, "No finished runs with data to plot.\n\n");
+        if (!s->lr_plot) fprintf(f, "Val loss against learning rate: not drawn (the runs share one `train.lr`).\n\n");
+        fprintf(f, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
+                   "attention data, which the database does not hold (the store keeps only per-layer aggregates "
+                   "such as F-Attn).\n\n");
+    }
+    return close_out(r, f, path);
+bad:
+    fclose(f);
+    return -1;
+}
+
+/* CSV field: quoted when it holds a comma, quote or newline. */
+static void csv_text(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v) {
+    if (!isnan(v)) fprintf(f, "%.10g", v);
+    fputc(',', f);
+}
+
+static int write_csv(R *r, const RSweep *s, const char *path) {
+    FILE *f = open_out(r, path);
+    if (!f) return -1;
+    fprintf(f, "sweep,label,idx,is_baseline,n_finished,n_diverged,n_runs,val_loss_mean,val_loss_std,val_ppl_mean,"
+               "val_ppl_std,delta_val_loss,delta_ci_lo,delta_ci_hi,welch_t,welch_df,p_value,significant,f_attn_mean,"
+               "m_act_mean,gate_mean,spikes_mean,gate_params,tokens_per_s_mean,paper_ppl,paper_delta_ppl,"
+               "paper_gate_mean,paper_m_act,paper_f_attn\n");
+    for (int k = 0; k < s->nvars; k++) {
+        const RVar *v = &s->vars[k];
+        csv_text(f, s->name);
+        fputc(',', f);
+        csv_text(f, v->label);
+        fprintf(f, ",%d,%d,%d,%d,%d,", s->runs[v->runs[0]].idx, k == s->base, v->n_fin, v->n_div, v->nruns);
+        csv_num(f, v->loss_mean);
+        csv_num(f, v->loss_std);
+        csv_num(f, v->ppl_mean);
+        csv_num(f, v->ppl_std);
+        csv_num(f, v->have_delta ? v->delta : NAN);
+        csv_num(f, v->have_welch ? v->w.lo : NAN);
+        csv_num(f, v->have_welch ? v->w.hi : NAN);
+        csv_num(f, v->have_welch ? v->w.t : NAN);
+        csv_num(f, v->have_welch ? v->w.df : NAN);
+        csv_num(f, v->have_welch ? v->w.p : NAN);
+        if (v->have_welch) fprintf(f, "%d", v->w.p < 0.05);
+        fputc(',', f);
+        csv_num(f, v->f_attn);
+        csv_num(f, v->m_act);
+        csv_num(f, v->gate_mean);
+        csv_num(f, v->spikes);
+        csv_num(f, v->gate_params);
+        csv_num(f, v->tokens_per_s);
+        const PaperRow *pr = paper_lookup(v->label);
+        csv_num(f, pr ? pr->ppl : NAN);
+        csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
+        csv_num(f, pr ? pr->gate_mean : NAN);
+        csv_num(f, pr ? pr->m_act : NAN);
+        if (pr && !isnan(pr->f_attn)) fprintf(f, "%.10g", pr->f_attn);
+        fputc('\n', f);
+    }
+    return close_out(r, f, path);
+}
+
+/* TeX text with the special characters escaped. */
+static void tex_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '\\': fputs("\\textbackslash{}", f); break;
+        case '~': fputs("\\textasciitilde{}", f); break;
+        case '^': fputs("\\textasciicircum{}", f); break;
+        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
+            fputc('\\', f);
+            fputc(*s, f);
+            break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static int write_tex(R *r, const RSweep *s, const char *path) {
+    FILE *f = open_out(r, path);
+    if (!f) return -1;
+    char sl[256];
+    status_line(s, sl, sizeof sl);
+    fprintf(f, "%% gated report: sweep ");
+    fputs(s->name, f);
+    fprintf(f, " (%d runs: %s); database %s\n"
+               "%% needs \\usepackage{booktabs}.  Means over finished runs, $\\pm$ sample std; "
+               "$^{*}$: Welch p < 0.05 against the baseline.\n"
+               "%% Paper: 15B MoE, 400B tokens (arXiv 2505.06708): compare directions only.\n",
+            s->nruns, sl, r->o->db_path);
+    fprintf(f, "\\begin{tabular}{lrrrrrrrrrrrrrrrrrr}\n\\toprule\n"
+               " & \\multicolumn{13}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+               "\\cmidrule(lr){2-14}\\cmidrule(lr){15-19}\n"
+               "variant & $n$ & div & val loss & val PPL & $\\Delta$ loss & 95\\%% CI of $\\Delta$ & $p$ & F-Attn & "
+               "M-Act & gate & spikes & +params & tok/s & PPL & $\\Delta$PPL & gate & M-Act & F-Attn \\\\\n"
+               "\\midrule\n");
+    for (int k = 0; k < s->nvars; k++) {
+        Cells c;
+        cells(s, k, " $\\pm$ ", "$^{*}$", "--", &c);
+        const RVar *v = &s->vars[k];
+        tex_text(f, v->label);
+        /* the CI and (baseline) need no escaping; % never occurs in cells */
+        fprintf(f,
+                " & %d & %d & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s \\\\\n",
+                v->n_fin, v->n_div, c.loss, c.ppl, c.delta, c.ci, c.p, c.fattn, c.mact, c.gate, c.spikes, c.params,
+                c.tps, c.pppl, c.pdelta, c.pgate, c.pmact, c.pfattn);
+    }
+    fprintf(f, "\\bottomrule\n\\end{tabular}\n");
+    return close_out(r, f, path);
+}
+
+/* ================================================================== */
+/* driver                                                              */
+/* ================================================================== */
+
+int report_run(const ReportOpts *o, char *err, size_t errcap) {
+    R r = {0};
+    r.o = o;
+    r.err = err;
+    r.errcap = errcap;
+    r.log = o->log ? o->log : stderr;
+    r.info = o->info;
+    if (err && errcap) err[0] = '\0';
+    int code = REPORT_RUNTIME;
+    char **names = NULL;
+    int nnames = 0;
+
+    if (!o->db_path || !o->out_dir) {
+        rfail(&r, "report: no database or output directory given");
+        return REPORT_BADINPUT;
+    }
+    if ((int)o->format < 0 || o->format > REPORT_TEX) {
+        rfail(&r, "report: bad format %d", (int)o->format);
+        return REPORT_BADINPUT;
+    }
+    if (access(o->db_path, F_OK) != 0) {
+        rfail(&r, "%s: no such database (run a sweep first, or pass --db)", o->db_path);
+        return REPORT_BADINPUT;
+    }
+    char serr[1024];
+    if (store_open(&r.st, o->db_path, serr, sizeof serr)) {
+        rfail(&r, "%s", serr);
+        return REPORT_BADINPUT;
+    }
+    r.db = store_db(r.st);
+    if (list_sweeps(&r, &names, &nnames)) goto out;
+
+    if (o->sweep) {
+        int found = 0;
+        for (int i = 0; i < nnames; i++) found |= strcmp(names[i], o->sweep) == 0;
+        if (!found) {
+            char list[512] = "";
+            size_t n = 0;
+            for (int i = 0; i < nnames && n < sizeof list; i++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", names[i]);
+            rfail(&r, "%s: no sweep '%s' (sweeps: %s)", o->db_path, o->sweep, nnames ? list : "none");
+            code = REPORT_BADINPUT;
+            goto out;
+        }
+    }
+    for (int i = 0; i < nnames; i++) {
+        if (o->sweep && strcmp(names[i], o->sweep) != 0) continue;
+        if (grow(&r, (void **)&r.sw, &r.sw_cap, r.nsw + 1, sizeof *r.sw)) goto out;
+        RSweep *s = &r.sw[r.nsw++];
+        memset(s, 0, sizeof *s);
+        if (!(s->name = sdup(&r, names[i])) || !(s->fname = safe_name(&r, names[i]))) goto out;
+        if (load_sweep(&r, s)) goto out;
+    }
+
+    if (mkdir_p(&r, o->out_dir)) goto out;
+    if (!o->no_plots && r.nsw > 0) {
+        if (!(r.plots_dir = sfmt(&r, "%s/plots", o->out_dir)) || mkdir_p(&r, r.plots_dir)) goto out;
+        gp_check(&r);
+        if (r.failed) goto out;
+        for (int i = 0; i < r.nsw; i++)
+            if (make_plots(&r, &r.sw[i])) goto out;
+    }
+
+    if (o->format == REPORT_MD) {
+        char *path = sfmt(&r, "%s/report.md", o->out_dir);
+        if (!path) goto out;
+        int rc = write_md(&r, path);
+        if (rc == 0 && r.info) fprintf(r.info, "wrote %s\n", path);
+        free(path);
+        if (rc) goto out;
+    } else {
+        if (r.nsw == 0) fprintf(r.log, "gated report: %s: no sweeps recorded; nothing written\n", o->db_path);
+        for (int i = 0; i < r.nsw; i++) {
+            char *path = sfmt(&r, "%s/%s.%s", o->out_dir, r.sw[i].fname, report_format_names[o->format]);
+            if (!path) goto out;
+            int rc = o->format == REPORT_CSV ? write_csv(&r, &r.sw[i], path) : write_tex(&r, &r.sw[i], path);
+            if (rc == 0 && r.info) fprintf(r.info, "wrote %s\n", path);
+            free(path);
+            if (rc) goto out;
+        }
+    }
+    if (r.gp_fail) {
+        rfail(&r, "gnuplot failed on %d plot%s (see %s/gnuplot.log); the tables are written", r.gp_fail,
+              r.gp_fail == 1 ? "" : "s", r.plots_dir);
+        goto out;
+    }
+    code = REPORT_OK;
+out:
+    for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    for (int i = 0; i < r.nsw; i++) free_sweep(&r.sw[i]);
+    free(r.sw);
+    free(r.plots_dir);
+    free(r.gp_prog);
+    store_close(r.st);
+    if (code == REPORT_OK && err && errcap) err[0] = '\0';
+    return code;
+}

@@ -1,0 +1,88 @@
+/*
+ * report.h — `gated report`: tables and plots from the results store.
+ *
+ * For every sweep (table sweep_runs) one table, a row per variant label in
+ * sweep order: finished runs n and diverged runs, mean ± sample std over
+ * seeds of the final validation loss and perplexity (summary val_loss,
+ * val_ppl), the difference in mean val loss against the sweep's baseline
+ * row with its Welch 95% confidence interval and two-sided p-value (`*`
+ * when p < 0.05), the last-step probes F-Attn, M-Act and gate mean
+ * (metrics f_attn, m_act, gate_mean at context ''), loss spikes, added
+ * parameters, tokens/s, and the paper's figures for the same label
+ * (paper.h).  Means are over the row's finished runs.
+ *
+ * Formats: md (DIR/report.md: header, legend, every sweep, plot links),
+ * csv (DIR/SWEEP.csv, one per sweep, plain numbers) and tex
+ * (DIR/SWEEP.tex, a booktabs tabular).  Plots (every format) go to
+ * DIR/plots/ as gnuplot data files, scripts, SVG and PNG: validation loss
+ * against step, F-Attn and M-Act per layer, gate-score histograms per gated
+ * variant, and final val loss against learning rate for a sweep whose runs
+ * vary train.lr.  Without gnuplot the tables are still written.
+ *
+ * Every query binds its values; the database is opened with store_open.
+ */
+#ifndef GATED_REPORT_H
+#define GATED_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { REPORT_MD, REPORT_CSV, REPORT_TEX } ReportFormat;
+
+/* Format names in enum order, NULL-terminated ("md", "csv", "tex"). */
+extern const char *const report_format_names[];
+
+typedef struct {
+    const char *db_path;   /* the results database (must exist) */
+    const char *sweep;     /* one sweep, or NULL for all */
+    ReportFormat format;
+    const char *out_dir;   /* created (with parents) if missing */
+    int no_plots;          /* 1: write no plots at all */
+    const char *gnuplot;   /* program to run: a name looked up on PATH, or a
+                              path; NULL means "gnuplot" */
+    FILE *log;             /* warnings; NULL: stderr */
+    FILE *info;            /* "wrote PATH" for each table file; NULL: nothing */
+} ReportOpts;
+
+/* Exit statuses, as the CLI's. */
+enum { REPORT_OK = 0, REPORT_RUNTIME = 1, REPORT_BADINPUT = 2 };
+
+/* Write the report.  Returns REPORT_OK, REPORT_BADINPUT (missing or corrupt
+ * database, unknown sweep) or REPORT_RUNTIME (an unwritable output, a read
+ * error, a gnuplot failure); the message is then in err (always
+ * NUL-terminated, "" on success).  A missing gnuplot is not an error: a
+ * warning goes to the log and into report.md. */
+int report_run(const ReportOpts *o, char *err, size_t errcap);
+
+/* ------------------------------------------------------------------ */
+/* statistics (exported for the tests)                                 */
+/* ------------------------------------------------------------------ */
+
+/* Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]
+ * (continued fraction, Lentz's method).  NAN outside the domain. */
+double report_betainc(double a, double b, double x);
+/* Student-t cumulative distribution P(T <= t) with df > 0 degrees of
+ * freedom (df need not be an integer). */
+double report_t_cdf(double t, double df);
+/* Two-sided p-value P(|T| >= |t|). */
+double report_t_p2(double t, double df);
+/* Quantile: the t with P(T <= t) = p, p in (0, 1). */
+double report_t_quantile(double p, double df);
+
+/* Mean and sample standard deviation (n - 1); std is NAN for n < 2, mean
+ * NAN for n < 1. */
+void report_mean_std(const double *x, int n, double *mean, double *std);
+
+/* Welch's unequal-variance t-test of mean(a) - mean(b). */
+typedef struct {
+    double diff;       /* mean(a) - mean(b) */
+    double se;         /* sqrt(var_a / na + var_b / nb) */
+    double t, df, p;   /* statistic, Welch–Satterthwaite df, two-sided p */
+    double lo, hi;     /* 95% confidence interval of diff */
+} Welch;
+/* 0 on success; -1 (w untouched) when na < 2 or nb < 2.  With zero
+ * variance in both samples: p = 1 if the means are equal, else 0, and the
+ * interval is [diff, diff]. */
+int report_welch(const double *a, int na, const double *b, int nb, Welch *w);
+
+#endif
