@@ -1,17 +1,76 @@
 #!/usr/bin/env bash
-# run_all.sh — the main job: install what is missing, build, and run every
-# stage that exists.  Safe to run again: each stage skips work already done.
+# run_all.sh — the main job: install what is missing, build, fetch the data,
+# run every sweep of the paper's ablation matrix, and write the report.
 #
-# Stages (see README "Status"): deps, build, the PyTorch cross-check.
-# Training, sweeps, benchmarks and the report are added by later issues; until
-# then this script says plainly that they are not there yet.
+#   ./run_all.sh            the full matrix into results/gated.db, report in results/report/
+#   ./run_all.sh --smoke    the smoke sweep (synthetic corpus, seconds) into results/smoke.db
+#   ./run_all.sh --jobs J   local workers per sweep (default: 2, one core each)
+#
+# Resumable: a second invocation skips every finished run (same run id and
+# code version), resumes killed runs from their checkpoints, and reruns
+# failed ones.  Each invocation appends its wall time to results/run_all.log.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-echo "== deps";  make --no-print-directory deps
-echo "== build"; make --no-print-directory -j"$(nproc)" all
-echo "== model summary (experiments/tiny.yaml, G1 elementwise)"
-build/gated info experiments/tiny.yaml --set model.gate.position=sdpa | sed -n '/# gate/,$p'
-echo "== cross-check against the PyTorch reference"
-make --no-print-directory xcheck
-echo "== not yet available: training on Brown, sweeps, benchmarks, report (issues 3-5)"
+smoke=0
+jobs=2
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --smoke) smoke=1 ;;
+    --jobs) jobs="$2"; shift ;;
+    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+start=$(date +%s)
+echo "== deps"
+make --no-print-directory deps
+# beyond what the tests need: gnuplot for the plots, npm for the corpus
+extra=""
+command -v gnuplot >/dev/null || extra="$extra gnuplot-nox"
+[ "$smoke" = 1 ] || command -v npm >/dev/null || extra="$extra npm"
+if [ -n "$extra" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $extra
+    else
+        echo "run_all.sh: missing:$extra (as root: apt-get install -y$extra); continuing without" >&2
+    fi
+fi
+
+echo "== build"
+make --no-print-directory -j"$(nproc)" all
+
+mkdir -p results
+if [ "$smoke" = 1 ]; then
+    db=results/smoke.db
+    out=results/smoke-report
+    sweeps="smoke"
+else
+    echo "== data"
+    make --no-print-directory data
+    db=results/gated.db
+    out=results/report
+    sweeps="table1_positions table3_nonlinearity table4_sink activations lr_stability"
+fi
+
+status=0
+for s in $sweeps; do
+    echo "== sweep $s"
+    build/gated sweep "experiments/$s.yaml" --db "$db" --jobs "$jobs" --rerun-failed || status=1
+done
+
+echo "== benchmarks: not yet available (gated bench arrives with issue 5)"
+
+echo "== report"
+build/gated report --db "$db" --out "$out" || status=1
+
+end=$(date +%s)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain 2>/dev/null | grep -q . && echo " (uncommitted changes)" || true)
+printf '%s  %s  commit %s%s  sweeps: %s  wall %ds  exit %d\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "$([ "$smoke" = 1 ] && echo smoke || echo full)" "$commit" "$dirty" "$sweeps" $((end - start)) "$status" \
+    >>results/run_all.log
+echo "report: $out/report.md  (wall time $((end - start)) s; log: results/run_all.log)"
+exit $status

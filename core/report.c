@@ -766,10 +766,10 @@ static int run_gnuplot(R *r, const char *a1, const char *a2, const char *dir, co
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        if (chdir(dir) != 0) _exit(126);
+        /* open the log before chdir: its path may be relative to the caller */
         int fd = open(logpath ? logpath : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0666);
         int in = open("/dev/null", O_RDONLY);
-        if (fd < 0 || in < 0) _exit(126);
+        if (fd < 0 || in < 0 || chdir(dir) != 0) _exit(126);
         dup2(in, 0);
         dup2(fd, 1);
         dup2(fd, 2);
