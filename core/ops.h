@@ -9,8 +9,10 @@
  * wider row (q, k, v and gate logits live side by side in the fused
  * projection output).
  *
- * Every dense matmul goes through cblas_gemm (OpenBLAS), called from serial
- * code.  OpenMP is used only in loops whose iterations write disjoint memory,
+ * Every dense weight matmul goes through cblas_gemm (OpenBLAS), called from
+ * serial code; the attention core is a tiled flash-attention kernel of its
+ * own (OpenBLAS's generic kernel, which this machine's CPU detection picks,
+ * is ~7x slower on its small tiles).  OpenMP is used only in loops whose iterations write disjoint memory,
  * and every reduction has a fixed order, so results are bitwise identical for
  * any thread count.
  */
