@@ -652,6 +652,37 @@ Test(sweep, smoke_twice_runs_everything_once) {
     tmp_rm(&t);
 }
 
+/* Results recorded at commit A stay valid at a later commit B when B changed
+ * nothing under core/, cli/ or the Makefile (docs, results); a change to
+ * core/ makes them stale. */
+Test(sweep, code_version_follows_model_code_not_docs, .timeout = 120) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], cmd[PATH_MAX + 512];
+    smoke_path(smoke);
+    const char *git = "git -c user.email=t@example.com -c user.name=t";
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && git init -q && mkdir core && echo 1 > core/x.c && echo a > README.md && "
+             "printf '*.db*\\nlogs/\\ncheckpoints/\\n' > .gitignore && git add -A && %s commit -qm A",
+             t.dir, git);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(args, sizeof args, "sweep '%s' --db r.db --jobs 2", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 6 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+
+    snprintf(cmd, sizeof cmd, "cd '%s' && echo b > README.md && %s commit -qam B", t.dir, git);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 0 finished, 0 diverged, 0 failed, 6 skipped", "%s", out);
+
+    snprintf(cmd, sizeof cmd, "cd '%s' && echo 2 > core/x.c && %s commit -qam C", t.dir, git);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 6 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    tmp_rm(&t);
+}
+
 Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
     const char *bin = gated_bin();
     Tmp t;
