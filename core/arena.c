@@ -9,7 +9,10 @@ int arena_add(Arena *a, const char *name, int decay, int ndim, int d0, int d1, i
     if (a->n == a->cap) {
         int cap = a->cap ? 2 * a->cap : 32;
         Tensor *t = realloc(a->t, sizeof(Tensor) * (size_t)cap);
-        if (!t) return -1;
+        if (!t) {
+            a->failed = 1;
+            return -1;
+        }
         a->t = t;
         a->cap = cap;
     }
@@ -30,6 +33,7 @@ int arena_add(Arena *a, const char *name, int decay, int ndim, int d0, int d1, i
 }
 
 int arena_alloc(Arena *a) {
+    if (a->failed) return -1;
     size_t bytes = sizeof(real) * (a->total ? a->total : 1);
     a->w = calloc(1, bytes);
     a->g = calloc(1, bytes);

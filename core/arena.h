@@ -27,9 +27,11 @@ typedef struct {
     int n, cap;
     size_t total;
     real *w, *g, *m, *v; /* weights, grads, AdamW first/second moments */
+    int failed;          /* an arena_add ran out of memory: arena_alloc refuses */
 } Arena;
 
-/* Declare a view; returns its index or -1 on allocation failure. */
+/* Declare a view; returns its index or -1 on allocation failure (which
+ * also makes arena_alloc fail, so callers may check once, there). */
 int arena_add(Arena *a, const char *name, int decay, int ndim, int d0, int d1, int d2);
 /* Allocate w/g/m/v (zeroed) once every view is declared.  0 or -1. */
 int arena_alloc(Arena *a);

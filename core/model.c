@@ -55,7 +55,7 @@ int model_layout(Model *m, const Config *cfg) {
     m->ng = m->gs.nlogit;
     m->Np = m->nq + 2 * m->nkv + m->ng;
 
-    int C = m->C, ok = 1;
+    int C = m->C;
     m->wte = add(m, -1, "wte", 1, 2, m->V, C);
     m->lp = calloc((size_t)m->L, sizeof *m->lp);
     if (!m->lp) return -1;
@@ -85,10 +85,9 @@ int model_layout(Model *m, const Config *cfg) {
         p->w_gate = add(m, l, "w_gate", 1, 2, m->F, C);
         p->w_up = add(m, l, "w_up", 1, 2, m->F, C);
         p->w_down = add(m, l, "w_down", 1, 2, C, m->F);
-        ok &= p->ln1 >= 0 && p->w_down >= 0;
     }
     m->ln_f = add(m, -1, "ln_f", 0, 1, C, 0);
-    if (!ok || m->ln_f < 0) {
+    if (m->p.failed) {
         model_free(m);
         return -1;
     }
