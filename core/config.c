@@ -23,6 +23,7 @@
 #include "variant.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -657,6 +658,20 @@ int config_resolve(Config *c, ConfigError *err) {
         return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r.n_head, r.n_kv_head);
     if (r.d_head % 2 != 0)
         return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r.d_head);
+    /* token counts are ints in the model: B*T, and B*T times the widest
+     * per-token row (logits, SwiGLU, the fused projection), must fit */
+    {
+        long long bt = (long long)r.batch * r.seq_len, wide = r.vocab_size;
+        long long proj = (long long)(r.n_head + 2 * r.n_kv_head) * r.d_head + (long long)r.n_head * r.d_head;
+        if (2LL * r.d_ff > wide) wide = 2LL * r.d_ff;
+        if (proj > wide) wide = proj;
+        if (r.d_model > wide) wide = r.d_model;
+        if (bt * wide > INT_MAX)
+            return fail_key(err, key_index("train.batch"),
+                            "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
+                            "(at most %lld)",
+                            bt, (long long)INT_MAX / wide);
+    }
 
     const char *gkey = NULL;
     const char *gmsg = gate_validate(&r.gate, &gkey);

@@ -277,7 +277,10 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         }
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
-        attention_forward(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale);
+        if (attention_forward(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale)) {
+            errno = ENOMEM;
+            return NAN;
+        }
 
         const real *o = a->o;
         if (m->cfg.gate.control == GC_SILU) {
@@ -386,18 +389,17 @@ int model_backward(Model *m, const int *tokens) {
         const real *q = a->P, *k = a->P + m->nq, *v = a->P + m->nq + m->nkv;
         int sq = m->Np, sk = m->Np, sv = m->Np;
         if (m->cfg.qk_norm) q = a->qn, sq = m->nq, k = a->kn, sk = m->nkv;
-        const real *q_att = q, *k_att = k, *v_att = v;
+        const real *v_att = v; /* the value the attention read (gated at G2) */
         int sv_att = sv;
-        if (pos == GP_QUERY) q_att = a->gy;
-        if (pos == GP_KEY) k_att = a->gy;
         if (pos == GP_VALUE) v_att = a->gy, sv_att = m->nkv;
-        (void)q_att;
-        (void)k_att;
 
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
-        attention_backward(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B, T, H,
-                           Hk, dh, scale);
+        if (attention_backward(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B, T,
+                               H, Hk, dh, scale)) {
+            errno = ENOMEM;
+            return -1;
+        }
         if (pos == GP_VALUE)
             gate_backward(&m->gop, dP + m->nq + m->nkv, m->Np, dL, sdl, s1, dv, m->nkv, a->S, v, sv, gi.L, gi.sl,
                           n);

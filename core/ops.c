@@ -7,6 +7,8 @@
  */
 #include "ops.h"
 
+#include <omp.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,11 +257,15 @@ static void att_mm(real *C, int ldc, const real *A, int ar, int ac, const real *
  * them off the diagonal; up to its last row on it). */
 static inline int att_nvec(int diag, int r0) { return diag ? (r0 + RI - 1) / VL + 1 : BT / VL; }
 
-static real *att_alloc(size_t n) {
-    size_t bytes = (sizeof(real) * n + 63) / 64 * 64;
-    real *w = aligned_alloc(64, bytes ? bytes : 64);
-    if (!w) abort(); /* as every allocation in the core: no partial results */
-    return w;
+/* One 64-byte-aligned work area of n reals per thread that may run the
+ * next parallel region, allocated before it (NULL when out of memory), so a
+ * failure is reported before any thread starts. *stride gets each thread's
+ * share, in reals. */
+static real *att_alloc(size_t n, size_t *stride) {
+    size_t per = (sizeof(real) * n + 63) / 64 * 64;
+    size_t nth = (size_t)omp_get_max_threads();
+    *stride = per / sizeof(real);
+    return aligned_alloc(64, per * (nth ? nth : 1));
 }
 
 /* Packed copies of a head's rows (token stride s, width d), zero-padded
@@ -312,15 +318,17 @@ static void att_rowdot(real *D, const real *x, const real *y, size_t s, int T, i
     }
 }
 
-void attention_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
-                       int B, int T, int H, int Hk, int d, real scale) {
-    if (B <= 0 || T <= 0 || H <= 0 || d <= 0) return;
+int attention_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
+                      int B, int T, int H, int Hk, int d, real scale) {
+    if (B <= 0 || T <= 0 || H <= 0 || d <= 0) return 0;
     int grp = H / Hk, nt = (T + BT - 1) / BT, Tp = nt * BT, dp = (d + VL - 1) / VL * VL, nvd = dp / VL;
     size_t szk = (size_t)Tp * dp;
-    size_t ws = 2 * szk + (size_t)d * Tp + (size_t)BT * BT + (size_t)BT * dp + 3 * BT;
+    size_t ws = 2 * szk + (size_t)d * Tp + (size_t)BT * BT + (size_t)BT * dp + 3 * BT, wstride;
+    real *work = att_alloc(ws, &wstride);
+    if (!work) return -1;
 #pragma omp parallel
     {
-        real *w = att_alloc(ws);
+        real *w = work + (size_t)omp_get_thread_num() * wstride;
         real *Kp = w, *Vp = Kp + szk, *Qt = Vp + szk, *St = Qt + (size_t)d * Tp, *Oa = St + BT * BT;
         real *mrow = Oa + (size_t)BT * dp, *lrow = mrow + BT, *arow = lrow + BT;
         vmask iota;
@@ -389,20 +397,23 @@ void attention_forward(real *o, real *lse, const real *q, int sq, const real *k,
                     }
                 }
             }
-        free(w);
     }
+    free(work);
+    return 0;
 }
 
-void attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
-                        const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
-                        int Hk, int d, real scale) {
-    if (B <= 0 || T <= 0 || H <= 0 || d <= 0) return;
+int attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
+                       const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
+                       int Hk, int d, real scale) {
+    if (B <= 0 || T <= 0 || H <= 0 || d <= 0) return 0;
     int grp = H / Hk, nt = (T + BT - 1) / BT, Tp = nt * BT, dp = (d + VL - 1) / VL * VL, nvd = dp / VL;
     size_t szq = (size_t)Tp * dp, szt = (size_t)d * Tp;
-    size_t ws = 6 * szq + 2 * szt + 2 * (size_t)BT * BT + 2 * (size_t)Tp;
+    size_t ws = 6 * szq + 2 * szt + 2 * (size_t)BT * BT + 2 * (size_t)Tp, wstride;
+    real *work = att_alloc(ws, &wstride);
+    if (!work) return -1;
 #pragma omp parallel
     {
-        real *w = att_alloc(ws);
+        real *w = work + (size_t)omp_get_thread_num() * wstride;
         real *Kp = w, *dKa = Kp + szq, *dVa = dKa + szq, *Qp = dVa + szq, *dOp = Qp + szq, *dQa = dOp + szq;
         real *Kt = dQa + szq, *Vt = Kt + szt, *P = Vt + szt, *dS = P + BT * BT, *L = dS + BT * BT, *D = L + Tp;
         vmask iota;
@@ -467,8 +478,9 @@ void attention_backward(real *dq, real *dk, real *dv, const real *dout, const re
                     att_addrow(dv + (size_t)(b * T + j) * sv + (size_t)kh * d, dVa + (size_t)j * dp, d);
                 }
             }
-        free(w);
     }
+    free(work);
+    return 0;
 }
 
 #undef VL
@@ -482,11 +494,11 @@ static inline real dotp(const real *a, const real *b, int d) {
     return s;
 }
 
-void attention_forward_ref(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
-                           int sv, int B, int T, int H, int Hk, int d, real scale) {
+int attention_forward_ref(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
+                          int sv, int B, int T, int H, int Hk, int d, real scale) {
     int grp = H / Hk;
     real *p = malloc(sizeof(real) * (size_t)T * T);
-    if (!p) abort(); /* test-only path */
+    if (!p) return -1;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             int kh = h / grp;
@@ -513,6 +525,7 @@ void attention_forward_ref(real *o, real *probs, const real *q, int sq, const re
             if (probs) memcpy(probs + ((size_t)b * H + h) * T * T, p, sizeof(real) * (size_t)T * T);
         }
     free(p);
+    return 0;
 }
 
 /* ---------------------------------------------------------- swiglu, silu */

@@ -53,16 +53,17 @@ void rope_backward(real *dx, int sdx, const real *dout, const real *cos_t, const
  * strided (sq, sk, sv); o is contiguous (B*T, H, d).  lse (B, H, T) is the
  * per-row log-sum-exp saved for backward; probabilities are recomputed
  * there, never stored.  scale is usually 1/sqrt(d). */
-void attention_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
-                       int B, int T, int H, int Hk, int d, real scale);
-/* dq/dk/dv (same strides as q/k/v) += ... */
-void attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
-                        const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
-                        int Hk, int d, real scale);
+int attention_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
+                      int B, int T, int H, int Hk, int d, real scale);
+/* dq/dk/dv (same strides as q/k/v) += ...  Both return 0, or -1 when their
+ * per-thread work area cannot be allocated (nothing written then). */
+int attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
+                       const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
+                       int Hk, int d, real scale);
 /* Plain reference: materialises probs (B, H, T, T), which it writes if
  * non-NULL.  For tests, probes and small T only. */
-void attention_forward_ref(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
-                           int sv, int B, int T, int H, int Hk, int d, real scale);
+int attention_forward_ref(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
+                          int sv, int B, int T, int H, int Hk, int d, real scale);
 
 /* SwiGLU: out (n, F) = silu(u[:, :F]) * u[:, F:2F], u (n, 2F). */
 void swiglu_forward(real *out, const real *u, int n, int F);

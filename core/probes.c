@@ -78,8 +78,11 @@ void probes_accumulate(Probes *p, const Model *m) {
                     int bin = (int)floor((s - lp->hist_lo) / (lp->hist_hi - lp->hist_lo) * GATE_HIST_BINS);
                     bin = bin < 0 ? 0 : bin >= GATE_HIST_BINS ? GATE_HIST_BINS - 1 : bin;
                     lp->hist[bin]++;
-                    lp->y_abs_before += fabs((double)y[t * sy + h * D + d]);
-                    lp->y_abs_after += fabs((double)out[t * so + h * D + d]);
+                    double yb = fabs((double)y[t * sy + h * D + d]), ya = fabs((double)out[t * so + h * D + d]);
+                    lp->y_abs_before += yb;
+                    lp->y_abs_after += ya;
+                    lp->y_small_before[0] += yb < 1e-2, lp->y_small_before[1] += yb < 1e-3;
+                    lp->y_small_after[0] += ya < 1e-2, lp->y_small_after[1] += ya < 1e-3;
                 }
                 lp->head_sum[h] += hs / D;
                 lp->gate_sum += hs;

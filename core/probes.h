@@ -8,7 +8,9 @@
  * M-Act (layer l): max |h| over the layer's output residual stream, with the
  *   (position, channel) where it occurs.
  * Gate scores: mean per layer and head, a fixed-bin histogram, the share of
- *   scores under 0.1 and 0.01, mean |Y| before and after the gate.
+ *   scores under 0.1 and 0.01, mean |Y| before and after the gate, and the
+ *   paper's sparsity: the share of values of the gated tensor with |Y| under
+ *   1e-2 and 1e-3, before and after the gate.
  */
 #ifndef GATED_PROBES_H
 #define GATED_PROBES_H
@@ -23,6 +25,7 @@ typedef struct {
     long mact_pos, mact_chan;
     double gate_sum, gate_n, gate_lt01, gate_lt001;
     double y_abs_before, y_abs_after;
+    double y_small_before[2], y_small_after[2]; /* count of |Y| < 1e-2, 1e-3 (the paper's sparsity) */
     double *head_sum;                /* per gated head */
     long long hist[GATE_HIST_BINS];
     double hist_lo, hist_hi;

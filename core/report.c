@@ -12,12 +12,25 @@
  *   n            finished runs; every mean and std below is over them
  *   div          diverged runs
  *   val loss/PPL summary val_loss / val_ppl: mean ± sample std (n - 1)
- *   Δ loss       mean(row) - mean(baseline row); Welch's t-test, two-sided
- *                p (Student-t CDF from the regularized incomplete beta
- *                function), `*` when p < 0.05; 95% CI diff ± t(0.975, df)·se
- *                with the Welch–Satterthwaite df; needs n >= 2 in both rows
+ *   ref          the row Δ is against: the baseline row; when the rows differ
+ *                in train.lr (as the lr plot decides) and the baseline row
+ *                has one lr and one config, the row whose config equals the
+ *                baseline's but for train.lr, train.min_lr, train.seed at
+ *                this row's lr (the baseline first), such rows being
+ *                references themselves, else the baseline row (fallback)
+ *   Δ loss       paired by seed when the row and ref have >= 2 seeds with
+ *                finished runs in common (no seed twice among either's
+ *                finished runs): mean of the per-seed differences, 95% CI
+ *                mean ± t(0.975, k - 1)·sd/sqrt(k), two-sided paired t p;
+ *                else mean(row) - mean(ref) with Welch's test (CI with the
+ *                Welch–Satterthwaite df; needs n >= 2 in both rows); p from
+ *                the Student-t CDF (regularized incomplete beta function)
+ *   p (Holm)     Holm–Bonferroni over the table's rows with a p; `*` when
+ *                the adjusted p < 0.05
+ *   div/total, p (div)    lr rule only: diverged / (finished + diverged),
+ *                Fisher's exact two-sided p against ref's counts
  *   F-Attn, M-Act, gate   metrics f_attn / m_act / gate_mean, context '',
- *                at each run's last step, mean over runs
+ *                at each run's last step, mean ± std over runs
  *   spikes, tok/s         summary spikes / tokens_per_s, mean
  *   +params      summary gate_params (the first run that has it)
  *   paper        paper.h's row for the label, and its PPL minus 6.026
@@ -157,30 +170,103 @@ void report_mean_std(const double *x, int n, double *mean, double *std) {
     if (std) *std = s;
 }
 
-int report_welch(const double *a, int na, const double *b, int nb, Welch *w) {
+/* Fill the interval and p of r from r->diff, r->se and r->df. */
+static void t_finish(TTest *r) {
+    if (r->se == 0) {
+        r->t = r->diff == 0 ? 0 : copysign(INFINITY, r->diff);
+        r->p = r->diff == 0 ? 1 : 0;
+        r->lo = r->hi = r->diff;
+    } else {
+        r->t = r->diff / r->se;
+        r->p = report_t_p2(r->t, r->df);
+        double q = report_t_quantile(0.975, r->df);
+        r->lo = r->diff - q * r->se;
+        r->hi = r->diff + q * r->se;
+    }
+}
+
+int report_welch(const double *a, int na, const double *b, int nb, TTest *w) {
     if (na < 2 || nb < 2) return -1;
     double ma, sa, mb, sb;
     report_mean_std(a, na, &ma, &sa);
     report_mean_std(b, nb, &mb, &sb);
     double va = sa * sa / na, vb = sb * sb / nb;
-    Welch r;
+    TTest r;
     r.diff = ma - mb;
     r.se = sqrt(va + vb);
-    if (r.se == 0) {
+    if (r.se == 0)
         r.df = na + nb - 2;
-        r.t = r.diff == 0 ? 0 : copysign(INFINITY, r.diff);
-        r.p = r.diff == 0 ? 1 : 0;
-        r.lo = r.hi = r.diff;
-    } else {
+    else
         r.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
-        r.t = r.diff / r.se;
-        r.p = report_t_p2(r.t, r.df);
-        double q = report_t_quantile(0.975, r.df);
-        r.lo = r.diff - q * r.se;
-        r.hi = r.diff + q * r.se;
-    }
+    t_finish(&r);
     *w = r;
     return 0;
+}
+
+int report_paired(const double *a, const double *b, int n, TTest *w) {
+    if (n < 2) return -1;
+    double sum = 0, ss = 0;
+    for (int i = 0; i < n; i++) sum += a[i] - b[i];
+    double m = sum / n;
+    for (int i = 0; i < n; i++) ss += (a[i] - b[i] - m) * (a[i] - b[i] - m);
+    TTest r;
+    r.diff = m;
+    r.se = sqrt(ss / (n - 1) / n);
+    r.df = n - 1;
+    t_finish(&r);
+    *w = r;
+    return 0;
+}
+
+int report_holm(const double *p, int n, double *adj) {
+    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double *out = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!idx || !out) {
+        free(idx), free(out);
+        return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = NAN;
+        if (isnan(p[i])) continue;
+        /* insertion sort, stable: ties keep their order */
+        int j = m++;
+        while (j > 0 && p[idx[j - 1]] > p[i]) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    double run = 0;
+    for (int k = 0; k < m; k++) {
+        double v = (double)(m - k) * p[idx[k]];
+        if (v > 1) v = 1;
+        if (v < run) v = run;
+        run = v;
+        out[idx[k]] = v;
+    }
+    memcpy(adj, out, sizeof(double) * (size_t)n);
+    free(idx);
+    free(out);
+    return 0;
+}
+
+static double lchoose(long n, long k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
+
+double report_fisher_exact(long a, long b, long c, long d) {
+    if (a < 0 || b < 0 || c < 0 || d < 0 || a + b == 0 || c + d == 0) return NAN;
+    long r1 = a + b, r2 = c + d, c1 = a + c, n = r1 + r2;
+    long lo = c1 - r2 > 0 ? c1 - r2 : 0, hi = c1 < r1 ? c1 : r1;
+    if (lo == hi) return 1;
+    /* P(x) = C(r1, x) C(r2, c1 - x) / C(n, c1), x the top-left count */
+    double den = lchoose(n, c1);
+    double pobs = exp(lchoose(r1, a) + lchoose(r2, c1 - a) - den);
+    double p = 0;
+    for (long x = lo; x <= hi; x++) {
+        double px = exp(lchoose(r1, x) + lchoose(r2, c1 - x) - den);
+        if (px <= pobs * (1 + 1e-7)) p += px;
+    }
+    return p > 1 ? 1 : p;
 }
 
 /* ================================================================== */
@@ -201,6 +287,9 @@ typedef struct {
     int made;    /* images written */
 } PlotEntry;
 
+/* How a row's reference row was chosen. */
+enum { RULE_NONE, RULE_BASE, RULE_LR, RULE_FALLBACK };
+
 typedef struct {
     char *label;
     int is_baseline;
@@ -208,10 +297,17 @@ typedef struct {
     int nruns, cap;
     int n_fin, n_div;
     double loss_mean, loss_std, ppl_mean, ppl_std;
-    int have_delta, have_welch;
-    double delta;
-    Welch w;
-    double f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
+    double lr; /* train.lr of every run of the row that has a config; NAN if none or they differ */
+    char *key; /* config without train.lr, train.min_lr, train.seed; NULL if none or the runs differ */
+    int ref;   /* the row Δ is against; -1: none (a reference row, or no baseline) */
+    int is_ref; /* a reference: the baseline row or (lr rule) its line's row at this lr */
+    int rule;  /* RULE_*: how ref was chosen */
+    int have_delta, have_test, paired, n_pairs;
+    double delta; /* paired: mean per-seed difference; else difference of the means */
+    TTest t;
+    double p_holm; /* Holm-adjusted t.p; NAN without a test */
+    double div_p;  /* Fisher p of the divergence count against ref (lr rule); NAN if none */
+    double f_attn, f_attn_std, m_act, m_act_std, gate_mean, gate_std, spikes, gate_params, tokens_per_s;
 } RVar;
 
 typedef struct {
@@ -224,6 +320,9 @@ typedef struct {
     PlotEntry *plots;
     int nplots, plots_cap;
     int lr_plot; /* runs vary train.lr */
+    int lr_rule; /* rows differ in train.lr and the baseline has an lr and a config: Δ is lr-matched */
+    int n_fallback; /* lr rule: rows with no baseline-line row at their lr, compared with the baseline */
+    int n_tests;    /* rows with a p-value: the Holm family */
 } RSweep;
 
 typedef struct {
@@ -548,6 +647,108 @@ static int finished_values(const RSweep *s, const RVar *v, size_t off, double *b
     return n;
 }
 
+/* The finished runs of v and w with a val loss and the same seed, as
+ * pairs a[i] (v), b[i] (w) in v's order (a, b: cap >= v->nruns).  0 when a
+ * seed occurs twice among either row's finished runs: pairing is then
+ * ambiguous. */
+static int paired_values(const RSweep *s, const RVar *v, const RVar *w, double *a, double *b) {
+    const RVar *rows[2] = {v, w};
+    for (int q = 0; q < 2; q++)
+        for (int i = 0; i < rows[q]->nruns; i++) {
+            const RRun *x = &s->runs[rows[q]->runs[i]];
+            if (strcmp(x->status, "finished") != 0 || isnan(x->val_loss)) continue;
+            for (int j = i + 1; j < rows[q]->nruns; j++) {
+                const RRun *y = &s->runs[rows[q]->runs[j]];
+                if (y->seed == x->seed && strcmp(y->status, "finished") == 0 && !isnan(y->val_loss)) return 0;
+            }
+        }
+    int n = 0;
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *x = &s->runs[v->runs[i]];
+        if (strcmp(x->status, "finished") != 0 || isnan(x->val_loss)) continue;
+        for (int j = 0; j < w->nruns; j++) {
+            const RRun *y = &s->runs[w->runs[j]];
+            if (y->seed == x->seed && strcmp(y->status, "finished") == 0 && !isnan(y->val_loss)) {
+                a[n] = x->val_loss;
+                b[n] = y->val_loss;
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* Each row's lr and config key (see RVar), from the runs that have a
+ * config. */
+static int row_configs(R *r, RSweep *s) {
+    static const char *const drop[] = {"train.lr", "train.min_lr", "train.seed", NULL};
+    for (int k = 0; k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        int any = 0, same_lr = 1, same_key = 1;
+        v->lr = NAN;
+        for (int i = 0; i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (!u->config_json) continue;
+            char *key = json_without(r, u->config_json, drop);
+            if (!key) return -1;
+            if (!any) {
+                v->lr = u->lr;
+                v->key = key;
+                any = 1;
+                continue;
+            }
+            if (!(u->lr == v->lr)) same_lr = 0; /* NAN never equals */
+            if (strcmp(key, v->key) != 0) same_key = 0;
+            free(key);
+        }
+        if (!same_lr) v->lr = NAN;
+        if (!same_key) {
+            free(v->key);
+            v->key = NULL;
+        }
+    }
+    return 0;
+}
+
+/* Each row's reference row (RVar.ref, is_ref, rule) and the sweep's rule. */
+static void choose_refs(RSweep *s) {
+    for (int k = 0; k < s->nvars; k++) {
+        s->vars[k].ref = -1;
+        s->vars[k].rule = RULE_NONE;
+    }
+    if (s->base < 0) return;
+    const RVar *bv = &s->vars[s->base];
+    s->lr_rule = s->lr_plot && bv->key && !isnan(bv->lr);
+    s->vars[s->base].is_ref = 1;
+    for (int k = 0; k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        if (k == s->base) continue;
+        if (!s->lr_rule) {
+            v->ref = s->base;
+            v->rule = RULE_BASE;
+            continue;
+        }
+        /* the baseline's line at this row's lr: the baseline itself first */
+        int j = -1;
+        if (!isnan(v->lr)) {
+            if (bv->lr == v->lr) j = s->base;
+            for (int i = 0; i < s->nvars && j < 0; i++)
+                if (s->vars[i].key && strcmp(s->vars[i].key, bv->key) == 0 && s->vars[i].lr == v->lr) j = i;
+        }
+        if (j == k)
+            v->is_ref = 1;
+        else if (j >= 0) {
+            v->ref = j;
+            v->rule = RULE_LR;
+        } else {
+            v->ref = s->base;
+            v->rule = RULE_FALLBACK;
+            s->n_fallback++;
+        }
+    }
+}
+
 static int load_sweep(R *r, RSweep *s) {
     sqlite3_stmt *st;
     if (q_prep(r, &st,
@@ -612,40 +813,6 @@ static int load_sweep(R *r, RSweep *s) {
     for (int k = 0; k < s->nvars; k++)
         if (s->vars[k].is_baseline && s->base < 0) s->base = k;
 
-    /* statistics */
-    double *a = malloc(sizeof(double) * (size_t)(s->nruns + 1));
-    double *b = malloc(sizeof(double) * (size_t)(s->nruns + 1));
-    if (!a || !b) {
-        free(a), free(b);
-        return oom(r);
-    }
-    int nb = 0;
-    if (s->base >= 0) nb = finished_values(s, &s->vars[s->base], offsetof(RRun, val_loss), b);
-    for (int k = 0; k < s->nvars; k++) {
-        RVar *v = &s->vars[k];
-        int na = finished_values(s, v, offsetof(RRun, val_loss), a);
-        report_mean_std(a, na, &v->loss_mean, &v->loss_std);
-        int np = finished_values(s, v, offsetof(RRun, val_ppl), a);
-        report_mean_std(a, np, &v->ppl_mean, &v->ppl_std);
-        if (s->base >= 0 && k != s->base && na >= 1 && nb >= 1) {
-            double mb;
-            report_mean_std(b, nb, &mb, NULL);
-            v->have_delta = 1;
-            v->delta = v->loss_mean - mb;
-            na = finished_values(s, v, offsetof(RRun, val_loss), a);
-            v->have_welch = report_welch(a, na, b, nb, &v->w) == 0;
-        }
-        v->f_attn = mean_of(s, v, offsetof(RRun, f_attn));
-        v->m_act = mean_of(s, v, offsetof(RRun, m_act));
-        v->gate_mean = mean_of(s, v, offsetof(RRun, gate_mean));
-        v->spikes = mean_of(s, v, offsetof(RRun, spikes));
-        v->tokens_per_s = mean_of(s, v, offsetof(RRun, tokens_per_s));
-        v->gate_params = NAN;
-        for (int i = 0; i < v->nruns && isnan(v->gate_params); i++) v->gate_params = s->runs[v->runs[i]].gate_params;
-    }
-    free(a);
-    free(b);
-
     /* does the sweep vary train.lr? */
     double lr0 = NAN;
     for (int i = 0; i < s->nruns; i++) {
@@ -656,7 +823,67 @@ static int load_sweep(R *r, RSweep *s) {
         else if (u->lr != lr0)
             s->lr_plot = 1;
     }
-    return 0;
+    if (row_configs(r, s)) return -1;
+    choose_refs(s);
+
+    /* statistics */
+    size_t cap = (size_t)s->nruns + 1;
+    double *a = malloc(sizeof(double) * cap), *b = malloc(sizeof(double) * cap);
+    double *p = malloc(sizeof(double) * (size_t)(s->nvars + 1));
+    if (!a || !b || !p) {
+        free(a), free(b), free(p);
+        return oom(r);
+    }
+    for (int k = 0; k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        int na = finished_values(s, v, offsetof(RRun, val_loss), a);
+        report_mean_std(a, na, &v->loss_mean, &v->loss_std);
+        int np = finished_values(s, v, offsetof(RRun, val_ppl), a);
+        report_mean_std(a, np, &v->ppl_mean, &v->ppl_std);
+        np = finished_values(s, v, offsetof(RRun, f_attn), a);
+        report_mean_std(a, np, &v->f_attn, &v->f_attn_std);
+        np = finished_values(s, v, offsetof(RRun, m_act), a);
+        report_mean_std(a, np, &v->m_act, &v->m_act_std);
+        np = finished_values(s, v, offsetof(RRun, gate_mean), a);
+        report_mean_std(a, np, &v->gate_mean, &v->gate_std);
+        v->spikes = mean_of(s, v, offsetof(RRun, spikes));
+        v->tokens_per_s = mean_of(s, v, offsetof(RRun, tokens_per_s));
+        v->gate_params = NAN;
+        for (int i = 0; i < v->nruns && isnan(v->gate_params); i++) v->gate_params = s->runs[v->runs[i]].gate_params;
+    }
+    for (int k = 0; k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        v->p_holm = v->div_p = NAN;
+        p[k] = NAN;
+        if (v->ref < 0) continue;
+        const RVar *w = &s->vars[v->ref];
+        if (s->lr_rule) v->div_p = report_fisher_exact(v->n_div, v->n_fin, w->n_div, w->n_fin);
+        int n = paired_values(s, v, w, a, b);
+        if (n >= 2) {
+            report_paired(a, b, n, &v->t);
+            v->have_delta = v->have_test = v->paired = 1;
+            v->n_pairs = n;
+            v->delta = v->t.diff;
+        } else {
+            int na = finished_values(s, v, offsetof(RRun, val_loss), a);
+            int nb = finished_values(s, w, offsetof(RRun, val_loss), b);
+            if (na >= 1 && nb >= 1) {
+                v->have_delta = 1;
+                v->delta = v->loss_mean - w->loss_mean;
+                v->have_test = report_welch(a, na, b, nb, &v->t) == 0;
+            }
+        }
+        if (v->have_test) {
+            p[k] = v->t.p;
+            s->n_tests++;
+        }
+    }
+    int bad = report_holm(p, s->nvars, p);
+    for (int k = 0; !bad && k < s->nvars; k++) s->vars[k].p_holm = p[k];
+    free(a);
+    free(b);
+    free(p);
+    return bad ? oom(r) : 0;
 }
 
 static void free_sweep(RSweep *s) {
@@ -668,6 +895,7 @@ static void free_sweep(RSweep *s) {
     }
     for (int k = 0; k < s->nvars; k++) {
         free(s->vars[k].label);
+        free(s->vars[k].key);
         free(s->vars[k].runs);
     }
     for (int k = 0; k < s->nplots; k++) {
@@ -1378,52 +1606,109 @@ static void fmt_p(char *buf, size_t cap, double p) {
         snprintf(buf, cap, "%.1e", p);
 }
 
-/* All the table cells of one row, as text for md / tex (missing: miss). */
+/* Table columns (md and tex).  LR: only in sweeps under the lr rule. */
+enum {
+    C_LABEL, C_N, C_DIV, C_LOSS, C_PPL, C_DELTA, C_VS, C_CI, C_TEST, C_P, C_PHOLM, C_DIVTOT, C_PDIV, C_FATTN,
+    C_MACT, C_GATE, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT, C_PFATTN, NCOL
+};
+enum { NPAPER = NCOL - C_PPPL };
+static const struct {
+    const char *md, *tex;
+    char align;  /* 'l' or 'r' */
+    int lr_only; /* shown only under the lr rule */
+    int text;    /* a label: escaped when written */
+} COLS[NCOL] = {
+    [C_LABEL] = {"variant", "variant", 'l', 0, 1},
+    [C_N] = {"n", "$n$", 'r', 0, 0},
+    [C_DIV] = {"div", "div", 'r', 0, 0},
+    [C_LOSS] = {"val loss", "val loss", 'r', 0, 0},
+    [C_PPL] = {"val PPL", "val PPL", 'r', 0, 0},
+    [C_DELTA] = {"Δ loss", "$\\Delta$ loss", 'r', 0, 0},
+    [C_VS] = {"vs", "vs", 'l', 1, 1},
+    [C_CI] = {"95% CI of Δ", "95\\% CI of $\\Delta$", 'r', 0, 0},
+    [C_TEST] = {"test", "test", 'l', 0, 0},
+    [C_P] = {"p", "$p$", 'r', 0, 0},
+    [C_PHOLM] = {"p (Holm)", "$p_{\\mathrm{Holm}}$", 'r', 0, 0},
+    [C_DIVTOT] = {"div/total", "div/total", 'r', 1, 0},
+    [C_PDIV] = {"p (div, Fisher)", "$p_{\\mathrm{div}}$ (Fisher)", 'r', 1, 0},
+    [C_FATTN] = {"F-Attn", "F-Attn", 'r', 0, 0},
+    [C_MACT] = {"M-Act", "M-Act", 'r', 0, 0},
+    [C_GATE] = {"gate", "gate", 'r', 0, 0},
+    [C_SPIKES] = {"spikes", "spikes", 'r', 0, 0},
+    [C_PARAMS] = {"+params", "+params", 'r', 0, 0},
+    [C_TPS] = {"tok/s", "tok/s", 'r', 0, 0},
+    [C_PPPL] = {"paper PPL", "PPL", 'r', 0, 0},
+    [C_PDELTA] = {"paper ΔPPL", "$\\Delta$PPL", 'r', 0, 0},
+    [C_PGATE] = {"paper gate", "gate", 'r', 0, 0},
+    [C_PMACT] = {"paper M-Act", "M-Act", 'r', 0, 0},
+    [C_PFATTN] = {"paper F-Attn", "F-Attn", 'r', 0, 0},
+};
+
+static int col_on(const RSweep *s, int c) { return !COLS[c].lr_only || s->lr_rule; }
+
+/* All the table cells of one row, as text for md / tex (missing: miss);
+ * text[c] points into buf or at a label (COLS[c].text: to be escaped). */
 typedef struct {
-    char loss[80], ppl[80], delta[64], ci[80], p[40], fattn[40], mact[40], gate[40], spikes[40], params[40],
-        tps[40], pppl[40], pdelta[40], pgate[40], pmact[40], pfattn[40];
+    char buf[NCOL][96];
+    const char *text[NCOL];
+    const char *after[NCOL]; /* written after text, unescaped */
 } Cells;
+
+/* mean ± std with prec decimals; the mean alone when std is NAN. */
+static void cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss) {
+    if (isnan(m))
+        snprintf(dst, cap, "%s", miss);
+    else if (isnan(sd))
+        snprintf(dst, cap, "%.*f", prec, m);
+    else
+        snprintf(dst, cap, "%.*f%s%.*f", prec, m, pm, prec, sd);
+}
 
 static void cells(const RSweep *s, int k, const char *pm, const char *star, const char *miss, Cells *c) {
     const RVar *v = &s->vars[k];
-    if (isnan(v->loss_mean))
-        snprintf(c->loss, sizeof c->loss, "%s", miss);
-    else if (isnan(v->loss_std))
-        snprintf(c->loss, sizeof c->loss, "%.4f", v->loss_mean);
-    else
-        snprintf(c->loss, sizeof c->loss, "%.4f%s%.4f", v->loss_mean, pm, v->loss_std);
-    if (isnan(v->ppl_mean))
-        snprintf(c->ppl, sizeof c->ppl, "%s", miss);
-    else if (isnan(v->ppl_std))
-        snprintf(c->ppl, sizeof c->ppl, "%.3f", v->ppl_mean);
-    else
-        snprintf(c->ppl, sizeof c->ppl, "%.3f%s%.3f", v->ppl_mean, pm, v->ppl_std);
-    if (k == s->base)
-        snprintf(c->delta, sizeof c->delta, "(baseline)");
-    else if (v->have_delta)
-        snprintf(c->delta, sizeof c->delta, "%+.4f%s", v->delta, v->have_welch && v->w.p < 0.05 ? star : "");
-    else
-        snprintf(c->delta, sizeof c->delta, "%s", miss);
-    if (v->have_welch) {
-        snprintf(c->ci, sizeof c->ci, "[%+.4f, %+.4f]", v->w.lo, v->w.hi);
-        fmt_p(c->p, sizeof c->p, v->w.p);
-    } else {
-        snprintf(c->ci, sizeof c->ci, "%s", miss);
-        snprintf(c->p, sizeof c->p, "%s", miss);
+    const size_t cap = sizeof c->buf[0];
+    for (int j = 0; j < NCOL; j++) {
+        snprintf(c->buf[j], cap, "%s", miss);
+        c->text[j] = c->buf[j];
+        c->after[j] = "";
     }
-    cellnum(c->fattn, sizeof c->fattn, v->f_attn, "%.4f", miss);
-    cellnum(c->mact, sizeof c->mact, v->m_act, "%.2f", miss);
-    cellnum(c->gate, sizeof c->gate, v->gate_mean, "%.3f", miss);
-    cellnum(c->spikes, sizeof c->spikes, v->spikes, "%.1f", miss);
-    cellnum(c->params, sizeof c->params, v->gate_params, "%.0f", miss);
-    cellnum(c->tps, sizeof c->tps, v->tokens_per_s, "%.0f", miss);
+    c->text[C_LABEL] = v->label;
+    snprintf(c->buf[C_N], cap, "%d", v->n_fin);
+    snprintf(c->buf[C_DIV], cap, "%d", v->n_div);
+    cell_ms(c->buf[C_LOSS], cap, v->loss_mean, v->loss_std, 4, pm, miss);
+    cell_ms(c->buf[C_PPL], cap, v->ppl_mean, v->ppl_std, 3, pm, miss);
+    if (k == s->base)
+        snprintf(c->buf[C_DELTA], cap, "(baseline)");
+    else if (v->is_ref)
+        snprintf(c->buf[C_DELTA], cap, "(lr baseline)");
+    else if (v->have_delta)
+        snprintf(c->buf[C_DELTA], cap, "%+.4f%s", v->delta, v->have_test && v->p_holm < 0.05 ? star : "");
+    if (v->ref >= 0) c->text[C_VS] = s->vars[v->ref].label;
+    if (v->rule == RULE_FALLBACK) c->after[C_VS] = " (no lr match)";
+    if (v->have_test) {
+        snprintf(c->buf[C_CI], cap, "[%+.4f, %+.4f]", v->t.lo, v->t.hi);
+        if (v->paired)
+            snprintf(c->buf[C_TEST], cap, "paired (%d)", v->n_pairs);
+        else
+            snprintf(c->buf[C_TEST], cap, "Welch");
+        fmt_p(c->buf[C_P], cap, v->t.p);
+        fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
+    }
+    snprintf(c->buf[C_DIVTOT], cap, "%d/%d", v->n_div, v->n_div + v->n_fin);
+    if (!isnan(v->div_p)) fmt_p(c->buf[C_PDIV], cap, v->div_p);
+    cell_ms(c->buf[C_FATTN], cap, v->f_attn, v->f_attn_std, 4, pm, miss);
+    cell_ms(c->buf[C_MACT], cap, v->m_act, v->m_act_std, 2, pm, miss);
+    cell_ms(c->buf[C_GATE], cap, v->gate_mean, v->gate_std, 3, pm, miss);
+    cellnum(c->buf[C_SPIKES], cap, v->spikes, "%.1f", miss);
+    cellnum(c->buf[C_PARAMS], cap, v->gate_params, "%.0f", miss);
+    cellnum(c->buf[C_TPS], cap, v->tokens_per_s, "%.0f", miss);
     const PaperRow *pr = paper_lookup(v->label);
     double nan = NAN;
-    cellnum(c->pppl, sizeof c->pppl, pr ? pr->ppl : nan, "%.3f", miss);
-    cellnum(c->pdelta, sizeof c->pdelta, pr ? pr->ppl - PAPER_BASELINE_PPL : nan, "%+.3f", miss);
-    cellnum(c->pgate, sizeof c->pgate, pr ? pr->gate_mean : nan, "%.3f", miss);
-    cellnum(c->pmact, sizeof c->pmact, pr ? pr->m_act : nan, "%.0f", miss);
-    cellnum(c->pfattn, sizeof c->pfattn, pr ? pr->f_attn : nan, "%.3f", miss);
+    cellnum(c->buf[C_PPPL], cap, pr ? pr->ppl : nan, "%.3f", miss);
+    cellnum(c->buf[C_PDELTA], cap, pr ? pr->ppl - PAPER_BASELINE_PPL : nan, "%+.3f", miss);
+    cellnum(c->buf[C_PGATE], cap, pr ? pr->gate_mean : nan, "%.3f", miss);
+    cellnum(c->buf[C_PMACT], cap, pr ? pr->m_act : nan, "%.0f", miss);
+    cellnum(c->buf[C_PFATTN], cap, pr ? pr->f_attn : nan, "%.3f", miss);
 }
 
 /* Count of the sweep's runs per status, as "6 finished, 1 diverged". */
@@ -1455,13 +1740,29 @@ static void md_legend(FILE *f) {
             "standard deviation (n − 1). **div**: diverged runs, counted apart and left out of the means.\n"
             "- **val loss**, **val PPL**: final validation loss (nats per byte token) and perplexity "
             "(summary `val_loss`, `val_ppl`).\n"
-            "- **Δ loss**: the row's mean val loss minus the baseline row's (negative: the variant is better). "
-            "`*` marks p < 0.05 in Welch's two-sided t-test (the difference exceeds the seed-to-seed noise). "
-            "**95%% CI** is the Welch interval of Δ, **p** the p-value; both need at least 2 finished runs in the "
-            "row and in the baseline.\n"
+            "- **Δ loss**: the row's val loss minus its reference row's (negative: the variant is better). The "
+            "reference is the sweep's baseline row; in a sweep whose rows differ in `train.lr` it is the row with the "
+            "baseline's configuration at the row's own `train.lr` (column **vs**; such rows are marked "
+            "`(lr baseline)`), or the baseline row when there is none. Each table's caption says which rule it "
+            "uses.\n"
+            "- **test**: `paired (k)`: a seed fixes the initialisation and the data order, so runs with the same "
+            "seed are compared seed by seed: Δ is the mean of the k per-seed differences (seeds with a finished run "
+            "in both rows), **95%% CI** its t interval (k − 1 degrees of freedom) and **p** the two-sided paired "
+            "t-test. `Welch`: fewer than 2 seeds pair up; Δ is the difference of the means, with Welch's "
+            "unequal-variance interval and two-sided p (at least 2 finished runs in each row). `–`: too few runs "
+            "for either (Δ, if shown, is then the plain difference of the means).\n"
+            "- **p** is the raw p-value of the row; **p (Holm)** is Holm–Bonferroni-adjusted over all rows of the "
+            "same table that have a p, so that the chance of any false `*` in a table stays below 5%%. `*` on Δ "
+            "marks p (Holm) < 0.05; the CI is per row and not adjusted. With 2–3 seeds per row these tests have "
+            "little power: an effect of the size of the seed-to-seed noise will usually get no `*`, so no `*` "
+            "means \"not resolved with these seeds\", not \"no effect\". They also assume roughly normal "
+            "per-seed values, which so few seeds cannot check.\n"
+            "- **div/total**, **p (div, Fisher)** (only in sweeps whose rows differ in `train.lr`): diverged runs "
+            "out of the runs that finished or diverged, and Fisher's exact two-sided p of that count against the "
+            "reference row's (not adjusted for multiple comparisons).\n"
             "- **F-Attn**, **M-Act**, **gate**: the probes at each run's last evaluation, averaged over layers "
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
-            "over seeds.\n"
+            "mean ± sample std over seeds.\n"
             "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
             "throughput (mean).\n"
             "- **paper** columns: the paper's figure for the same label (Tables 1, 3, 4 of arXiv 2505.06708) and its "
@@ -1471,21 +1772,68 @@ static void md_legend(FILE *f) {
 }
 
 static int write_md_table(FILE *f, const RSweep *s) {
-    fprintf(f,
-            "| variant | n | div | val loss | val PPL | Δ loss | 95%% CI of Δ | p | F-Attn | M-Act | gate | spikes | "
-            "+params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act | paper F-Attn |\n"
-            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    fprintf(f, "|");
+    for (int j = 0; j < NCOL; j++)
+        if (col_on(s, j)) fprintf(f, " %s |", COLS[j].md);
+    fprintf(f, "\n|");
+    for (int j = 0; j < NCOL; j++)
+        if (col_on(s, j)) fprintf(f, "%s|", COLS[j].align == 'l' ? "---" : "--:");
+    fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
         cells(s, k, " ± ", "*", "–", &c);
-        const RVar *v = &s->vars[k];
-        fprintf(f, "| ");
-        md_text(f, v->label);
-        fprintf(f, " | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                v->n_fin, v->n_div, c.loss, c.ppl, c.delta, c.ci, c.p, c.fattn, c.mact, c.gate, c.spikes, c.params,
-                c.tps, c.pppl, c.pdelta, c.pgate, c.pmact, c.pfattn);
+        fprintf(f, "|");
+        for (int j = 0; j < NCOL; j++) {
+            if (!col_on(s, j)) continue;
+            fprintf(f, " ");
+            if (COLS[j].text)
+                md_text(f, c.text[j]);
+            else
+                fputs(c.text[j], f);
+            fprintf(f, "%s |", c.after[j]);
+        }
+        fprintf(f, "\n");
     }
     return 0;
+}
+
+/* The rule for Δ and the size of the Holm family, as one paragraph; lab
+ * writes a label (quoted as the format needs). */
+static void rule_text(FILE *f, const RSweep *s, void (*lab)(FILE *, const char *), const char *code_on,
+                      const char *code_off) {
+    const char *bl = s->vars[s->base].label;
+    if (!s->lr_rule) {
+        fprintf(f, "Δ: every row against the baseline row ");
+        lab(f, bl);
+        fprintf(f, ".");
+    } else {
+        fprintf(f,
+                "Rows differ in %strain.lr%s, so Δ is lr-matched: each row against the row with the configuration of "
+                "the baseline row ",
+                code_on, code_off);
+        lab(f, bl);
+        fprintf(f,
+                " (every key but %strain.lr%s, %strain.min_lr%s, %strain.seed%s) at the row's own %strain.lr%s "
+                "(column vs; those reference rows are marked %s(lr baseline)%s)",
+                code_on, code_off, code_on, code_off, code_on, code_off, code_on, code_off, code_on, code_off);
+        if (s->n_fallback) {
+            fprintf(f, "; %d row%s with no such row (marked %s(no lr match)%s) %s compared with ", s->n_fallback,
+                    s->n_fallback == 1 ? "" : "s", code_on, code_off, s->n_fallback == 1 ? "is" : "are");
+            lab(f, bl);
+            fprintf(f, " instead");
+        }
+        fprintf(f, ".");
+    }
+    if (s->n_tests)
+        fprintf(f, " Holm–Bonferroni over the %d row%s with a p.", s->n_tests, s->n_tests == 1 ? "" : "s");
+    else
+        fprintf(f, " No row has a p (a test needs 2 paired seeds, or 2 finished runs in each row).");
+}
+
+static void md_label(FILE *f, const char *s) {
+    fputc('`', f);
+    md_text(f, s);
+    fputc('`', f);
 }
 
 static int write_md(R *r, const char *path) {
@@ -1556,7 +1904,9 @@ static int write_md(R *r, const char *path) {
         if (s->base >= 0) {
             fprintf(f, "Baseline row: `");
             md_text(f, s->vars[s->base].label);
-            fprintf(f, "`.\n\n");
+            fprintf(f, "`. ");
+            rule_text(f, s, md_label, "`", "`");
+            fprintf(f, "\n\n");
         } else
             fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
         write_md_table(f, s);
@@ -1610,11 +1960,14 @@ static void csv_num(FILE *f, double v) {
 }
 
 static int write_csv(R *r, const RSweep *s, const char *path) {
+    static const char *const rules[] = {[RULE_NONE] = "", [RULE_BASE] = "baseline", [RULE_LR] = "lr_matched",
+                                        [RULE_FALLBACK] = "baseline_fallback"};
     FILE *f = open_out(r, path);
     if (!f) return -1;
     fprintf(f, "sweep,label,idx,is_baseline,n_finished,n_diverged,n_runs,val_loss_mean,val_loss_std,val_ppl_mean,"
-               "val_ppl_std,delta_val_loss,delta_ci_lo,delta_ci_hi,welch_t,welch_df,p_value,significant,f_attn_mean,"
-               "m_act_mean,gate_mean,spikes_mean,gate_params,tokens_per_s_mean,paper_ppl,paper_delta_ppl,"
+               "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
+               "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
+               "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
                "paper_gate_mean,paper_m_act,paper_f_attn\n");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
@@ -1626,20 +1979,33 @@ static int write_csv(R *r, const RSweep *s, const char *path) {
         csv_num(f, v->loss_std);
         csv_num(f, v->ppl_mean);
         csv_num(f, v->ppl_std);
+        fprintf(f, "%s,", v->is_ref ? "reference" : rules[v->rule]);
+        if (v->ref >= 0) csv_text(f, s->vars[v->ref].label);
+        fputc(',', f);
         csv_num(f, v->have_delta ? v->delta : NAN);
-        csv_num(f, v->have_welch ? v->w.lo : NAN);
-        csv_num(f, v->have_welch ? v->w.hi : NAN);
-        csv_num(f, v->have_welch ? v->w.t : NAN);
-        csv_num(f, v->have_welch ? v->w.df : NAN);
-        csv_num(f, v->have_welch ? v->w.p : NAN);
-        if (v->have_welch) fprintf(f, "%d", v->w.p < 0.05);
+        csv_num(f, v->have_test ? v->t.lo : NAN);
+        csv_num(f, v->have_test ? v->t.hi : NAN);
+        fprintf(f, "%s,", v->have_test ? (v->paired ? "paired" : "welch") : "");
+        if (v->paired) fprintf(f, "%d", v->n_pairs);
+        fputc(',', f);
+        csv_num(f, v->have_test ? v->t.t : NAN);
+        csv_num(f, v->have_test ? v->t.df : NAN);
+        csv_num(f, v->have_test ? v->t.p : NAN);
+        csv_num(f, v->have_test ? v->p_holm : NAN);
+        if (v->have_test) fprintf(f, "%d", v->p_holm < 0.05);
         fputc(',', f);
         csv_num(f, v->f_attn);
+        csv_num(f, v->f_attn_std);
         csv_num(f, v->m_act);
+        csv_num(f, v->m_act_std);
         csv_num(f, v->gate_mean);
+        csv_num(f, v->gate_std);
         csv_num(f, v->spikes);
         csv_num(f, v->gate_params);
         csv_num(f, v->tokens_per_s);
+        csv_num(f, v->lr);
+        fprintf(f, "%d,", v->n_fin + v->n_div);
+        csv_num(f, v->div_p);
         const PaperRow *pr = paper_lookup(v->label);
         csv_num(f, pr ? pr->ppl : NAN);
         csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
@@ -1667,34 +2033,62 @@ static void tex_text(FILE *f, const char *s) {
     }
 }
 
+/* A label in a TeX comment: one line, as is. */
+static void tex_comment_label(FILE *f, const char *s) {
+    for (; *s; s++) fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
 static int write_tex(R *r, const RSweep *s, const char *path) {
     FILE *f = open_out(r, path);
     if (!f) return -1;
     char sl[256];
     status_line(s, sl, sizeof sl);
     fprintf(f, "%% gated report: sweep ");
-    fputs(s->name, f);
-    fprintf(f, " (%d runs: %s); database %s\n"
-               "%% needs \\usepackage{booktabs}.  Means over finished runs, $\\pm$ sample std; "
-               "$^{*}$: Welch p < 0.05 against the baseline.\n"
-               "%% Paper: 15B MoE, 400B tokens (arXiv 2505.06708): compare directions only.\n",
-            s->nruns, sl, r->o->db_path);
-    fprintf(f, "\\begin{tabular}{lrrrrrrrrrrrrrrrrrr}\n\\toprule\n"
-               " & \\multicolumn{13}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
-               "\\cmidrule(lr){2-14}\\cmidrule(lr){15-19}\n"
-               "variant & $n$ & div & val loss & val PPL & $\\Delta$ loss & 95\\%% CI of $\\Delta$ & $p$ & F-Attn & "
-               "M-Act & gate & spikes & +params & tok/s & PPL & $\\Delta$PPL & gate & M-Act & F-Attn \\\\\n"
-               "\\midrule\n");
+    tex_comment_label(f, s->name);
+    fprintf(f, " (%d runs: %s); database ", s->nruns, sl);
+    tex_comment_label(f, r->o->db_path);
+    fprintf(f, "\n%% needs \\usepackage{booktabs}.  Means over finished runs, $\\pm$ sample std over seeds; "
+               "test: paired by seed when 2 or more seeds pair up, else Welch; $p$ raw, $p_{\\mathrm{Holm}}$ "
+               "Holm-Bonferroni-adjusted over the table's rows; $^{*}$: $p_{\\mathrm{Holm}} < 0.05$ (few seeds: low "
+               "power, no $^{*}$ is not evidence of no effect).\n");
+    if (s->base >= 0) {
+        fprintf(f, "%% ");
+        rule_text(f, s, tex_comment_label, "", "");
+        fprintf(f, "\n");
+    } else
+        fprintf(f, "%% No baseline row: no Delta.\n");
+    fprintf(f, "%% Paper: 15B MoE, 400B tokens (arXiv 2505.06708): compare directions only.\n");
+    int ns = 0; /* columns of this suite, the label excluded */
+    fprintf(f, "\\begin{tabular}{");
+    for (int j = 0; j < NCOL; j++)
+        if (col_on(s, j)) {
+            fputc(COLS[j].align, f);
+            if (j > C_LABEL && j < C_PPPL) ns++;
+        }
+    fprintf(f, "}\n\\toprule\n & \\multicolumn{%d}{c}{this suite} & \\multicolumn{%d}{c}{paper (15B MoE)} \\\\\n"
+               "\\cmidrule(lr){2-%d}\\cmidrule(lr){%d-%d}\n",
+            ns, NPAPER, ns + 1, ns + 2, ns + 1 + NPAPER);
+    for (int j = 0, first = 1; j < NCOL; j++)
+        if (col_on(s, j)) {
+            fprintf(f, "%s%s", first ? "" : " & ", COLS[j].tex);
+            first = 0;
+        }
+    fprintf(f, " \\\\\n\\midrule\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
         cells(s, k, " $\\pm$ ", "$^{*}$", "--", &c);
-        const RVar *v = &s->vars[k];
-        tex_text(f, v->label);
-        /* the CI and (baseline) need no escaping; % never occurs in cells */
-        fprintf(f,
-                " & %d & %d & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s & %s \\\\\n",
-                v->n_fin, v->n_div, c.loss, c.ppl, c.delta, c.ci, c.p, c.fattn, c.mact, c.gate, c.spikes, c.params,
-                c.tps, c.pppl, c.pdelta, c.pgate, c.pmact, c.pfattn);
+        for (int j = 0, first = 1; j < NCOL; j++) {
+            if (!col_on(s, j)) continue;
+            if (!first) fputs(" & ", f);
+            first = 0;
+            /* labels are escaped; the other cells hold no TeX specials but their own markup */
+            if (COLS[j].text)
+                tex_text(f, c.text[j]);
+            else
+                fputs(c.text[j], f);
+            fputs(c.after[j], f);
+        }
+        fprintf(f, " \\\\\n");
     }
     fprintf(f, "\\bottomrule\n\\end{tabular}\n");
     return close_out(r, f, path);

@@ -4,12 +4,26 @@
  * For every sweep (table sweep_runs) one table, a row per variant label in
  * sweep order: finished runs n and diverged runs, mean ± sample std over
  * seeds of the final validation loss and perplexity (summary val_loss,
- * val_ppl), the difference in mean val loss against the sweep's baseline
- * row with its Welch 95% confidence interval and two-sided p-value (`*`
- * when p < 0.05), the last-step probes F-Attn, M-Act and gate mean
- * (metrics f_attn, m_act, gate_mean at context ''), loss spikes, added
- * parameters, tokens/s, and the paper's figures for the same label
- * (paper.h).  Means are over the row's finished runs.
+ * val_ppl), and the difference Δ in val loss against the row's reference
+ * row:
+ *   - the reference is the sweep's baseline row; in a sweep whose rows
+ *     differ in train.lr it is the row of the baseline's line (the same
+ *     config but for train.lr, train.min_lr, train.seed) at the row's own
+ *     train.lr, falling back to the baseline row when there is none;
+ *   - paired by seed (the seed fixes initialisation and data order) when
+ *     the two rows share at least 2 seeds with finished runs: Δ is the mean
+ *     per-seed difference, with a one-sample t interval and two-sided p
+ *     (df = pairs - 1); otherwise Welch's unequal-variance test of the two
+ *     means; the table says which;
+ *   - raw p and the Holm–Bonferroni adjusted p across the rows of the table
+ *     that have one; `*` when the adjusted p < 0.05.
+ * Then the last-step probes F-Attn, M-Act and gate mean (metrics f_attn,
+ * m_act, gate_mean at context '') as mean ± std over seeds, loss spikes,
+ * added parameters, tokens/s, and the paper's figures for the same label
+ * (paper.h).  In a sweep whose rows differ in train.lr also diverged/total
+ * (total: finished + diverged) and Fisher's exact two-sided p of the
+ * divergence count against the reference row.  Means are over the row's
+ * finished runs.
  *
  * Formats: md (DIR/report.md: header, legend, every sweep, plot links),
  * csv (DIR/SWEEP.csv, one per sweep, plain numbers) and tex
@@ -73,16 +87,38 @@ double report_t_quantile(double p, double df);
  * NAN for n < 1. */
 void report_mean_std(const double *x, int n, double *mean, double *std);
 
-/* Welch's unequal-variance t-test of mean(a) - mean(b). */
+/* A t-test of a difference: Welch's (two samples) or paired (one sample of
+ * per-seed differences). */
 typedef struct {
-    double diff;       /* mean(a) - mean(b) */
-    double se;         /* sqrt(var_a / na + var_b / nb) */
-    double t, df, p;   /* statistic, Welch–Satterthwaite df, two-sided p */
+    double diff;       /* mean(a) - mean(b); paired: mean of a_i - b_i */
+    double se;         /* standard error of diff */
+    double t, df, p;   /* statistic, degrees of freedom, two-sided p */
     double lo, hi;     /* 95% confidence interval of diff */
-} Welch;
-/* 0 on success; -1 (w untouched) when na < 2 or nb < 2.  With zero
- * variance in both samples: p = 1 if the means are equal, else 0, and the
- * interval is [diff, diff]. */
-int report_welch(const double *a, int na, const double *b, int nb, Welch *w);
+} TTest;
+typedef TTest Welch;
+
+/* Welch's unequal-variance t-test of mean(a) - mean(b): se = sqrt(var_a /
+ * na + var_b / nb), Welch–Satterthwaite df.  0 on success; -1 (w
+ * untouched) when na < 2 or nb < 2.  With zero variance in both samples:
+ * p = 1 if the means are equal, else 0, and the interval is [diff, diff]. */
+int report_welch(const double *a, int na, const double *b, int nb, TTest *w);
+
+/* Paired t-test of the differences d_i = a_i - b_i, i < n: diff = mean(d),
+ * se = std(d) / sqrt(n), df = n - 1.  0 on success; -1 (w untouched) when
+ * n < 2.  Zero variance of d: p = 1 if diff = 0, else 0; interval [diff,
+ * diff]. */
+int report_paired(const double *a, const double *b, int n, TTest *w);
+
+/* Holm–Bonferroni: adj[i] for the family of the non-NAN p[i] (m of them):
+ * sorted ascending, adj_(j) = max over k <= j of min(1, (m - k + 1) p_(k))
+ * (ranks from 1); NAN where p[i] is NAN.  adj may be p.  0, or -1 when out
+ * of memory (adj untouched). */
+int report_holm(const double *p, int n, double *adj);
+
+/* Fisher's exact test of the 2x2 table [[a, b], [c, d]] (counts >= 0),
+ * two-sided: the sum of the hypergeometric probabilities (margins fixed)
+ * of the tables no more likely than the observed one (relative tolerance
+ * 1e-7, as R and SciPy).  NAN when a count is negative or a row is empty. */
+double report_fisher_exact(long a, long b, long c, long d);
 
 #endif

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "config.h"
+
 /* Schema version written to / required of meta.schema_version. */
 #define STORE_SCHEMA_VERSION 1
 /* A 'running' run whose heartbeat is older than this is reported 'killed'. */
@@ -89,6 +91,17 @@ void store_provenance_fill(Provenance *p);
  * lowercase hex digits plus NUL. */
 void store_run_id(const char *config_json, char out[17]);
 
+/* The canonical JSON of a run's resolved config (malloc'd; NULL when out of
+ * memory) and its run id.  Runtime settings that cannot change results
+ * (`threads`: losses are bitwise identical at any thread count) are written
+ * as their defaults, so they do not change the id.  The one function train
+ * and sweep both use, so their ids always agree. */
+char *store_config_json(const Config *c, char id[17]);
+
+/* Delete a run's metrics, summary and histograms (one transaction): a run
+ * that starts again from step 0 must not keep rows of an earlier attempt. */
+int store_run_reset(Store *s, const char *run_id);
+
 /* Table of runs, oldest first: run id, name, status (killed if stale),
  * steps done (highest metric step), final val loss, start time. */
 int store_print_ls(Store *s, FILE *f);
@@ -149,5 +162,29 @@ int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
  * (core/report.c).  Flushes nothing; callers must bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);
+
+
+/* ------------------------------------------------------------------ */
+/* Benchmarks (the bench table: see store.c, after the sweep functions) */
+/* ------------------------------------------------------------------ */
+
+/* One benchmarked case of one `gated bench` invocation.  Times are
+ * seconds per iteration; NaN values are stored as NULL. */
+typedef struct {
+    const char *name, *kind;
+    int repetitions;
+    long long iterations; /* per repetition, summed over repetitions */
+    double median_s, mean_s, stddev_s, cv, cpu_median_s;
+    double flops, gflops, pct_ceiling, tokens_per_s;
+    const double *samples; /* nsamples seconds per iteration, one per repetition */
+    int nsamples;
+} StoreBenchRow;
+
+/* Record rows[0..n) of one invocation in one transaction, creating the
+ * bench table if it is missing.  bench_id names the invocation (e.g. a
+ * timestamp); suite, argv may be NULL; p NULL means
+ * store_provenance_fill().  A rewritten (bench_id, name) replaces the row. */
+int store_bench_record(Store *s, const char *bench_id, const char *suite, int threads, const Provenance *p,
+                       const char *argv_joined, const StoreBenchRow *rows, int n);
 
 #endif

@@ -957,12 +957,9 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     if (rc)
         return -1;
     r->seed = (long long)c->seed;
-    int n = config_to_json(c, NULL, 0);
-    char *json = malloc((size_t)n + 1);
+    char *json = store_config_json(c, r->run_id);
     if (!json)
         return oom(p);
-    config_to_json(c, json, (size_t)n + 1);
-    store_run_id(json, r->run_id);
     free(json);
     return 0;
 }

@@ -40,6 +40,12 @@ static double now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+/* Failed writes to the store (a busy or full database): a run that lost
+ * results must not end as finished.  Counted by DB(), checked at every
+ * heartbeat and at the end. */
+static int db_errors;
+#define DB(call) (db_errors += (call) != 0)
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -87,35 +93,42 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
         double f = probe_fattn(p, l);
         fsum += f;
         msum += p->lp[l].mact;
-        store_metric(st, id, "f_attn", ctx, step, f);
-        store_metric(st, id, "m_act", ctx, step, p->lp[l].mact);
-        store_metric(st, id, "m_act_pos", ctx, step, (double)p->lp[l].mact_pos);
-        store_metric(st, id, "m_act_chan", ctx, step, (double)p->lp[l].mact_chan);
+        DB(store_metric(st, id, "f_attn", ctx, step, f));
+        DB(store_metric(st, id, "m_act", ctx, step, p->lp[l].mact));
+        DB(store_metric(st, id, "m_act_pos", ctx, step, (double)p->lp[l].mact_pos));
+        DB(store_metric(st, id, "m_act_chan", ctx, step, (double)p->lp[l].mact_chan));
         if (m->cfg.gate.position != GP_NONE) {
             const LayerProbe *lp = &p->lp[l];
-            store_metric(st, id, "gate_mean", ctx, step, probe_gate_mean(p, l));
-            store_metric(st, id, "gate_frac_lt_0.1", ctx, step, lp->gate_lt01 / lp->gate_n);
-            store_metric(st, id, "gate_frac_lt_0.01", ctx, step, lp->gate_lt001 / lp->gate_n);
-            store_metric(st, id, "y_abs_before_gate", ctx, step, lp->y_abs_before / lp->gate_n);
-            store_metric(st, id, "y_abs_after_gate", ctx, step, lp->y_abs_after / lp->gate_n);
+            DB(store_metric(st, id, "gate_mean", ctx, step, probe_gate_mean(p, l)));
+            DB(store_metric(st, id, "gate_frac_lt_0.1", ctx, step, lp->gate_lt01 / lp->gate_n));
+            DB(store_metric(st, id, "gate_frac_lt_0.01", ctx, step, lp->gate_lt001 / lp->gate_n));
+            DB(store_metric(st, id, "y_abs_before_gate", ctx, step, lp->y_abs_before / lp->gate_n));
+            DB(store_metric(st, id, "y_abs_after_gate", ctx, step, lp->y_abs_after / lp->gate_n));
+            DB(store_metric(st, id, "sparsity_before_lt_1e-2", ctx, step, lp->y_small_before[0] / lp->gate_n));
+            DB(store_metric(st, id, "sparsity_before_lt_1e-3", ctx, step, lp->y_small_before[1] / lp->gate_n));
+            DB(store_metric(st, id, "sparsity_after_lt_1e-2", ctx, step, lp->y_small_after[0] / lp->gate_n));
+            DB(store_metric(st, id, "sparsity_after_lt_1e-3", ctx, step, lp->y_small_after[1] / lp->gate_n));
             for (int h = 0; h < m->gs.hpos; h++) {
                 char hc[64];
                 snprintf(hc, sizeof hc, "layer=%d,head=%d", l, h);
-                store_metric(st, id, "gate_mean", hc, step, lp->head_sum[h] / (lp->gate_n / m->gs.hpos) * m->gs.dh);
+                /* head_sum adds each token's mean over the head's channels */
+                double tokens = lp->gate_n / ((double)m->gs.hpos * m->gs.dh);
+                DB(store_metric(st, id, "gate_mean", hc, step, lp->head_sum[h] / tokens));
             }
-            store_histogram(st, id, "gate", ctx, step, lp->hist_lo, lp->hist_hi, lp->hist, GATE_HIST_BINS);
+            DB(store_histogram(st, id, "gate", ctx, step, lp->hist_lo, lp->hist_hi, lp->hist, GATE_HIST_BINS));
         }
     }
-    store_metric(st, id, "f_attn", "", step, fsum / m->L);
-    store_metric(st, id, "m_act", "", step, msum / m->L);
+    DB(store_metric(st, id, "f_attn", "", step, fsum / m->L));
+    DB(store_metric(st, id, "m_act", "", step, msum / m->L));
     if (m->cfg.gate.position != GP_NONE) {
         double gs = 0;
         for (int l = 0; l < m->L; l++) gs += probe_gate_mean(p, l);
-        store_metric(st, id, "gate_mean", "", step, gs / m->L);
+        DB(store_metric(st, id, "gate_mean", "", step, gs / m->L));
     }
 }
 
-/* mkdir -p for one or two levels (errors surface when the file is written). */
+/* mkdir -p; errors are not reported here: they surface, with the path,
+ * when the checkpoint is written. */
 static void mkdir_p(const char *dir) {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", dir);
@@ -171,8 +184,15 @@ int train_run(const Config *c, const TrainOpts *o) {
         corpus_free(&corp);
         return 1;
     }
-    if (!tok || !tgt || !w || nval <= 0 || ntest <= 0 || probes_init(&pr, &m)) {
-        fprintf(stderr, "gated train: out of memory, or no validation/test windows of %d tokens\n", T + 1);
+    char *json = NULL;
+    if (nval == 0 || ntest == 0) {
+        fprintf(stderr, "gated train: model.seq_len: %d is longer than the %s split (%zu tokens) allows\n", T,
+                nval == 0 ? "validation" : "test", nval == 0 ? corp.val.ntok : corp.test.ntok);
+        rc = 2;
+        goto out;
+    }
+    if (!tok || !tgt || !w || nval < 0 || ntest < 0 || probes_init(&pr, &m)) {
+        fprintf(stderr, "gated train: out of memory\n");
         goto out;
     }
     if (store_open(&st, o->db_path, err, sizeof err)) {
@@ -180,11 +200,15 @@ int train_run(const Config *c, const TrainOpts *o) {
         rc = 2;
         goto out;
     }
-    char json[8192], id[17];
-    config_to_json(c, json, sizeof json);
-    store_run_id(json, id);
+    char id[17];
+    json = store_config_json(c, id);
+    if (!json) {
+        fprintf(stderr, "gated train: out of memory\n");
+        goto out;
+    }
     const char *name = o->name ? o->name : id;
-    if (store_run_begin(st, id, name, json, (long long)c->seed, c->threads, NULL, o->argv)) {
+    int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
+    if (store_run_begin(st, id, name, json, (long long)c->seed, threads, NULL, o->argv)) {
         fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
         goto out;
     }
@@ -203,11 +227,18 @@ int train_run(const Config *c, const TrainOpts *o) {
         }
         if (r > 0) fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
     }
-    if (o->ckpt_dir || c->checkpoint_every > 0 || o->stop_after > 0) mkdir_p(o->ckpt_dir ? o->ckpt_dir : "checkpoints");
+    /* starting from step 0: rows of an earlier attempt of this run go */
+    if (ts.step == 0 && store_run_reset(st, id)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+        goto out;
+    }
+    mkdir_p(o->ckpt_dir ? o->ckpt_dir : "checkpoints");
 
     AdamW opt = {c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
     long diverged_step = -1;
-    double t0 = now(), last_beat = t0, last_log = t0, last_loss = NAN;
+    double t0 = now(), last_beat = t0, last_log = t0, last_loss = NAN, last_val = NAN;
+    db_errors = 0;
+    int ckpt_ok = 0;
     const char *status = "finished";
     char stop_reason[128] = "";
     stop_signal = 0;
@@ -228,7 +259,7 @@ int train_run(const Config *c, const TrainOpts *o) {
         if (!isfinite(loss) || loss > c->diverge_loss) {
             status = "diverged";
             diverged_step = step;
-            store_metric(st, id, "train_loss", "", step, isfinite(loss) ? loss : -1);
+            DB(store_metric(st, id, "train_loss", "", step, isfinite(loss) ? loss : -1));
             break;
         }
         model_zero_grad(&m);
@@ -240,13 +271,13 @@ int train_run(const Config *c, const TrainOpts *o) {
             double med = running_median(ts.ring, step);
             if (loss > med + c->spike_threshold) {
                 ts.spikes++;
-                store_metric(st, id, "spike", "", step, loss - med);
+                DB(store_metric(st, id, "spike", "", step, loss - med));
             }
         }
         ts.ring[step % 100] = loss;
-        store_metric(st, id, "train_loss", "", step, loss);
-        store_metric(st, id, "lr", "", step, opt.lr);
-        store_metric(st, id, "grad_norm", "", step, gn);
+        DB(store_metric(st, id, "train_loss", "", step, loss));
+        DB(store_metric(st, id, "lr", "", step, opt.lr));
+        DB(store_metric(st, id, "grad_norm", "", step, gn));
         ts.step = step + 1;
 
         int last = step + 1 == c->steps;
@@ -254,21 +285,24 @@ int train_run(const Config *c, const TrainOpts *o) {
             probes_free(&pr);
             if (probes_init(&pr, &m)) goto out;
             double vl = evaluate(&m, val, nval, B, T, tok, tgt, &pr);
-            store_metric(st, id, "val_loss", "", step + 1, vl);
-            store_metric(st, id, "val_ppl", "", step + 1, exp(vl));
-            store_metric(st, id, "val_bpb", "", step + 1, vl / log(2.0));
+            last_val = vl;
+            DB(store_metric(st, id, "val_loss", "", step + 1, vl));
+            DB(store_metric(st, id, "val_ppl", "", step + 1, exp(vl)));
+            DB(store_metric(st, id, "val_bpb", "", step + 1, vl / log(2.0)));
             store_probes(st, id, &m, &pr, step + 1);
             if (!o->progress)
                 fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, loss, vl);
         }
         int stop = stop_signal || (o->stop_after > 0 && step + 1 >= o->stop_after && !last);
         if ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop) {
-            if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err)) fprintf(stderr, "gated train: %s\n", err);
+            ckpt_ok = checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err) == 0;
+            if (!ckpt_ok) fprintf(stderr, "gated train: %s\n", err);
         }
         double tnow = now();
         if (tnow - last_beat > 5) {
-            store_heartbeat(st, id);
+            DB(store_heartbeat(st, id));
             last_beat = tnow;
+            if (db_errors) break;
         }
         double tps = (double)(step + 1) * n / (ts.train_time > 0 ? ts.train_time : 1);
         if (o->progress && (tnow - last_log > 0.2 || last)) {
@@ -292,9 +326,18 @@ int train_run(const Config *c, const TrainOpts *o) {
     sigaction(SIGTERM, &old_term, NULL);
     if (o->progress) fputc('\n', stderr);
 
+    if (db_errors) {
+        snprintf(err, sizeof err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
+                 o->db_path, store_errmsg(st));
+        fprintf(stderr, "gated train: %s\n", err);
+        store_run_end(st, id, "failed", err, -1);
+        goto out;
+    }
     if (strcmp(status, "killed") == 0) {
-        if (o->progress) fputc('\n', stderr);
-        fprintf(stderr, "%s; checkpoint %s (continue with --resume)\n", stop_reason, ckpt);
+        if (ckpt_ok)
+            fprintf(stderr, "%s; checkpoint %s (continue with --resume)\n", stop_reason, ckpt);
+        else
+            fprintf(stderr, "%s; no checkpoint could be written, a rerun starts over\n", stop_reason);
         store_run_end(st, id, "killed", stop_reason, -1);
         rc = stop_signal ? 1 : 0;
         goto out;
@@ -302,13 +345,13 @@ int train_run(const Config *c, const TrainOpts *o) {
     if (diverged_step < 0) {
         if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err)) fprintf(stderr, "gated train: %s\n", err);
         double tl = evaluate(&m, test, ntest, B, T, tok, tgt, NULL);
-        store_summary(st, id, "test_loss", "", tl, NULL);
-        store_summary(st, id, "test_ppl", "", exp(tl), NULL);
-        store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL);
-        double vl = evaluate(&m, val, nval, B, T, tok, tgt, NULL);
-        store_summary(st, id, "val_loss", "", vl, NULL);
-        store_summary(st, id, "val_ppl", "", exp(vl), NULL);
-        store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL);
+        DB(store_summary(st, id, "test_loss", "", tl, NULL));
+        DB(store_summary(st, id, "test_ppl", "", exp(tl), NULL));
+        DB(store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL));
+        double vl = last_val; /* the last step always evaluates */
+        DB(store_summary(st, id, "val_loss", "", vl, NULL));
+        DB(store_summary(st, id, "val_ppl", "", exp(vl), NULL));
+        DB(store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL));
         fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
                 vl / log(2.0), tl);
     } else {
@@ -316,12 +359,19 @@ int train_run(const Config *c, const TrainOpts *o) {
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    store_summary(st, id, "spikes", "", (double)ts.spikes, NULL);
-    store_summary(st, id, "tokens_per_s", "", ts.train_time > 0 ? (double)ts.step * n / ts.train_time : 0, NULL);
-    store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL);
-    store_summary(st, id, "wall_s", "", now() - t0, NULL);
-    store_summary(st, id, "params", "", (double)m.p.total, NULL);
-    store_summary(st, id, "gate_params", "", (double)model_gate_params(&m), NULL);
+    DB(store_summary(st, id, "spikes", "", (double)ts.spikes, NULL));
+    DB(store_summary(st, id, "tokens_per_s", "", ts.train_time > 0 ? (double)ts.step * n / ts.train_time : 0, NULL));
+    DB(store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL));
+    DB(store_summary(st, id, "wall_s", "", now() - t0, NULL)); /* this process only */
+    DB(store_summary(st, id, "params", "", (double)m.p.total, NULL));
+    DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&m), NULL));
+    if (db_errors) {
+        snprintf(err, sizeof err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
+                 o->db_path, store_errmsg(st));
+        fprintf(stderr, "gated train: %s\n", err);
+        store_run_end(st, id, "failed", err, -1);
+        goto out;
+    }
     if (store_run_end(st, id, status, NULL, diverged_step)) {
         fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
         goto out;
@@ -329,6 +379,7 @@ int train_run(const Config *c, const TrainOpts *o) {
     printf("%s\n", id);
     rc = 0;
 out:
+    free(json);
     store_close(st);
     probes_free(&pr);
     model_free(&m);

@@ -1,24 +1,41 @@
 /*
- * test_report.c — `gated report`: the Student-t distribution and Welch's
- * test against reference values (computed with mpmath at 30 digits), and
+ * test_report.c — `gated report`: the Student-t distribution, Welch's and
+ * the paired t-test, Holm–Bonferroni and Fisher's exact test against
+ * reference values (t: mpmath at 30 digits; Fisher: exact fractions, as
+ * computed by an independent Python script, see the values' comments), and
  * the report itself on a fixture database built here through the store
- * API: exact numbers in the md, csv and tex tables (means, sample stds, Δ,
- * its interval and p, the `*` mark, the paper column), the plot data files
- * (last step only, means and histogram sums over seeds, the lr sweep with
- * its diverged run) and, where gnuplot exists, the SVG / PNG images; the
- * report without gnuplot; and exit status 2 with its message for a missing
- * or corrupt database and an unknown sweep (in process, and through
- * GATED_BIN when it is set).
+ * API: exact numbers in the md, csv and tex tables (means, sample stds of
+ * the loss and the probes, Δ, its interval, the test used, raw and
+ * Holm-adjusted p, the `*` mark, the lr-matched reference and the
+ * divergence test, the paper column), the plot data files (last step only,
+ * means and histogram sums over seeds, the lr sweep with its diverged runs)
+ * and, where gnuplot exists, the SVG / PNG images; the report without
+ * gnuplot; and exit status 2 with its message for a missing or corrupt
+ * database and an unknown sweep (in process, and through GATED_BIN when it
+ * is set).
  *
  * Fixture (two sweeps; every value chosen so the expected numbers are
  * exact):
- *   sweep "main", baseline row "baseline", seeds 1..3 per row:
+ *   sweep "main", baseline row "baseline"; rows 0-3 ran seeds 1..3, so they
+ *   pair with the baseline by seed; "more-q-heads" ran seeds 4..6 (no
+ *   common seed: Welch):
  *     baseline        val loss 1.50 1.52 1.54   (mean 1.52, std 0.02)
- *     G1-elementwise  val loss 1.40 1.41 1.42   (mean 1.41, std 0.01; Δ -0.11, clearly separated)
- *     G1-headwise     val loss 1.49 1.53 1.57   (mean 1.53, std 0.04; Δ +0.01, overlapping)
- *   sweep "lr" (grid over train.lr and gate position, seeds 1, 2), the
- *     run lr=0.01,position=none seed 2 diverged; sweep "lrv", the same runs
- *     labelled as variants ("baseline-lr1.0e-3").
+ *     G1-elementwise  1.40 1.41 1.42  per-seed Δ -0.10 -0.11 -0.12: p 0.0027, Holm 0.011 (*)
+ *     G1-headwise     1.49 1.53 1.57  per-seed Δ -0.01 +0.01 +0.03: p 0.48
+ *     G1-silu         1.48 1.49 1.50  per-seed Δ -0.02 -0.03 -0.04: paired p 0.035 < 0.05 (Welch
+ *                     would give 0.104), Holm 3 x 0.035 = 0.105: no `*`
+ *     more-q-heads    1.45 1.47 1.49  Welch p 0.0376 < 0.05, Holm max(0.105, 2 x 0.0376): no `*`
+ *   sweep "lr" (train.lr x gate position, seeds 1..4; baseline row
+ *     lr=0.001,position=none):
+ *     lr=0.001,position=none   2.00 2.10 2.05 2.15     (the baseline)
+ *     lr=0.01,position=none    2.50 2.60, seeds 3, 4 diverged  (the lr baseline at 0.01)
+ *     lr=0.001,position=sdpa   1.90 2.02 1.97 2.03     vs the baseline, paired (4)
+ *     lr=0.01,position=sdpa    1.80 1.85 1.90 1.95     vs lr=0.01,position=none: paired on
+ *                              seeds 1, 2: Δ -0.725 (against the baseline it would be -0.2);
+ *                              divergence 0/4 vs 2/4: Fisher p 3/7
+ *     lr=0.003,position=sdpa   1.96 2.05 2.01 2.08     no baseline-line row at 0.003: vs the
+ *                              baseline row (no lr match)
+ *   sweep "lrv": the same runs labelled as variants ("baseline-lr1.0e-3").
  */
 #include <criterion/criterion.h>
 
@@ -125,59 +142,71 @@ static void fixture(Fx *fx) {
     char err[512];
     cr_assert_eq(store_open(&s, fx->db, err, sizeof err), 0, "%s", err);
 
-    /* sweep main */
-    static const char *const labels[3] = {"baseline", "G1-elementwise", "G1-headwise"};
-    static const char *const pos[3] = {"none", "sdpa", "sdpa"};
-    static const char *const gran[3] = {"elementwise", "elementwise", "headwise"};
-    static const double vl[3][3] = {{1.50, 1.52, 1.54}, {1.40, 1.41, 1.42}, {1.49, 1.53, 1.57}};
-    static const double fa[3][3] = {{0.30, 0.32, 0.34}, {0.05, 0.06, 0.07}, {0.10, 0.11, 0.12}};
-    static const double ma[3][3] = {{10, 12, 14}, {4, 5, 6}, {7, 8, 9}};
-    static const double ga[3][3] = {{NAN, NAN, NAN}, {0.20, 0.25, 0.30}, {0.30, 0.35, 0.40}};
-    static const double gp[3] = {0, 4096, 64};
-    char ids[9][17], names[9][64];
-    StoreSweepRun sr[9];
-    for (int v = 0; v < 3; v++)
+    /* sweep main: rows 0-3 share seeds 1..3 (paired); row 4 ran seeds 4..6 (no pairs: Welch) */
+    enum { NV = 5 };
+    static const char *const labels[NV] = {"baseline", "G1-elementwise", "G1-headwise", "G1-silu", "more-q-heads"};
+    static const char *const pos[NV] = {"none", "sdpa", "sdpa", "sdpa", "none"};
+    static const char *const gran[NV] = {"elementwise", "elementwise", "headwise", "elementwise", "elementwise"};
+    static const char *const act[NV] = {"sigmoid", "sigmoid", "sigmoid", "silu", "sigmoid"};
+    static const double vl[NV][3] = {
+        {1.50, 1.52, 1.54}, {1.40, 1.41, 1.42}, {1.49, 1.53, 1.57}, {1.48, 1.49, 1.50}, {1.45, 1.47, 1.49}};
+    static const double fa[NV][3] = {
+        {0.30, 0.32, 0.34}, {0.05, 0.06, 0.07}, {0.10, 0.11, 0.12}, {0.08, 0.09, 0.10}, {0.25, 0.26, 0.27}};
+    static const double ma[NV][3] = {{10, 12, 14}, {4, 5, 6}, {7, 8, 9}, {6, 7, 8}, {11, 12, 13}};
+    static const double ga[NV][3] = {
+        {NAN, NAN, NAN}, {0.20, 0.25, 0.30}, {0.30, 0.35, 0.40}, {0.40, 0.45, 0.50}, {NAN, NAN, NAN}};
+    static const double gp[NV] = {0, 4096, 64, 4096, 8192};
+    char ids[NV * 3][17], names[NV * 3][64];
+    StoreSweepRun sr[NV * 3];
+    for (int v = 0; v < NV; v++)
         for (int k = 0; k < 3; k++) {
-            int i = v * 3 + k;
+            int i = v * 3 + k, seed = v == 4 ? k + 4 : k + 1;
             char json[256];
             snprintf(json, sizeof json,
-                     "{\"model.gate.position\":\"%s\",\"model.gate.granularity\":\"%s\",\"train.lr\":0.003,"
-                     "\"train.min_lr\":0.0003,\"train.seed\":%d}",
-                     pos[v], gran[v], k + 1);
-            snprintf(names[i], sizeof names[i], "main-%s-s%d", labels[v], k + 1);
-            add_run(s, json, names[i], k + 1, "finished", vl[v][k], fa[v][k], ma[v][k], ga[v][k],
+                     "{\"model.gate.position\":\"%s\",\"model.gate.granularity\":\"%s\",\"model.gate.act\":\"%s\","
+                     "\"model.n_head\":%d,\"train.lr\":0.003,\"train.min_lr\":0.0003,\"train.seed\":%d}",
+                     pos[v], gran[v], act[v], v == 4 ? 8 : 4, seed);
+            snprintf(names[i], sizeof names[i], "main-%s-s%d", labels[v], seed);
+            add_run(s, json, names[i], seed, "finished", vl[v][k], fa[v][k], ma[v][k], ga[v][k],
                     v == 0 ? (double)(k + 1) : 0, gp[v], 1000 + 100 * v + 10 * k, ids[i]);
-            sr[i] = (StoreSweepRun){ids[i], labels[v], k + 1, i, v == 0};
+            sr[i] = (StoreSweepRun){ids[i], labels[v], seed, i, v == 0};
         }
-    cr_assert_eq(store_sweep_record(s, "main", 9, sr, 9), 0, "%s", store_errmsg(s));
+    cr_assert_eq(store_sweep_record(s, "main", NV * 3, sr, NV * 3), 0, "%s", store_errmsg(s));
 
-    /* sweep lr: lr x position, seeds 1, 2; one diverged run */
-    static const double lrs[2] = {0.001, 0.01};
-    static const double lvl[2][2][2] = {{{2.0, 2.1}, {2.5, NAN}}, {{1.9, 2.0}, {1.8, 1.85}}};
-    char lids[8][17], llab[4][64];
-    StoreSweepRun lsr[8];
-    for (int p = 0; p < 2; p++)
-        for (int l = 0; l < 2; l++) {
-            int row = p * 2 + l;
-            snprintf(llab[row], sizeof llab[row], "lr=%g,position=%s", lrs[l], p ? "sdpa" : "none");
-            for (int k = 0; k < 2; k++) {
-                int i = row * 2 + k;
-                char json[256], name[96];
-                snprintf(json, sizeof json,
-                         "{\"model.gate.position\":\"%s\",\"train.lr\":%g,\"train.min_lr\":%g,\"train.seed\":%d}",
-                         p ? "sdpa" : "none", lrs[l], lrs[l] / 10, k + 1);
-                snprintf(name, sizeof name, "lr-%d-s%d", row, k + 1);
-                double v = lvl[p][l][k];
-                add_run(s, json, name, k + 1, isnan(v) ? "diverged" : "finished", v, 0.1, 5, p ? 0.5 : NAN, 0,
-                        p ? 4096 : 0, 500, lids[i]);
-                lsr[i] = (StoreSweepRun){lids[i], llab[row], k + 1, i, row == 0};
-            }
+    /* sweep lr: train.lr x gate position, seeds 1..4; at lr 0.01 without a gate seeds 3, 4 diverge; lr 0.003
+     * only with a gate (no baseline-line row there: falls back to the baseline row) */
+    enum { NL = 5, NS = 4 };
+    static const double lrs[NL] = {0.001, 0.01, 0.001, 0.01, 0.003};
+    static const int lpos[NL] = {0, 0, 1, 1, 1};
+    static const double lvl[NL][NS] = {{2.00, 2.10, 2.05, 2.15},
+                                       {2.50, 2.60, NAN, NAN},
+                                       {1.90, 2.02, 1.97, 2.03},
+                                       {1.80, 1.85, 1.90, 1.95},
+                                       {1.96, 2.05, 2.01, 2.08}};
+    char lids[NL * NS][17], llab[NL][64];
+    StoreSweepRun lsr[NL * NS];
+    for (int row = 0; row < NL; row++) {
+        int p = lpos[row];
+        snprintf(llab[row], sizeof llab[row], "lr=%g,position=%s", lrs[row], p ? "sdpa" : "none");
+        for (int k = 0; k < NS; k++) {
+            int i = row * NS + k;
+            char json[256], name[96];
+            snprintf(json, sizeof json,
+                     "{\"model.gate.position\":\"%s\",\"train.lr\":%g,\"train.min_lr\":%g,\"train.seed\":%d}",
+                     p ? "sdpa" : "none", lrs[row], lrs[row] / 10, k + 1);
+            snprintf(name, sizeof name, "lr-%d-s%d", row, k + 1);
+            double v = lvl[row][k];
+            add_run(s, json, name, k + 1, isnan(v) ? "diverged" : "finished", v, 0.1, 5, p ? 0.5 : NAN, 0,
+                    p ? 4096 : 0, 500, lids[i]);
+            lsr[i] = (StoreSweepRun){lids[i], llab[row], k + 1, i, row == 0};
         }
-    cr_assert_eq(store_sweep_record(s, "lr", 8, lsr, 8), 0, "%s", store_errmsg(s));
+    }
+    cr_assert_eq(store_sweep_record(s, "lr", NL * NS, lsr, NL * NS), 0, "%s", store_errmsg(s));
     /* the same runs as a variants-style sweep "lrv" with the lr in the labels */
-    static const char *const vlab[4] = {"baseline-lr1.0e-3", "baseline-lr1.0e-2", "G1-lr1.0e-3", "G1-lr1.0e-2"};
-    for (int i = 0; i < 8; i++) lsr[i].label = vlab[i / 2];
-    cr_assert_eq(store_sweep_record(s, "lrv", 8, lsr, 8), 0, "%s", store_errmsg(s));
+    static const char *const vlab[NL] = {"baseline-lr1.0e-3", "baseline-lr1.0e-2", "G1-lr1.0e-3", "G1-lr1.0e-2",
+                                         "G1-lr3.0e-3"};
+    for (int i = 0; i < NL * NS; i++) lsr[i].label = vlab[i / NS];
+    cr_assert_eq(store_sweep_record(s, "lrv", NL * NS, lsr, NL * NS), 0, "%s", store_errmsg(s));
     store_close(s);
 }
 
@@ -273,6 +302,64 @@ Test(report, welch) {
     cr_assert(w.p == 1);
 }
 
+Test(report, paired_holm_fisher) {
+    /* paired: the per-seed differences, not the two samples' spreads */
+    const double base[3] = {1.50, 1.52, 1.54}, g1[3] = {1.40, 1.41, 1.42}, silu[3] = {1.48, 1.49, 1.50};
+    TTest w;
+    cr_assert_eq(report_paired(g1, base, 3, &w), 0);
+    cr_assert_float_eq(w.diff, -0.11, 1e-12);
+    cr_assert_float_eq(w.t, -19.0525588832576502, 1e-8);
+    cr_assert_eq(w.df, 2);
+    cr_assert_float_eq(w.p, 0.00274348939442592404, 1e-11);
+    cr_assert_float_eq(w.lo, -0.134841377117503311, 1e-9);
+    cr_assert_float_eq(w.hi, -0.0851586228824966893, 1e-9);
+    cr_assert_eq(report_paired(silu, base, 3, &w), 0);
+    cr_assert_float_eq(w.t, -5.19615242270663188, 1e-9);
+    cr_assert_float_eq(w.p, 0.0350987186459846505, 1e-10);
+    cr_assert_float_eq(w.lo, -0.0548413771175033107, 1e-9);
+    cr_assert_float_eq(w.hi, -0.00515862288249668929, 1e-9);
+    cr_assert_eq(report_welch(silu, 3, base, 3, &w), 0); /* unpaired, the same data: far weaker */
+    cr_assert_float_eq(w.p, 0.104478886684721866, 1e-10);
+    const double a2[2] = {1.80, 1.85}, b2[2] = {2.50, 2.60}; /* df = 1 */
+    cr_assert_eq(report_paired(a2, b2, 2, &w), 0);
+    cr_assert_float_eq(w.diff, -0.725, 1e-12);
+    cr_assert_float_eq(w.t, -29.0, 1e-9);
+    cr_assert_float_eq(w.p, 0.0219437112320219625, 1e-10);
+    cr_assert_float_eq(w.lo, -1.04265511840436762, 1e-8);
+    cr_assert_float_eq(w.hi, -0.407344881595632384, 1e-8);
+    cr_assert_eq(report_paired(a2, b2, 1, &w), -1);
+    const double c1[2] = {1, 2}, c2[2] = {2, 3};
+    cr_assert_eq(report_paired(c1, c2, 2, &w), 0); /* constant differences */
+    cr_assert(w.p == 0 && w.lo == -1 && w.hi == -1);
+    cr_assert_eq(report_paired(c1, c1, 2, &w), 0);
+    cr_assert(w.p == 1 && w.diff == 0);
+
+    /* Holm: sorted 0.005 0.01 0.03 0.04 -> 4x, 3x, 2x, then the running maximum */
+    double p[6] = {0.01, NAN, 0.04, 0.03, 0.005, NAN}, adj[6];
+    cr_assert_eq(report_holm(p, 6, adj), 0);
+    cr_assert_float_eq(adj[0], 0.03, 1e-15);
+    cr_assert(isnan(adj[1]) && isnan(adj[5]));
+    cr_assert_float_eq(adj[2], 0.06, 1e-15); /* 1 x 0.04 < 0.06 */
+    cr_assert_float_eq(adj[3], 0.06, 1e-15);
+    cr_assert_float_eq(adj[4], 0.02, 1e-15);
+    double q[3] = {0.6, 0.5, 0.02};
+    cr_assert_eq(report_holm(q, 3, q), 0); /* in place; capped at 1 */
+    cr_assert(q[0] == 1 && q[1] == 1);
+    cr_assert_float_eq(q[2], 0.06, 1e-15);
+
+    /* Fisher, two-sided (exact fractions) */
+    cr_assert_float_eq(report_fisher_exact(3, 1, 1, 3), 17.0 / 35, 1e-12);       /* the tea-tasting table */
+    cr_assert_float_eq(report_fisher_exact(1, 9, 11, 3), 41.0 / 14858, 1e-12);
+    cr_assert_float_eq(report_fisher_exact(6, 2, 1, 4), 4.0 / 39, 1e-12);
+    cr_assert_float_eq(report_fisher_exact(2, 7, 8, 2), 1063.0 / 46189, 1e-12);
+    cr_assert_float_eq(report_fisher_exact(0, 5, 5, 0), 1.0 / 126, 1e-12);
+    cr_assert_float_eq(report_fisher_exact(0, 4, 2, 2), 3.0 / 7, 1e-12);        /* the lr sweep's */
+    cr_assert_float_eq(report_fisher_exact(10, 0, 0, 1), 1.0 / 11, 1e-12);
+    cr_assert_eq(report_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
+    cr_assert(isnan(report_fisher_exact(0, 0, 1, 3)));
+    cr_assert(isnan(report_fisher_exact(-1, 2, 1, 3)));
+}
+
 Test(report, paper_table) {
     static const char *const labels[] = {
         "baseline",       "more-kv-heads",      "more-q-heads",     "G1-elementwise",     "G2-elementwise",
@@ -305,27 +392,66 @@ Test(report, markdown) {
     cr_assert_eq(rc, 0, "%s\n%s", err, log);
     char *md = out_file(&fx, "report.md");
     assert_has(md, "- database: `");
-    assert_has(md, "- runs: 17 (16 finished, 1 diverged)");
-    assert_has(md, "- code versions: `test-v1` (17 runs)");
+    assert_has(md, "- runs: 35 (33 finished, 2 diverged)");
+    assert_has(md, "- code versions: `test-v1` (35 runs)");
     assert_has(md, "- generated: ");
     assert_has(md, "15B-parameter MoE on 400B tokens");
+    /* the legend: which test, what Holm and `*` mean, and what no `*` does not mean */
+    assert_has(md, "`paired (k)`: a seed fixes the initialisation and the data order");
+    assert_has(md, "`*` on Δ marks p (Holm) < 0.05");
+    assert_has(md, "no `*` means \"not resolved with these seeds\", not \"no effect\"");
     assert_has(md, "## Sweep `main`");
     assert_has(md, "## Sweep `lr`");
     assert_has(md, "## Sweep `lrv`");
-    assert_has(md, "9 runs: 9 finished. Baseline row: `baseline`.");
-    assert_has(md, "8 runs: 7 finished, 1 diverged.");
-    /* exact rows: mean ± std, Δ (with * only for the separated variant), CI, p, probes, paper */
-    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | 0.3200 | 12.00 | – "
-                   "| 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 |");
-    assert_has(md, "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | -0.1100* | [-0.1516, -0.0684] "
-                   "| 0.004 | 0.0600 | 5.00 | 0.250 | 0.0 | 4096 | 1110 | 5.761 | -0.265 | 0.116 | 94 | 0.048 |");
-    assert_has(md, "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.0100 | [-0.0731, +0.0931] "
-                   "| 0.725 | 0.1100 | 8.00 | 0.350 | 0.0 | 64 | 1210 | 5.792 | -0.234 | 0.172 | 98 | 0.073 |");
+    assert_has(md, "15 runs: 15 finished. Baseline row: `baseline`. Δ: every row against the baseline row "
+                   "`baseline`. Holm–Bonferroni over the 4 rows with a p.\n");
+    /* exact rows: mean ± std, Δ, CI, test, raw and Holm p, probes ± std, paper */
+    assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | 95% CI of Δ | test | p | p (Holm) | F-Attn | "
+                   "M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act | "
+                   "paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | 0.3200 ± 0.0200 "
+                   "| 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 |");
+    /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*` */
+    assert_has(md, "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | -0.1100* | [-0.1348, -0.0852] "
+                   "| paired (3) | 0.003 | 0.011 | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 "
+                   "| 5.761 | -0.265 | 0.116 | 94 | 0.048 |");
+    assert_has(md, "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.0100 | [-0.0397, +0.0597] "
+                   "| paired (3) | 0.478 | 0.478 | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 "
+                   "| 5.792 | -0.234 | 0.172 | 98 | 0.073 |");
+    /* raw p < 0.05 but not after Holm: no `*` */
+    assert_has(md, "| G1-silu | 3 | 0 | 1.4900 ± 0.0100 | 4.437 ± 0.044 | -0.0300 | [-0.0548, -0.0052] "
+                   "| paired (3) | 0.035 | 0.105 | 0.0900 ± 0.0100 | 7.00 ± 1.00 | 0.450 ± 0.050 |");
+    /* no common seed: Welch */
+    assert_has(md, "| more-q-heads | 3 | 0 | 1.4700 ± 0.0200 | 4.350 ± 0.087 | -0.0500 | [-0.0953, -0.0047] "
+                   "| Welch | 0.038 | 0.105 | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | 5.953 |");
     assert_lacks(md, "+0.0100*");
-    /* the lr sweep: a diverged run counted apart; n = 1 gives no std, CI or p; unknown labels no paper value */
-    assert_has(md, "| lr=0.01,position=none | 1 | 1 | 2.5000 | 12.182 | +0.4500 | – | – |");
-    assert_has(md, "| lr=0.001,position=sdpa | 2 | 0 | 1.9500 ± 0.0707 |");
-    assert_has(md, "| 500 | – | – | – | – | – |");
+    assert_lacks(md, "-0.0300*");
+    assert_lacks(md, "| 4.350 ± 0.087 | -0.0500*");
+    /* the lr sweep: lr-matched Δ, a vs column, divergence counts and Fisher's p */
+    assert_has(md, "20 runs: 18 finished, 2 diverged. Baseline row: `lr=0.001,position=none`. Rows differ in "
+                   "`train.lr`, so Δ is lr-matched: each row against the row with the configuration of the baseline row "
+                   "`lr=0.001,position=none` (every key but `train.lr`, `train.min_lr`, `train.seed`) at the row's own "
+                   "`train.lr` (column vs; those reference rows are marked `(lr baseline)`); 1 row with no such row "
+                   "(marked `(no lr match)`) is compared with `lr=0.001,position=none` instead. Holm–Bonferroni over "
+                   "the 3 rows with a p.\n");
+    assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | vs | 95% CI of Δ | test | p | p (Holm) | "
+                   "div/total | p (div, Fisher) | F-Attn |");
+    assert_has(md, "| lr=0.001,position=none | 4 | 0 | 2.0750 ± 0.0645 | 7.977 ± 0.515 | (baseline) | – | – | – | – "
+                   "| – | 0/4 | – | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |");
+    assert_has(md, "| lr=0.01,position=none | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) | – | – | – "
+                   "| – | – | 2/4 | – |");
+    assert_has(md, "| lr=0.001,position=sdpa | 4 | 0 | 1.9800 ± 0.0594 | 7.252 ± 0.424 | -0.0950* "
+                   "| lr=0.001,position=none | [-0.1255, -0.0645] | paired (4) | 0.002 | 0.007 | 0/4 | 1.000 |");
+    /* against its own lr's baseline, on the 2 seeds both finished: -0.725, not -0.2 against the baseline row */
+    assert_has(md, "| lr=0.01,position=sdpa | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* "
+                   "| lr=0.01,position=none | [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | 0/4 | 0.429 |");
+    assert_has(md, "| lr=0.003,position=sdpa | 4 | 0 | 2.0250 ± 0.0520 | 7.584 ± 0.392 | -0.0500* "
+                   "| lr=0.001,position=none (no lr match) | [-0.0725, -0.0275] | paired (4) | 0.006 | 0.012 | 0/4 "
+                   "| 1.000 | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – | – | – | – | – |");
+    /* the variants-style labels give the same rows */
+    assert_has(md, "| G1-lr1.0e-2 | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* | baseline-lr1.0e-2 "
+                   "| [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | 0/4 | 0.429 |");
+    assert_has(md, "| baseline-lr1.0e-2 | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) |");
     assert_has(md, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
                    "attention data");
     assert_has(md, "Val loss against learning rate: not drawn");
@@ -350,11 +476,11 @@ Test(report, markdown) {
     snprintf(p, sizeof p, "%s/plots/main-gate-0-baseline.dat", fx.out);
     cr_assert(!exists(p), "the baseline has no gate histogram");
     d = out_file(&fx, "plots/lr-lr.dat");
-    assert_has(d, "# position=none: lr, mean final val loss, std, finished runs\n0.001 2.05 0.07071067812 2\n"
-                  "0.01 2.5 0 1\n");
-    assert_has(d, "# position=sdpa: lr, mean final val loss, std, finished runs\n0.001 1.95 0.07071067812 2\n"
-                  "0.01 1.825 0.03535533906 2\n");
-    assert_has(d, "# diverged runs: lr, drawn at, series\n0.01 ");
+    assert_has(d, "# position=none: lr, mean final val loss, std, finished runs\n0.001 2.075 0.06454972244 4\n"
+                  "0.01 2.55 0.07071067812 2\n");
+    assert_has(d, "# position=sdpa: lr, mean final val loss, std, finished runs\n0.001 1.98 0.05944184833 4\n"
+                  "0.003 2.025 0.05196152423 4\n0.01 1.875 0.06454972244 4\n");
+    assert_has(d, "# diverged runs: lr, drawn at, series\n0.01 2.72 0\n0.01 2.72 0\n");
     free(d);
     d = out_file(&fx, "plots/lr-lr.gp");
     assert_has(d, "set logscale x");
@@ -400,19 +526,42 @@ Test(report, csv) {
     cr_assert_eq(rc, 0, "%s", err);
     char *c = out_file(&fx, "main.csv");
     assert_has(c, "sweep,label,idx,is_baseline,n_finished,n_diverged,n_runs,val_loss_mean,val_loss_std,val_ppl_mean,"
-                  "val_ppl_std,delta_val_loss,delta_ci_lo,delta_ci_hi,welch_t,welch_df,p_value,significant,");
-    assert_has(c, "\nmain,baseline,0,1,3,0,3,1.52,0.02,4.572834845,0.09145212439,,,,,,,,0.32,12,,2,0,1010,6.026,0,,"
-                  "1053,0.467\n");
-    assert_has(c, "\nmain,G1-elementwise,3,0,3,0,3,1.41,0.01,4.096091937,0.04096040737,-0.11,-0.151553995,"
-                  "-0.06844600497,-8.520563362,2.941176471,0.003659955584,1,0.06,5,0.25,0,4096,1110,5.761,-0.265,"
-                  "0.116,94,0.048\n");
-    assert_has(c, "\nmain,G1-headwise,6,0,3,0,3,1.53,0.04,");
-    assert_has(c, ",0.01,-0.07310799006,0.09310799006,0.3872983346,2.941176471,0.7248561699,0,0.11,8,0.35,0,64,1210,"
-                  "5.792,");
+                  "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,"
+                  "p_holm,significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
+                  "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
+                  "paper_gate_mean,paper_m_act,paper_f_attn\n");
+    assert_has(c, "\nmain,baseline,0,1,3,0,3,1.52,0.02,4.572834845,0.09145212439,reference,,,,,,,,,,,,0.32,0.02,12,2,,,"
+                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467\n");
+    /* paired: t -19.0525588832576502, p 0.00274348939442592404, Holm 0.0109739575777036961 (mpmath) */
+    assert_has(c, "\nmain,G1-elementwise,3,0,3,0,3,1.41,0.01,4.096091937,0.04096040737,baseline,baseline,-0.11,"
+                  "-0.1348413771,-0.08515862288,paired,3,-19.05255888,2,0.002743489394,0.01097395758,1,0.06,0.01,5,1,"
+                  "0.25,0.05,0,4096,1110,0.003,3,,5.761,-0.265,0.116,94,0.048\n");
+    assert_has(c, "\nmain,G1-headwise,6,0,3,0,3,1.53,0.04,4.620640178,0.1847886521,baseline,baseline,0.01,"
+                  "-0.03968275424,0.05968275424,paired,3,0.8660254038,2,0.4777670321,0.4777670321,0,0.11,0.01,8,1,0.35,"
+                  "0.05,0,64,1210,0.003,3,,5.792,");
+    /* raw p 0.0350987186459846505 < 0.05; Holm 3 x p = 0.105296155937953951: not significant */
+    assert_has(c, "\nmain,G1-silu,9,0,3,0,3,1.49,0.01,4.437243423,0.04437187959,baseline,baseline,-0.03,"
+                  "-0.05484137712,-0.005158622882,paired,3,-5.196152423,2,0.03509871865,0.1052961559,0,0.09,0.01,7,1,"
+                  "0.45,0.05,0,4096,1310,0.003,3,,5.822,-0.204,,,\n");
+    /* Welch (no common seed): p 0.0375901115111464697, Holm max(0.1053, 2 x p) = 0.1053 */
+    assert_has(c, "\nmain,more-q-heads,12,0,3,0,3,1.47,0.02,4.349815058,0.08699195165,baseline,baseline,-0.05,"
+                  "-0.09533915871,-0.004660841289,welch,,-3.061862178,4,0.03759011151,0.1052961559,0,0.26,0.01,12,1,"
+                  ",,0,8192,1410,0.003,3,,5.953,-0.073,,,\n");
     free(c);
     c = out_file(&fx, "lr.csv");
-    /* labels holding a comma are quoted */
-    assert_has(c, "\nlr,\"lr=0.01,position=none\",2,0,1,1,2,2.5,,12.18249396,,0.45,,,,,,,");
+    /* labels holding a comma are quoted; the lr baseline is a reference; lr-matched Δ against it with
+     * Fisher's p 3/7 for 0/4 against 2/4 diverged; the row without a baseline at its lr falls back */
+    assert_has(c, "\nlr,\"lr=0.01,position=none\",4,0,2,2,4,2.55,0.07071067812,12.823116,0.9059763733,reference,,,,,,,"
+                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,\n");
+    assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
+                  "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
+                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,\n");
+    assert_has(c, "\nlr,\"lr=0.001,position=sdpa\",8,0,4,0,4,1.98,0.05944184833,7.252245556,0.4243337027,lr_matched,"
+                  "\"lr=0.001,position=none\",-0.095,-0.1254696036,-0.06453039638,paired,4,-9.922426389,3,"
+                  "0.002177513114,0.006532539341,1,");
+    assert_has(c, "\nlr,\"lr=0.003,position=sdpa\",16,0,4,0,4,2.025,0.05196152423,7.583753608,0.3916144526,"
+                  "baseline_fallback,\"lr=0.001,position=none\",-0.05,-0.07250329363,-0.02749670637,paired,4,"
+                  "-7.071067812,3,0.005815647593,0.01163129519,1,0.1,0,5,0,0.5,0,0,4096,500,0.003,4,1,,,,,\n");
     free(c);
     fx_rm(&fx);
 }
@@ -424,17 +573,38 @@ Test(report, tex_and_one_sweep) {
     int rc = run_report(&fx, REPORT_TEX, "main", "/nonexistent/gnuplot", NULL, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     char *t = out_file(&fx, "main.tex");
-    assert_has(t, "\\begin{tabular}{lrrrrrrrrrrrrrrrrrr}\n\\toprule\n");
-    assert_has(t, "\\midrule\n");
+    assert_has(t, "% Δ: every row against the baseline row baseline. Holm–Bonferroni over the 4 rows with a p.\n");
+    assert_has(t, "\\begin{tabular}{lrrrrrrlrrrrrrrrrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{15}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-16}\\cmidrule(lr){17-21}\n"
+                  "variant & $n$ & div & val loss & val PPL & $\\Delta$ loss & 95\\% CI of $\\Delta$ & test & $p$ & "
+                  "$p_{\\mathrm{Holm}}$ & F-Attn & M-Act & gate & spikes & +params & tok/s & PPL & $\\Delta$PPL & gate & "
+                  "M-Act & F-Attn \\\\\n\\midrule\n");
     assert_has(t, "\\bottomrule\n\\end{tabular}\n");
     assert_has(t, "G1-elementwise & 3 & 0 & 1.4100 $\\pm$ 0.0100 & 4.096 $\\pm$ 0.041 & -0.1100$^{*}$ & "
-                  "[-0.1516, -0.0684] & 0.004 & 0.0600 & 5.00 & 0.250 & 0.0 & 4096 & 1110 & 5.761 & -0.265 & 0.116 & "
-                  "94 & 0.048 \\\\\n");
-    assert_has(t, "G1-headwise & 3 & 0 & 1.5300 $\\pm$ 0.0400 & 4.621 $\\pm$ 0.185 & +0.0100 & ");
+                  "[-0.1348, -0.0852] & paired (3) & 0.003 & 0.011 & 0.0600 $\\pm$ 0.0100 & 5.00 $\\pm$ 1.00 & "
+                  "0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n");
+    assert_has(t, "G1-silu & 3 & 0 & 1.4900 $\\pm$ 0.0100 & 4.437 $\\pm$ 0.044 & -0.0300 & [-0.0548, -0.0052] & "
+                  "paired (3) & 0.035 & 0.105 & ");
+    assert_has(t, "more-q-heads & 3 & 0 & 1.4700 $\\pm$ 0.0200 & 4.350 $\\pm$ 0.087 & -0.0500 & [-0.0953, -0.0047] & "
+                  "Welch & 0.038 & 0.105 & ");
     free(t);
     char p[256];
     snprintf(p, sizeof p, "%s/lr.tex", fx.out);
     cr_assert(!exists(p), "--sweep main wrote the lr sweep");
+    /* the lr sweep: the vs, div/total and Fisher columns; labels escaped */
+    rc = run_report(&fx, REPORT_TEX, "lr", "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    t = out_file(&fx, "lr.tex");
+    assert_has(t, "% Rows differ in train.lr, so Δ is lr-matched: ");
+    assert_has(t, "\\begin{tabular}{lrrrrrlrlrrrrrrrrrrrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{18}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-19}\\cmidrule(lr){20-24}\n");
+    assert_has(t, "lr=0.01,position=sdpa & 4 & 0 & 1.8750 $\\pm$ 0.0645 & 6.531 $\\pm$ 0.421 & -0.7250$^{*}$ & "
+                  "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & 0/4 & 0.429 & ");
+    assert_has(t, "lr=0.003,position=sdpa & 4 & 0 & 2.0250 $\\pm$ 0.0520 & 7.584 $\\pm$ 0.392 & -0.0500$^{*}$ & "
+                  "lr=0.001,position=none (no lr match) & ");
+    free(t);
     fx_rm(&fx);
 }
 

@@ -186,6 +186,8 @@ Test(probes, m_act_and_gate_statistics) {
                                0.005f, 0.05f, 0.5f, 0.97f, 0.005f, 0.05f, 0.5f, 0.97f};
     cr_assert_eq(W, 4);
     memcpy(a->S, S, sizeof S);
+    static const real Y[4] = {0.005f, -0.0005f, 0.5f, 2.0f}, O[4] = {0.0001f, 0.0002f, 0.005f, 1.0f};
+    for (int t = 0; t < 4; t++) memcpy(a->o + t * m.nq, Y, sizeof Y), memcpy(a->og + t * m.nq, O, sizeof O);
     Probes p;
     cr_assert_eq(probes_init(&p, &m), 0);
     probes_accumulate(&p, &m);
@@ -195,6 +197,12 @@ Test(probes, m_act_and_gate_statistics) {
     cr_assert(fabs(probe_gate_mean(&p, 0) - (0.005 + 0.05 + 0.5 + 0.97) / 4) < 1e-6);
     cr_assert_float_eq(p.lp[0].gate_lt01 / p.lp[0].gate_n, 0.5, 1e-9);
     cr_assert_float_eq(p.lp[0].gate_lt001 / p.lp[0].gate_n, 0.25, 1e-9);
+    /* sparsity: hand-set SDPA output (before the G1 gate) and gated output */
+    cr_assert_float_eq(p.lp[0].y_small_before[0], 8, 1e-9); /* 0.005 and -0.0005 in each token */
+    cr_assert_float_eq(p.lp[0].y_small_before[1], 4, 1e-9); /* -0.0005 */
+    cr_assert_float_eq(p.lp[0].y_small_after[0], 12, 1e-9);
+    cr_assert_float_eq(p.lp[0].y_small_after[1], 8, 1e-9);
+    cr_assert_float_eq(p.lp[0].y_abs_before / p.lp[0].gate_n, (0.005 + 0.0005 + 0.5 + 2) / 4, 1e-6);
     /* 20 bins over [0, 1]: 0.005 and 0.05 -> bin 0 and 1, 0.5 -> 10, 0.97 -> 19 */
     cr_assert_eq(p.lp[0].hist[0], 4);
     cr_assert_eq(p.lp[0].hist[1], 4);
