@@ -68,7 +68,8 @@ build/gated report --db "$db" --out "$out" || status=1
 
 end=$(date +%s)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git status --porcelain 2>/dev/null | grep -q . && echo " (uncommitted changes)" || true)
+# results/ is this script's own output; only changes elsewhere make the code "dirty"
+dirty=$(git status --porcelain -- . ':!results' 2>/dev/null | grep -q . && echo " (uncommitted changes)" || true)
 printf '%s  %s  commit %s%s  sweeps: %s  wall %ds  exit %d\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     "$([ "$smoke" = 1 ] && echo smoke || echo full)" "$commit" "$dirty" "$sweeps" $((end - start)) "$status" \
     >>results/run_all.log

@@ -1,0 +1,23 @@
+# F-Attn per layer (last step, mean over seeds)
+# written by `gated report`; run `gnuplot activations-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'activations-f_attn.svg'
+set grid
+set key outside right top
+set title 'activations'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0)'
+plot 'activations-f_attn.dat' index 0 using 1:2 with linespoints title 'baseline', \
+     'activations-f_attn.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
+     'activations-f_attn.dat' index 2 using 1:2 with linespoints title 'G1-silu', \
+     'activations-f_attn.dat' index 3 using 1:2 with linespoints title 'G1-elementwise-tanh', \
+     'activations-f_attn.dat' index 4 using 1:2 with linespoints title 'G1-elementwise-identity', \
+     'activations-f_attn.dat' index 5 using 1:2 with linespoints title 'G1-headwise', \
+     'activations-f_attn.dat' index 6 using 1:2 with linespoints title 'G1-headwise-silu', \
+     'activations-f_attn.dat' index 7 using 1:2 with linespoints title 'G1-headwise-tanh', \
+     'activations-f_attn.dat' index 8 using 1:2 with linespoints title 'G1-headwise-identity'
+set terminal pngcairo size 960,560 noenhanced
+set output 'activations-f_attn.png'
+replot
+set output

@@ -1,0 +1,20 @@
+# gate-score histogram per layer, last step, counts summed over seeds
+# written by `gated report`; run `gnuplot lr_stability-gate-5-G1-matched-lr3.0e-2.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'lr_stability-gate-5-G1-matched-lr3.0e-2.svg'
+set grid
+set key outside right top
+set title 'lr_stability: gate scores of G1-matched-lr3.0e-2 (last step, 3 runs summed)'
+set xlabel 'gate score'
+set ylabel 'fraction of scores'
+set xrange [0:1]
+plot 'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 0 using 1:2 with histeps lw 2 title 'layer 0', \
+     'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 1 using 1:2 with histeps lw 2 title 'layer 1', \
+     'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 2 using 1:2 with histeps lw 2 title 'layer 2', \
+     'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 3 using 1:2 with histeps lw 2 title 'layer 3', \
+     'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 4 using 1:2 with histeps lw 2 title 'layer 4', \
+     'lr_stability-gate-5-G1-matched-lr3.0e-2.dat' index 5 using 1:2 with histeps lw 2 title 'layer 5'
+set terminal pngcairo size 960,560 noenhanced
+set output 'lr_stability-gate-5-G1-matched-lr3.0e-2.png'
+replot
+set output

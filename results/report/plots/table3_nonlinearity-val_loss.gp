@@ -1,0 +1,18 @@
+# validation loss against step, mean over seeds (finished runs)
+# written by `gated report`; run `gnuplot table3_nonlinearity-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'table3_nonlinearity-val_loss.svg'
+set grid
+set key outside right top
+set title 'table3_nonlinearity'
+set xlabel 'step'
+set ylabel 'validation loss (nats/token), mean over seeds'
+plot 'table3_nonlinearity-val_loss.dat' index 0 using 1:2 with linespoints title 'baseline', \
+     'table3_nonlinearity-val_loss.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
+     'table3_nonlinearity-val_loss.dat' index 2 using 1:2 with linespoints title 'G1-rmsnorm-control', \
+     'table3_nonlinearity-val_loss.dat' index 3 using 1:2 with linespoints title 'G1-silu-only', \
+     'table3_nonlinearity-val_loss.dat' index 4 using 1:2 with linespoints title 'G1-additive-identity'
+set terminal pngcairo size 960,560 noenhanced
+set output 'table3_nonlinearity-val_loss.png'
+replot
+set output
