@@ -99,3 +99,32 @@ T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
 data:
 	tools/fetch_brown.sh data
 .PHONY: data
+
+# ---- benchmarks and the perf gate (suites in bench/, format in core/bench.h)
+#
+#   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
+#                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"
+#   make bench-peer     the reference model's training step, ours vs PyTorch
+#                       (bench/peer_torch.py), interleaved ours, peer, ours, peer...
+#                       in one invocation; prints medians and the tokens/s ratio.
+#                       PEER_ARGS="--rounds 5 --variants baseline,G1-headwise"
+#   make perf-check     instruction counts (valgrind --tool=callgrind, a build in
+#                       build-perf/) of the tiny fixed cases of bench/perf.yaml,
+#                       compared per case with bench/baseline.json: exit 3 naming
+#                       every case that grew by more than 3%.  Run by .ci/run.
+#   make perf-baseline  refresh bench/baseline.json ON PURPOSE, and commit it with
+#                       the change that explains it: a change meant to cost more,
+#                       a gain to lock in, a change to bench/perf.yaml, or a new
+#                       machine / compiler / OpenBLAS (the counts include them).
+#                       Never to silence a regression you cannot explain.
+BENCH_ARGS ?=
+PEER_ARGS ?=
+.PHONY: bench bench-peer perf-check perf-baseline
+bench: $(BUILD)/gated
+	$(BUILD)/gated bench bench/default.yaml $(BENCH_ARGS)
+bench-peer: $(BUILD)/gated
+	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(PEER_ARGS)
+perf-check:
+	bench/perf_check.sh
+perf-baseline:
+	bench/perf_check.sh --update

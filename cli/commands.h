@@ -15,4 +15,10 @@ int cmd_merge(int argc, char **argv);
 /* gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots] */
 int cmd_report(int argc, char **argv);
 
+/* gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH] [--db PATH]
+ *             [--threads N] [--list] [--callgrind] */
+int cmd_bench(int argc, char **argv);
+/* gated compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]; 3 on a regression */
+int cmd_compare(int argc, char **argv);
+
 #endif

@@ -38,7 +38,11 @@ static void usage(FILE *f) {
             "  merge  OUT.db IN.db...                    fold per-worker databases together\n"
             "  report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR]\n"
             "  ls     [--db PATH]                        runs in the store\n"
-            "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n");
+            "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n"
+            "  bench  [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH]\n"
+            "         [--db PATH] [--threads N] [--list] [--callgrind]   kernels, attention, training steps\n"
+            "  compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]\n"
+            "                                           median per case; exit 3 on a regression\n");
 }
 
 /* Options that take a value, besides --set; NULL where a command has none. */
@@ -296,6 +300,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "ls") == 0) return cmd_store(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "show") == 0) return cmd_store(argc - 2, argv + 2, 1);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+    if (strcmp(cmd, "compare") == 0) return cmd_compare(argc - 2, argv + 2);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""peer_torch.py -- the reference model of `gated bench` (bench/default.yaml,
+model `ref`) in PyTorch, timing one training step (forward, backward, AdamW),
+and the interleaved ours-vs-peer comparison behind `make bench-peer`.
+
+The model is the C core's, written independently with torch ops available in
+torch 1.13 (Debian's python3-torch; no scaled_dot_product_attention there, so
+attention is written out): tied token embedding, pre-norm RMSNorm (eps 1e-6),
+one fused q|k|v|gate projection per layer, QK-norm (per-head RMSNorm, one
+weight of width d_head), RoPE (rotate-half, base 10000), causal softmax
+attention, an optional G1 gate on the SDPA output (sigmoid; elementwise: one
+logit per head and channel, headwise: one per head), SwiGLU FFN with a fused
+gate|up matrix, final RMSNorm, mean cross-entropy.  AdamW as the C trainer:
+lr 3e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only,
+global grad-norm clipping at 1.0.  Data: uniform random tokens.
+
+  peer_torch.py [--variant V] [--threads 1,2] [--reps N]
+      time the peer alone: for each thread count (torch.set_num_threads), one
+      warm-up step then N timed steps; prints JSON with every thread count's
+      median and the best.
+  peer_torch.py --gated build/gated [--rounds R] [--reps N] [--variants V,...]
+      the comparison: R rounds, each running ours (`gated bench
+      bench/default.yaml --filter ^step/ref/V$ --repetitions N`, a fresh
+      process) and then the peer (a fresh process per thread count), so both
+      see the same machine state; prints both medians of tokens/s over all
+      rounds, the peer's best thread count, and the ratio ours / peer.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REF = dict(vocab=257, d_model=256, n_layer=4, n_head=4, n_kv_head=4, d_ff=688, seq_len=256, batch=16)
+VARIANTS = ("baseline", "G1-headwise", "G1-elementwise")
+
+
+def build(variant, cfg, torch):
+    nn = torch.nn
+    F = torch.nn.functional
+    C, H, Hk, L, V, FF = cfg["d_model"], cfg["n_head"], cfg["n_kv_head"], cfg["n_layer"], cfg["vocab"], cfg["d_ff"]
+    dh = C // H
+    ng = {"baseline": 0, "G1-headwise": H, "G1-elementwise": H * dh}[variant]
+    nq, nkv = H * dh, Hk * dh
+    eps = 1e-6
+
+    def rmsnorm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = nn.Parameter(torch.ones(C))
+            self.wqkvg = nn.Parameter(torch.randn(nq + 2 * nkv + ng, C) * 0.02)
+            self.q_norm = nn.Parameter(torch.ones(dh))
+            self.k_norm = nn.Parameter(torch.ones(dh))
+            self.wo = nn.Parameter(torch.randn(C, nq) * 0.02)
+            self.ln2 = nn.Parameter(torch.ones(C))
+            self.w_gu = nn.Parameter(torch.randn(2 * FF, C) * 0.02)
+            self.w_down = nn.Parameter(torch.randn(C, FF) * 0.02)
+
+        def forward(self, x, cos, sin, mask):
+            B, T, _ = x.shape
+            h = rmsnorm(x, self.ln1)
+            P = F.linear(h, self.wqkvg)
+            q = P[..., :nq].view(B, T, H, dh)
+            k = P[..., nq:nq + nkv].view(B, T, Hk, dh)
+            v = P[..., nq + nkv:nq + 2 * nkv].view(B, T, Hk, dh)
+            q, k = rmsnorm(q, self.q_norm), rmsnorm(k, self.k_norm)
+
+            def rope(t):
+                t1, t2 = t[..., :dh // 2], t[..., dh // 2:]
+                return torch.cat((t1 * cos - t2 * sin, t2 * cos + t1 * sin), -1)
+
+            q, k = rope(q).transpose(1, 2), rope(k).transpose(1, 2)  # (B, H, T, dh)
+            v = v.transpose(1, 2)
+            if Hk != H:
+                k = k.repeat_interleave(H // Hk, 1)
+                v = v.repeat_interleave(H // Hk, 1)
+            s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
+            s = s.masked_fill(mask, float("-inf"))
+            o = torch.matmul(torch.softmax(s, -1), v).transpose(1, 2)  # (B, T, H, dh)
+            if ng:
+                g = torch.sigmoid(P[..., nq + 2 * nkv:])
+                o = o * (g.view(B, T, H, 1) if ng == H else g.view(B, T, H, dh))
+            x = x + F.linear(o.reshape(B, T, nq), self.wo)
+            u = F.linear(rmsnorm(x, self.ln2), self.w_gu)
+            return x + F.linear(F.silu(u[..., :FF]) * u[..., FF:], self.w_down)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Parameter(torch.randn(V, C) * 0.02)
+            self.layers = nn.ModuleList(Layer() for _ in range(L))
+            self.ln_f = nn.Parameter(torch.ones(C))
+
+        def forward(self, tok, tgt):
+            T = tok.shape[1]
+            pos = torch.arange(T, dtype=torch.float64)
+            inv = 10000.0 ** (-2.0 * torch.arange(dh // 2, dtype=torch.float64) / dh)
+            ang = pos[:, None] * inv[None, :]
+            cos = torch.cos(ang).float()[None, :, None, :]
+            sin = torch.sin(ang).float()[None, :, None, :]
+            mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+            x = self.wte[tok]
+            for layer in self.layers:
+                x = layer(x, cos, sin, mask)
+            logits = F.linear(rmsnorm(x, self.ln_f), self.wte)
+            return F.cross_entropy(logits.view(-1, V), tgt.view(-1))
+
+    return Model()
+
+
+def time_peer(variant, threads, reps, seed=1234):
+    """Median-able list of tokens/s over reps steps, after one warm-up step."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    cfg = REF
+    m = build(variant, cfg, torch)
+    decay = [p for n, p in m.named_parameters() if p.dim() == 2]
+    other = [p for n, p in m.named_parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
+                            lr=3e-3, betas=(0.9, 0.95), eps=1e-8)
+    g = torch.Generator().manual_seed(seed)
+    B, T = cfg["batch"], cfg["seq_len"]
+    tok = torch.randint(0, cfg["vocab"], (B, T), generator=g)
+    tgt = torch.randint(0, cfg["vocab"], (B, T), generator=g)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = m(tok, tgt)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    step()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        loss = step()
+        dt = time.perf_counter() - t0
+        if not math.isfinite(loss):
+            raise SystemExit("peer_torch: non-finite loss")
+        out.append(B * T / dt)
+    return out
+
+
+def worker(args):
+    res = {"variant": args.variant, "threads": args.threads, "tokens_per_s": time_peer(args.variant, args.threads, args.reps)}
+    print(json.dumps(res))
+
+
+def run_peer(variant, threads, reps):
+    """The peer in a fresh process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--variant", variant, "--threads", str(threads),
+           "--reps", str(reps)]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["tokens_per_s"]
+
+
+def run_ours(gated, suite, variants, reps):
+    """tokens/s of every iteration row of our step cases, per variant."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ours.json")
+        filt = "^step/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
+        cmd = [gated, "bench", suite, "--filter", filt, "--repetitions", str(reps), "--min-time", "0", "--json", path]
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+            raise SystemExit("peer_torch: %s exited with %d" % (" ".join(cmd), r.returncode))
+        with open(path) as f:
+            data = json.load(f)
+    res = {v: [] for v in variants}
+    for b in data["benchmarks"]:
+        if b["run_type"] == "iteration":
+            res[b["run_name"].split("/")[-1]].append(b["items_per_second"])
+    return res
+
+
+def med(x):
+    return statistics.median(x) if x else float("nan")
+
+
+def compare(args):
+    variants = [v for v in args.variants.split(",") if v]
+    for v in variants:
+        if v not in VARIANTS:
+            raise SystemExit("peer_torch: unknown variant %s (one of %s)" % (v, ", ".join(VARIANTS)))
+    threads = [int(t) for t in args.threads.split(",")]
+    ours = {v: [] for v in variants}
+    peer = {(v, t): [] for v in variants for t in threads}
+    t_start = time.time()
+    for r in range(args.rounds):
+        o = run_ours(args.gated, args.suite, variants, args.reps)
+        for v in variants:
+            ours[v] += o[v]
+        for v in variants:
+            for t in threads:
+                peer[(v, t)] += run_peer(v, t, args.reps)
+        line = "  ".join("%s ours %.0f peer %s" % (v, med(o[v]), "/".join("%.0f" % med(peer[(v, t)]) for t in threads))
+                         for v in variants)
+        print("round %d/%d: %s tok/s" % (r + 1, args.rounds, line), file=sys.stderr)
+    summary = {"rounds": args.rounds, "reps_per_round": args.reps, "wall_s": round(time.time() - t_start, 1),
+               "load_avg": os.getloadavg(), "variants": {}}
+    print("\nreference model (d_model 256, 4 layers, T 256, batch 16), training step tokens/s, medians over "
+          "%d rounds x %d steps, interleaved:" % (args.rounds, args.reps))
+    print("%-16s %12s %12s %8s %10s" % ("variant", "ours", "peer best", "threads", "ours/peer"))
+    for v in variants:
+        pm = {t: med(peer[(v, t)]) for t in threads}
+        best = max(threads, key=lambda t: pm[t])
+        ratio = med(ours[v]) / pm[best]
+        summary["variants"][v] = {"ours_tokens_per_s": ours[v], "ours_median": med(ours[v]),
+                                  "peer_tokens_per_s": {str(t): peer[(v, t)] for t in threads},
+                                  "peer_median": {str(t): pm[t] for t in threads}, "peer_best_threads": best,
+                                  "ratio_ours_over_peer": ratio}
+        print("%-16s %12.0f %12.0f %8d %10.3f" % (v, med(ours[v]), pm[best], best, ratio))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    print(json.dumps({v: {k: s[k] for k in ("ours_median", "peer_median", "peer_best_threads", "ratio_ours_over_peer")}
+                      for v, s in summary["variants"].items()}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gated", help="our binary: run the interleaved comparison")
+    ap.add_argument("--suite", default="bench/default.yaml")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3, help="timed steps per process")
+    ap.add_argument("--variants", default="baseline", help="comma-separated: " + ", ".join(VARIANTS))
+    ap.add_argument("--variant", default="baseline", choices=VARIANTS)
+    ap.add_argument("--threads", default="1,2", help="torch.set_num_threads values to try")
+    ap.add_argument("--json", help="write every sample to this file (comparison)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.threads = int(args.threads)
+        return worker(args)
+    if args.gated:
+        return compare(args)
+    threads = [int(t) for t in args.threads.split(",")]
+    res = {str(t): run_peer(args.variant, t, args.reps) for t in threads}
+    meds = {t: med(v) for t, v in res.items()}
+    best = max(meds, key=meds.get)
+    print(json.dumps({"variant": args.variant, "tokens_per_s": res, "median": meds, "best_threads": int(best),
+                      "best_median": meds[best]}))
+
+
+if __name__ == "__main__":
+    main()

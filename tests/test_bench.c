@@ -1,0 +1,587 @@
+/*
+ * test_bench.c — `gated bench` and `gated compare` (core/bench.h): the exact
+ * message of each kind of bad suite file (and exit 2 from the command), the
+ * Google-Benchmark JSON a run writes (parsed back, and by Python's json
+ * module when it is there), compare's verdicts (a regression over the
+ * threshold -> 3, within -> 0, missing cases reported), FLOP counts of known
+ * cases, the step's gemm list against the calls the model really makes
+ * (cblas_sgemm is interposed in this test binary and forwards to
+ * OpenBLAS), statistics, and bench rows in the store.  All shapes are tiny.
+ */
+#include <criterion/criterion.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "model.h"
+#include "store.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------ */
+/* cblas_sgemm interposer                                               */
+/* ------------------------------------------------------------------ */
+
+/* Every sgemm call of this binary lands here (the executable's definition
+ * wins over libopenblas's); while `recording` is set its shape is kept. */
+enum { REC_CAP = 4096 };
+static BenchGemm rec[REC_CAP];
+static int nrec, recording;
+typedef void (*SgemmFn)(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE, const enum CBLAS_TRANSPOSE, const blasint,
+                        const blasint, const blasint, const float, const float *, const blasint, const float *,
+                        const blasint, const float, float *, const blasint);
+
+void cblas_sgemm(const enum CBLAS_ORDER Order, const enum CBLAS_TRANSPOSE TransA, const enum CBLAS_TRANSPOSE TransB,
+                 const blasint M, const blasint N, const blasint K, const float alpha, const float *A,
+                 const blasint lda, const float *B, const blasint ldb, const float beta, float *C, const blasint ldc) {
+    static SgemmFn real_fn;
+    if (!real_fn) {
+        void *p = dlsym(RTLD_NEXT, "cblas_sgemm");
+        if (!p) abort();
+        memcpy(&real_fn, &p, sizeof real_fn);
+    }
+    if (recording && nrec < REC_CAP)
+        rec[nrec++] = (BenchGemm){TransA == CblasTrans, TransB == CblasTrans, (int)M, (int)N, (int)K, (int)lda,
+                                  (int)ldb, (int)ldc, beta != 0};
+    real_fn(Order, TransA, TransB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static char tmpdir[64];
+
+static void mk_tmp(void) {
+    strcpy(tmpdir, "/tmp/test_bench_XXXXXX");
+    cr_assert(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+}
+
+static void rm_tmp(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Write text to TMP/name; the path into path (256 bytes). */
+static void put(const char *name, const char *text, char *path) {
+    snprintf(path, 256, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    cr_assert(fputs(text, f) >= 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Load text as a suite: its error message (after "TMP/"), or "" on success. */
+static const char *load_err(const char *text) {
+    static char err[2048];
+    char path[256];
+    put("s.yaml", text, path);
+    BenchSuite s;
+    char e[2048];
+    if (bench_load_file(&s, path, e, sizeof e) == 0) {
+        bench_suite_free(&s);
+        return "";
+    }
+    size_t n = strlen(tmpdir);
+    cr_assert(strncmp(e, tmpdir, n) == 0 && e[n] == '/', "message does not start with the path: %s", e);
+    snprintf(err, sizeof err, "%s", e + n + 1);
+    return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* suite files                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *yaml, *msg;
+} Bad;
+
+Test(bench_yaml, every_kind_of_bad_input_names_file_line_col, .init = mk_tmp, .fini = rm_tmp) {
+    static const Bad bad[] = {
+        {"cazes: []\n", "s.yaml:1:1: error: unknown key cazes (expected one of: name, defaults, models, cases)"},
+        {"name: x\n", "s.yaml:1:1: error: missing key cases"},
+        {"cases: []\n", "s.yaml:1:8: error: cases: expected a non-empty list of cases"},
+        {"cases:\n  - {T: 4}\n", "s.yaml:2:5: error: cases[0]: missing key kind (gate, attention, step or op)"},
+        {"cases:\n  - kind: fft\n", "s.yaml:2:11: error: cases[0].kind: expected gate, attention, step or op, got \"fft\""},
+        {"cases:\n  - kind: attention\n    pass: forward\n    T: [128, abc]\n    n_head: 4\n    d_head: 32\n",
+         "s.yaml:4:14: error: cases[0].T: expected an integer in [1, 1048576], got \"abc\""},
+        {"cases:\n  - kind: attention\n    pass: sideways\n    T: 64\n    n_head: 4\n    d_head: 32\n",
+         "s.yaml:3:11: error: cases[0].pass: expected forward or backward, got \"sideways\""},
+        {"cases:\n  - kind: attention\n    pass: forward\n    T: 64\n    n_head: 4\n    n_kv_head: 3\n    d_head: 32\n",
+         "s.yaml:6:16: error: cases[0].n_kv_head: must divide n_head (4), got 3"},
+        {"cases:\n  - kind: attention\n    pass: forward\n    T: 64\n    n_head: 4\n    d_head: 32\n    dhead: 1\n",
+         "s.yaml:7:5: error: cases[0]: unknown key dhead (expected one of: kind, label, pass, T, n_head, n_kv_head, "
+         "d_head, batch, batch_T, ceiling, repetitions, warmup, iterations, min_time)"},
+        {"models:\n  m: {set: {model.d_model: 64}}\ncases:\n  - kind: step\n    model: x\n",
+         "s.yaml:5:12: error: cases[0].model: unknown model \"x\" (models: m)"},
+        {"models:\n  m:\n    set: {model.d_model: -3}\ncases:\n  - kind: step\n    model: m\n",
+         "s.yaml:3:26: error: model.d_model: expected integer in [4, 8192], got \"-3\" (model m, variant baseline)"},
+        {"models:\n  m:\n    set:\n      model.d_modle: 64\ncases:\n  - kind: step\n    model: m\n",
+         "s.yaml:4:7: error: model.d_modle: unknown key (did you mean model.d_model?) (model m, variant baseline)"},
+        {"models:\n  m: {set: {model.d_model: 64}}\ncases:\n  - kind: step\n    model: m\n    variants:\n"
+         "      - {label: a, set: {model.gate.position: dense, model.gate.granularity: headwise}}\n",
+         "s.yaml:7:78: error: model.gate.granularity: headwise is not valid with model.gate.position dense (G5 gates "
+         "d_model channels; it has no heads) (model m, variant a)"},
+        {"models:\n  m: {config: nope.yaml}\ncases:\n  - {kind: step, model: m}\n",
+         "s.yaml:2:15: error: models.m.config: cannot open "},
+        {"cases:\n  - {kind: op, op: rmsnorm, tokens: 8, width: 8}\n  - {kind: op, op: [swiglu, rmsnorm], tokens: 8, width: 8}\n",
+         "s.yaml:3:5: error: cases[1]: duplicate case name op/rmsnorm/n8_w8 (also made by cases[0], line 2)"},
+        {"cases:\n  - {kind: op, op: rmsnorm, tokens: 8, width: 8, ceiling: sgemm/none}\n",
+         "s.yaml:2:59: error: cases[0].ceiling: no case named \"sgemm/none\" in this suite"},
+        {"cases:\n  - {kind: op, op: rope, tokens: 4, width: 3}\n",
+         "s.yaml:2:44: error: cases[0].width: rope needs an even width (d_head), got 3"},
+        {"cases:\n  - kind: gate\n    gates:\n      - {label: x, position: dense, granularity: headwise}\n"
+         "    shapes: [{tokens: 4, heads: 2, width: 4}]\n",
+         "s.yaml:4:9: error: cases[0].gates[0]: headwise is not valid with model.gate.position dense (G5 gates "
+         "d_model channels; it has no heads)"},
+        {"cases:\n  - kind: gate\n    gates:\n      - {label: x, activation: relu}\n    shapes: [{tokens: 4, heads: 2, width: 4}]\n",
+         "s.yaml:4:32: error: model.gate.activation: expected one of sigmoid, silu, tanh, none, ns_sigmoid, got \"relu\""},
+        {"cases:\n  - kind: gate\n    gates:\n      - {label: \"a b\"}\n    shapes: [{tokens: 4, heads: 2, width: 4}]\n",
+         "s.yaml:4:17: error: cases[0].gates[0].label: expected a label of 1-48 characters from A-Z a-z 0-9 _ . : + = -, "
+         "got \"a b\""},
+        {"cases:\n  - kind: gate\n    gates: [{label: x}]\n    shapes: [{tokens: 4, heads: 2}]\n",
+         "s.yaml:4:14: error: cases[0].shapes[0]: missing key width"},
+        {"defaults: {repetitions: 0}\ncases:\n  - {kind: op, op: rope, tokens: 4, width: 2}\n",
+         "s.yaml:1:25: error: defaults.repetitions: expected an integer in [1, 100000], got \"0\""},
+        {"cases:\n  - {kind: op, op: rope, tokens: 4, width: 2, min_time: -1}\n",
+         "s.yaml:2:57: error: cases[0].min_time: expected a number in [0, 3600], got \"-1\""},
+        {"cases:\n  - kind: op\n   op: [\n", "s.yaml:3:4: error: YAML syntax: did not find expected '-' indicator"},
+        {"", "s.yaml: error: expected a mapping with cases at the top level, got an empty file"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *got = load_err(bad[i].yaml);
+        cr_expect(strncmp(got, bad[i].msg, strlen(bad[i].msg)) == 0, "case %zu:\n got: %s\nwant: %s", i, got,
+                  bad[i].msg);
+    }
+}
+
+Test(bench_yaml, expansion_names_and_settings, .init = mk_tmp, .fini = rm_tmp) {
+    char path[256], e[2048];
+    put("s.yaml",
+        "name: t\n"
+        "defaults: {repetitions: 4, min_time: 0.5, warmup: 2}\n"
+        "models:\n  m: {set: {model.d_model: 32, model.n_layer: 1, model.n_head: 4, model.d_ff: 48, "
+        "model.seq_len: 16, model.vocab_size: 64, train.batch: 2}}\n"
+        "cases:\n"
+        "  - kind: attention\n    label: gqa\n    pass: [forward, backward]\n    T: [64, 128]\n"
+        "    n_head: 4\n    n_kv_head: 2\n    d_head: 16\n    batch: 2\n    batch_T: 128\n    repetitions: 3\n"
+        "    ceiling: sgemm/m/baseline\n"
+        "  - kind: step\n    model: m\n    variants:\n      - {label: baseline}\n"
+        "      - {label: g1, set: {model: {gate: {position: sdpa}}}}\n    iterations: 2\n",
+        path);
+    BenchSuite s;
+    cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+    const char *names[] = {"attention/gqa/forward/T64", "attention/gqa/forward/T128", "attention/gqa/backward/T64",
+                           "attention/gqa/backward/T128", "step/m/baseline", "sgemm/m/baseline", "step/m/g1",
+                           "sgemm/m/g1"};
+    cr_assert_eq(s.n, 8);
+    cr_assert_str_eq(s.name, "t");
+    for (int i = 0; i < 8; i++) cr_expect_str_eq(s.c[i].name, names[i]);
+    cr_expect_eq(s.c[0].B, 8); /* 2 x (128 / 64)^2 */
+    cr_expect_eq(s.c[1].B, 2);
+    cr_expect_eq(s.c[0].Hk, 2);
+    cr_expect_eq(s.c[0].repetitions, 3);
+    cr_expect_eq(s.c[0].warmup, 2);
+    cr_expect_eq(s.c[0].min_time, 0.5);
+    cr_expect_eq(s.c[0].ceiling, 5);
+    cr_expect_eq(s.c[4].repetitions, 4);
+    cr_expect_eq(s.c[4].iterations, 2);
+    cr_expect_eq(s.c[4].ceiling, 5);
+    cr_expect_eq(s.c[6].ceiling, 7);
+    cr_expect_eq(s.c[6].cfg.gate.position, GP_SDPA);
+    cr_expect_eq(s.c[4].cfg.gate.position, GP_NONE);
+    cr_expect_eq(s.c[4].B, 2);
+    cr_expect_eq(s.c[4].T, 16);
+    cr_expect_eq(bench_find(&s, "sgemm/m/g1"), 7);
+    bench_suite_free(&s);
+}
+
+/* The shipped suites load. */
+Test(bench_yaml, shipped_suites_are_valid) {
+    const char *files[] = {"bench/default.yaml", "bench/perf.yaml"};
+    for (int i = 0; i < 2; i++) {
+        BenchSuite s;
+        char e[2048];
+        cr_assert_eq(bench_load_file(&s, files[i], e, sizeof e), 0, "%s", e);
+        cr_expect_gt(s.n, 10);
+        bench_suite_free(&s);
+    }
+}
+
+Test(bench_cli, bad_suite_exits_2_with_the_message, .init = mk_tmp, .fini = rm_tmp) {
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN not set");
+    char path[256], cmd[1024];
+    put("bad.yaml", "cases:\n  - kind: fft\n", path);
+    snprintf(cmd, sizeof cmd, "'%s' bench '%s' 2>'%s/err.txt'", bin, path, tmpdir);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status %d", st);
+    snprintf(cmd, sizeof cmd, "%s/err.txt", tmpdir);
+    FILE *f = fopen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[1024] = "";
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    fclose(f);
+    cr_expect(strstr(line, "bad.yaml:2:11: error: cases[0].kind: expected gate, attention, step or op"), "%s", line);
+    /* a filter that matches nothing, a bad regex, bad options: 2 as well */
+    const char *args[] = {"--filter 'zzz'", "--filter '('", "--repetitions 0", "--bogus"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' bench bench/perf.yaml %s 2>/dev/null >/dev/null", bin, args[i]);
+        st = system(cmd);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", args[i], st);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* FLOPs and gemms                                                      */
+/* ------------------------------------------------------------------ */
+
+Test(bench_flops, known_cases) {
+    BenchCase c;
+    memset(&c, 0, sizeof c);
+    c.kind = BK_ATTN_FWD;
+    c.B = 2, c.T = 4, c.H = 3, c.Hk = 1, c.d = 8;
+    /* causal pairs 2*3*(4*5/2) = 60; QK^T and PV: 2 * 2 * d each */
+    cr_expect_eq(bench_case_flops(&c), 4.0 * 8 * 60);
+    c.kind = BK_ATTN_BWD;
+    cr_expect_eq(bench_case_flops(&c), 2.5 * 4.0 * 8 * 60);
+
+    memset(&c, 0, sizeof c);
+    c.kind = BK_GATE;
+    c.gate = gate_default();
+    c.gate.position = GP_SDPA;
+    c.tokens = 10, c.heads = 2, c.width = 4;
+    /* W = 8, one activation per value: 10 * ((8 + 8) + (24 + 16)) */
+    cr_expect_eq(bench_case_flops(&c), 560);
+    c.gate.granularity = GG_HEADWISE; /* 2 activations per token */
+    cr_expect_eq(bench_case_flops(&c), 10 * ((8 + 2) + (24 + 4)));
+
+    /* a step = model_flops' training FLOPs x tokens; its gemms = 3x the
+     * forward matmul FLOPs (forward, dX, dW for every linear) */
+    Config cfg = tiny_config(64, 32, 2, 4, 2, 48, 16, 3);
+    cfg.gate.position = GP_SDPA;
+    resolve_or_die(&cfg);
+    memset(&c, 0, sizeof c);
+    c.kind = BK_STEP;
+    c.cfg = cfg;
+    c.B = 3, c.T = 16;
+    Model m;
+    cr_assert_eq(model_layout(&m, &cfg), 0);
+    double f, tr;
+    model_flops(&m, 16, &f, &tr);
+    double attn = m.L * 2.0 * 2.0 * m.nq * (16 + 1) / 2.0;
+    model_free(&m);
+    cr_expect_eq(bench_case_flops(&c), tr * 48);
+    cr_expect_eq(bench_case_tokens(&c), 48);
+    c.kind = BK_SGEMM;
+    cr_expect_float_eq(bench_case_flops(&c), 3 * 48 * (f - attn), 1e-9 * tr * 48);
+    cr_expect_eq(bench_case_tokens(&c), 0);
+}
+
+/* The gemm list is exactly the sequence of calls a training step makes. */
+Test(bench_flops, step_gemms_match_the_model_calls) {
+    set_threads(1);
+    struct {
+        int pos, gran, input, qk, Hk;
+    } v[] = {{GP_NONE, 0, GI_HIDDEN, 1, 2},       {GP_SDPA, GG_ELEMENTWISE, GI_HIDDEN, 1, 2},
+             {GP_SDPA, GG_HEADWISE, GI_HIDDEN, 0, 4}, {GP_VALUE, GG_ELEMENTWISE, GI_STATIC, 1, 1},
+             {GP_DENSE, GG_ELEMENTWISE, GI_HIDDEN, 1, 2}};
+    for (size_t t = 0; t < sizeof v / sizeof v[0]; t++) {
+        Config cfg = tiny_config(40, 32, 2, 4, v[t].Hk, 48, 8, 2);
+        cfg.gate.position = v[t].pos;
+        cfg.gate.granularity = v[t].gran;
+        cfg.gate.input = v[t].input;
+        cfg.qk_norm = v[t].qk;
+        resolve_or_die(&cfg);
+        Model m;
+        cr_assert_eq(model_init(&m, &cfg), 0);
+        int n = cfg.batch * cfg.seq_len, tok[16], tgt[16];
+        for (int i = 0; i < n; i++) tok[i] = i % 40, tgt[i] = (i * 7) % 40;
+        nrec = 0;
+        recording = 1;
+        cr_assert(!isnan(model_forward(&m, tok, tgt, cfg.batch, cfg.seq_len)));
+        model_zero_grad(&m);
+        cr_assert_eq(model_backward(&m, tok), 0);
+        recording = 0;
+        model_free(&m);
+        BenchGemm want[256];
+        int k = bench_step_gemms(&cfg, want, 256);
+        cr_assert_eq(k, nrec, "variant %zu: %d gemms listed, the step made %d", t, k, nrec);
+        for (int i = 0; i < k; i++)
+            cr_expect(memcmp(&want[i], &rec[i], sizeof want[i]) == 0,
+                      "variant %zu gemm %d: listed %d%d %dx%dx%d ld %d %d %d b%d, called %d%d %dx%dx%d ld %d %d %d b%d", t,
+                      i, want[i].ta, want[i].tb, want[i].M, want[i].N, want[i].K, want[i].lda, want[i].ldb, want[i].ldc,
+                      want[i].beta, rec[i].ta, rec[i].tb, rec[i].M, rec[i].N, rec[i].K, rec[i].lda, rec[i].ldb,
+                      rec[i].ldc, rec[i].beta);
+    }
+}
+
+Test(bench_stats, median_mean_stddev_cv) {
+    double x[] = {4, 1, 3, 2};
+    BenchStats s;
+    bench_stats(x, 4, &s);
+    cr_expect_eq(s.median, 2.5);
+    cr_expect_eq(s.mean, 2.5);
+    cr_expect_float_eq(s.stddev, sqrt(5.0 / 3.0), 1e-12);
+    cr_expect_float_eq(s.cv, sqrt(5.0 / 3.0) / 2.5, 1e-12);
+    bench_stats(x, 3, &s);
+    cr_expect_eq(s.median, 3);
+    bench_stats(x, 1, &s);
+    cr_expect_eq(s.stddev, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* running, JSON out, store                                             */
+/* ------------------------------------------------------------------ */
+
+static const char RUN_SUITE[] =
+    "name: tiny\n"
+    "defaults: {repetitions: 3, iterations: 2, warmup: 1}\n"
+    "models:\n  m: {set: {model.d_model: 32, model.n_layer: 1, model.n_head: 4, model.d_ff: 48, model.seq_len: 16,"
+    " model.vocab_size: 64, train.batch: 2}}\n"
+    "cases:\n"
+    "  - kind: gate\n    gates: [{label: g}, {label: s, input: static, sharing: head_shared}]\n"
+    "    shapes: [{tokens: 16, heads: 2, width: 8}]\n"
+    "  - {kind: attention, pass: [forward, backward], T: 16, n_head: 2, d_head: 8, ceiling: sgemm/m/baseline}\n"
+    "  - {kind: op, op: [rmsnorm, rope, swiglu, crossentropy], tokens: 16, width: 8, heads: 2, T: 8}\n"
+    "  - kind: step\n    model: m\n";
+
+static void run_all(BenchSuite *s, BenchResult **res) {
+    char path[256], e[2048];
+    put("run.yaml", RUN_SUITE, path);
+    cr_assert_eq(bench_load_file(s, path, e, sizeof e), 0, "%s", e);
+    *res = calloc((size_t)s->n, sizeof **res);
+    cr_assert_not_null(*res);
+    BenchRunOpts o = {0, -1, 0};
+    for (int i = 0; i < s->n; i++) cr_assert_eq(bench_run_case(&s->c[i], &o, &(*res)[i], e, sizeof e), 0, "%s", e);
+}
+
+Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_tmp) {
+    set_threads(1);
+    BenchSuite s;
+    BenchResult *res;
+    run_all(&s, &res);
+    cr_assert_eq(s.n, 10);
+    for (int i = 0; i < s.n; i++) {
+        cr_expect_eq(res[i].n, 3);
+        for (int k = 0; k < 3; k++) cr_expect_eq(res[i].iters[k], 2);
+        cr_expect_gt(res[i].rs.median, 0);
+        cr_expect_gt(res[i].flops, 0);
+    }
+    int step = bench_find(&s, "step/m/baseline"), att = bench_find(&s, "attention/forward/T16");
+    cr_expect(bench_gflops(&s, res, step) > 0);
+    cr_expect(bench_pct_ceiling(&s, res, step) > 0);
+    cr_expect(bench_pct_ceiling(&s, res, att) > 0);
+    cr_expect(isnan(bench_pct_ceiling(&s, res, 0)));
+
+    char jpath[256], e[600];
+    snprintf(jpath, sizeof jpath, "%s/out.json", tmpdir);
+    FILE *f = fopen(jpath, "w");
+    cr_assert_not_null(f);
+    BenchContext ctx = {"gated bench", "run.yaml", "abc", "-O2", "OpenBLAS", 1, 0};
+    cr_assert_eq(bench_write_json(f, &s, res, &ctx), 0);
+    cr_assert_eq(fclose(f), 0);
+
+    BenchJson *j = bench_json_parse_file(jpath, e, sizeof e);
+    cr_assert_not_null(j, "%s", e);
+    const BenchJson *cx = bench_json_get(j, "context"), *b = bench_json_get(j, "benchmarks");
+    cr_assert(cx && cx->type == BJ_OBJ && b && b->type == BJ_ARR);
+    const char *ckeys[] = {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
+                           "caches", "load_avg", "library_build_type"};
+    for (int i = 0; i < 9; i++) cr_expect_not_null(bench_json_get(cx, ckeys[i]), "context.%s", ckeys[i]);
+    cr_assert_eq(b->n, s.n * (3 + 4));
+    int aggs[4] = {0}, iters = 0, with_items = 0;
+    for (int i = 0; i < b->n; i++) {
+        const BenchJson *r = b->v[i];
+        const char *req[] = {"name", "run_name", "run_type", "repetitions", "threads", "iterations",
+                             "real_time", "cpu_time", "time_unit", "family_index", "per_family_instance_index"};
+        for (int k = 0; k < 11; k++) cr_expect_not_null(bench_json_get(r, req[k]), "benchmarks[%d].%s", i, req[k]);
+        const BenchJson *rt = bench_json_get(r, "run_type"), *tu = bench_json_get(r, "time_unit");
+        cr_assert(rt && rt->type == BJ_STR && tu && tu->type == BJ_STR);
+        cr_expect(strcmp(tu->str, "ns") == 0 || strcmp(tu->str, "us") == 0 || strcmp(tu->str, "ms") == 0 ||
+                  strcmp(tu->str, "s") == 0);
+        const BenchJson *rn = bench_json_get(r, "run_name"), *nm = bench_json_get(r, "name");
+        if (strcmp(rt->str, "iteration") == 0) {
+            iters++;
+            cr_expect_not_null(bench_json_get(r, "repetition_index"));
+            cr_expect_str_eq(nm->str, rn->str);
+        } else {
+            cr_assert_str_eq(rt->str, "aggregate");
+            const BenchJson *an = bench_json_get(r, "aggregate_name"), *au = bench_json_get(r, "aggregate_unit");
+            cr_assert(an && an->type == BJ_STR && au && au->type == BJ_STR);
+            const char *names[] = {"median", "mean", "stddev", "cv"};
+            int hit = 0;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(an->str, names[k]) == 0) aggs[k]++, hit = 1;
+            cr_expect(hit, "aggregate_name %s", an->str);
+            char want[256];
+            snprintf(want, sizeof want, "%s_%s", rn->str, an->str);
+            cr_expect_str_eq(nm->str, want);
+            cr_expect_str_eq(au->str, strcmp(an->str, "cv") == 0 ? "percentage" : "time");
+        }
+        const BenchJson *ips = bench_json_get(r, "items_per_second");
+        if (ips) {
+            with_items++;
+            cr_expect(strncmp(rn->str, "step/", 5) == 0, "%s has items_per_second", rn->str);
+        }
+    }
+    cr_expect_eq(iters, s.n * 3);
+    for (int k = 0; k < 4; k++) cr_expect_eq(aggs[k], s.n);
+    cr_expect_eq(with_items, 3 + 4); /* the step: 3 iterations and 4 aggregates */
+    bench_json_free(j);
+
+    /* an independent parser, when there is one */
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+                 "assert d[\"benchmarks\"][0][\"run_type\"]==\"iteration\"' '%s'",
+                 jpath);
+        cr_expect_eq(system(cmd), 0);
+    }
+
+    /* store rows */
+    char dpath[256], err[1024];
+    snprintf(dpath, sizeof dpath, "%s/b.db", tmpdir);
+    Store *st;
+    cr_assert_eq(store_open(&st, dpath, err, sizeof err), 0, "%s", err);
+    StoreBenchRow rows[16];
+    for (int i = 0; i < s.n; i++)
+        rows[i] = (StoreBenchRow){s.c[i].name, bench_kind_names[s.c[i].kind], res[i].n, 6, res[i].rs.median,
+                                  res[i].rs.mean, res[i].rs.stddev, res[i].rs.cv, res[i].cs.median, res[i].flops,
+                                  bench_gflops(&s, res, i), bench_pct_ceiling(&s, res, i),
+                                  res[i].tokens > 0 ? res[i].tokens / res[i].rs.median : NAN, res[i].real, res[i].n};
+    cr_assert_eq(store_bench_record(st, "b1", s.name, 1, NULL, "gated bench", rows, s.n), 0, "%s", store_errmsg(st));
+    cr_assert_eq(store_bench_record(st, "b1", s.name, 1, NULL, "gated bench", rows, 2), 0, "%s", store_errmsg(st));
+    cr_assert_eq(store_bench_record(st, "b2", s.name, 1, NULL, NULL, rows, 1), 0, "%s", store_errmsg(st));
+    sqlite3_stmt *q;
+    cr_assert_eq(sqlite3_prepare_v2(store_db(st),
+                                    "SELECT count(*), sum(pct_ceiling IS NULL), sum(tokens_per_s IS NOT NULL),"
+                                    " max(json_array_length(samples)) FROM bench WHERE bench_id = ?1",
+                                    -1, &q, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(q, 1, "b1", -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+    cr_expect_eq(sqlite3_column_int(q, 0), s.n);
+    cr_expect_eq(sqlite3_column_int(q, 1), s.n - 3); /* step and the two attention cases have a ceiling */
+    cr_expect_eq(sqlite3_column_int(q, 2), 1);
+    cr_expect_eq(sqlite3_column_int(q, 3), 3);
+    sqlite3_finalize(q);
+    store_close(st);
+
+    for (int i = 0; i < s.n; i++) bench_result_free(&res[i]);
+    free(res);
+    bench_suite_free(&s);
+}
+
+/* ------------------------------------------------------------------ */
+/* compare                                                              */
+/* ------------------------------------------------------------------ */
+
+/* A benchmark JSON with, per case, iteration rows (values in unit) and,
+ * if med >= 0, a median aggregate. */
+static void gb_file(const char *name, const char *body, char *path) {
+    char text[8192];
+    snprintf(text, sizeof text, "{\"context\": {\"date\": \"x\"}, \"benchmarks\": [%s]}", body);
+    put(name, text, path);
+}
+
+#define IT(n, t, u) "{\"name\": \"" n "\", \"run_name\": \"" n "\", \"run_type\": \"iteration\", \"real_time\": " t ", \"cpu_time\": " t ", \"time_unit\": \"" u "\"}"
+#define MED(n, t, u) "{\"name\": \"" n "_median\", \"run_name\": \"" n "\", \"run_type\": \"aggregate\", \"aggregate_name\": \"median\", \"real_time\": " t ", \"cpu_time\": " t ", \"time_unit\": \"" u "\"}"
+#define AGG(n, a, t) "{\"name\": \"" n "_" a "\", \"run_name\": \"" n "\", \"run_type\": \"aggregate\", \"aggregate_name\": \"" a "\", \"real_time\": " t ", \"cpu_time\": " t ", \"time_unit\": \"ms\"}"
+
+static int compare(const char *a, const char *b, double thr, int fail_missing, char *out, size_t cap) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    BenchCompareOpts o = {thr, "real_time", fail_missing};
+    int rc = bench_compare_files(a, b, &o, f, f);
+    fclose(f);
+    snprintf(out, cap, "%s", buf ? buf : "");
+    free(buf);
+    return rc;
+}
+
+Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tmp) {
+    char base[256], head[256], out[8192];
+    /* case a: median aggregate 100 ms (iteration rows disagree on purpose:
+     * the aggregate wins); b: median of iterations 10, 11, 30 us = 11 us;
+     * c: 1 s; d: only in base; the mean/stddev/cv aggregates are ignored */
+    gb_file("base.json",
+            IT("a", "90", "ms") "," IT("a", "150", "ms") "," MED("a", "100", "ms") "," AGG("a", "mean", "120") ","
+            AGG("a", "cv", "0.5") "," IT("b", "10", "us") "," IT("b", "30", "us") "," IT("b", "11", "us") ","
+            IT("c", "1", "s") "," IT("d", "5", "ms"),
+            base);
+    /* a +4% (in seconds), b +1.8% (in ns), c -50%, e new */
+    gb_file("head.json",
+            MED("a", "0.104", "s") "," IT("b", "11200", "ns") "," IT("c", "500", "ms") "," IT("e", "1", "ms"), head);
+    cr_expect_eq(compare(base, head, 3, 0, out, sizeof out), 3, "%s", out);
+    cr_expect(strstr(out, "regressions over 3% (real_time): a (+4.0%)"), "%s", out);
+    cr_expect(strstr(out, "missing in "), "%s", out);
+    cr_expect(strstr(out, "MISSING in head"), "%s", out);
+    cr_expect(strstr(out, ": d\n"), "%s", out);
+    cr_expect(strstr(out, "new in head"), "%s", out);
+    cr_expect(strstr(out, "faster"), "%s", out);
+    cr_expect(!strstr(out, "b (+"), "b is within the threshold: %s", out);
+    /* within a 5% threshold: 0, missing still reported */
+    cr_expect_eq(compare(base, head, 5, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "MISSING in head"), "%s", out);
+    /* --fail-missing turns a missing case into a failure */
+    cr_expect_eq(compare(base, head, 5, 1, out, sizeof out), 3, "%s", out);
+    /* a file against itself */
+    cr_expect_eq(compare(base, base, 0, 1, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "no regression over 0% (real_time) in 4 cases"), "%s", out);
+
+    /* a counter metric (the perf gate's instructions) */
+    char cb[256], ch[256];
+    gb_file("cb.json", "{\"name\": \"k\", \"run_type\": \"iteration\", \"real_time\": 0, \"time_unit\": \"ns\", \"instructions\": 1000000}", cb);
+    gb_file("ch.json", "{\"name\": \"k\", \"run_type\": \"iteration\", \"real_time\": 0, \"time_unit\": \"ns\", \"instructions\": 1031000}", ch);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    BenchCompareOpts o = {3, "instructions", 1};
+    cr_expect_eq(bench_compare_files(cb, ch, &o, f, f), 3);
+    o.threshold = 3.2;
+    cr_expect_eq(bench_compare_files(cb, ch, &o, f, f), 0);
+    fclose(f);
+    free(buf);
+
+    /* not JSON, no benchmarks array: 2 */
+    char bad[256], nob[256];
+    put("bad.json", "{\"benchmarks\": [", bad);
+    put("nob.json", "{\"context\": {}}", nob);
+    cr_expect_eq(compare(bad, head, 3, 0, out, sizeof out), 2);
+    cr_expect(strstr(out, "not valid JSON"), "%s", out);
+    cr_expect_eq(compare(base, nob, 3, 0, out, sizeof out), 2);
+    cr_expect(strstr(out, "no \"benchmarks\" array"), "%s", out);
+}
+
+Test(bench_json, parser_accepts_json_and_gb_specials) {
+    char e[300];
+    BenchJson *j = bench_json_parse("{\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\n\"], \"b\": NaN, \"c\": -Infinity}",
+                                    e, sizeof e);
+    cr_assert_not_null(j, "%s", e);
+    const BenchJson *a = bench_json_get(j, "a");
+    cr_assert(a && a->type == BJ_ARR && a->n == 6);
+    cr_expect_eq(a->v[1]->num, -2500);
+    cr_expect_str_eq(a->v[5]->str, "x\xc3\xa9\n");
+    cr_expect(isnan(bench_json_get(j, "b")->num));
+    cr_expect(isinf(bench_json_get(j, "c")->num));
+    bench_json_free(j);
+    const char *bad[] = {"{", "[1,]", "{\"a\" 1}", "01", "\"abc", "[1] x", "{\"a\": .5}"};
+    for (int i = 0; i < 7; i++) {
+        j = bench_json_parse(bad[i], e, sizeof e);
+        cr_expect_null(j, "accepted %s", bad[i]);
+        cr_expect(strncmp(e, "line 1 col ", 11) == 0, "%s: %s", bad[i], e);
+        bench_json_free(j);
+    }
+}
