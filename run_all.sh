@@ -61,7 +61,7 @@ for s in $sweeps; do
     build/gated sweep "experiments/$s.yaml" --db "$db" --jobs "$jobs" --rerun-failed || status=1
 done
 
-echo "== benchmarks: not yet available (gated bench arrives with issue 5)"
+echo "== benchmarks: not part of run_all.sh yet; run make bench (see README)"
 
 echo "== report"
 build/gated report --db "$db" --out "$out" || status=1
