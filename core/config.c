@@ -123,7 +123,7 @@ static int key_index(const char *key) {
 static int int_is_64(const ConfigKey *k) { return k->offset == offsetof(Config, seed); }
 
 /* True when some schema key lives under "name." (model, model.gate, train). */
-static int is_section(const char *name) {
+int config_is_section(const char *name) {
     size_t n = strlen(name);
     if (n == 0) return 0;
     for (size_t i = 0; i < NKEYS; i++)
@@ -200,7 +200,7 @@ static int fail_key(ConfigError *err, int idx, const char *fmt, ...) {
 
 /* s as it goes between double quotes in a message: '"' and '\' escaped,
  * control bytes as \xNN, long text cut with "...". */
-static void quote(const char *s, char *out, size_t cap) {
+void config_quote(const char *s, char *out, size_t cap) {
     static const size_t keep = 64;
     size_t o = 0, n = 0;
     if (cap == 0) return;
@@ -225,7 +225,7 @@ static void quote(const char *s, char *out, size_t cap) {
 /* "expected ..., got "TEXT"" for key k. */
 static void expected(const ConfigKey *k, const char *text, char *why, size_t cap) {
     char q[400];
-    quote(text, q, sizeof q);
+    config_quote(text, q, sizeof q);
     switch (k->type) {
     case CT_INT: snprintf(why, cap, "expected integer in [%.0f, %.0f], got \"%s\"", k->min, k->max, q); break;
     case CT_FLOAT: snprintf(why, cap, "expected number in [%g, %g], got \"%s\"", k->min, k->max, q); break;
@@ -241,7 +241,7 @@ static void expected(const ConfigKey *k, const char *text, char *why, size_t cap
 }
 
 /* Levenshtein distance; long strings count as far apart. */
-static int edit_distance(const char *a, const char *b) {
+int config_edit_distance(const char *a, const char *b) {
     enum { MAXLEN = 255 };
     size_t la = strlen(a), lb = strlen(b);
     if (la > MAXLEN || lb > MAXLEN) return 1 << 20;
@@ -269,7 +269,7 @@ static const char *leaf(const char *key) {
 static const char *suggest(const char *key) {
     int best = -1, bestd = 0;
     for (size_t i = 0; i < NKEYS; i++) {
-        int d = edit_distance(key, config_schema[i].key);
+        int d = config_edit_distance(key, config_schema[i].key);
         if (best < 0 || d < bestd) best = (int)i, bestd = d;
     }
     if (best >= 0 && bestd <= 3) return config_schema[best].key;
@@ -435,7 +435,7 @@ static int walk_mapping(Loader *L, yaml_node_t *map, const char *prefix) {
         const char *name = (const char *)kn->data.scalar.value;
         int n = *prefix ? snprintf(full, sizeof full, "%s.%s", prefix, name) : snprintf(full, sizeof full, "%s", name);
         if (n < 0 || (size_t)n >= sizeof full) {
-            quote(name, q, sizeof q);
+            config_quote(name, q, sizeof q);
             snprintf(why, sizeof why, "key too long: \"%s\"", q);
             return fail_node(L, kn, NULL, why);
         }
@@ -466,12 +466,12 @@ static int walk_mapping(Loader *L, yaml_node_t *map, const char *prefix) {
             if (parse_value(k, text, L->c, why, sizeof why) != 0) return fail_node(L, vn, full, why);
             L->line[idx] = (int)kn->start_mark.line + 1;
             L->col[idx] = (int)kn->start_mark.column + 1;
-        } else if (is_section(full)) {
+        } else if (config_is_section(full)) {
             if (vn->type == YAML_MAPPING_NODE) {
                 if (walk_mapping(L, vn, full) != 0) return -1;
             } else if (!is_null_scalar(vn)) { /* "model:" alone is an empty section */
                 if (vn->type == YAML_SCALAR_NODE) {
-                    quote((const char *)vn->data.scalar.value, q, sizeof q);
+                    config_quote((const char *)vn->data.scalar.value, q, sizeof q);
                     snprintf(why, sizeof why, "expected a mapping (section), got \"%s\"", q);
                 } else {
                     snprintf(why, sizeof why, "expected a mapping (section), got %s", node_kind(vn));
@@ -544,7 +544,7 @@ int config_load_file(Config *c, const char *path, ConfigError *err) {
     } else if (root->type != YAML_MAPPING_NODE) {
         char why[600], q[400];
         if (root->type == YAML_SCALAR_NODE) {
-            quote((const char *)root->data.scalar.value, q, sizeof q);
+            config_quote((const char *)root->data.scalar.value, q, sizeof q);
             snprintf(why, sizeof why, "expected a mapping of keys at the top level, got \"%s\"", q);
         } else {
             snprintf(why, sizeof why, "expected a mapping of keys at the top level, got %s", node_kind(root));
@@ -602,7 +602,7 @@ int config_set(Config *c, const char *assignment, ConfigError *err) {
 
     const ConfigKey *k = config_find(key);
     if (!k) {
-        if (is_section(key)) {
+        if (config_is_section(key)) {
             const char *eg = "";
             for (size_t i = 0; i < NKEYS && !*eg; i++)
                 if (strncmp(config_schema[i].key, key, strlen(key)) == 0) eg = config_schema[i].key;

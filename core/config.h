@@ -129,4 +129,13 @@ extern const ConfigKey config_schema[];
 extern const int config_schema_len;
 const ConfigKey *config_find(const char *key);
 
+/* Helpers shared by the YAML readers (run configs, sweeps): */
+/* s as it goes between double quotes in a message: '"' and '\' escaped,
+ * control bytes as \xNN, long text cut with "...". */
+void config_quote(const char *s, char *out, size_t cap);
+/* Levenshtein distance (for did-you-mean); very long strings count as far. */
+int config_edit_distance(const char *a, const char *b);
+/* True when some schema key lives under "name." (model, model.gate, train). */
+int config_is_section(const char *name);
+
 #endif

@@ -178,57 +178,12 @@ static const char *scalar(const yaml_node_t *n) {
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-/* s between double quotes in a message: '"' and '\' escaped, control bytes
- * as \xNN, long text cut with "...". */
-static void quote(const char *s, char *out, size_t cap) {
-    size_t o = 0, n = 0;
-    if (cap == 0)
-        return;
-    for (; *s && n < 64 && o + 5 < cap; s++, n++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)ch;
-        } else if (ch < 0x20 || ch == 0x7f) {
-            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
-        } else {
-            out[o++] = (char)ch;
-        }
-    }
-    if (*s && o + 4 <= cap) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
-}
-
-/* Levenshtein distance, for did-you-mean among the sweep's own keys. */
-static int edit_distance(const char *a, const char *b) {
-    enum { MAXLEN = 63 };
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > MAXLEN || lb > MAXLEN)
-        return 1 << 20;
-    int prev[MAXLEN + 1], cur[MAXLEN + 1];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
-    }
-    return prev[lb];
-}
-
 /* "unknown key" plus " (did you mean X?)" for the nearest of names within 3 edits. */
 static void unknown_among(const char *key, const char *const *names, char *why, size_t cap) {
     const char *best = NULL;
     int bestd = 4;
     for (int i = 0; names[i]; i++) {
-        int d = edit_distance(key, names[i]);
+        int d = config_edit_distance(key, names[i]);
         if (d < bestd)
             best = names[i], bestd = d;
     }
@@ -236,17 +191,6 @@ static void unknown_among(const char *key, const char *const *names, char *why, 
         snprintf(why, cap, "unknown key (did you mean %s?)", best);
     else
         snprintf(why, cap, "unknown key");
-}
-
-/* True when some schema key lives under "name." (model, model.gate, train). */
-static int is_section(const char *name) {
-    size_t n = strlen(name);
-    if (n == 0)
-        return 0;
-    for (int i = 0; i < config_schema_len; i++)
-        if (strncmp(config_schema[i].key, name, n) == 0 && config_schema[i].key[n] == '.')
-            return 1;
-    return 0;
 }
 
 /* Growable string. */
@@ -408,10 +352,10 @@ static int walk_set(P *p, yaml_node_t *map, const char *prefix, OvList *l, const
                          ov_push(p, l, full, scalar(vn), nline(kn), ncol(kn), nline(vn), ncol(vn)))
                     rc = -1;
             } else if (vn->type == YAML_MAPPING_NODE &&
-                       (is_section(full) || vn->data.mapping.pairs.top > vn->data.mapping.pairs.start)) {
+                       (config_is_section(full) || vn->data.mapping.pairs.top > vn->data.mapping.pairs.start)) {
                 /* a section; an unknown one fails at its first key, named in full */
                 rc = walk_set(p, vn, full, l, what);
-            } else if (is_section(full) && is_null(vn)) {
+            } else if (config_is_section(full) && is_null(vn)) {
                 /* "model:" alone: an empty section */
             } else {
                 /* unknown key or a section given a value: config_set says which */
@@ -519,7 +463,7 @@ static int parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
         for (int j = 0; j < i; j++)
             if (strcmp(rows[j].label, scalar(label)) == 0) {
                 char q[300];
-                quote(scalar(label), q, sizeof q);
+                config_quote(scalar(label), q, sizeof q);
                 rc = PERR_NODE(p, label, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
                                rows[j].line);
                 break;
@@ -623,7 +567,7 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
         if (vn->type != YAML_MAPPING_NODE) {
             char q[300] = "";
             if (vn->type == YAML_SCALAR_NODE)
-                quote(scalar(vn), q, sizeof q);
+                config_quote(scalar(vn), q, sizeof q);
             rc = vn->type == YAML_SCALAR_NODE
                      ? PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got \"%s\"", q)
                      : PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", node_kind(vn));
@@ -676,7 +620,7 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
         if (values->type != YAML_SEQUENCE_NODE) {
             char q[300] = "";
             if (values->type == YAML_SCALAR_NODE)
-                quote(scalar(values), q, sizeof q);
+                config_quote(scalar(values), q, sizeof q);
             rc = values->type == YAML_SCALAR_NODE
                      ? PERR_NODE(p, values, key, "values: expected a list, got \"%s\" (use value: for a constant)", q)
                      : PERR_NODE(p, values, key, "values: expected a list, got %s", node_kind(values));
@@ -701,7 +645,7 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
             for (int j = 0; rc == 0 && j < i; j++)
                 if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
                     char q[300];
-                    quote(pm->vals[i], q, sizeof q);
+                    config_quote(pm->vals[i], q, sizeof q);
                     rc = PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
                                    pm->vc[j]);
                 }
@@ -898,7 +842,7 @@ static char *format_name(const char *t, const Sweep *s, const SweepRun *r, const
  * default's "config" origin becomes the row; a base-file origin stays. */
 static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *row, int index, long long seed) {
     char ctx[400], q[300];
-    quote(row->label, q, sizeof q);
+    config_quote(row->label, q, sizeof q);
     snprintf(ctx, sizeof ctx, " (run %d: %s, seed %lld)", index, q, seed);
     if (strncmp(msg, "--set ", 6) == 0)
         for (int i = nov - 1; i >= 0; i--) {
@@ -1027,7 +971,7 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
     if (root->type != YAML_MAPPING_NODE) {
         char q[300] = "";
         if (root->type == YAML_SCALAR_NODE)
-            quote(scalar(root), q, sizeof q);
+            config_quote(scalar(root), q, sizeof q);
         return root->type == YAML_SCALAR_NODE
                    ? PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got \"%s\"", q)
                    : PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
@@ -1055,7 +999,7 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
                                                             : NULL;
         if (!slot) {
             char why[200];
-            if (config_find(k) || is_section(k))
+            if (config_find(k) || config_is_section(k))
                 snprintf(why, sizeof why, "unknown key (config keys go under set:, or in the base file)");
             else
                 unknown_among(k, top_keys, why, sizeof why);
@@ -1105,7 +1049,7 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
             s->method = SWEEP_ZIP;
         else {
             char q[300];
-            quote(m, q, sizeof q);
+            config_quote(m, q, sizeof q);
             return PERR_NODE(p, t.method, "method", "expected grid or zip, got \"%s\"", q);
         }
     } else {
@@ -1153,7 +1097,7 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         if (t.seeds->type != YAML_SEQUENCE_NODE) {
             char q[300] = "";
             if (t.seeds->type == YAML_SCALAR_NODE)
-                quote(scalar(t.seeds), q, sizeof q);
+                config_quote(scalar(t.seeds), q, sizeof q);
             rc = t.seeds->type == YAML_SCALAR_NODE
                      ? PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got \"%s\"", q)
                      : PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got %s", node_kind(t.seeds));
@@ -1234,10 +1178,10 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         if (!found) {
             char q[300];
             Buf lb = {0};
-            quote(b, q, sizeof q);
+            config_quote(b, q, sizeof q);
             for (int r = 0; r < nrows && r < 8; r++) {
                 char ql[300];
-                quote(rows[r].label, ql, sizeof ql);
+                config_quote(rows[r].label, ql, sizeof ql);
                 if (r)
                     buf_str(&lb, ", ");
                 buf_str(&lb, ql);
@@ -1327,7 +1271,7 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         const SweepRun *a = &s->runs[order[i - 1]], *b = &s->runs[order[i]];
         if (strcmp(a->name, b->name) == 0) {
             char q[300];
-            quote(a->name, q, sizeof q);
+            config_quote(a->name, q, sizeof q);
             rc = perr(p, tl, tc, "run_name", "runs %d and %d are both named \"%s\" (use {label}, {seed} or {index})",
                       a->index, b->index, q);
             goto bad;
@@ -1339,8 +1283,8 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         if (strcmp(a->run_id, b->run_id) == 0) {
             const Row *rb = &rows[b->row];
             char qa[300], qb[300];
-            quote(a->label, qa, sizeof qa);
-            quote(b->label, qb, sizeof qb);
+            config_quote(a->label, qa, sizeof qa);
+            config_quote(b->label, qb, sizeof qb);
             rc = perr(p, rb->line, rb->col, rb->where,
                       "\"%s\" resolves to the same configuration as \"%s\" (run id %s); each configuration runs once",
                       qb, qa, a->run_id);
