@@ -654,25 +654,36 @@ bad:
     return -1;
 }
 
-const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap) {
+/* Prepare sql (whose one parameter ?1 is a run id) and step to the run's
+ * row: 0 with the statement in *out (the caller finalizes it), or -1 with
+ * the error set ("no run ID" when absent) and nothing to finalize. */
+static int run_row(Store *s, const char *sql, const char *run_id, const char *what, sqlite3_stmt **out) {
     sqlite3_stmt *st;
     s->err[0] = '\0';
-    if (prep(s, &st, "SELECT status, heartbeat_at FROM runs WHERE run_id = ?1")) return NULL;
+    if (prep(s, &st, sql)) return -1;
     if (bind(s, st, "t", run_id)) {
         (void)sqlite3_finalize(st);
-        return NULL;
+        return -1;
     }
     int r = sqlite3_step(st);
     if (r == SQLITE_DONE) {
         fail(s, "%s: no run %s", s->path, run_id);
         (void)fin(s, st);
-        return NULL;
+        return -1;
     }
     if (r != SQLITE_ROW) {
-        dbfail(s, "run_status");
+        dbfail(s, what);
         (void)sqlite3_finalize(st);
-        return NULL;
+        return -1;
     }
+    *out = st;
+    return 0;
+}
+
+const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap) {
+    sqlite3_stmt *st;
+    if (run_row(s, "SELECT status, heartbeat_at FROM runs WHERE run_id = ?1", run_id, "run_status", &st))
+        return NULL;
     const char *eff = effective_status(col_text(st, 0), sqlite3_column_double(st, 1), now_s());
     int n = snprintf(buf, cap, "%s", eff);
     if (fin(s, st)) return NULL;
@@ -1480,23 +1491,8 @@ static int ensure_sweep_schema(Store *s) {
 
 const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap) {
     sqlite3_stmt *st;
-    s->err[0] = '\0';
-    if (prep(s, &st, "SELECT code_version FROM runs WHERE run_id = ?1")) return NULL;
-    if (bind(s, st, "t", run_id)) {
-        (void)sqlite3_finalize(st);
+    if (run_row(s, "SELECT code_version FROM runs WHERE run_id = ?1", run_id, "run_code_version", &st))
         return NULL;
-    }
-    int r = sqlite3_step(st);
-    if (r == SQLITE_DONE) {
-        fail(s, "%s: no run %s", s->path, run_id);
-        (void)fin(s, st);
-        return NULL;
-    }
-    if (r != SQLITE_ROW) {
-        dbfail(s, "run_code_version");
-        (void)sqlite3_finalize(st);
-        return NULL;
-    }
     int n = snprintf(buf, cap, "%s", col_text_or(st, 0, "unknown"));
     if (fin(s, st)) return NULL;
     if (n < 0 || (size_t)n >= cap) {
