@@ -1131,76 +1131,24 @@ static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
 
 static int is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
 
-/* Validation loss against step, per variant. */
-static int plot_val_loss(R *r, RSweep *s) {
-    char *base = sfmt(r, "%s-val_loss", s->fname);
-    if (!base) return -1;
-    FILE *dat, *gp;
-    char *datp, *gpp;
-    int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
-    int blocks = 0;
-    if (rc == 0) {
-        gp_head(r, gp, base, "validation loss against step, mean over seeds (finished runs)");
-        fprintf(gp, "set title ");
-        gp_str(gp, s->name);
-        fprintf(gp, "\nset xlabel 'step'\nset ylabel 'validation loss (nats/token), mean over seeds'\nplot");
-    }
-    for (int k = 0; rc == 0 && k < s->nvars; k++) {
-        RVar *v = &s->vars[k];
-        Pts pts = {0};
-        for (int i = 0; rc == 0 && i < v->nruns; i++) {
-            const RRun *u = &s->runs[v->runs[i]];
-            if (!is_finished(u)) continue;
-            sqlite3_stmt *st;
-            if ((rc = q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3",
-                             "ttt", u->run_id, "val_loss", "")))
-                break;
-            int sr;
-            while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW)
-                rc = pts_add(r, &pts, (double)sqlite3_column_int64(st, 0), col_real(st, 1));
-            if (rc)
-                sqlite3_finalize(st);
-            else
-                rc = q_done(r, st, sr, "read metrics");
-        }
-        if (rc == 0 && pts.n) {
-            fprintf(dat, "# %s: step, mean, std, runs\n", v->label);
-            pts_write(&pts, dat);
-            fprintf(dat, "\n\n");
-            fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
-                    blocks);
-            gp_str(gp, v->label);
-            blocks++;
-        }
-        free(pts.p);
-    }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
-    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-    if (rc == 0 && blocks) {
-        char *t = sfmt(r, "Validation loss against step (mean over seeds)");
-        rc = t ? plot_finish(r, s, base, t) : -1;
-    }
-    free(base);
-    return rc;
-}
-
-/* A per-layer probe (f_attn or m_act) at the last step, per variant. */
-static int plot_layers(R *r, RSweep *s, const char *key, const char *ylabel, const char *title, int logy) {
+/* One line per variant of metric `key`, mean over the finished seeds:
+ * against the step (per_layer 0: context '', every step) or against the
+ * layer (per_layer 1: context 'layer=N', each run's last step). */
+static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const char *ylabel, const char *title,
+                       int logy) {
     char *base = sfmt(r, "%s-%s", s->fname, key);
     if (!base) return -1;
     FILE *dat, *gp;
     char *datp, *gpp;
     int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
     int blocks = 0;
+    const char *xname = per_layer ? "layer" : "step";
     if (rc == 0) {
         gp_head(r, gp, base, title);
         fprintf(gp, "set title ");
         gp_str(gp, s->name);
-        fprintf(gp, "\nset xlabel 'layer'\nset xtics 1\n%sset ylabel ", logy ? "set logscale y\n" : "");
+        fprintf(gp, "\nset xlabel '%s'\n%s%sset ylabel ", xname, per_layer ? "set xtics 1\n" : "",
+                logy ? "set logscale y\n" : "");
         gp_str(gp, ylabel);
         fprintf(gp, "\nplot");
     }
@@ -1211,16 +1159,20 @@ static int plot_layers(R *r, RSweep *s, const char *key, const char *ylabel, con
             const RRun *u = &s->runs[v->runs[i]];
             if (!is_finished(u)) continue;
             sqlite3_stmt *st;
-            if ((rc = q_prep(r, &st,
-                             "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
-                             " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
-                             " x.key = m.key AND x.context = m.context)",
-                             "tt", u->run_id, key)))
-                break;
+            if (per_layer)
+                rc = q_prep(r, &st,
+                            "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
+                            " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
+                            " x.key = m.key AND x.context = m.context)",
+                            "tt", u->run_id, key);
+            else
+                rc = q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3",
+                            "ttt", u->run_id, key, "");
+            if (rc) break;
             int sr;
             while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
-                long l = parse_layer(col_text(st, 0));
-                if (l >= 0) rc = pts_add(r, &pts, (double)l, col_real(st, 1));
+                double x = per_layer ? (double)parse_layer(col_text(st, 0)) : (double)sqlite3_column_int64(st, 0);
+                if (x >= 0) rc = pts_add(r, &pts, x, col_real(st, 1));
             }
             if (rc)
                 sqlite3_finalize(st);
@@ -1228,7 +1180,7 @@ static int plot_layers(R *r, RSweep *s, const char *key, const char *ylabel, con
                 rc = q_done(r, st, sr, "read metrics");
         }
         if (rc == 0 && pts.n) {
-            fprintf(dat, "# %s: layer, mean, std, runs\n", v->label);
+            fprintf(dat, "# %s: %s, mean, std, runs\n", v->label, xname);
             pts_write(&pts, dat);
             fprintf(dat, "\n\n");
             fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
@@ -1571,11 +1523,13 @@ static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
 }
 
 static int make_plots(R *r, RSweep *s) {
-    if (plot_val_loss(r, s)) return -1;
-    if (plot_layers(r, s, "f_attn", "F-Attn (attention on position 0)", "F-Attn per layer (last step, mean over seeds)",
+    if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds",
+                    "Validation loss against step (mean over seeds)", 0))
+        return -1;
+    if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer (last step, mean over seeds)",
                     0))
         return -1;
-    if (plot_layers(r, s, "m_act", "M-Act (max |h| of the layer output, log scale)",
+    if (plot_series(r, s, "m_act", 1, "M-Act (max |h| of the layer output, log scale)",
                     "M-Act per layer (last step, mean over seeds; log scale)", 1))
         return -1;
     for (int k = 0; k < s->nvars; k++) {
