@@ -21,6 +21,7 @@
  */
 #include "config.h"
 #include "variant.h"
+#include "yamlfile.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -503,7 +504,7 @@ static int yaml_problem(const char *path, const yaml_parser_t *p, ConfigError *e
     }
 }
 
-int config_load_file(Config *c, const char *path, ConfigError *err) {
+int yaml_file_load(const char *path, const char *kind, yaml_document_t *doc, ConfigError *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, "%s: error: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -511,33 +512,53 @@ int config_load_file(Config *c, const char *path, ConfigError *err) {
         fclose(f);
         return fail(err, "%s: error: cannot open: %s", path, strerror(EISDIR));
     }
+    yaml_parser_t parser;
+    int rc = -1;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(f);
+        return fail(err, "%s: error: out of memory", path);
+    }
+    yaml_parser_set_input_file(&parser, f);
+    if (!yaml_parser_load(&parser, doc)) {
+        yaml_problem(path, &parser, err);
+    } else {
+        /* a second document would be silently ignored: refuse it */
+        yaml_document_t extra;
+        if (!yaml_parser_load(&parser, &extra)) {
+            yaml_problem(path, &parser, err);
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                fail(err, "%s:%zu:%zu: error: more than one YAML document (%s holds one)", path,
+                     extra.start_mark.line + 1, extra.start_mark.column + 1, kind);
+            else
+                rc = 0;
+            yaml_document_delete(&extra);
+        }
+        if (rc) yaml_document_delete(doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
 
+int config_load_file(Config *c, const char *path, ConfigError *err) {
+    yaml_document_t doc;
+    if (yaml_file_load(path, "a run file", &doc, err)) return -1;
     Loader *L = calloc(1, sizeof *L);
     Config *stage = malloc(sizeof *stage);
     if (!L || !stage) {
         free(L);
         free(stage);
-        fclose(f);
+        yaml_document_delete(&doc);
         return fail(err, "%s: error: out of memory", path);
     }
     *stage = *c;
     L->path = path;
     L->c = stage;
     L->err = err;
-
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    int rc = -1;
-    if (!yaml_parser_initialize(&parser)) {
-        fail(err, "%s: error: out of memory", path);
-        goto out_nop;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        yaml_problem(path, &parser, err);
-        goto out_parser;
-    }
     L->doc = &doc;
+
+    int rc = -1;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (!root || is_null_scalar(root)) {
         rc = 0; /* empty file: nothing set */
@@ -553,27 +574,12 @@ int config_load_file(Config *c, const char *path, ConfigError *err) {
     } else {
         rc = walk_mapping(L, root, "");
     }
-    if (rc == 0) { /* a second document would be silently ignored: refuse it */
-        if (!yaml_parser_load(&parser, &extra)) {
-            rc = yaml_problem(path, &parser, err);
-        } else {
-            yaml_node_t *r2 = yaml_document_get_root_node(&extra);
-            if (r2)
-                rc = fail(err, "%s:%zu:%zu: error: more than one YAML document (a run file holds one)", path,
-                          extra.start_mark.line + 1, extra.start_mark.column + 1);
-            yaml_document_delete(&extra);
-        }
-    }
     yaml_document_delete(&doc);
-out_parser:
-    yaml_parser_delete(&parser);
-out_nop:
     if (rc == 0) {
         *c = *stage;
         for (size_t i = 0; i < NKEYS; i++)
             if (L->line[i]) origin_set((int)i, ORIGIN_FILE, path, L->line[i], L->col[i]);
     }
-    fclose(f);
     free(stage);
     free(L);
     return rc;

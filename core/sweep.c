@@ -76,6 +76,7 @@
 #include <yaml.h>
 
 #include "store.h"
+#include "yamlfile.h"
 
 const char *const sweep_method_names[] = {"variants", "grid", "zip", NULL};
 
@@ -176,6 +177,16 @@ static int is_null(const yaml_node_t *n) {
 
 static const char *scalar(const yaml_node_t *n) {
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* What a node is, for "got ..." in messages: a scalar quoted, else its kind. */
+static const char *got(const yaml_node_t *n, char *buf, size_t cap) {
+    if (n->type != YAML_SCALAR_NODE)
+        return node_kind(n);
+    char q[300];
+    config_quote(scalar(n), q, sizeof q);
+    snprintf(buf, cap, "\"%s\"", q);
+    return buf;
 }
 
 /* "unknown key" plus " (did you mean X?)" for the nearest of names within 3 edits. */
@@ -565,12 +576,8 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
             break;
         }
         if (vn->type != YAML_MAPPING_NODE) {
-            char q[300] = "";
-            if (vn->type == YAML_SCALAR_NODE)
-                config_quote(scalar(vn), q, sizeof q);
-            rc = vn->type == YAML_SCALAR_NODE
-                     ? PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got \"%s\"", q)
-                     : PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", node_kind(vn));
+            char g[310];
+            rc = PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", got(vn, g, sizeof g));
             break;
         }
         yaml_node_t *values = NULL, *value = NULL;
@@ -618,12 +625,9 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
             continue;
         }
         if (values->type != YAML_SEQUENCE_NODE) {
-            char q[300] = "";
-            if (values->type == YAML_SCALAR_NODE)
-                config_quote(scalar(values), q, sizeof q);
-            rc = values->type == YAML_SCALAR_NODE
-                     ? PERR_NODE(p, values, key, "values: expected a list, got \"%s\" (use value: for a constant)", q)
-                     : PERR_NODE(p, values, key, "values: expected a list, got %s", node_kind(values));
+            char g[310];
+            rc = PERR_NODE(p, values, key, "values: expected a list, got %s%s", got(values, g, sizeof g),
+                           values->type == YAML_SCALAR_NODE ? " (use value: for a constant)" : "");
             break;
         }
         int nv = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
@@ -924,18 +928,6 @@ static int cmp_by_name(const void *a, const void *b) {
 /* the file                                                            */
 /* ------------------------------------------------------------------ */
 
-static int yaml_problem(const char *path, const yaml_parser_t *yp, ConfigError *err) {
-    const char *problem = yp->problem ? yp->problem : "unknown error";
-    switch (yp->error) {
-    case YAML_MEMORY_ERROR: return fail(err, "%s: error: out of memory while reading YAML", path);
-    case YAML_READER_ERROR:
-        return fail(err, "%s: error: YAML syntax: %s (at byte %zu)", path, problem, yp->problem_offset);
-    default:
-        return fail(err, "%s:%zu:%zu: error: YAML syntax: %s", path, yp->problem_mark.line + 1,
-                    yp->problem_mark.column + 1, problem);
-    }
-}
-
 /* base relative to the directory of the sweep file (absolute kept). */
 static char *base_path(const char *sweep_path, const char *base) {
     const char *slash = strrchr(sweep_path, '/');
@@ -969,13 +961,9 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
     if (!root || is_null(root))
         return fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
     if (root->type != YAML_MAPPING_NODE) {
-        char q[300] = "";
-        if (root->type == YAML_SCALAR_NODE)
-            config_quote(scalar(root), q, sizeof q);
-        return root->type == YAML_SCALAR_NODE
-                   ? PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got \"%s\"", q)
-                   : PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
-                               node_kind(root));
+        char g[310];
+        return PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
+                         got(root, g, sizeof g));
     }
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
@@ -1095,12 +1083,8 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
     /* seeds */
     if (t.seeds) {
         if (t.seeds->type != YAML_SEQUENCE_NODE) {
-            char q[300] = "";
-            if (t.seeds->type == YAML_SCALAR_NODE)
-                config_quote(scalar(t.seeds), q, sizeof q);
-            rc = t.seeds->type == YAML_SCALAR_NODE
-                     ? PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got \"%s\"", q)
-                     : PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got %s", node_kind(t.seeds));
+            char g[310];
+            rc = PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got %s", got(t.seeds, g, sizeof g));
             goto bad;
         }
         int n = (int)(t.seeds->data.sequence.items.top - t.seeds->data.sequence.items.start);
@@ -1316,48 +1300,18 @@ int sweep_load(Sweep *s, const char *path, ConfigError *err) {
     p.err = err;
     config_defaults(&p.scratch);
 
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fail(err, "%s: error: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return fail(err, "%s: error: cannot open: %s", path, strerror(EISDIR));
-    }
+    yaml_document_t doc;
+    if (yaml_file_load(path, "a sweep file", &doc, err))
+        return -1;
+    int rc = -1;
     s->path = xstrdup(path);
     if (!s->path) {
-        fclose(f);
-        return fail(err, "%s: error: out of memory", path);
-    }
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    int rc = -1;
-    if (!yaml_parser_initialize(&parser)) {
         fail(err, "%s: error: out of memory", path);
-        goto out_nop;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        yaml_problem(path, &parser, err);
-        goto out_parser;
-    }
-    p.doc = &doc;
-    rc = load_doc(&p, s, yaml_document_get_root_node(&doc));
-    if (rc == 0) { /* a second document would be silently ignored: refuse it */
-        if (!yaml_parser_load(&parser, &extra)) {
-            rc = yaml_problem(path, &parser, err);
-        } else {
-            if (yaml_document_get_root_node(&extra))
-                rc = fail(err, "%s:%zu:%zu: error: more than one YAML document (a sweep file holds one)", path,
-                          extra.start_mark.line + 1, extra.start_mark.column + 1);
-            yaml_document_delete(&extra);
-        }
+    } else {
+        p.doc = &doc;
+        rc = load_doc(&p, s, yaml_document_get_root_node(&doc));
     }
     yaml_document_delete(&doc);
-out_parser:
-    yaml_parser_delete(&parser);
-out_nop:
-    fclose(f);
     if (rc)
         sweep_free(s);
     return rc;
