@@ -345,6 +345,10 @@ int model_backward(Model *m, const int *tokens) {
         const LayerParams *p = &m->lp[l];
         LayerActs *a = &m->la[l];
         GateIn gi = gate_in(m, p, a);
+        /* the gated tensor's input and output, as forward used them */
+        const real *gin = NULL, *gout = NULL;
+        int sgin = 0, sgout = 0;
+        model_gate_io(m, l, &gin, &sgin, &gout, &sgout);
         real *dL = static_gate ? AG(A, p->gate_p) : dP + m->nq + 2 * m->nkv;
         int sdl = static_gate ? 0 : m->Np;
 
@@ -362,18 +366,17 @@ int model_backward(Model *m, const int *tokens) {
         const real *da = dx;
         if (pos == GP_DENSE) {
             real *d = zeroed(s1, N * C);
-            gate_backward(&m->gop, d, C, dL, sdl, s2, dx, C, a->S, a->a, C, gi.L, gi.sl, n);
+            gate_backward(&m->gop, d, C, dL, sdl, s2, dx, C, a->S, gin, sgin, gi.L, gi.sl, n);
             da = d;
         }
         /* o' is the input of wo: og (G1), else oc (control), else o */
-        const real *o_pre_gate = ctl ? a->oc : a->o;
-        const real *o_in = pos == GP_SDPA ? a->og : o_pre_gate;
+        const real *o_in = pos == GP_SDPA ? gout : ctl ? a->oc : a->o;
         real *dog = zeroed(s0, N * m->nq);
         linear_backward(dog, m->nq, AG(A, p->wo), da, C, o_in, AW(A, p->wo), n, C, m->nq);
         real *doc = dog;
         if (pos == GP_SDPA) {
             doc = zeroed(s1, N * m->nq);
-            gate_backward(&m->gop, doc, m->nq, dL, sdl, s2, dog, m->nq, a->S, o_pre_gate, m->nq, gi.L, gi.sl, n);
+            gate_backward(&m->gop, doc, m->nq, dL, sdl, s2, dog, m->nq, a->S, gin, sgin, gi.L, gi.sl, n);
         }
         real *dO = doc;
         if (ctl == GC_SILU) {
@@ -385,13 +388,9 @@ int model_backward(Model *m, const int *tokens) {
                              n, H, dh);
         }
 
-        /* attention inputs as in forward */
-        const real *q = a->P, *k = a->P + m->nq, *v = a->P + m->nq + m->nkv;
-        int sq = m->Np, sk = m->Np, sv = m->Np;
-        if (m->cfg.qk_norm) q = a->qn, sq = m->nq, k = a->kn, sk = m->nkv;
-        const real *v_att = v; /* the value the attention read (gated at G2) */
-        int sv_att = sv;
-        if (pos == GP_VALUE) v_att = a->gy, sv_att = m->nkv;
+        /* the value the attention read: the G2 gate's output, else the projection */
+        const real *v_att = pos == GP_VALUE ? gout : a->P + m->nq + m->nkv;
+        int sv_att = pos == GP_VALUE ? sgout : m->Np;
 
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
@@ -401,7 +400,7 @@ int model_backward(Model *m, const int *tokens) {
             return -1;
         }
         if (pos == GP_VALUE)
-            gate_backward(&m->gop, dP + m->nq + m->nkv, m->Np, dL, sdl, s1, dv, m->nkv, a->S, v, sv, gi.L, gi.sl,
+            gate_backward(&m->gop, dP + m->nq + m->nkv, m->Np, dL, sdl, s1, dv, m->nkv, a->S, gin, sgin, gi.L, gi.sl,
                           n);
 
         /* rope back into the (normed) q/k, through a G4/G3 gate if any */
@@ -412,14 +411,14 @@ int model_backward(Model *m, const int *tokens) {
         if (pos == GP_QUERY) {
             real *dg = zeroed(s5, N * m->nq);
             rope_backward(dg, m->nq, dqr, m->cos_t, m->sin_t, n, T, H, dh);
-            gate_backward(&m->gop, dqn, sdqn, dL, sdl, s1, dg, m->nq, a->S, q, sq, gi.L, gi.sl, n);
+            gate_backward(&m->gop, dqn, sdqn, dL, sdl, s1, dg, m->nq, a->S, gin, sgin, gi.L, gi.sl, n);
         } else {
             rope_backward(dqn, sdqn, dqr, m->cos_t, m->sin_t, n, T, H, dh);
         }
         if (pos == GP_KEY) {
             real *dg = zeroed(s5, N * m->nkv);
             rope_backward(dg, m->nkv, dkr, m->cos_t, m->sin_t, n, T, Hk, dh);
-            gate_backward(&m->gop, dkn, sdkn, dL, sdl, s1, dg, m->nkv, a->S, k, sk, gi.L, gi.sl, n);
+            gate_backward(&m->gop, dkn, sdkn, dL, sdl, s1, dg, m->nkv, a->S, gin, sgin, gi.L, gi.sl, n);
         } else {
             rope_backward(dkn, sdkn, dkr, m->cos_t, m->sin_t, n, T, Hk, dh);
         }
