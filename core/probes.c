@@ -10,8 +10,11 @@ int probes_init(Probes *p, const Model *m) {
     p->L = m->L;
     p->hpos = m->gs.hpos > 0 ? m->gs.hpos : 1;
     p->lp = calloc((size_t)m->L, sizeof *p->lp);
+    p->H = m->H;
+    p->T = m->cfg.seq_len;
     p->head_mem = calloc((size_t)m->L * p->hpos, sizeof(double));
-    if (!p->lp || !p->head_mem) {
+    p->fattn_head = calloc((size_t)m->L * m->H, sizeof(double));
+    if (!p->lp || !p->head_mem || !p->fattn_head) {
         probes_free(p);
         return -1;
     }
@@ -31,6 +34,7 @@ int probes_init(Probes *p, const Model *m) {
 void probes_free(Probes *p) {
     free(p->lp);
     free(p->head_mem);
+    free(p->fattn_head);
     memset(p, 0, sizeof *p);
 }
 
@@ -44,18 +48,22 @@ void probes_accumulate(Probes *p, const Model *m) {
     int B = m->B, T = m->T, H = m->H, dh = m->dh, grp = m->H / m->Hk, C = m->C;
     double scale = 1 / sqrt((double)dh);
     size_t n = (size_t)B * T;
+    p->T = T;
     for (int l = 0; l < m->L; l++) {
         const LayerActs *a = &m->la[l];
         LayerProbe *lp = &p->lp[l];
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
                 const real *k0 = a->kr + (size_t)(b * T) * m->nkv + (size_t)(h / grp) * dh;
+                double hs = 0;
                 for (int i = 1; i < T; i++) {
                     const real *qi = a->qr + (size_t)(b * T + i) * m->nq + (size_t)h * dh;
                     double lse = a->lse[((size_t)b * H + h) * T + i];
-                    lp->sum_fattn += exp(scale * dot(qi, k0, dh) - lse);
-                    lp->n_fattn += 1;
+                    hs += exp(scale * dot(qi, k0, dh) - lse);
                 }
+                lp->sum_fattn += hs;
+                lp->n_fattn += T - 1;
+                p->fattn_head[(size_t)l * H + h] += hs;
             }
         const real *x = l + 1 < m->L ? m->la[l + 1].x_in : m->x_out;
         for (size_t i = 0; i < n * C; i++) {
@@ -95,3 +103,36 @@ void probes_accumulate(Probes *p, const Model *m) {
 double probe_fattn(const Probes *p, int l) { return p->lp[l].n_fattn ? p->lp[l].sum_fattn / p->lp[l].n_fattn : 0; }
 
 double probe_gate_mean(const Probes *p, int l) { return p->lp[l].gate_n ? p->lp[l].gate_sum / p->lp[l].gate_n : 0; }
+
+double probe_fattn_head(const Probes *p, int l, int h) {
+    double n = p->lp[l].n_fattn / p->H;
+    return n > 0 ? p->fattn_head[(size_t)l * p->H + h] / n : 0;
+}
+
+double probe_uniform_fattn(int T) {
+    double s = 0;
+    for (int i = 1; i < T; i++) s += 1.0 / (i + 1);
+    return T > 1 ? s / (T - 1) : 1;
+}
+
+int probe_sink_heads(const Probes *p) {
+    int k = 0;
+    for (int l = 0; l < p->L; l++)
+        for (int h = 0; h < p->H; h++) k += probe_fattn_head(p, l, h) > SINK_HEAD_FATTN;
+    return k;
+}
+
+int probe_sink_formed(const Probes *p, int *layer, int *head) {
+    double u = probe_uniform_fattn(p->T), best = -1;
+    int bl = -1, bh = -1;
+    for (int l = 0; l < p->L; l++) {
+        if (probe_fattn(p, l) < SINK_LAYER_RATIO * u) continue;
+        for (int h = 0; h < p->H; h++) {
+            double f = probe_fattn_head(p, l, h);
+            if (f > SINK_HEAD_FATTN && f > best) best = f, bl = l, bh = h;
+        }
+    }
+    if (layer) *layer = bl;
+    if (head) *head = bh;
+    return bl >= 0;
+}

@@ -5,6 +5,14 @@
  *   query positions i >= 1 (position 0 can only attend to itself, so it is
  *   excluded).  Computed exactly from the saved rotated q/k and each row's
  *   log-sum-exp: p(i, 0) = exp(scale · q_i·k_0 − lse_i); no T×T map is held.
+ *   Also kept per (layer, query head): averages over heads hide sinks,
+ *   which are per head.
+ * Uniform level: F-Attn of uniform causal attention at length T, the mean
+ *   over i = 1..T-1 of 1/(i+1) (0.0349 at T = 128).
+ * Sink formed (the suite's definition, README "Attention sink"): some head
+ *   of some layer puts more than SINK_HEAD_FATTN of its attention on
+ *   position 0 (its F-Attn over the held-out windows), and that layer's
+ *   mean F-Attn is at least SINK_LAYER_RATIO times the uniform level.
  * M-Act (layer l): max |h| over the layer's output residual stream, with the
  *   (position, channel) where it occurs.
  * Gate scores: mean per layer and head, a fixed-bin histogram, the share of
@@ -18,6 +26,8 @@
 #include "model.h"
 
 enum { GATE_HIST_BINS = 20 };
+#define SINK_HEAD_FATTN 0.5
+#define SINK_LAYER_RATIO 5.0
 
 typedef struct {
     double sum_fattn, n_fattn;      /* F-Attn accumulators */
@@ -32,9 +42,10 @@ typedef struct {
 } LayerProbe;
 
 typedef struct {
-    int L, hpos;
+    int L, hpos, H, T;
     LayerProbe *lp;
     double *head_mem;
+    double *fattn_head; /* L x H sums of p(i, 0); each has n_fattn / H terms */
 } Probes;
 
 int probes_init(Probes *p, const Model *m);
@@ -45,5 +56,14 @@ void probes_accumulate(Probes *p, const Model *m);
 /* Finished values. */
 double probe_fattn(const Probes *p, int l);
 double probe_gate_mean(const Probes *p, int l);
+/* F-Attn of query head h of layer l. */
+double probe_fattn_head(const Probes *p, int l, int h);
+/* F-Attn of uniform causal attention at length T (T >= 2). */
+double probe_uniform_fattn(int T);
+/* Heads (of all L x H) whose F-Attn exceeds SINK_HEAD_FATTN. */
+int probe_sink_heads(const Probes *p);
+/* 1 when a sink formed (definition above); *layer, *head (may be NULL)
+ * get the strongest qualifying head, else -1. */
+int probe_sink_formed(const Probes *p, int *layer, int *head);
 
 #endif

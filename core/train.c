@@ -118,6 +118,26 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
             DB(store_histogram(st, id, "gate", ctx, step, lp->hist_lo, lp->hist_hi, lp->hist, GATE_HIST_BINS));
         }
     }
+    /* per-head F-Attn and the sink test (probes.h) */
+    double u = probe_uniform_fattn(p->T);
+    for (int l = 0; l < m->L; l++) {
+        snprintf(ctx, sizeof ctx, "layer=%d", l);
+        DB(store_metric(st, id, "f_attn_rel", ctx, step, probe_fattn(p, l) / u));
+        for (int h = 0; h < m->H; h++) {
+            char hc[64];
+            snprintf(hc, sizeof hc, "layer=%d,head=%d", l, h);
+            DB(store_metric(st, id, "f_attn", hc, step, probe_fattn_head(p, l, h)));
+        }
+    }
+    int sl, sh, formed = probe_sink_formed(p, &sl, &sh);
+    DB(store_metric(st, id, "f_attn_rel", "", step, fsum / m->L / u));
+    DB(store_metric(st, id, "sink_heads", "", step, probe_sink_heads(p)));
+    DB(store_metric(st, id, "sink_head_share", "", step, probe_sink_heads(p) / (double)(m->L * m->H)));
+    DB(store_metric(st, id, "sink_formed", "", step, formed));
+    if (formed) {
+        DB(store_metric(st, id, "sink_layer", "", step, sl));
+        DB(store_metric(st, id, "sink_head", "", step, sh));
+    }
     DB(store_metric(st, id, "f_attn", "", step, fsum / m->L));
     DB(store_metric(st, id, "m_act", "", step, msum / m->L));
     if (m->cfg.gate.position != GP_NONE) {

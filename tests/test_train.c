@@ -171,6 +171,22 @@ Test(probes, f_attn_hand_made_sink) {
     cr_assert_eq(probes_init(&p, &m), 0);
     probes_accumulate(&p, &m);
     cr_assert(fabs(probe_fattn(&p, 0) - want) < 1e-5, "F-Attn %.7f, want %.7f", probe_fattn(&p, 0), want);
+    /* per head: head 0 is the sink, head 1 uniform */
+    double e = exp(2.0), h0 = (e / (e + 1) + e / (e + 2) + e / (e + 3)) / 3, u = (1 / 2.0 + 1 / 3.0 + 1 / 4.0) / 3;
+    cr_assert(fabs(probe_fattn_head(&p, 0, 0) - h0) < 1e-5, "head 0 %.7f, want %.7f", probe_fattn_head(&p, 0, 0), h0);
+    cr_assert(fabs(probe_fattn_head(&p, 0, 1) - u) < 1e-5, "head 1 %.7f, want %.7f", probe_fattn_head(&p, 0, 1), u);
+    cr_assert(fabs(probe_uniform_fattn(4) - u) < 1e-12);
+    cr_assert_eq(probe_sink_heads(&p), 1);
+    /* head 0 is over 50%, but the layer mean (0.58) is only 1.6x uniform at T = 4 */
+    int sl = 7, sh = 7;
+    cr_assert_eq(probe_sink_formed(&p, &sl, &sh), 0);
+    cr_assert_eq(sl, -1);
+    cr_assert_eq(sh, -1);
+    /* judged at T = 64 (uniform 0.0635) the same layer qualifies */
+    p.T = 64;
+    cr_assert_eq(probe_sink_formed(&p, &sl, &sh), 1);
+    cr_assert_eq(sl, 0);
+    cr_assert_eq(sh, 0);
     probes_free(&p);
     model_free(&m);
 }
