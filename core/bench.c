@@ -19,6 +19,7 @@
 #include "gate.h"
 #include "model.h"
 #include "ops.h"
+#include "rope.h"
 #include "optim.h"
 #include "rng.h"
 #include "variant.h"
@@ -1164,7 +1165,10 @@ static int st_setup(St *s, const BenchCase *c, char *err, size_t cap) {
             s->dx = st_real(s, n * hw, 0);
             s->cos_t = st_real(s, (size_t)c->T * (w / 2), 0);
             s->sin_t = st_real(s, (size_t)c->T * (w / 2), 0);
-            if (!s->oom) rope_tables(s->cos_t, s->sin_t, c->T, c->width, 10000.0);
+            if (!s->oom) {
+                RopeScaling rp = rope_plain(10000.0);
+                rope_tables(s->cos_t, s->sin_t, c->T, c->width, &rp);
+            }
             break;
         case BOP_SWIGLU:
             s->x = st_real(s, n * 2 * w, 1);

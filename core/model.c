@@ -40,6 +40,7 @@ static int add(Model *m, int l, const char *nm, int decay, int ndim, int d0, int
 int model_layout(Model *m, const Config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
+    m->rope = rope_of_config(cfg);
     m->C = cfg->d_model;
     m->L = cfg->n_layer;
     m->H = cfg->n_head;
@@ -215,7 +216,7 @@ static int ensure_acts(Model *m, int B, int T) {
         return -1;
     }
     layout_acts(m, m->actmem, B, T);
-    rope_tables(m->cos_t, m->sin_t, T, m->dh, m->cfg.rope_base);
+    rope_tables(m->cos_t, m->sin_t, T, m->dh, &m->rope);
     m->B = B;
     m->T = T;
     return 0;
@@ -239,6 +240,11 @@ static GateIn gate_in(const Model *m, const LayerParams *p, const LayerActs *a) 
         gi.sl = m->Np;
     }
     return gi;
+}
+
+void model_set_rope(Model *m, const RopeScaling *r) {
+    m->rope = *r;
+    if (m->cos_t && m->T > 0) rope_tables(m->cos_t, m->sin_t, m->T, m->dh, &m->rope);
 }
 
 double model_forward(Model *m, const int *tokens, const int *targets, int B, int T) {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "gate.h"
 #include "real.h"
+#include "rope.h"
 #include "variant.h"
 
 /* Parameter indices of one layer in the arena (-1 when absent). */
@@ -50,6 +51,7 @@ typedef struct {
     real *x_out, *rstdf, *xf, *logits, *probs;
     int *targets;
     real *cos_t, *sin_t;
+    RopeScaling rope; /* what cos_t / sin_t hold: rope_of_config(cfg) unless model_set_rope changed it */
     real *gradmem; /* backward scratch */
     size_t gradlen, gbig;
     double loss;
@@ -75,6 +77,9 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
 
 /* Backward of the last forward: ADDS dloss/dparam into m->p.g. */
 int model_backward(Model *m, const int *tokens);
+
+/* Use RoPE scaling r from now on (evaluation beyond the training length). */
+void model_set_rope(Model *m, const RopeScaling *r);
 
 /* Zero all gradients. */
 void model_zero_grad(Model *m);

@@ -73,18 +73,6 @@ void rmsnorm_backward(real *dx, int sdx, real *dw, const real *dout, int sdo, co
 
 /* ------------------------------------------------------------------ rope */
 
-void rope_tables(real *cos_t, real *sin_t, int T, int d, double base) {
-    int half = d / 2;
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < half; i++) {
-            /* angles in double: positions up to 1M would lose digits in float */
-            double inv = pow(base, -2.0 * i / d);
-            double a = t * inv;
-            cos_t[(size_t)t * half + i] = (real)cos(a);
-            sin_t[(size_t)t * half + i] = (real)sin(a);
-        }
-}
-
 void rope_forward(real *out, const real *x, int s, const real *cos_t, const real *sin_t, int n, int T, int h,
                   int d) {
     int half = d / 2;

@@ -40,8 +40,7 @@ void rmsnorm_backward(real *dx, int sdx, real *dw, const real *dout, int sdo, co
 
 /* Rotary embedding, rotate-half convention.  Token index i has position
  * i % T.  x: n tokens of h heads of width d at token stride s; out is
- * contiguous (n, h, d).  cos/sin tables are (T, d/2). */
-void rope_tables(real *cos_t, real *sin_t, int T, int d, double base);
+ * contiguous (n, h, d).  cos/sin tables are (T, d/2), from rope_tables (rope.h). */
 void rope_forward(real *out, const real *x, int s, const real *cos_t, const real *sin_t, int n, int T, int h,
                   int d);
 /* dx (stride sdx) += R^T dout. */

@@ -105,14 +105,16 @@ static void rms_b(const OpCase *o, const real *x, const real *dy, real *dx) {
 static void rope_f(const OpCase *o, const real *x, real *y) {
     int n = o->i[0], T = o->i[1], h = o->i[2], d = o->i[3], s = o->i[4];
     real ct[256], st[256];
-    rope_tables(ct, st, T, d, 100.0);
+    RopeScaling rp = rope_plain(100.0);
+    rope_tables(ct, st, T, d, &rp);
     rope_forward(y, x, s, ct, st, n, T, h, d);
 }
 static void rope_b(const OpCase *o, const real *x, const real *dy, real *dx) {
     int n = o->i[0], T = o->i[1], h = o->i[2], d = o->i[3], s = o->i[4];
     real ct[256], st[256];
+    RopeScaling rp = rope_plain(100.0);
     (void)x;
-    rope_tables(ct, st, T, d, 100.0);
+    rope_tables(ct, st, T, d, &rp);
     rope_backward(dx, s, dy, ct, st, n, T, h, d);
 }
 
