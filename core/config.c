@@ -32,12 +32,16 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "rope.h"
+
 /* ------------------------------------------------------------------ */
 /* Schema                                                              */
 /* ------------------------------------------------------------------ */
 
 #define K(key, type, field, lo, hi, def, names, desc) \
-    {key, type, offsetof(Config, field), lo, hi, def, names, desc}
+    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 0}
+#define KN(key, type, field, lo, hi, def, names, desc) \
+    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 1}
 #define NONAMES NULL
 
 const char *const corpus_names[] = {"brown", "synthetic", NULL};
@@ -55,6 +59,16 @@ const ConfigKey config_schema[] = {
       "SwiGLU hidden width; 0 = 8/3 d_model rounded up to a multiple of 8"),
     K("model.seq_len", CT_INT, seq_len, 2, 1048576, "128", NONAMES, "context length in tokens"),
     K("model.rope_base", CT_FLOAT, rope_base, 1, 1e12, "10000", NONAMES, "RoPE frequency base"),
+    KN("model.rope_scaling", CT_ENUM, rope_scaling, 0, 0, "none", rope_scaling_names,
+       "RoPE context scaling (rope.h): none, linear (position interpolation), ntk (larger base), yarn"),
+    KN("model.rope_factor", CT_FLOAT, rope_factor, 1, 1e6, "1", NONAMES,
+       "RoPE scaling factor s: the context is s times the training length"),
+    KN("model.rope_train_len", CT_INT, rope_train_len, 0, 1048576, "0", NONAMES,
+       "the context length the weights were trained at (YaRN's ramp); 0 = model.seq_len"),
+    KN("model.yarn_alpha", CT_FLOAT, yarn_alpha, 0, 1e6, "1", NONAMES,
+       "YaRN: pairs rotating fewer times than this over the training length are interpolated"),
+    KN("model.yarn_beta", CT_FLOAT, yarn_beta, 0, 1e6, "32", NONAMES,
+       "YaRN: pairs rotating more times than this over the training length are kept"),
     K("model.qk_norm", CT_BOOL, qk_norm, 0, 1, "true", NONAMES, "RMS-normalise queries and keys per head"),
     K("model.norm_eps", CT_FLOAT, norm_eps, 1e-12, 1e-2, "1e-6", NONAMES, "epsilon of every RMSNorm"),
     K("model.init_std", CT_FLOAT, init_std, 1e-6, 1, "0.02", NONAMES, "std of the normal weight init"),
@@ -85,6 +99,9 @@ const ConfigKey config_schema[] = {
     K("train.adam_eps", CT_FLOAT, adam_eps, 1e-30, 1, "1e-8", NONAMES, "AdamW epsilon"),
     K("train.grad_clip", CT_FLOAT, grad_clip, 0, 1e6, "1.0", NONAMES, "global gradient-norm clip; 0 = off"),
     K("train.seed", CT_INT, seed, 0, 9007199254740992.0, "1234", NONAMES, "random seed (init and data order)"),
+    KN("train.init_from", CT_STRING, init_from, 0, 255, "", NONAMES,
+       "continued training: start from the weights of this run (name or id in the database) or checkpoint "
+       "file; the architecture must match, seq_len and RoPE settings may differ; \"\" = random init"),
     K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
     K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
       "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
@@ -102,6 +119,7 @@ const ConfigKey config_schema[] = {
 };
 
 #undef K
+#undef KN
 #undef NONAMES
 
 #define NKEYS (sizeof config_schema / sizeof config_schema[0])
@@ -231,6 +249,9 @@ static void expected(const ConfigKey *k, const char *text, char *why, size_t cap
     case CT_INT: snprintf(why, cap, "expected integer in [%.0f, %.0f], got \"%s\"", k->min, k->max, q); break;
     case CT_FLOAT: snprintf(why, cap, "expected number in [%g, %g], got \"%s\"", k->min, k->max, q); break;
     case CT_BOOL: snprintf(why, cap, "expected true or false, got \"%s\"", q); break;
+    case CT_STRING:
+        snprintf(why, cap, "expected text of at most %.0f bytes without control characters, got \"%s\"", k->max, q);
+        break;
     case CT_ENUM: {
         size_t o = (size_t)snprintf(why, cap, "expected one of ");
         for (int i = 0; k->names[i] && o < cap; i++)
@@ -336,6 +357,14 @@ static int parse_value(const ConfigKey *k, const char *text, Config *c, char *wh
         *(int *)(void *)field = i;
         return 0;
     }
+    case CT_STRING: {
+        size_t n = strlen(text);
+        int ctl = 0;
+        for (size_t i = 0; i < n; i++) ctl |= (unsigned char)text[i] < 0x20 || text[i] == 0x7f;
+        if (n > (size_t)k->max || ctl) break;
+        memcpy(field, text, n + 1);
+        return 0;
+    }
     }
     expected(k, text, why, cap);
     return -1;
@@ -367,6 +396,14 @@ static void format_value(const ConfigKey *k, const Config *c, char *buf, size_t 
         break;
     case CT_FLOAT: format_double(*(const double *)(const void *)field, buf, cap, json); break;
     case CT_BOOL: snprintf(buf, cap, "%s", *(const int *)(const void *)field ? "true" : "false"); break;
+    case CT_STRING: {
+        /* JSON, and YAML wherever a plain scalar could be misread: quoted */
+        int plain = !json && *field && !strpbrk(field, ":#'\"{}[],&*!|>%@`") && field[0] != '-';
+        char q[600];
+        config_quote(field, q, sizeof q);
+        snprintf(buf, cap, plain ? "%s" : "\"%s\"", plain ? field : q);
+        break;
+    }
     case CT_ENUM: {
         int v = *(const int *)(const void *)field, n = 0;
         while (k->names[n]) n++;
@@ -640,9 +677,21 @@ int config_resolve(Config *c, ConfigError *err) {
     for (size_t i = 0; i < NKEYS; i++) {
         char text[64], why[800];
         Config scratch = r;
+        if (config_schema[i].type == CT_STRING) {
+            const char *v = (const char *)&r + config_schema[i].offset;
+            if (parse_value(&config_schema[i], v, &scratch, why, sizeof why) != 0) return fail_key(err, (int)i, "%s", why);
+            continue;
+        }
         format_value(&config_schema[i], &r, text, sizeof text, 0);
         if (parse_value(&config_schema[i], text, &scratch, why, sizeof why) != 0)
             return fail_key(err, (int)i, "%s", why);
+    }
+    if (!(r.yarn_alpha < r.yarn_beta)) {
+        char a[32], b[32];
+        format_double(r.yarn_alpha, a, sizeof a, 0);
+        format_double(r.yarn_beta, b, sizeof b, 0);
+        return fail_key(err, blame(key_index("model.yarn_alpha"), key_index("model.yarn_beta")),
+                        "model.yarn_alpha must be below model.yarn_beta (alpha %s, beta %s)", a, b);
     }
     if (r.n_kv_head == 0) r.n_kv_head = r.n_head;
     if (r.d_head == 0) {
@@ -730,7 +779,7 @@ static int split_key(const char *key, char parts[8][64]) {
 }
 
 void config_print(const Config *c, FILE *f) {
-    char prev[8][64], cur[8][64], val[64];
+    char prev[8][64], cur[8][64], val[600];
     int nprev = 0;
     for (size_t i = 0; i < NKEYS; i++) {
         int n = split_key(config_schema[i].key, cur);
@@ -760,10 +809,22 @@ static void out_str(Out *o, const char *s) {
 
 int config_to_json(const Config *c, char *buf, size_t cap) {
     Out o = {buf, cap, 0};
-    char val[64];
+    char val[600];
+    int first = 1;
     out_str(&o, "{");
     for (size_t i = 0; i < NKEYS; i++) {
-        if (i) out_str(&o, ",");
+        if (config_schema[i].omit_default) {
+            Config d;
+            char why[512];
+            memset(&d, 0, sizeof d);
+            parse_value(&config_schema[i], config_schema[i].def, &d, why, sizeof why);
+            format_value(&config_schema[i], &d, val, sizeof val, 1);
+            char cur[600];
+            format_value(&config_schema[i], c, cur, sizeof cur, 1);
+            if (strcmp(val, cur) == 0) continue;
+        }
+        if (!first) out_str(&o, ",");
+        first = 0;
         out_str(&o, "\"");
         out_str(&o, config_schema[i].key);
         out_str(&o, "\":");
@@ -773,4 +834,73 @@ int config_to_json(const Config *c, char *buf, size_t cap) {
     out_str(&o, "}");
     if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
     return (int)o.len;
+}
+
+/* A JSON string's body after the opening quote: \" and \\ unescaped, \xNN
+ * (config_quote's control-byte form) decoded.  Returns the position after
+ * the closing quote, or NULL. */
+static const char *json_string(const char *s, char *out, size_t cap) {
+    size_t o = 0;
+    for (; *s && *s != '"'; s++) {
+        char ch = *s;
+        if (ch == '\\') {
+            s++;
+            if (*s == 'x' && s[1] && s[2]) {
+                char hex[3] = {s[1], s[2], 0};
+                ch = (char)strtol(hex, NULL, 16);
+                s += 2;
+            } else if (*s)
+                ch = *s;
+            else
+                return NULL;
+        }
+        if (o + 1 >= cap) return NULL;
+        out[o++] = ch;
+    }
+    if (*s != '"') return NULL;
+    out[o] = 0;
+    return s + 1;
+}
+
+int config_from_json(Config *c, const char *json, ConfigError *err) {
+    const char *s = json;
+    while (*s == ' ') s++;
+    if (*s++ != '{') return fail(err, "config JSON: expected '{'");
+    while (*s && *s != '}') {
+        char key[256], val[600], set[900];
+        if (*s == ',') s++;
+        if (*s++ != '"' || !(s = json_string(s, key, sizeof key)) || *s++ != ':')
+            return fail(err, "config JSON: expected \"key\": near offset %ld", (long)(s ? s - json : 0));
+        if (*s == '"') {
+            if (!(s = json_string(s + 1, val, sizeof val))) return fail(err, "config JSON: %s: bad string", key);
+        } else {
+            size_t n = strcspn(s, ",}");
+            if (n >= sizeof val) return fail(err, "config JSON: %s: value too long", key);
+            memcpy(val, s, n);
+            val[n] = 0;
+            s += n;
+        }
+        snprintf(set, sizeof set, "%s=%s", key, val);
+        if (config_set(c, set, err)) return -1;
+    }
+    return *s == '}' ? 0 : fail(err, "config JSON: missing '}'");
+}
+
+int config_same_architecture(const Config *a, const Config *b, char *why, size_t cap) {
+    /* keys that may differ between a checkpoint and the run continuing it */
+    static const char *const free_keys[] = {"model.seq_len", "model.rope_base", "model.rope_scaling",
+                                             "model.rope_factor", "model.rope_train_len", "model.yarn_alpha",
+                                             "model.yarn_beta", NULL};
+    for (size_t i = 0; i < NKEYS; i++) {
+        const ConfigKey *k = &config_schema[i];
+        if (strncmp(k->key, "model.", 6) != 0 || name_index(free_keys, k->key) >= 0) continue;
+        char va[600], vb[600];
+        format_value(k, a, va, sizeof va, 0);
+        format_value(k, b, vb, sizeof vb, 0);
+        if (strcmp(va, vb) != 0) {
+            snprintf(why, cap, "%s differs (%s vs %s)", k->key, va, vb);
+            return 0;
+        }
+    }
+    return 1;
 }

@@ -50,6 +50,10 @@ typedef struct {
     int d_ff;         /* 0 = 8/3 d_model rounded up to a multiple of 8; resolved */
     int seq_len;
     double rope_base;
+    int rope_scaling;    /* RopeScalingKind (rope.h): none, linear, ntk, yarn */
+    double rope_factor;  /* s; 1 = none */
+    int rope_train_len;  /* the length the weights were trained at (yarn's ramp); 0 = model.seq_len */
+    double yarn_alpha, yarn_beta;
     int qk_norm;      /* bool */
     double norm_eps;
     double init_std;
@@ -68,6 +72,7 @@ typedef struct {
     double adam_eps;
     double grad_clip; /* 0 = off */
     int64_t seed;
+    char init_from[256]; /* "" or a run name / run id / checkpoint path whose weights start this run */
     int eval_every;
     int eval_windows;      /* fixed held-out windows per evaluation */
     int checkpoint_every;  /* steps between checkpoints; 0 = only at the end */
@@ -114,8 +119,20 @@ void config_print(const Config *c, FILE *f);
  * Returns the number of characters written (as snprintf). */
 int config_to_json(const Config *c, char *buf, size_t cap);
 
+/* Read config_to_json's output back into c (which should hold defaults):
+ * every "key":value pair goes through config_set, so values are checked as
+ * --set checks them; keys missing from the JSON keep their values.
+ * Returns 0 / -1 (message names the key). */
+int config_from_json(Config *c, const char *json, ConfigError *err);
+
+/* 1 when the weights of a fit b: every model.* key agrees except the
+ * context length and the RoPE settings (seq_len, rope_*, yarn_*), which
+ * continued training and long-context evaluation change.  Else 0 with the
+ * first differing key in why. */
+int config_same_architecture(const Config *a, const Config *b, char *why, size_t cap);
+
 /* Schema introspection, for tests, docs and sweeps. */
-typedef enum { CT_INT, CT_FLOAT, CT_BOOL, CT_ENUM } ConfigType;
+typedef enum { CT_INT, CT_FLOAT, CT_BOOL, CT_ENUM, CT_STRING } ConfigType;
 typedef struct {
     const char *key;
     ConfigType type;
@@ -124,6 +141,9 @@ typedef struct {
     const char *def;          /* default, as text */
     const char *const *names; /* CT_ENUM: NULL-terminated value names */
     const char *desc;
+    /* Keys added after results were stored: left out of config_to_json
+     * while at their default, so the run ids of earlier runs stay valid. */
+    int omit_default;
 } ConfigKey;
 extern const ConfigKey config_schema[];
 extern const int config_schema_len;

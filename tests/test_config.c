@@ -48,7 +48,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 39);
+    cr_assert_eq(config_schema_len, 45);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -500,12 +500,13 @@ Test(config, print_is_nested_yaml_and_reloads) {
     cr_assert_not_null(text);
     const char *head = "model:\n  vocab_size: 257\n  d_model: 128\n";
     cr_assert_eq(strncmp(text, head, strlen(head)), 0, "%s", text);
-    cr_assert_not_null(strstr(text, "\n  d_ff: 301\n  seq_len: 128\n  rope_base: 10000\n  qk_norm: true\n"), "%s",
+    cr_assert_not_null(strstr(text, "\n  d_ff: 301\n  seq_len: 128\n  rope_base: 10000\n  rope_scaling: none\n  rope_factor: 1\n"
+                                     "  rope_train_len: 0\n  yarn_alpha: 1\n  yarn_beta: 32\n  qk_norm: true\n"), "%s",
                        text);
     cr_assert_not_null(strstr(text, "\n  match_params: true\n  gate:\n    position: sdpa\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n    control: none\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\nthreads: 0\n"), "%s", text);
     cr_assert_eq(len, strlen(text));
     cr_assert_eq(text[len - 1], '\n');
