@@ -15,6 +15,10 @@ int cmd_merge(int argc, char **argv);
 /* gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots] */
 int cmd_report(int argc, char **argv);
 
+/* gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... [--rope-scaling none|linear|ntk|yarn]
+ *            [--factor F] [--windows N] [--split val|test|both] [--db PATH] [--data DIR] [--ckpt DIR] */
+int cmd_eval(int argc, char **argv);
+
 /* gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH] [--db PATH]
  *             [--threads N] [--list] [--callgrind] */
 int cmd_bench(int argc, char **argv);

@@ -35,6 +35,9 @@ static void usage(FILE *f) {
             "         [--resume] [--ckpt DIR] [--stop-after N]\n"
             "  sweep  SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
             "         [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
+            "  eval   RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... [--rope-scaling none|linear|ntk|yarn]\n"
+            "         [--factor F] [--windows N] [--split val|test|both] [--db PATH] [--data DIR] [--ckpt DIR]\n"
+            "                                           perplexity and F-Attn beyond the training length\n"
             "  merge  OUT.db IN.db...                    fold per-worker databases together\n"
             "  report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR]\n"
             "  ls     [--db PATH]                        runs in the store\n"
@@ -298,6 +301,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "sweep") == 0) return cmd_sweep(argc - 2, argv + 2);
     if (strcmp(cmd, "merge") == 0) return cmd_merge(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0) return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 2, argv + 2);
     if (strcmp(cmd, "ls") == 0) return cmd_store(argc - 2, argv + 2, 0);
     if (strcmp(cmd, "show") == 0) return cmd_store(argc - 2, argv + 2, 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);

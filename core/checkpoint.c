@@ -35,7 +35,11 @@ int checkpoint_save(const char *path, const char *config_json, const Arena *a, c
     return 0;
 }
 
-int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap) {
+/* Open a checkpoint and read its header: *json (malloc'd) is the config.
+ * 1 (f positioned at the arena), 0 absent, -1 error (message in err). */
+static int open_header(const char *path, FILE **fp, char **json, char *err, size_t cap) {
+    *fp = NULL;
+    *json = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (errno == ENOENT) return 0;
@@ -44,38 +48,68 @@ int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainSt
     }
     char magic[sizeof MAGIC];
     uint32_t rs = 0;
-    uint64_t jl = 0, n = 0;
-    char *json = NULL;
-    int rc = -1;
+    uint64_t jl = 0;
     if (fread(magic, 1, sizeof MAGIC - 1, f) != sizeof MAGIC - 1 || memcmp(magic, MAGIC, sizeof MAGIC - 1) ||
         fread(&rs, sizeof rs, 1, f) != 1 || rs != sizeof(real) || fread(&jl, sizeof jl, 1, f) != 1 ||
         jl > (1u << 20)) {
         snprintf(err, cap, "%s: not a gated checkpoint (or from another build)", path);
-        goto out;
+        fclose(f);
+        return -1;
     }
-    json = malloc(jl + 1);
-    if (!json) {
+    char *js = malloc(jl + 1);
+    if (!js) {
         snprintf(err, cap, "%s: out of memory", path);
-        goto out;
+        fclose(f);
+        return -1;
     }
-    if (fread(json, 1, jl, f) != jl) {
+    if (fread(js, 1, jl, f) != jl) {
         snprintf(err, cap, "%s: truncated checkpoint", path);
-        goto out;
+        free(js);
+        fclose(f);
+        return -1;
     }
-    json[jl] = 0;
-    if (strcmp(json, config_json) != 0) {
-        snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
-        goto out;
-    }
+    js[jl] = 0;
+    *fp = f;
+    *json = js;
+    return 1;
+}
+
+/* The arena and the training state, after the header. */
+static int read_body(FILE *f, const char *path, Arena *a, TrainState *ts, char *err, size_t cap) {
+    uint64_t n = 0;
     if (fread(&n, sizeof n, 1, f) != 1 || n != a->total || fread(a->w, sizeof(real), n, f) != n ||
         fread(a->m, sizeof(real), n, f) != n || fread(a->v, sizeof(real), n, f) != n ||
         fread(ts, sizeof *ts, 1, f) != 1) {
         snprintf(err, cap, "%s: truncated or mismatched checkpoint", path);
-        goto out;
+        return -1;
     }
-    rc = 1;
-out:
+    return 0;
+}
+
+int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap) {
+    FILE *f;
+    char *json;
+    int rc = open_header(path, &f, &json, err, cap);
+    if (rc <= 0) return rc;
+    if (strcmp(json, config_json) != 0) {
+        snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
+        rc = -1;
+    } else
+        rc = read_body(f, path, a, ts, err, cap) ? -1 : 1;
     free(json);
+    fclose(f);
+    return rc;
+}
+
+int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, char *err, size_t cap) {
+    FILE *f;
+    int rc = open_header(path, &f, json, err, cap);
+    if (rc <= 0) return rc;
+    if (a && read_body(f, path, a, ts, err, cap)) {
+        free(*json);
+        *json = NULL;
+        rc = -1;
+    }
     fclose(f);
     return rc;
 }

@@ -31,6 +31,10 @@ typedef struct {
 /* 0 or -1 with a message in err. */
 int checkpoint_save(const char *path, const char *config_json, const Arena *a, const TrainState *ts, char *err,
                     size_t cap);
+/* Any checkpoint, whatever its configuration: the config JSON into *json
+ * (malloc'd) and, when a is non-NULL, weights, AdamW moments and the
+ * training state (a->total must match).  1, 0 (no file), -1 (err). */
+int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, char *err, size_t cap);
 /* 1 loaded, 0 no checkpoint at path, -1 error (message in err). */
 int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap);
 

@@ -532,6 +532,34 @@ int split_eval_windows(const TokenSplit *s, int T, int bos_start, int max_window
     return (int)take;
 }
 
+int split_doc_windows(const TokenSplit *s, int T, int max_windows, int **out) {
+    if (!out) return -1;
+    *out = NULL;
+    if (!s || T < 1) return -1;
+    size_t len = (size_t)T + 1, cnt = 0;
+    for (int d = 0; d < s->ndoc; d++) cnt += (s->doc_off[d + 1] - s->doc_off[d] - 1) / (size_t)T;
+    if (cnt == 0) return 0;
+    size_t take = max_windows > 0 && cnt > (size_t)max_windows ? (size_t)max_windows : cnt;
+    if (take > (size_t)0x7fffffff || take > ((size_t)-1) / sizeof(int) / len) return -1;
+    int *o = malloc(take * len * sizeof *o);
+    if (!o) return -1;
+    /* candidate k is chunk j of document d, counted in document order */
+    size_t k0 = 0, i = 0;
+    for (int d = 0; d < s->ndoc && i < take; d++) {
+        size_t text = s->doc_off[d] + 1, nch = (s->doc_off[d + 1] - text) / (size_t)T;
+        for (; i < take; i++) {
+            size_t k = take == cnt ? i : ((2 * i + 1) * cnt) / (2 * take);
+            if (k >= k0 + nch) break;
+            int *dst = o + i * len;
+            dst[0] = DATA_BOS;
+            memcpy(dst + 1, s->tok + text + (k - k0) * (size_t)T, (size_t)T * sizeof *o);
+        }
+        k0 += nch;
+    }
+    *out = o;
+    return (int)take;
+}
+
 /* ------------------------------------------------------------------ stats */
 
 int corpus_stats(const Corpus *c, FILE *f) {

@@ -86,6 +86,14 @@ void split_sample_window(const TokenSplit *s, Rng *r, int T, int bos_start, int 
    bad arguments (T < 0, or T < 1 with bos_start) or when out of memory. */
 int split_eval_windows(const TokenSplit *s, int T, int bos_start, int max_windows, int **out);
 
+/* Fixed evaluation windows that stay inside one document (for long contexts): each is DATA_BOS followed by T
+   consecutive text tokens of one document (after the document's own BOS), taken as non-overlapping chunks from
+   the document's start (a partial tail is dropped; a document shorter than T gives none).  Candidates are
+   counted in document order and, when there are more than max_windows (> 0), spread evenly as
+   split_eval_windows does.  Brown documents hold about 12,000 tokens, so windows up to a few thousand tokens
+   come from every genre.  Returns the count (0 when no document is long enough; *out NULL), -1 on bad
+   arguments (T < 1) or out of memory. */
+int split_doc_windows(const TokenSplit *s, int T, int max_windows, int **out);
 /* Print documents and tokens per split and per genre to f.  Returns 0, or -1 on a write error. */
 int corpus_stats(const Corpus *c, FILE *f);
 

@@ -1060,7 +1060,7 @@ static int match_runs(Store *s, const char *sql, const char *arg, char **first, 
 /* Run id for an exact id, exact name or unique id prefix (malloc'd). */
 static char *resolve_run(Store *s, const char *arg) {
     if (!arg || !*arg) {
-        fail(s, "%s: show: empty run id or name", s->path);
+        fail(s, "%s: empty run id or name", s->path);
         return NULL;
     }
     static const char *const queries[] = {
@@ -1084,6 +1084,54 @@ static char *resolve_run(Store *s, const char *arg) {
     }
     fail(s, "%s: no run matches '%s' (by run id, name or run id prefix)", s->path, arg);
     return NULL;
+}
+
+int store_sweep_finished(Store *s, const char *sweep, char (**ids)[17], int *n) {
+    sqlite3_stmt *st;
+    *ids = NULL;
+    *n = 0;
+    if (prep(s, &st, "SELECT w.run_id FROM sweep_runs w JOIN runs r ON r.run_id = w.run_id "
+                     "WHERE w.sweep = ?1 AND r.status = 'finished' ORDER BY w.idx"))
+        return -1;
+    if (bind(s, st, "t", sweep)) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    int r, cap = 0;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char(*g)[17] = realloc(*ids, sizeof **ids * (size_t)cap);
+            if (!g) {
+                (void)sqlite3_finalize(st);
+                return fail(s, "%s: out of memory", s->path);
+            }
+            *ids = g;
+        }
+        snprintf((*ids)[(*n)++], 17, "%s", col_text_or(st, 0, ""));
+    }
+    (void)sqlite3_finalize(st);
+    if (r != SQLITE_DONE) return dbfail(s, "reading sweep_runs");
+    return 0;
+}
+
+int store_find_run(Store *s, const char *arg, char id[17], char **config_json) {
+    char *rid = resolve_run(s, arg);
+    if (!rid) return -1;
+    snprintf(id, 17, "%s", rid);
+    free(rid);
+    if (!config_json) return 0;
+    *config_json = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT config_json FROM runs WHERE run_id = ?1", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        const char *js = (const char *)sqlite3_column_text(st, 0);
+        *config_json = js ? strdup(js) : NULL;
+    }
+    sqlite3_finalize(st);
+    if (!*config_json) return fail(s, "%s: run %s: cannot read its config", s->path, id);
+    return 0;
 }
 
 typedef struct {

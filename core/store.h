@@ -102,6 +102,15 @@ char *store_config_json(const Config *c, char id[17]);
  * that starts again from step 0 must not keep rows of an earlier attempt. */
 int store_run_reset(Store *s, const char *run_id);
 
+/* The finished runs of a sweep, in sweep order: *ids (malloc'd, *n of
+ * them; NULL when none).  0, or -1 (store_errmsg()). */
+int store_sweep_finished(Store *s, const char *sweep, char (**ids)[17], int *n);
+
+/* Find a run by exact run id, exact name or unique run id prefix: its id
+ * into id and, when config_json is non-NULL, its resolved config JSON
+ * (malloc'd).  0, or -1 (no match, ambiguous: store_errmsg() says which). */
+int store_find_run(Store *s, const char *arg, char id[17], char **config_json);
+
 /* Table of runs, oldest first: run id, name, status (killed if stale),
  * steps done (highest metric step), final val loss, start time. */
 int store_print_ls(Store *s, FILE *f);

@@ -52,6 +52,11 @@
  * resolved value ({model.gate.position} -> sdpa).  Names must be unique
  * within the sweep.
  *
+ * Text values.  In the value of a text key (train.init_from: the run whose
+ * weights a continued-training run starts from), {sweep}, {label} and
+ * {seed} are replaced by this run's, so each row and seed continues its own
+ * parent:  set: {train.init_from: "long_context-{label}-s{seed}"}.
+ *
  * Validation, all before anything runs: unknown keys (with a did-you-mean),
  * duplicate keys, values of the wrong type or out of range (parsed by
  * config_set, exactly as run files and --set are), missing name or base,
@@ -863,6 +868,31 @@ static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *ro
 
 /* Build run r from row (and seed_ov, or NULL): overrides, resolved config,
  * run id. */
+/* An override of a text key (train.init_from) may name another run of a
+ * sweep: {sweep}, {label} and {seed} in its value are replaced by this
+ * run's.  Other overrides are copied as they are.  NULL when out of memory. */
+static char *expand_override(const char *text, const Sweep *s, const char *label, long long seed) {
+    const char *eq = strchr(text, '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - text) : 0, text);
+    const ConfigKey *k = config_find(key);
+    if (!eq || !k || k->type != CT_STRING || !strchr(eq, '{'))
+        return xstrdup(text);
+    Buf b = {0};
+    for (const char *c = text; *c; c++) {
+        char num[32];
+        if (strncmp(c, "{sweep}", 7) == 0)
+            buf_str(&b, s->name), c += 6;
+        else if (strncmp(c, "{label}", 7) == 0)
+            buf_str(&b, label), c += 6;
+        else if (strncmp(c, "{seed}", 6) == 0)
+            snprintf(num, sizeof num, "%lld", seed), buf_str(&b, num), c += 5;
+        else
+            buf_add(&b, c, 1);
+    }
+    return buf_take(&b);
+}
+
 static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed_ov, SweepRun *r) {
     int nov = set->n + row->ov.n + (seed_ov != NULL);
     Ov **ovs = malloc((size_t)(nov ? nov : 1) * sizeof *ovs);
@@ -879,15 +909,6 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
         ovs[k++] = &row->ov.v[i];
     if (seed_ov)
         ovs[k++] = seed_ov;
-    for (int i = 0; i < nov; i++) {
-        r->overrides[i] = xstrdup(ovs[i]->text);
-        if (!r->overrides[i]) {
-            free(ovs);
-            return oom(p);
-        }
-        r->noverrides++;
-    }
-
     ConfigError e;
     Config *c = &r->config;
     config_defaults(c);
@@ -895,8 +916,17 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     if (config_load_file(c, s->base, &e) != 0) {
         rc = fail(p->err, "%s", e.msg);
     } else {
+        long long seed = seed_ov ? strtoll(strchr(seed_ov->text, '=') + 1, NULL, 10) : (long long)c->seed;
+        for (int i = 0; i < nov; i++) {
+            r->overrides[i] = expand_override(ovs[i]->text, s, row->label, seed);
+            if (!r->overrides[i]) {
+                free(ovs);
+                return oom(p);
+            }
+            r->noverrides++;
+        }
         for (int i = 0; i < nov && rc == 0; i++)
-            if (config_set(c, ovs[i]->text, &e) != 0)
+            if (config_set(c, r->overrides[i], &e) != 0)
                 rc = resolve_error(p, e.msg, ovs, nov, row, r->index, c->seed);
         if (rc == 0 && config_resolve(c, &e) != 0)
             rc = resolve_error(p, e.msg, ovs, nov, row, r->index, c->seed);

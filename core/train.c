@@ -29,6 +29,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "eval.h"
 #include "model.h"
 #include "optim.h"
 #include "probes.h"
@@ -246,6 +247,18 @@ int train_run(const Config *c, const TrainOpts *o) {
             goto out;
         }
         if (r > 0) fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
+    }
+    /* continued training: a fresh run (step 0) starts from another run's weights */
+    if (ts.step == 0 && c->init_from[0]) {
+        long parent_steps = 0;
+        int r = trained_load_weights(&m, c->init_from, o->db_path, o->ckpt_dir, &parent_steps, err, sizeof err);
+        if (r) {
+            fprintf(stderr, "gated train: %s\n", err);
+            store_run_end(st, id, "failed", err, -1);
+            rc = r;
+            goto out;
+        }
+        if (!o->progress) fprintf(stderr, "starting from %s (%ld steps trained)\n", c->init_from, parent_steps);
     }
     /* starting from step 0: rows of an earlier attempt of this run go */
     if (ts.step == 0 && store_run_reset(st, id)) {

@@ -394,6 +394,13 @@ Test(sweep, run_name_templates) {
     cr_assert_str_eq(s.runs[0].name, "x}a");
     cr_assert_str_eq(s.runs[1].name, "x}b");
     sweep_free(&s);
+
+    /* a text key (train.init_from) names another sweep's run: {sweep}, {label}, {seed} expand */
+    s = load_ok(&t, "name: cont\nbase: base.yaml\nset: {train.init_from: \"long-{label}-s{seed}-{sweep}\"}\n"
+                    "variants: [{label: a}, {label: b, set: {train.lr: 0.001}}]\nseeds: [3]\n");
+    cr_assert_str_eq(s.runs[1].config.init_from, "long-b-s3-cont");
+    cr_assert_str_eq(s.runs[1].overrides[0], "train.init_from=long-b-s3-cont");
+    sweep_free(&s);
     tmp_rm(&t);
 }
 

@@ -57,16 +57,10 @@ static int metric_series(const char *db, const char *key, double *out, int cap) 
 }
 
 static int run_quiet(const Config *c, TrainOpts *o) {
-    /* the run prints its id on stdout; keep the test log clean */
-    fflush(stdout);
-    int saved = dup(1);
-    FILE *null = fopen("/dev/null", "w");
-    dup2(fileno(null), 1);
+    /* the run prints its id on stdout */
+    int saved = quiet_begin();
     int rc = train_run(c, o);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    fclose(null);
+    quiet_end(saved);
     return rc;
 }
 

@@ -1,6 +1,10 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -49,4 +53,22 @@ void resolve_or_die(Config *c) {
 void set_threads(int n) {
     openblas_set_num_threads(n);
     omp_set_num_threads(n);
+}
+
+int quiet_begin(void) {
+    fflush(stdout);
+    int saved = dup(1), null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, 1);
+        close(null);
+    }
+    return saved;
+}
+
+void quiet_end(int saved) {
+    fflush(stdout);
+    if (saved >= 0) {
+        dup2(saved, 1);
+        close(saved);
+    }
 }

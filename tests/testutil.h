@@ -29,4 +29,9 @@ void resolve_or_die(Config *c);
  * else changes thread counts behind their back). */
 void set_threads(int n);
 
+/* Send stdout to /dev/null until quiet_end (commands print run ids and
+ * result lines there; keep the test log clean).  Returns the saved fd. */
+int quiet_begin(void);
+void quiet_end(int saved);
+
 #endif
