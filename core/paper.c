@@ -1,7 +1,8 @@
 /*
- * paper.c — the paper's headline table (see paper.h).  Source:
- * /work/shared/paper.md, "Headline numbers (15B MoE, 400B tokens; Table 1,
- * 3, 4)".  Keep the labels identical to the ones the experiment sweeps use.
+ * paper.c — the paper's headline table and long-context result (see
+ * paper.h).  Source: /work/shared/paper.md, "Headline numbers (15B MoE,
+ * 400B tokens; Table 1, 3, 4)" and "Long context (Table 5, RULER)".  Keep
+ * the labels identical to the ones the experiment sweeps use.
  */
 #include "paper.h"
 
@@ -40,3 +41,15 @@ const PaperRow *paper_lookup(const char *label) {
         if (strcmp(paper_rows[i].label, label) == 0) return &paper_rows[i];
     return NULL;
 }
+
+const char paper_longctx_setup[] =
+    "trained at 4k with RoPE base 10k, continued at 32k with base 1M, then extended to 128k with YaRN (no training)";
+
+const PaperLongCtx paper_longctx[] = {
+    /* what                          context  baseline gated */
+    {"within 32k (before YaRN)",     32768,   79.50,   79.77},
+    {"32k, YaRN",                    32768,   37.94,   72.88},
+    {"64k, YaRN",                    65536,   37.51,   66.60},
+    {"128k, YaRN",                   131072,  31.65,   58.82},
+};
+const int paper_nlongctx = (int)(sizeof paper_longctx / sizeof paper_longctx[0]);

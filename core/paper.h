@@ -2,7 +2,8 @@
  * paper.h — the paper's headline numbers (Qiu et al., arXiv 2505.06708,
  * Tables 1, 3 and 4; copied from /work/shared/paper.md), keyed by the
  * variant labels the experiment sweeps use, so `gated report` can show the
- * paper's figure beside each row.
+ * paper's figure beside each row; and its long-context result (Table 5),
+ * shown beside the report's perplexity-against-context-length tables.
  *
  * The paper's models are a 15B MoE trained on 400B tokens: only the
  * direction of a difference is comparable with this suite's CPU-scale runs.
@@ -32,5 +33,20 @@ extern const int paper_nrows;
 /* The row for a sweep label (exact, case-sensitive match); NULL if the
  * paper has no such row. */
 const PaperRow *paper_lookup(const char *label);
+
+/* The paper's long-context result (Table 5): RULER accuracy (%) of the
+ * baseline and the gated model at one stage and length. */
+typedef struct {
+    const char *what;     /* stage and length, e.g. "64k, YaRN" */
+    long context;         /* the (largest) context length, tokens */
+    double baseline, gated;
+} PaperLongCtx;
+
+/* How those models were trained and extended, as one phrase. */
+extern const char paper_longctx_setup[];
+/* The rows, shortest context first (within 32k, then YaRN at 32k, 64k,
+ * 128k), and how many there are. */
+extern const PaperLongCtx paper_longctx[];
+extern const int paper_nlongctx;
 
 #endif

@@ -49,11 +49,40 @@
  *                 key but train.lr, train.min_lr and train.seed, named by
  *                 their labels without the lr=... component; diverged runs
  *                 are drawn as crosses along the top of the plot
+ *   -fattn-heads  sweeps with sink probes: metric f_attn, context
+ *                 layer=L,head=H, last step, mean over the row's finished
+ *                 runs; one panel per row, side by side on one colour scale
+ *                 0..1
+ *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
+ *                 against the context length (log2 x, log y), mean ± std,
+ *                 one colour per row and one dash type per scaling series
  * Each .gp script is self-contained (run `gnuplot NAME.gp` in plots/) and
  * is run by fork/exec with plots/ as working directory; gnuplot's output
  * goes to plots/gnuplot.log.  The SVG / PNG terminals are probed once
  * (pngcairo, else png).  Attention heatmaps need per-position attention
  * data, which the store does not hold: the report says so.
+ *
+ * Sections a sweep gets only when its finished runs have the metrics:
+ *   sink probes (metric sink_formed, context ''): the main table gains
+ *     "sink heads" (sink_head_share, as %) and "F-Attn/unif" (f_attn_rel,
+ *     context ''), both last step, mean ± std; a "Sink formation" table per
+ *     row (tokens per run = train.steps x train.batch x model.seq_len from
+ *     the config, model.seq_len, per seed the first step with
+ *     sink_formed = 1, formed k/n, the largest per-head F-Attn at the last
+ *     step and where it is, the two columns above, the paper's F-Attn); and
+ *     per row a layer x head table of F-Attn (%).
+ *   `gated eval` results (metric eval_ppl, context
+ *     split=S,len=L,scaling=K,factor=F): a series is a scaling K with its
+ *     automatic factor (F = max(1, L / model.seq_len), or the only F used
+ *     at that (L, K)); another F at the same (L, K) makes a series "K F=F".
+ *     Per series and split a table of rows x lengths (ascending, headed
+ *     "L (Mx)" with M = L / model.seq_len when the runs share one), cells
+ *     eval_ppl mean ± std over the row's finished runs; then the paper's
+ *     Table 5 (paper.h).
+ * In csv format these sections are SWEEP-sink.csv (one line per finished
+ * run with sink probes), SWEEP-fattn-heads.csv (row, layer, head) and
+ * SWEEP-ppl.csv (row, split, series, length); in tex they follow the main
+ * tabular in SWEEP.tex.
  */
 #include "report.h"
 
@@ -71,6 +100,7 @@
 #include <unistd.h>
 
 #include "paper.h"
+#include "probes.h"
 #include "store.h"
 
 const char *const report_format_names[] = {"md", "csv", "tex", NULL};
@@ -273,13 +303,47 @@ double report_fisher_exact(long a, long b, long c, long d) {
 /* data model                                                          */
 /* ================================================================== */
 
+/* Per-head values of a run or a row: v[l * nh + h], NAN where absent. */
+typedef struct {
+    int nl, nh;
+    double *v;
+} HeadMap;
+
+/* Layer and head indices larger than this are ignored (a bound on memory). */
+enum { HEADMAP_MAX = 4096 };
+
 typedef struct {
     char *run_id, *label, *status, *config_json;
     long long seed;
     int idx, is_baseline;
     double lr; /* train.lr from config_json; NAN if absent */
     double val_loss, val_ppl, f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
+    double tokens, seq_len; /* train.steps x train.batch x model.seq_len and model.seq_len; NAN if absent */
+    /* sink probes, read for finished runs only */
+    int has_sink;           /* the run has sink_formed metrics */
+    long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
+    double sink_share, f_attn_rel; /* last step, context '': sink_head_share, f_attn_rel */
+    HeadMap heads;          /* f_attn per (layer, head), last step */
+    double head_max;        /* the largest of heads, at layer max_l, head max_h */
+    int max_l, max_h;
 } RRun;
+
+/* One `gated eval` result: eval_ppl of a finished run at one context. */
+typedef struct {
+    int var, split;         /* the run's row; split 0 val, 1 test */
+    long long len;          /* context length */
+    char scaling[16];       /* none, linear, ntk, yarn */
+    double factor, train_len, ppl; /* train_len: the run's model.seq_len (NAN if unknown) */
+    int automatic;          /* the factor is the automatic one (see the top of this file) */
+    int series;             /* index into RSweep.eser */
+} EvalPt;
+
+/* A curve of the context-length tables: a scaling and its factor rule. */
+typedef struct {
+    char scaling[16];
+    double factor;          /* NAN: the automatic factor */
+    char name[48];          /* "yarn", "yarn F=4" */
+} EvalSeries;
 
 typedef struct {
     char *title; /* what the plot shows */
@@ -308,6 +372,12 @@ typedef struct {
     double p_holm; /* Holm-adjusted t.p; NAN without a test */
     double div_p;  /* Fisher p of the divergence count against ref (lr rule); NAN if none */
     double f_attn, f_attn_std, m_act, m_act_std, gate_mean, gate_std, spikes, gate_params, tokens_per_s;
+    double tokens, seq_len; /* of the row's first run that has them */
+    /* sink probes: over the row's finished runs that have them */
+    int n_sink, n_formed; /* such runs; those of them in which a sink formed */
+    int where;            /* the run (index into RSweep.runs) whose head_max place is the most common; -1 */
+    double sink_share, sink_share_std, f_attn_rel, f_attn_rel_std, head_max, head_max_std;
+    HeadMap heads;        /* mean per-head F-Attn */
 } RVar;
 
 typedef struct {
@@ -323,6 +393,14 @@ typedef struct {
     int lr_rule; /* rows differ in train.lr and the baseline has an lr and a config: Δ is lr-matched */
     int n_fallback; /* lr rule: rows with no baseline-line row at their lr, compared with the baseline */
     int n_tests;    /* rows with a p-value: the Holm family */
+    int has_sink;   /* finished runs have sink probes: the sink columns and sections */
+    long long *seeds; /* the seeds of those runs, ascending */
+    int nseeds;
+    EvalPt *ev;     /* `gated eval` results of finished runs */
+    int nev, ev_cap;
+    EvalSeries *eser; /* in table order */
+    int neser, eser_cap;
+    double train_len; /* model.seq_len shared by the runs in ev; NAN if they differ */
 } RSweep;
 
 typedef struct {
@@ -467,18 +545,101 @@ static int q_last_metric(R *r, const char *run_id, const char *key, double *v) {
     return q_done(r, st, rc, "read metrics");
 }
 
+/* Called on each result row of a statement; non-zero stops the walk (an
+ * error, which the callback has set). */
+typedef int (*RowFn)(R *r, void *arg, sqlite3_stmt *st);
+
+/* Step st to its end, calling fn on every row; finalizes st. */
+static int q_rows(R *r, sqlite3_stmt *st, RowFn fn, void *arg) {
+    int sr, rc = 0;
+    while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) rc = fn(r, arg, st);
+    if (rc) {
+        sqlite3_finalize(st);
+        return -1;
+    }
+    return q_done(r, st, sr, "read metrics");
+}
+
+/* Rows (context, value): for every context of the run's metric `key`, its
+ * value at that context's last step. */
+static int q_each_context_last(R *r, const char *run_id, const char *key, RowFn fn, void *arg) {
+    sqlite3_stmt *st;
+    if (q_prep(r, &st,
+               "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
+               " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
+               " x.key = m.key AND x.context = m.context) ORDER BY m.context",
+               "tt", run_id, key))
+        return -1;
+    return q_rows(r, st, fn, arg);
+}
+
+/* The run's sink_formed metric: how many evaluations have it, and the
+ * first step at which it was set (-1: never). */
+static int q_first_formed(R *r, const char *run_id, long long *n, long long *first) {
+    sqlite3_stmt *st;
+    *n = 0;
+    *first = -1;
+    if (q_prep(r, &st,
+               "SELECT count(*), min(CASE WHEN value > ?4 THEN step END) FROM metrics"
+               " WHERE run_id = ?1 AND key = ?2 AND context = ?3",
+               "ttti", run_id, "sink_formed", "", 0LL))
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *n = sqlite3_column_int64(st, 0);
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) *first = sqlite3_column_int64(st, 1);
+    }
+    return q_done(r, st, rc, "read metrics");
+}
+
 /* ------------------------------------------------------------------ */
 /* small text helpers                                                  */
 /* ------------------------------------------------------------------ */
 
-/* "layer=N" exactly -> N, else -1. */
-static long parse_layer(const char *ctx) {
-    if (strncmp(ctx, "layer=", 6) != 0 || ctx[6] < '0' || ctx[6] > '9') return -1;
+/* Decimal digits at *p -> their value (<= 1000000), *p past them; -1 if
+ * there are none or too many. */
+static long parse_index(const char **p) {
+    if (**p < '0' || **p > '9') return -1;
     char *end;
     errno = 0;
-    long l = strtol(ctx + 6, &end, 10);
-    if (*end || errno || l < 0 || l > 1000000) return -1;
-    return l;
+    long v = strtol(*p, &end, 10);
+    if (errno || v > 1000000) return -1;
+    *p = end;
+    return v;
+}
+
+/* "layer=N" -> N with *head = -1; "layer=N,head=M" -> N with *head = M;
+ * else -1. */
+static long parse_layer_head(const char *ctx, long *head) {
+    *head = -1;
+    if (strncmp(ctx, "layer=", 6) != 0) return -1;
+    const char *p = ctx + 6;
+    long l = parse_index(&p);
+    if (l < 0) return -1;
+    if (strncmp(p, ",head=", 6) == 0) {
+        p += 6;
+        if ((*head = parse_index(&p)) < 0) return -1;
+    }
+    return *p ? -1 : l;
+}
+
+/* "layer=N" exactly -> N, else -1. */
+static long parse_layer(const char *ctx) {
+    long h, l = parse_layer_head(ctx, &h);
+    return h < 0 ? l : -1;
+}
+
+/* "split=S,len=L,scaling=K,factor=F" (S val or test, L > 0, F > 0) into
+ * p's split, len, scaling and factor; -1 if it is not one. */
+static int parse_eval_context(const char *ctx, EvalPt *p) {
+    char split[8];
+    int end = -1;
+    if (sscanf(ctx, "split=%7[^,],len=%lld,scaling=%15[^,],factor=%lf%n", split, &p->len, p->scaling, &p->factor,
+               &end) != 4 ||
+        end < 0 || ctx[end] || p->len <= 0 || !(p->factor > 0) || !isfinite(p->factor))
+        return -1;
+    p->split = strcmp(split, "val") == 0 ? 0 : strcmp(split, "test") == 0 ? 1 : -1;
+    return p->split < 0 ? -1 : 0;
 }
 
 /* The numeric value of "KEY": in a flat JSON object, NAN if absent. */
@@ -619,6 +780,8 @@ static int list_sweeps(R *r, char ***names, int *n) {
     return q_done(r, st, rc, "read sweep_runs");
 }
 
+static int is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
+
 static RVar *find_var(RSweep *s, const char *label) {
     for (int i = 0; i < s->nvars; i++)
         if (strcmp(s->vars[i].label, label) == 0) return &s->vars[i];
@@ -749,6 +912,227 @@ static void choose_refs(RSweep *s) {
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* sink probes                                                         */
+/* ------------------------------------------------------------------ */
+
+/* m[l][h] = x, growing m (new cells NAN). */
+static int headmap_set(R *r, HeadMap *m, int l, int h, double x) {
+    if (l >= m->nl || h >= m->nh) {
+        int nl = l >= m->nl ? l + 1 : m->nl, nh = h >= m->nh ? h + 1 : m->nh;
+        double *v = malloc(sizeof(double) * (size_t)nl * (size_t)nh);
+        if (!v) return oom(r);
+        for (int i = 0; i < nl * nh; i++) v[i] = NAN;
+        for (int i = 0; i < m->nl; i++)
+            for (int j = 0; j < m->nh; j++) v[i * nh + j] = m->v[i * m->nh + j];
+        free(m->v);
+        *m = (HeadMap){nl, nh, v};
+    }
+    m->v[l * m->nh + h] = x;
+    return 0;
+}
+
+/* RowFn on (context, value): a context layer=L,head=H into the HeadMap arg. */
+static int add_head_cell(R *r, void *arg, sqlite3_stmt *st) {
+    long h, l = parse_layer_head(col_text(st, 0), &h);
+    if (l < 0 || h < 0 || l >= HEADMAP_MAX || h >= HEADMAP_MAX) return 0;
+    return headmap_set(r, arg, (int)l, (int)h, col_real(st, 1));
+}
+
+/* A finished run's sink probes (RRun.has_sink and what follows it). */
+static int load_run_sink(R *r, RRun *u) {
+    long long n;
+    if (q_first_formed(r, u->run_id, &n, &u->sink_step)) return -1;
+    if (!(u->has_sink = n > 0)) return 0;
+    if (q_last_metric(r, u->run_id, "sink_head_share", &u->sink_share) ||
+        q_last_metric(r, u->run_id, "f_attn_rel", &u->f_attn_rel) ||
+        q_each_context_last(r, u->run_id, "f_attn", add_head_cell, &u->heads))
+        return -1;
+    const HeadMap *m = &u->heads;
+    for (int i = 0; i < m->nl * m->nh; i++)
+        if (!isnan(m->v[i]) && (isnan(u->head_max) || m->v[i] > u->head_max)) {
+            u->head_max = m->v[i];
+            u->max_l = i / m->nh;
+            u->max_h = i % m->nh;
+        }
+    return 0;
+}
+
+/* The row's sink statistics (RVar.n_sink ... heads) from its runs'. */
+static int row_sink(R *r, const RSweep *s, RVar *v, double *buf) {
+    int nl = 0, nh = 0, best = 0;
+    v->where = -1;
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (!u->has_sink) continue;
+        v->n_sink++;
+        v->n_formed += u->sink_step >= 0;
+        if (u->heads.nl > nl) nl = u->heads.nl;
+        if (u->heads.nh > nh) nh = u->heads.nh;
+        if (isnan(u->head_max)) continue;
+        int same = 0; /* runs with the largest head at the same place: the most common place wins, the first on ties */
+        for (int j = 0; j < v->nruns; j++) {
+            const RRun *w = &s->runs[v->runs[j]];
+            same += w->has_sink && !isnan(w->head_max) && w->max_l == u->max_l && w->max_h == u->max_h;
+        }
+        if (same > best) best = same, v->where = v->runs[i];
+    }
+    int n = finished_values(s, v, offsetof(RRun, sink_share), buf);
+    report_mean_std(buf, n, &v->sink_share, &v->sink_share_std);
+    n = finished_values(s, v, offsetof(RRun, f_attn_rel), buf);
+    report_mean_std(buf, n, &v->f_attn_rel, &v->f_attn_rel_std);
+    n = finished_values(s, v, offsetof(RRun, head_max), buf);
+    report_mean_std(buf, n, &v->head_max, &v->head_max_std);
+    if (!nl || !nh) return 0;
+    /* the per-head mean: each cell over the runs that have it */
+    for (int c = 0; c < nl * nh; c++) {
+        double sum = 0;
+        int cnt = 0;
+        for (int i = 0; i < v->nruns; i++) {
+            const HeadMap *m = &s->runs[v->runs[i]].heads;
+            int l = c / nh, h = c % nh;
+            if (l < m->nl && h < m->nh && !isnan(m->v[l * m->nh + h])) sum += m->v[l * m->nh + h], cnt++;
+        }
+        if (cnt && headmap_set(r, &v->heads, c / nh, c % nh, sum / cnt)) return -1;
+    }
+    return 0;
+}
+
+static int ll_cmp(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* RSweep.seeds: the distinct seeds of the runs with sink probes. */
+static int sweep_seeds(R *r, RSweep *s) {
+    s->seeds = malloc(sizeof *s->seeds * (size_t)(s->nruns + 1));
+    if (!s->seeds) return oom(r);
+    for (int i = 0; i < s->nruns; i++) {
+        if (!s->runs[i].has_sink) continue;
+        int dup = 0;
+        for (int j = 0; j < s->nseeds; j++) dup |= s->seeds[j] == s->runs[i].seed;
+        if (!dup) s->seeds[s->nseeds++] = s->runs[i].seed;
+    }
+    qsort(s->seeds, (size_t)s->nseeds, sizeof *s->seeds, ll_cmp);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* `gated eval` results                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    RSweep *s;
+    int var;
+    double train_len;
+} EvalLoad;
+
+/* RowFn on (context, value): one eval_ppl result into the sweep's points. */
+static int add_eval_pt(R *r, void *arg, sqlite3_stmt *st) {
+    EvalLoad *e = arg;
+    EvalPt p = {.var = e->var, .train_len = e->train_len, .ppl = col_real(st, 1)};
+    if (isnan(p.ppl) || parse_eval_context(col_text(st, 0), &p)) return 0;
+    if (grow(r, (void **)&e->s->ev, &e->s->ev_cap, e->s->nev + 1, sizeof *e->s->ev)) return -1;
+    e->s->ev[e->s->nev++] = p;
+    return 0;
+}
+
+/* Whether p's factor is the automatic one: L / model.seq_len (at least 1;
+ * the context prints it with %g, 6 significant digits), or the only factor
+ * the sweep used at p's length and scaling. */
+static int is_auto_factor(const RSweep *s, const EvalPt *p) {
+    double want = p->train_len > 0 ? fmax(1.0, (double)p->len / p->train_len) : NAN;
+    if (fabs(p->factor - want) <= 1e-5 * want) return 1;
+    for (int i = 0; i < s->nev; i++) {
+        const EvalPt *q = &s->ev[i];
+        if (q->len == p->len && strcmp(q->scaling, p->scaling) == 0 && q->factor != p->factor) return 0;
+    }
+    return 1;
+}
+
+static int scaling_rank(const char *k) {
+    static const char *const order[] = {"none", "linear", "ntk", "yarn"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(k, order[i]) == 0) return i;
+    return 4;
+}
+
+/* Table order: scalings as scaling_rank, then by name; the automatic
+ * factor first, then ascending factors. */
+static int series_cmp(const void *a, const void *b) {
+    const EvalSeries *x = a, *y = b;
+    int c = scaling_rank(x->scaling) - scaling_rank(y->scaling);
+    if (!c) c = strcmp(x->scaling, y->scaling);
+    if (!c) c = isnan(y->factor) - isnan(x->factor);
+    if (!c && !isnan(x->factor)) c = (x->factor > y->factor) - (x->factor < y->factor);
+    return c;
+}
+
+static int find_series(const RSweep *s, const EvalPt *p) {
+    double f = p->automatic ? NAN : p->factor;
+    for (int j = 0; j < s->neser; j++) {
+        const EvalSeries *e = &s->eser[j];
+        if (strcmp(e->scaling, p->scaling) == 0 && (isnan(f) ? isnan(e->factor) : e->factor == f)) return j;
+    }
+    return -1;
+}
+
+/* Each point's series (RSweep.eser, sorted) and the sweep's train_len. */
+static int eval_series(R *r, RSweep *s) {
+    for (int i = 0; i < s->nev; i++) s->ev[i].automatic = is_auto_factor(s, &s->ev[i]);
+    s->train_len = s->nev ? s->ev[0].train_len : NAN;
+    for (int i = 0; i < s->nev; i++) {
+        const EvalPt *p = &s->ev[i];
+        if (!(p->train_len == s->train_len)) s->train_len = NAN;
+        if (find_series(s, p) >= 0) continue;
+        if (grow(r, (void **)&s->eser, &s->eser_cap, s->neser + 1, sizeof *s->eser)) return -1;
+        EvalSeries *e = &s->eser[s->neser++];
+        snprintf(e->scaling, sizeof e->scaling, "%s", p->scaling);
+        e->factor = p->automatic ? NAN : p->factor;
+        if (p->automatic)
+            snprintf(e->name, sizeof e->name, "%s", p->scaling);
+        else
+            snprintf(e->name, sizeof e->name, "%s F=%g", p->scaling, p->factor);
+    }
+    if (s->neser) qsort(s->eser, (size_t)s->neser, sizeof *s->eser, series_cmp);
+    for (int i = 0; i < s->nev; i++) s->ev[i].series = find_series(s, &s->ev[i]);
+    return 0;
+}
+
+/* The distinct lengths of series j on split sp, ascending, into lens
+ * (cap >= nev); returns how many. */
+static int eval_lens(const RSweep *s, int j, int sp, long long *lens) {
+    int n = 0;
+    for (int i = 0; i < s->nev; i++) {
+        const EvalPt *p = &s->ev[i];
+        int dup = 0;
+        for (int q = 0; q < n; q++) dup |= lens[q] == p->len;
+        if (p->series == j && p->split == sp && !dup) lens[n++] = p->len;
+    }
+    qsort(lens, (size_t)n, sizeof *lens, ll_cmp);
+    return n;
+}
+
+/* eval_ppl of row k in series j, split sp, at length len: mean and std
+ * over the row's finished runs (buf: cap >= nev); returns how many. */
+static int eval_stats(const RSweep *s, int k, int j, int sp, long long len, double *buf, double *m, double *sd) {
+    int n = 0;
+    for (int i = 0; i < s->nev; i++) {
+        const EvalPt *p = &s->ev[i];
+        if (p->var == k && p->series == j && p->split == sp && p->len == len) buf[n++] = p->ppl;
+    }
+    report_mean_std(buf, n, m, sd);
+    return n;
+}
+
+/* A finished run's sink probes and `gated eval` results; var: its row. */
+static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
+    if (load_run_sink(r, u)) return -1;
+    s->has_sink |= u->has_sink;
+    EvalLoad e = {s, var, u->seq_len};
+    return q_each_context_last(r, u->run_id, "eval_ppl", add_eval_pt, &e);
+}
+
 static int load_sweep(R *r, RSweep *s) {
     sqlite3_stmt *st;
     if (q_prep(r, &st,
@@ -779,6 +1163,11 @@ static int load_sweep(R *r, RSweep *s) {
         u->is_baseline = sqlite3_column_int(st, 4) != 0;
         if (r->failed) break;
         u->lr = json_number(u->config_json, "train.lr");
+        u->seq_len = json_number(u->config_json, "model.seq_len");
+        u->tokens =
+            json_number(u->config_json, "train.steps") * json_number(u->config_json, "train.batch") * u->seq_len;
+        u->sink_step = -1;
+        u->sink_share = u->f_attn_rel = u->head_max = NAN;
     }
     if (r->failed) {
         sqlite3_finalize(st);
@@ -806,6 +1195,7 @@ static int load_sweep(R *r, RSweep *s) {
         }
         if (grow(r, (void **)&v->runs, &v->cap, v->nruns + 1, sizeof *v->runs)) return -1;
         v->runs[v->nruns++] = i;
+        if (is_finished(u) && load_run_probes(r, s, (int)(v - s->vars), u)) return -1;
         if (u->is_baseline) v->is_baseline = 1;
         if (strcmp(u->status, "finished") == 0) v->n_fin++;
         if (strcmp(u->status, "diverged") == 0) v->n_div++;
@@ -848,8 +1238,17 @@ static int load_sweep(R *r, RSweep *s) {
         report_mean_std(a, np, &v->gate_mean, &v->gate_std);
         v->spikes = mean_of(s, v, offsetof(RRun, spikes));
         v->tokens_per_s = mean_of(s, v, offsetof(RRun, tokens_per_s));
-        v->gate_params = NAN;
+        v->gate_params = v->tokens = v->seq_len = NAN;
         for (int i = 0; i < v->nruns && isnan(v->gate_params); i++) v->gate_params = s->runs[v->runs[i]].gate_params;
+        for (int i = 0; i < v->nruns && isnan(v->tokens); i++) {
+            v->tokens = s->runs[v->runs[i]].tokens;
+            v->seq_len = s->runs[v->runs[i]].seq_len;
+        }
+        if (row_sink(r, s, v, a)) break;
+    }
+    if (r->failed || sweep_seeds(r, s) || eval_series(r, s)) {
+        free(a), free(b), free(p);
+        return -1;
     }
     for (int k = 0; k < s->nvars; k++) {
         RVar *v = &s->vars[k];
@@ -888,6 +1287,7 @@ static int load_sweep(R *r, RSweep *s) {
 
 static void free_sweep(RSweep *s) {
     for (int i = 0; i < s->nruns; i++) {
+        free(s->runs[i].heads.v);
         free(s->runs[i].run_id);
         free(s->runs[i].label);
         free(s->runs[i].status);
@@ -897,6 +1297,7 @@ static void free_sweep(RSweep *s) {
         free(s->vars[k].label);
         free(s->vars[k].key);
         free(s->vars[k].runs);
+        free(s->vars[k].heads.v);
     }
     for (int k = 0; k < s->nplots; k++) {
         free(s->plots[k].title);
@@ -905,6 +1306,9 @@ static void free_sweep(RSweep *s) {
     free(s->runs);
     free(s->vars);
     free(s->plots);
+    free(s->seeds);
+    free(s->ev);
+    free(s->eser);
     free(s->name);
     free(s->fname);
 }
@@ -1129,7 +1533,25 @@ static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
     return rc;
 }
 
-static int is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
+/* RowFn on (context, value): a context layer=N as (N, value) into the Pts arg. */
+static int add_layer_pt(R *r, void *arg, sqlite3_stmt *st) {
+    long l = parse_layer(col_text(st, 0));
+    return l < 0 ? 0 : pts_add(r, arg, (double)l, col_real(st, 1));
+}
+
+/* RowFn on (step, value): into the Pts arg. */
+static int add_step_pt(R *r, void *arg, sqlite3_stmt *st) {
+    return pts_add(r, arg, (double)sqlite3_column_int64(st, 0), col_real(st, 1));
+}
+
+/* (step, value) of the run's metric `key` at context '' into pts. */
+static int q_steps(R *r, const char *run_id, const char *key, Pts *pts) {
+    sqlite3_stmt *st;
+    if (q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3", "ttt",
+               run_id, key, ""))
+        return -1;
+    return q_rows(r, st, add_step_pt, pts);
+}
 
 /* One line per variant of metric `key`, mean over the finished seeds:
  * against the step (per_layer 0: context '', every step) or against the
@@ -1157,27 +1579,9 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
         Pts pts = {0};
         for (int i = 0; rc == 0 && i < v->nruns; i++) {
             const RRun *u = &s->runs[v->runs[i]];
-            if (!is_finished(u)) continue;
-            sqlite3_stmt *st;
-            if (per_layer)
-                rc = q_prep(r, &st,
-                            "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
-                            " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
-                            " x.key = m.key AND x.context = m.context)",
-                            "tt", u->run_id, key);
-            else
-                rc = q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3",
-                            "ttt", u->run_id, key, "");
-            if (rc) break;
-            int sr;
-            while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
-                double x = per_layer ? (double)parse_layer(col_text(st, 0)) : (double)sqlite3_column_int64(st, 0);
-                if (x >= 0) rc = pts_add(r, &pts, x, col_real(st, 1));
-            }
-            if (rc)
-                sqlite3_finalize(st);
-            else
-                rc = q_done(r, st, sr, "read metrics");
+            if (is_finished(u))
+                rc = per_layer ? q_each_context_last(r, u->run_id, key, add_layer_pt, &pts)
+                               : q_steps(r, u->run_id, key, &pts);
         }
         if (rc == 0 && pts.n) {
             fprintf(dat, "# %s: %s, mean, std, runs\n", v->label, xname);
@@ -1505,6 +1909,133 @@ static int plot_lr(R *r, RSweep *s) {
     return rc;
 }
 
+/* Per-head F-Attn of every row that has it: one panel per row, side by
+ * side, on one colour scale 0..1 (data: one matrix block per panel, rows
+ * layers, columns heads). */
+static int plot_heads(R *r, RSweep *s) {
+    int panels = 0;
+    for (int k = 0; k < s->nvars; k++) panels += s->vars[k].heads.nl > 0;
+    if (!panels) return 0;
+    char *base = sfmt(r, "%s-fattn-heads", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = base ? plot_open(r, base, &dat, &gp, &datp, &gpp) : -1;
+    if (rc == 0) {
+        gp_head(r, gp, base, "F-Attn per layer and query head, last step, mean over seeds; one panel per row");
+        fprintf(gp, "unset grid\nunset key\nset title ");
+        gp_str(gp, s->name);
+        fprintf(gp, " offset 0,1\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
+                    "set palette rgb 33,13,10\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
+                    "set ytics 1\nset xtics () scale 0\n");
+        int x0 = 0, nl = 0, i = 0;
+        for (int k = 0; k < s->nvars; k++) {
+            const RVar *v = &s->vars[k];
+            const HeadMap *m = &v->heads;
+            if (!m->nl) continue;
+            fprintf(dat, "# %s (%d runs): F-Attn, rows layers 0..%d, columns heads 0..%d\n", v->label, v->n_sink,
+                    m->nl - 1, m->nh - 1);
+            for (int l = 0; l < m->nl; l++)
+                for (int h = 0; h < m->nh; h++)
+                    fprintf(dat, "%.10g%c", m->v[l * m->nh + h], h + 1 < m->nh ? ' ' : '\n');
+            fprintf(dat, "\n\n");
+            for (int h = 0; h < m->nh; h++) fprintf(gp, "set xtics add ('%d' %d)\n", h, x0 + h);
+            fprintf(gp, "set label %d ", ++i);
+            gp_str(gp, v->label);
+            fprintf(gp, " at %g, graph 1.03 center\n", x0 + (m->nh - 1) / 2.0);
+            x0 += m->nh + 1;
+            if (m->nl > nl) nl = m->nl;
+        }
+        fprintf(gp, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nplot", x0 - 1.5, nl - 0.5);
+        x0 = i = 0;
+        for (int k = 0; k < s->nvars; k++) {
+            const HeadMap *m = &s->vars[k].heads;
+            if (!m->nl) continue;
+            fprintf(gp, "%s '%s.dat' index %d matrix using ($1+%d):2:3 with image", i ? ", \\\n    " : "", base, i, x0);
+            x0 += m->nh + 1;
+            i++;
+        }
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc == 0) {
+        char *t = sfmt(r, "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour "
+                          "scale 0 to 1)");
+        rc = t ? plot_finish(r, s, base, t) : -1;
+    }
+    free(base);
+    return rc;
+}
+
+/* Validation PPL against context length: a line per (row, series), colour
+ * by row, dash type by series, error bars the std over seeds. */
+static int plot_ppl(R *r, RSweep *s) {
+    size_t cap = (size_t)s->nev + 1;
+    long long *lens = malloc(sizeof *lens * cap);
+    double *buf = malloc(sizeof *buf * cap);
+    char *base = sfmt(r, "%s-ppl-vs-length", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = 0, blocks = 0;
+    if (!lens || !buf)
+        rc = oom(r);
+    else if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+        rc = -1;
+    if (rc == 0) {
+        gp_head(r, gp, base, "validation perplexity against context length, mean +- std over seeds");
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset logscale x 2\nset logscale y\nset format x '%%g'\n"
+                    "set xlabel 'context length (tokens, log2 scale)'\n"
+                    "set ylabel 'validation PPL (log scale), mean +- std over seeds'\n");
+        if (!isnan(s->train_len))
+            fprintf(gp, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3\n", s->train_len, s->train_len);
+        fprintf(gp, "plot");
+    }
+    for (int j = 0; rc == 0 && j < s->neser; j++) {
+        int nl = eval_lens(s, j, 0, lens);
+        for (int k = 0; rc == 0 && k < s->nvars; k++) {
+            int lines = 0;
+            for (int q = 0; q < nl; q++) {
+                double m, sd;
+                int n = eval_stats(s, k, j, 0, lens[q], buf, &m, &sd);
+                if (!n) continue;
+                if (!lines++)
+                    fprintf(dat, "# %s, %s: context length, mean val PPL, std, runs\n", s->vars[k].label,
+                            s->eser[j].name);
+                fprintf(dat, "%lld %.10g %.10g %d\n", lens[q], m, isnan(sd) ? 0 : sd, n);
+            }
+            if (!lines) continue;
+            fprintf(dat, "\n\n");
+            char *t = sfmt(r, "%s (%s)", s->vars[k].label, s->eser[j].name);
+            if (!t) {
+                rc = -1;
+                break;
+            }
+            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines lc %d dt %d title ",
+                    blocks ? ", \\\n    " : "", base, blocks, k + 1, j + 1);
+            gp_str(gp, t);
+            free(t);
+            blocks++;
+        }
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc == 0 && blocks) {
+        char *t = sfmt(r, "Validation perplexity against context length (log-log; one colour per row, one dash type "
+                          "per RoPE scaling; error bars: std over seeds)");
+        rc = t ? plot_finish(r, s, base, t) : -1;
+    }
+    free(base);
+    free(lens);
+    free(buf);
+    return rc;
+}
+
 /* 1 if any finished run of variant k has a 'gate' histogram. */
 static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
     const RVar *v = &s->vars[k];
@@ -1538,6 +2069,8 @@ static int make_plots(R *r, RSweep *s) {
         if (has && plot_gate_hist(r, s, k)) return -1;
     }
     if (s->lr_plot && plot_lr(r, s)) return -1;
+    if (s->has_sink && plot_heads(r, s)) return -1;
+    if (s->nev && plot_ppl(r, s)) return -1;
     return 0;
 }
 
@@ -1560,16 +2093,17 @@ static void fmt_p(char *buf, size_t cap, double p) {
         snprintf(buf, cap, "%.1e", p);
 }
 
-/* Table columns (md and tex).  LR: only in sweeps under the lr rule. */
+/* Table columns (md and tex). */
 enum {
     C_LABEL, C_N, C_DIV, C_LOSS, C_PPL, C_DELTA, C_VS, C_CI, C_TEST, C_P, C_PHOLM, C_DIVTOT, C_PDIV, C_FATTN,
-    C_MACT, C_GATE, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT, C_PFATTN, NCOL
+    C_MACT, C_GATE, C_SINKS, C_FREL, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT, C_PFATTN, NCOL
 };
 enum { NPAPER = NCOL - C_PPPL };
+enum { ONLY_LR = 1, ONLY_SINK = 2 };
 static const struct {
     const char *md, *tex;
     char align;  /* 'l' or 'r' */
-    int lr_only; /* shown only under the lr rule */
+    int only;    /* ONLY_LR: only under the lr rule; ONLY_SINK: only in sweeps with sink probes */
     int text;    /* a label: escaped when written */
 } COLS[NCOL] = {
     [C_LABEL] = {"variant", "variant", 'l', 0, 1},
@@ -1588,6 +2122,8 @@ static const struct {
     [C_FATTN] = {"F-Attn", "F-Attn", 'r', 0, 0},
     [C_MACT] = {"M-Act", "M-Act", 'r', 0, 0},
     [C_GATE] = {"gate", "gate", 'r', 0, 0},
+    [C_SINKS] = {"sink heads (%)", "sink heads (\\%)", 'r', ONLY_SINK, 0},
+    [C_FREL] = {"F-Attn/unif", "F-Attn/unif", 'r', ONLY_SINK, 0},
     [C_SPIKES] = {"spikes", "spikes", 'r', 0, 0},
     [C_PARAMS] = {"+params", "+params", 'r', 0, 0},
     [C_TPS] = {"tok/s", "tok/s", 'r', 0, 0},
@@ -1598,7 +2134,9 @@ static const struct {
     [C_PFATTN] = {"paper F-Attn", "F-Attn", 'r', 0, 0},
 };
 
-static int col_on(const RSweep *s, int c) { return !COLS[c].lr_only || s->lr_rule; }
+static int col_on(const RSweep *s, int c) {
+    return COLS[c].only == ONLY_LR ? s->lr_rule : COLS[c].only == ONLY_SINK ? s->has_sink : 1;
+}
 
 /* All the table cells of one row, as text for md / tex (missing: miss);
  * text[c] points into buf or at a label (COLS[c].text: to be escaped). */
@@ -1653,6 +2191,8 @@ static void cells(const RSweep *s, int k, const char *pm, const char *star, cons
     cell_ms(c->buf[C_FATTN], cap, v->f_attn, v->f_attn_std, 4, pm, miss);
     cell_ms(c->buf[C_MACT], cap, v->m_act, v->m_act_std, 2, pm, miss);
     cell_ms(c->buf[C_GATE], cap, v->gate_mean, v->gate_std, 3, pm, miss);
+    cell_ms(c->buf[C_SINKS], cap, 100 * v->sink_share, 100 * v->sink_share_std, 1, pm, miss);
+    cell_ms(c->buf[C_FREL], cap, v->f_attn_rel, v->f_attn_rel_std, 2, pm, miss);
     cellnum(c->buf[C_SPIKES], cap, v->spikes, "%.1f", miss);
     cellnum(c->buf[C_PARAMS], cap, v->gate_params, "%.0f", miss);
     cellnum(c->buf[C_TPS], cap, v->tokens_per_s, "%.0f", miss);
@@ -1686,7 +2226,7 @@ static void md_text(FILE *f, const char *s) {
     }
 }
 
-static void md_legend(FILE *f) {
+static void md_legend(FILE *f, int sink) {
     fprintf(f,
             "## How to read the tables\n\n"
             "One row per variant label, in sweep order.\n\n"
@@ -1718,7 +2258,14 @@ static void md_legend(FILE *f) {
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
             "mean ± sample std over seeds.\n"
             "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
-            "throughput (mean).\n"
+            "throughput (mean).\n");
+    if (sink)
+        fprintf(f, "- **sink heads (%%)**, **F-Attn/unif** (sweeps with sink probes): at each run's last evaluation, "
+                   "the share of the layer × head query heads that put more than %g%% of their attention on position "
+                   "0, and F-Attn over the uniform causal level u(T) = mean over i = 1..T−1 of 1/(i+1) (1: no "
+                   "preference for position 0); mean ± sample std over seeds.\n",
+                100 * SINK_HEAD_FATTN);
+    fprintf(f,
             "- **paper** columns: the paper's figure for the same label (Tables 1, 3, 4 of arXiv 2505.06708) and its "
             "PPL minus its baseline's 6.026. The paper trained a 15B-parameter MoE on 400B tokens, so magnitudes "
             "are not comparable: compare only directions (the sign of Δ loss against the sign of paper ΔPPL; "
@@ -1790,6 +2337,307 @@ static void md_label(FILE *f, const char *s) {
     fputc('`', f);
 }
 
+/* TeX text with the special characters escaped. */
+static void tex_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '\\': fputs("\\textbackslash{}", f); break;
+        case '~': fputs("\\textasciitilde{}", f); break;
+        case '^': fputs("\\textasciicircum{}", f); break;
+        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
+            fputc('\\', f);
+            fputc(*s, f);
+            break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* A label in a TeX comment: one line, as is. */
+static void tex_comment_label(FILE *f, const char *s) {
+    for (; *s; s++) fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+}
+
+/* ------------------------------------------------------------------ */
+/* the sink and context-length sections                                */
+/* ------------------------------------------------------------------ */
+
+/* How a section is written: markdown (report.md) or TeX (SWEEP.tex). */
+typedef struct {
+    int md;
+    const char *pm, *miss;
+} Style;
+static const Style MD_STYLE = {1, " ± ", "–"}, TEX_STYLE = {0, " $\\pm$ ", "--"};
+
+/* A table of text cells; row 0 is the header.  The header and column 0
+ * (labels) are escaped when written, other cells are written as they are
+ * (they hold the format's own markup, such as the ± of the style). */
+typedef struct {
+    int ncol, nrow, cap;
+    char **cell; /* nrow x ncol; NULL: empty */
+} Tab;
+
+/* Append an empty row; its index, or -1. */
+static int tab_row(R *r, Tab *t) {
+    if (grow(r, (void **)&t->cell, &t->cap, (t->nrow + 1) * t->ncol, sizeof *t->cell)) return -1;
+    for (int j = 0; j < t->ncol; j++) t->cell[t->nrow * t->ncol + j] = NULL;
+    return t->nrow++;
+}
+
+static int tab_init(R *r, Tab *t, int ncol) {
+    *t = (Tab){ncol, 0, 0, NULL};
+    return tab_row(r, t) < 0 ? -1 : 0;
+}
+
+/* Set a cell to text (heap, owned by the table from now on; NULL: an error
+ * already set). */
+static int tab_put(Tab *t, int row, int col, char *text) {
+    if (!text) return -1;
+    free(t->cell[row * t->ncol + col]);
+    t->cell[row * t->ncol + col] = text;
+    return 0;
+}
+
+static void tab_free(Tab *t) {
+    for (int i = 0; i < t->nrow * t->ncol; i++) free(t->cell[i]);
+    free(t->cell);
+}
+
+static void tab_write(FILE *f, const Tab *t, const Style *y) {
+    if (!y->md) {
+        fprintf(f, "\\begin{tabular}{l");
+        for (int j = 1; j < t->ncol; j++) fputc('r', f);
+        fprintf(f, "}\n\\toprule\n");
+    }
+    for (int i = 0; i < t->nrow; i++) {
+        if (y->md) fputc('|', f);
+        for (int j = 0; j < t->ncol; j++) {
+            const char *c = t->cell[i * t->ncol + j];
+            fputs(y->md ? " " : j ? " & " : "", f);
+            if (i && j)
+                fputs(c ? c : "", f);
+            else if (y->md)
+                md_text(f, c ? c : "");
+            else
+                tex_text(f, c ? c : "");
+            if (y->md) fputs(" |", f);
+        }
+        fputs(y->md ? "\n" : " \\\\\n", f);
+        if (i == 0 && y->md) {
+            fputc('|', f);
+            for (int j = 0; j < t->ncol; j++) fputs(j ? "--:|" : "---|", f);
+            fputc('\n', f);
+        }
+        if (i == 0 && !y->md) fputs("\\midrule\n", f);
+    }
+    fputs(y->md ? "\n" : "\\bottomrule\n\\end{tabular}\n", f);
+}
+
+/* Builds a table of sweep s; arg says which one. */
+typedef int (*TabFn)(R *r, const RSweep *s, const Style *y, int arg, Tab *t);
+
+static int emit_tab(R *r, FILE *f, const RSweep *s, const Style *y, TabFn fn, int arg) {
+    Tab t = {0};
+    int rc = fn(r, s, y, arg, &t);
+    if (rc == 0) tab_write(f, &t, y);
+    tab_free(&t);
+    return rc;
+}
+
+/* A label inside a caption: `code` in markdown, as is in a TeX comment. */
+static void cap_label(FILE *f, const Style *y, const char *s) {
+    if (y->md)
+        md_label(f, s);
+    else
+        tex_comment_label(f, s);
+}
+
+/* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
+static char *fmt_count(R *r, double v, const char *miss) {
+    static const char *const suffix[] = {"", "k", "M", "B"};
+    int i = 0;
+    if (isnan(v)) return sdup(r, miss);
+    while (i < 3 && fabs(v) >= 1000) v /= 1000, i++;
+    return i ? sfmt(r, "%.3g%s", v, suffix[i]) : sfmt(r, "%.0f", v);
+}
+
+/* mean ± std (cell_ms) as a table cell. */
+static char *ms_cell(R *r, const Style *y, double m, double sd, int prec) {
+    char buf[96];
+    cell_ms(buf, sizeof buf, m, sd, prec, y->pm, y->miss);
+    return sdup(r, buf);
+}
+
+/* The first step with a sink of row v's run with seed `seed`: "no" if
+ * none formed, the missing mark if the row has no such run. */
+static char *seed_cell(R *r, const RSweep *s, const RVar *v, long long seed, const Style *y) {
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (u->has_sink && u->seed == seed) return u->sink_step >= 0 ? sfmt(r, "%lld", u->sink_step) : sdup(r, "no");
+    }
+    return sdup(r, y->miss);
+}
+
+/* TabFn: the sink formation table, a line per row. */
+static int sink_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+    (void)arg;
+    int ns = s->nseeds, rc = tab_init(r, t, 9 + ns);
+    static const char *const head[] = {"formed", "max head F-Attn", "where", "F-Attn/unif", "sink heads (%)",
+                                       "paper F-Attn"};
+    rc = rc || tab_put(t, 0, 0, sdup(r, "variant")) || tab_put(t, 0, 1, sdup(r, "tokens/run")) ||
+         tab_put(t, 0, 2, sdup(r, "seq_len"));
+    for (int q = 0; rc == 0 && q < ns; q++) rc = tab_put(t, 0, 3 + q, sfmt(r, "seed %lld", s->seeds[q]));
+    for (int q = 0; rc == 0 && q < 6; q++) rc = tab_put(t, 0, 3 + ns + q, sdup(r, head[q]));
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        const RVar *v = &s->vars[k];
+        const RRun *w = v->where >= 0 ? &s->runs[v->where] : NULL;
+        const PaperRow *pr = paper_lookup(v->label);
+        int i = tab_row(r, t), c = 3 + ns;
+        rc = i < 0 || tab_put(t, i, 0, sdup(r, v->label)) || tab_put(t, i, 1, fmt_count(r, v->tokens, y->miss)) ||
+             tab_put(t, i, 2, isnan(v->seq_len) ? sdup(r, y->miss) : sfmt(r, "%.0f", v->seq_len));
+        for (int q = 0; rc == 0 && q < ns; q++) rc = tab_put(t, i, 3 + q, seed_cell(r, s, v, s->seeds[q], y));
+        rc = rc || tab_put(t, i, c, v->n_sink ? sfmt(r, "%d/%d", v->n_formed, v->n_sink) : sdup(r, y->miss)) ||
+             tab_put(t, i, c + 1, ms_cell(r, y, v->head_max, v->head_max_std, 3)) ||
+             tab_put(t, i, c + 2, w ? sfmt(r, "L%d.H%d", w->max_l, w->max_h) : sdup(r, y->miss)) ||
+             tab_put(t, i, c + 3, ms_cell(r, y, v->f_attn_rel, v->f_attn_rel_std, 2)) ||
+             tab_put(t, i, c + 4, ms_cell(r, y, 100 * v->sink_share, 100 * v->sink_share_std, 1)) ||
+             tab_put(t, i, c + 5, pr && !isnan(pr->f_attn) ? sfmt(r, "%.3f", pr->f_attn) : sdup(r, y->miss));
+    }
+    return rc ? -1 : 0;
+}
+
+/* TabFn: row arg's per-head F-Attn in %, layers as rows. */
+static int heads_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+    const HeadMap *m = &s->vars[arg].heads;
+    int rc = tab_init(r, t, 1 + m->nh) || tab_put(t, 0, 0, sdup(r, "layer"));
+    for (int h = 0; rc == 0 && h < m->nh; h++) rc = tab_put(t, 0, 1 + h, sfmt(r, "H%d", h));
+    for (int l = 0; rc == 0 && l < m->nl; l++) {
+        int i = tab_row(r, t);
+        rc = i < 0 || tab_put(t, i, 0, sfmt(r, "L%d", l));
+        for (int h = 0; rc == 0 && h < m->nh; h++) {
+            double x = m->v[l * m->nh + h];
+            rc = tab_put(t, i, 1 + h, isnan(x) ? sdup(r, y->miss) : sfmt(r, "%.1f", 100 * x));
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+/* TabFn: eval_ppl of series arg / 2 on split arg % 2, rows x lengths. */
+static int ppl_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+    int j = arg / 2, sp = arg % 2;
+    size_t cap = (size_t)s->nev + 1;
+    long long *lens = malloc(sizeof *lens * cap);
+    double *buf = malloc(sizeof *buf * cap);
+    int nl = lens && buf ? eval_lens(s, j, sp, lens) : 0;
+    int rc = !lens || !buf ? oom(r) : tab_init(r, t, 2 + nl);
+    rc = rc || tab_put(t, 0, 0, sdup(r, "variant")) || tab_put(t, 0, 1, sdup(r, "n"));
+    for (int q = 0; rc == 0 && q < nl; q++)
+        rc = tab_put(t, 0, 2 + q,
+                     isnan(s->train_len) ? sfmt(r, "%lld", lens[q])
+                                         : sfmt(r, "%lld (%gx)", lens[q], (double)lens[q] / s->train_len));
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        int n = 0, i = -1;
+        for (int q = 0; rc == 0 && q < nl; q++) {
+            double m, sd;
+            int nq = eval_stats(s, k, j, sp, lens[q], buf, &m, &sd);
+            if (nq && i < 0) rc = (i = tab_row(r, t)) < 0 || tab_put(t, i, 0, sdup(r, s->vars[k].label));
+            if (rc == 0 && i >= 0) rc = tab_put(t, i, 2 + q, ms_cell(r, y, m, sd, 3));
+            if (nq > n) n = nq;
+        }
+        if (rc == 0 && i >= 0) rc = tab_put(t, i, 1, sfmt(r, "%d", n));
+    }
+    free(lens);
+    free(buf);
+    return rc ? -1 : 0;
+}
+
+static int sink_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+    if (y->md)
+        fprintf(f, "### Sink formation\n\n"
+                   "`gated train` tests at every evaluation whether an attention sink has formed: some query head "
+                   "puts more than %g%% of its attention on position 0 (its F-Attn, over query positions ≥ 1 of the "
+                   "validation windows) and that head's layer has a mean F-Attn at least %g× the uniform causal level "
+                   "u(T). **seed S**: the first evaluation step at which that seed's run had a sink (`no`: never); "
+                   "**formed**: runs that had one / finished runs with the probe; **max head F-Attn**: the largest per-head F-Attn at "
+                   "the last evaluation, mean ± std over seeds, and **where** it is (layer.head; the most common "
+                   "place); **F-Attn/unif** and **sink heads** as in the table above; **tokens/run**: train.steps × "
+                   "train.batch × model.seq_len; **paper F-Attn**: Table 4 for the same label.\n\n",
+                100 * SINK_HEAD_FATTN, SINK_LAYER_RATIO);
+    else
+        fprintf(f, "%% Sink formation: per seed the first evaluation step with a sink (a head with F-Attn > %g and "
+                   "its layer's mean F-Attn >= %gx uniform; no: never), formed/runs, the largest per-head F-Attn at "
+                   "the last step (mean $\\pm$ std) and where, F-Attn over uniform, share of sink heads (%%).\n",
+                SINK_HEAD_FATTN, SINK_LAYER_RATIO);
+    return emit_tab(r, f, s, y, sink_tab, 0);
+}
+
+static int heads_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+    int any = 0;
+    for (int k = 0; k < s->nvars; k++) any |= s->vars[k].heads.nl > 0;
+    if (!any) return 0;
+    if (y->md)
+        fprintf(f, "#### F-Attn per layer and query head\n\n"
+                   "At the last evaluation, in %%, mean over the row's finished runs; rows: layers, columns: query "
+                   "heads.\n\n");
+    for (int k = 0; k < s->nvars; k++) {
+        const RVar *v = &s->vars[k];
+        if (!v->heads.nl) continue;
+        fputs(y->md ? "" : "% F-Attn (%) per layer and head: ", f);
+        cap_label(f, y, v->label);
+        fprintf(f, " (%d run%s", v->n_sink, v->n_sink == 1 ? "" : "s");
+        if (v->seq_len >= 2)
+            fprintf(f, "; uniform causal attention at T = %.0f: %.1f%%", v->seq_len,
+                    100 * probe_uniform_fattn((int)v->seq_len));
+        fputs(y->md ? "):\n\n" : ")\n", f);
+        if (emit_tab(r, f, s, y, heads_tab, k)) return -1;
+    }
+    return 0;
+}
+
+/* The paper's Table 5, beside the context-length tables (markdown only). */
+static void paper_longctx_md(FILE *f) {
+    fprintf(f, "The paper's long-context result (Table 5, RULER accuracy %%; %s):\n\n| RULER | baseline | gated |\n"
+               "|---|--:|--:|\n",
+            paper_longctx_setup);
+    for (int i = 0; i < paper_nlongctx; i++)
+        fprintf(f, "| %s | %.2f | %.2f |\n", paper_longctx[i].what, paper_longctx[i].baseline,
+                paper_longctx[i].gated);
+    fprintf(f, "\nThe trend to compare: within the trained length the two are level; beyond it the gated model keeps "
+               "much more of its accuracy. Here: whether the gated rows' perplexity grows less than the baseline's "
+               "past 1x (byte-level perplexity, not RULER accuracy: compare directions only).\n\n");
+}
+
+static int ppl_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+    static const char *const splits[2] = {"val", "test"};
+    if (y->md)
+        fprintf(f, "### Perplexity against context length\n\n"
+                   "`gated eval` results (metric `eval_ppl`) of each row's finished runs: perplexity at each evaluated "
+                   "context length, mean ± std over seeds (**n**: runs). Headers: the length and its multiple of the "
+                   "training length `model.seq_len`. One table per RoPE scaling and split; a scaling's factor is "
+                   "length / `model.seq_len` (at least 1) unless the table's name gives a fixed F.\n\n");
+    for (int j = 0; j < s->neser; j++)
+        for (int sp = 0; sp < 2; sp++) {
+            int any = 0;
+            for (int i = 0; i < s->nev; i++) any |= s->ev[i].series == j && s->ev[i].split == sp;
+            if (!any) continue;
+            if (y->md)
+                fprintf(f, "**Scaling `%s`**, split `%s`:\n\n", s->eser[j].name, splits[sp]);
+            else
+                fprintf(f, "%% Perplexity against context length: scaling %s, split %s (eval_ppl, mean $\\pm$ std "
+                           "over seeds)\n", s->eser[j].name, splits[sp]);
+            if (emit_tab(r, f, s, y, ppl_tab, 2 * j + sp)) return -1;
+        }
+    if (y->md) paper_longctx_md(f);
+    return 0;
+}
+
+/* The sections a sweep has data for, after its main table. */
+static int write_sections(R *r, FILE *f, const RSweep *s, const Style *y) {
+    if (s->has_sink && (sink_section(r, f, s, y) || heads_section(r, f, s, y))) return -1;
+    if (s->nev && ppl_section(r, f, s, y)) return -1;
+    return 0;
+}
+
 static int write_md(R *r, const char *path) {
     FILE *f = open_out(r, path);
     if (!f) return -1;
@@ -1848,7 +2696,9 @@ static int write_md(R *r, const char *path) {
     else
         fprintf(f, "- plots: `plots/` (SVG and PNG, with the gnuplot data files and scripts that made them)\n");
     fprintf(f, "\n");
-    md_legend(f);
+    int any_sink = 0;
+    for (int i = 0; i < r->nsw; i++) any_sink |= r->sw[i].has_sink;
+    md_legend(f, any_sink);
 
     for (int i = 0; i < r->nsw; i++) {
         const RSweep *s = &r->sw[i];
@@ -1865,6 +2715,7 @@ static int write_md(R *r, const char *path) {
             fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
         write_md_table(f, s);
         fprintf(f, "\n");
+        if (write_sections(r, f, s, &MD_STYLE)) goto bad;
         if (r->o->no_plots) continue;
         fprintf(f, "### Plots\n\n");
         if (!r->gp_ok) fprintf(f, "Plots skipped: %s.\n\n", r->gp_note);
@@ -1886,7 +2737,8 @@ static int write_md(R *r, const char *path) {
         if (!s->lr_plot) fprintf(f, "Val loss against learning rate: not drawn (the runs share one `train.lr`).\n\n");
         fprintf(f, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
                    "attention data, which the database does not hold (the store keeps only per-layer aggregates "
-                   "such as F-Attn).\n\n");
+                   "such as F-Attn%s).\n\n",
+                s->has_sink ? ", and F-Attn per head: see the per-head plot above" : "");
     }
     return close_out(r, f, path);
 bad:
@@ -1908,10 +2760,13 @@ static void csv_text(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void csv_num(FILE *f, double v) {
+/* A number, or nothing when NAN; then the separator sep (',' or '\n'). */
+static void csv_val(FILE *f, double v, char sep) {
     if (!isnan(v)) fprintf(f, "%.10g", v);
-    fputc(',', f);
+    fputc(sep, f);
 }
+
+static void csv_num(FILE *f, double v) { csv_val(f, v, ','); }
 
 static int write_csv(R *r, const RSweep *s, const char *path) {
     static const char *const rules[] = {[RULE_NONE] = "", [RULE_BASE] = "baseline", [RULE_LR] = "lr_matched",
@@ -1922,7 +2777,8 @@ static int write_csv(R *r, const RSweep *s, const char *path) {
                "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
                "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-               "paper_gate_mean,paper_m_act,paper_f_attn\n");
+               "paper_gate_mean,paper_m_act,paper_f_attn%s\n",
+            s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
         csv_text(f, s->name);
@@ -1965,31 +2821,124 @@ static int write_csv(R *r, const RSweep *s, const char *path) {
         csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
         csv_num(f, pr ? pr->gate_mean : NAN);
         csv_num(f, pr ? pr->m_act : NAN);
-        if (pr && !isnan(pr->f_attn)) fprintf(f, "%.10g", pr->f_attn);
-        fputc('\n', f);
+        csv_val(f, pr ? pr->f_attn : NAN, s->has_sink ? ',' : '\n');
+        if (s->has_sink) {
+            csv_num(f, v->sink_share);
+            csv_num(f, v->sink_share_std);
+            csv_num(f, v->f_attn_rel);
+            csv_val(f, v->f_attn_rel_std, '\n');
+        }
     }
     return close_out(r, f, path);
 }
 
-/* TeX text with the special characters escaped. */
-static void tex_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '\\': fputs("\\textbackslash{}", f); break;
-        case '~': fputs("\\textasciitilde{}", f); break;
-        case '^': fputs("\\textasciicircum{}", f); break;
-        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
-            fputc('\\', f);
-            fputc(*s, f);
-            break;
-        default: fputc(*s, f);
-        }
-    }
+/* The sweep's name and a row's label: the first two fields of a line. */
+static void csv_row_head(FILE *f, const RSweep *s, const RVar *v) {
+    csv_text(f, s->name);
+    fputc(',', f);
+    csv_text(f, v->label);
+    fputc(',', f);
 }
 
-/* A label in a TeX comment: one line, as is. */
-static void tex_comment_label(FILE *f, const char *s) {
-    for (; *s; s++) fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+/* SWEEP-sink.csv: one line per finished run with sink probes. */
+static int csv_sink(R *r, FILE *f, const RSweep *s) {
+    (void)r;
+    fprintf(f, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,f_attn_rel,"
+               "sink_head_share\n");
+    for (int k = 0; k < s->nvars; k++)
+        for (int i = 0; i < s->vars[k].nruns; i++) {
+            const RRun *u = &s->runs[s->vars[k].runs[i]];
+            if (!u->has_sink) continue;
+            csv_row_head(f, s, &s->vars[k]);
+            fprintf(f, "%lld,%s,", u->seed, u->run_id);
+            csv_num(f, u->tokens);
+            csv_num(f, u->seq_len);
+            if (u->sink_step >= 0) fprintf(f, "%lld", u->sink_step);
+            fputc(',', f);
+            csv_num(f, u->head_max);
+            if (isnan(u->head_max))
+                fputs(",,", f);
+            else
+                fprintf(f, "%d,%d,", u->max_l, u->max_h);
+            csv_num(f, u->f_attn_rel);
+            csv_val(f, u->sink_share, '\n');
+        }
+    return 0;
+}
+
+/* SWEEP-fattn-heads.csv: each row's mean per-head F-Attn. */
+static int csv_heads(R *r, FILE *f, const RSweep *s) {
+    (void)r;
+    fprintf(f, "sweep,label,runs,layer,head,f_attn_mean\n");
+    for (int k = 0; k < s->nvars; k++) {
+        const HeadMap *m = &s->vars[k].heads;
+        for (int c = 0; c < m->nl * m->nh; c++) {
+            csv_row_head(f, s, &s->vars[k]);
+            fprintf(f, "%d,%d,%d,", s->vars[k].n_sink, c / m->nh, c % m->nh);
+            csv_val(f, m->v[c], '\n');
+        }
+    }
+    return 0;
+}
+
+/* SWEEP-ppl.csv: eval_ppl per row, split, series and length. */
+static int csv_ppl(R *r, FILE *f, const RSweep *s) {
+    static const char *const splits[2] = {"val", "test"};
+    size_t cap = (size_t)s->nev + 1;
+    long long *lens = malloc(sizeof *lens * cap);
+    double *buf = malloc(sizeof *buf * cap);
+    if (!lens || !buf) {
+        free(lens), free(buf);
+        return oom(r);
+    }
+    fprintf(f, "sweep,label,split,series,scaling,factor,len,train_len,n,ppl_mean,ppl_std\n");
+    for (int j = 0; j < s->neser; j++)
+        for (int sp = 0; sp < 2; sp++) {
+            int nl = eval_lens(s, j, sp, lens);
+            for (int k = 0; k < s->nvars; k++)
+                for (int q = 0; q < nl; q++) {
+                    double m, sd;
+                    int n = eval_stats(s, k, j, sp, lens[q], buf, &m, &sd);
+                    if (!n) continue;
+                    csv_row_head(f, s, &s->vars[k]);
+                    fprintf(f, "%s,", splits[sp]);
+                    csv_text(f, s->eser[j].name);
+                    fputc(',', f);
+                    csv_text(f, s->eser[j].scaling);
+                    fputc(',', f);
+                    csv_num(f, s->eser[j].factor);
+                    fprintf(f, "%lld,", lens[q]);
+                    csv_num(f, s->train_len);
+                    fprintf(f, "%d,", n);
+                    csv_num(f, m);
+                    csv_val(f, sd, '\n');
+                }
+        }
+    free(lens);
+    free(buf);
+    return 0;
+}
+
+/* Write DIR/SWEEP-suffix.csv with fn. */
+static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FILE *, const RSweep *)) {
+    char *path = sfmt(r, "%s/%s-%s.csv", r->o->out_dir, s->fname, suffix);
+    if (!path) return -1;
+    FILE *f = open_out(r, path);
+    int rc = -1;
+    if (f) {
+        rc = fn(r, f, s);
+        if (close_out(r, f, path)) rc = -1;
+    }
+    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
+    free(path);
+    return rc;
+}
+
+/* The CSV files of the sections the sweep has data for. */
+static int write_csv_sections(R *r, const RSweep *s) {
+    if (s->has_sink && (csv_file(r, s, "sink", csv_sink) || csv_file(r, s, "fattn-heads", csv_heads))) return -1;
+    if (s->nev && csv_file(r, s, "ppl", csv_ppl)) return -1;
+    return 0;
 }
 
 static int write_tex(R *r, const RSweep *s, const char *path) {
@@ -2045,6 +2994,10 @@ static int write_tex(R *r, const RSweep *s, const char *path) {
         fprintf(f, " \\\\\n");
     }
     fprintf(f, "\\bottomrule\n\\end{tabular}\n");
+    if (write_sections(r, f, s, &TEX_STYLE)) {
+        fclose(f);
+        return -1;
+    }
     return close_out(r, f, path);
 }
 
@@ -2130,7 +3083,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
             int rc = o->format == REPORT_CSV ? write_csv(&r, &r.sw[i], path) : write_tex(&r, &r.sw[i], path);
             if (rc == 0 && r.info) fprintf(r.info, "wrote %s\n", path);
             free(path);
-            if (rc) goto out;
+            if (rc || (o->format == REPORT_CSV && write_csv_sections(&r, &r.sw[i]))) goto out;
         }
     }
     if (r.gp_fail) {

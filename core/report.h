@@ -25,13 +25,42 @@
  * divergence count against the reference row.  Means are over the row's
  * finished runs.
  *
+ *
+ * A sweep whose finished runs have attention-sink probes (metric
+ * sink_formed, written by `gated train` at every evaluation; probes.h)
+ * also gets:
+ *   - in the table above, "sink heads (%)" (sink_head_share) and
+ *     "F-Attn/unif" (f_attn_rel, context ''), last step, mean ± std;
+ *   - "Sink formation": a line per row with tokens per run
+ *     (train.steps x train.batch x model.seq_len), model.seq_len, per seed
+ *     the first evaluation step at which sink_formed = 1 ("no": never),
+ *     formed k/n, mean ± std of the largest per-head F-Attn (f_attn,
+ *     context layer=L,head=H) at the last step and where it is ("L1.H0",
+ *     the most common place), F-Attn/unif, sink heads, the paper's F-Attn;
+ *   - per row, a layer x head table of F-Attn in % (last step, mean over
+ *     the finished runs) and the plot SWEEP-fattn-heads (one panel per row,
+ *     colour scale 0..1).
+ * A sweep whose finished runs have `gated eval` results (metric eval_ppl,
+ * context split=S,len=L,scaling=K,factor=F) also gets "Perplexity against
+ * context length": per scaling series and split, rows x lengths
+ * (ascending, headed "512 (4x)": the multiple of model.seq_len), cells
+ * eval_ppl mean ± std over finished runs; a series is K at its automatic
+ * factor (L / model.seq_len, at least 1, or the only F used at that
+ * (L, K)), or "K F=4" for another fixed factor; the plot
+ * SWEEP-ppl-vs-length (val; log2 x, log y, std error bars); and the
+ * paper's Table 5 (paper.h) beside it.  Sweeps without these metrics get
+ * none of this.
+ *
  * Formats: md (DIR/report.md: header, legend, every sweep, plot links),
- * csv (DIR/SWEEP.csv, one per sweep, plain numbers) and tex
- * (DIR/SWEEP.tex, a booktabs tabular).  Plots (every format) go to
+ * csv (DIR/SWEEP.csv, one per sweep, plain numbers; with sink probes also
+ * SWEEP-sink.csv, a line per run, and SWEEP-fattn-heads.csv; with eval
+ * results SWEEP-ppl.csv) and tex (DIR/SWEEP.tex, booktabs tabulars: the
+ * main table, then the sections above).  Plots (every format) go to
  * DIR/plots/ as gnuplot data files, scripts, SVG and PNG: validation loss
  * against step, F-Attn and M-Act per layer, gate-score histograms per gated
- * variant, and final val loss against learning rate for a sweep whose runs
- * vary train.lr.  Without gnuplot the tables are still written.
+ * variant, final val loss against learning rate for a sweep whose runs
+ * vary train.lr, and the two plots above.  Without gnuplot the tables are
+ * still written.
  *
  * Every query binds its values; the database is opened with store_open.
  */

@@ -12,7 +12,10 @@
  * and, where gnuplot exists, the SVG / PNG images; the report without
  * gnuplot; and exit status 2 with its message for a missing or corrupt
  * database and an unknown sweep (in process, and through GATED_BIN when it
- * is set).
+ * is set).  A second fixture (fixture_sink) holds attention-sink probes and
+ * `gated eval` results: the sink columns, the sink formation, per-head
+ * F-Attn and perplexity-against-context-length sections in md, csv and
+ * tex, and their plot data; the first fixture must get none of them.
  *
  * Fixture (two sweeps; every value chosen so the expected numbers are
  * exact):
@@ -133,7 +136,9 @@ static void add_run(Store *s, const char *json, const char *name, long long seed
                  store_errmsg(s));
 }
 
-static void fixture(Fx *fx) {
+/* A fresh directory with the paths of the database and the output; the
+ * store opened on the database. */
+static Store *fx_open(Fx *fx) {
     strcpy(fx->dir, "/tmp/test_report_XXXXXX");
     cr_assert(mkdtemp(fx->dir), "mkdtemp: %s", strerror(errno));
     snprintf(fx->db, sizeof fx->db, "%s/fx.db", fx->dir);
@@ -141,6 +146,11 @@ static void fixture(Fx *fx) {
     Store *s;
     char err[512];
     cr_assert_eq(store_open(&s, fx->db, err, sizeof err), 0, "%s", err);
+    return s;
+}
+
+static void fixture(Fx *fx) {
+    Store *s = fx_open(fx);
 
     /* sweep main: rows 0-3 share seeds 1..3 (paired); row 4 ran seeds 4..6 (no pairs: Welch) */
     enum { NV = 5 };
@@ -216,12 +226,100 @@ static void fx_rm(Fx *fx) {
     cr_assert_eq(system(cmd), 0);
 }
 
+/* Sink probes of one run at evaluation steps 50 and 100 (the last; step 50
+ * holds decoys but for sink_formed): formed[] per step, heads[] the
+ * per-head F-Attn at step 100 as L0H0 L0H1 L1H0 L1H1, rel the mean F-Attn
+ * over uniform, share the share of sink heads. */
+static void add_sink(Store *s, const char *id, const double formed[2], const double heads[4], double rel,
+                     double share) {
+    for (int t = 0; t < 2; t++) {
+        long long step = 50 * (t + 1);
+        cr_assert_eq(store_metric(s, id, "sink_formed", "", step, formed[t]), 0);
+        cr_assert_eq(store_metric(s, id, "f_attn_rel", "", step, t ? rel : 99), 0);
+        cr_assert_eq(store_metric(s, id, "f_attn_rel", "layer=0", step, 77), 0);
+        cr_assert_eq(store_metric(s, id, "sink_head_share", "", step, t ? share : 0.99), 0);
+        cr_assert_eq(store_metric(s, id, "sink_heads", "", step, t ? 4 * share : 3), 0);
+        for (int c = 0; c < 4; c++) {
+            char ctx[32];
+            snprintf(ctx, sizeof ctx, "layer=%d,head=%d", c / 2, c % 2);
+            cr_assert_eq(store_metric(s, id, "f_attn", ctx, step, t ? heads[c] : 0.99), 0);
+        }
+    }
+}
+
+/* One `gated eval` result of a run trained for 100 steps. */
+static void add_eval(Store *s, const char *id, const char *split, long len, const char *scaling, double factor,
+                     double ppl) {
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "split=%s,len=%ld,scaling=%s,factor=%g", split, len, scaling, factor);
+    cr_assert_eq(store_metric(s, id, "eval_ppl", ctx, 100, ppl), 0);
+    cr_assert_eq(store_metric(s, id, "eval_loss", ctx, 100, log(ppl)), 0);
+    cr_assert_eq(store_metric(s, id, "eval_windows", ctx, 100, 8), 0);
+}
+
+/* Sweep "sink": rows baseline and G1-elementwise, seeds 1 and 2 finished
+ * (a diverged G1 seed 3 with a sink must be left out), 2 layers x 2 heads,
+ * train.steps 100 x train.batch 4 x model.seq_len 128 = 51,200 tokens:
+ *   sink_formed at steps 50, 100: baseline s1 0 1, s2 1 1 -> 100, 50, 2/2;
+ *     G1 s1 0 0, s2 0 1 -> no, 100, 1/2
+ *   per-head F-Attn at step 100 (L0H0 L0H1 L1H0 L1H1): baseline s1 .10 .20
+ *     .60 .30, s2 .12 .22 .70 .32: max 0.650 +- 0.071 at L1.H0, mean L1 row
+ *     65.0 31.0; G1 s1 .05 .30 .03 .20, s2 .06 .55 .02 .10: max 0.425 +-
+ *     0.177 at L0.H1
+ *   f_attn_rel: baseline 8, 9; G1 2, 3.  sink_head_share: baseline .25 .25;
+ *     G1 0 .25
+ *   eval_ppl (val) at 128, 256, 512: none (factor 1) baseline s1 5 9 20, s2
+ *     5.2 9.4 22 (512: 21.000 +- 1.414); yarn at factor len/128, and also
+ *     factor 4 at 256 (a second factor there: series "yarn F=4"); test
+ *     split: none at 512 only; a malformed context, ignored. */
+static void fixture_sink(Fx *fx) {
+    Store *s = fx_open(fx);
+    static const char *const labels[2] = {"baseline", "G1-elementwise"};
+    static const double formed[2][2][2] = {{{0, 1}, {1, 1}}, {{0, 0}, {0, 1}}};
+    static const double heads[2][2][4] = {{{.10, .20, .60, .30}, {.12, .22, .70, .32}},
+                                          {{.05, .30, .03, .20}, {.06, .55, .02, .10}}};
+    static const double rel[2][2] = {{8, 9}, {2, 3}}, share[2][2] = {{.25, .25}, {0, .25}};
+    static const double none[2][2][3] = {{{5, 9, 20}, {5.2, 9.4, 22}}, {{4.8, 6, 8}, {5, 6.2, 8.4}}};
+    static const double yarn[2][2][3] = {{{5, 7, 10}, {5.2, 7.4, 11}}, {{4.8, 5.5, 6}, {5, 5.7, 6.4}}};
+    char ids[5][17];
+    StoreSweepRun sr[5];
+    for (int i = 0; i < 5; i++) {
+        int v = i < 2 ? 0 : 1, seed = i % 2 + 1, div = i == 4;
+        if (div) seed = 3;
+        char json[256], name[64];
+        snprintf(json, sizeof json,
+                 "{\"model.gate.position\":\"%s\",\"model.seq_len\":128,\"train.batch\":4,\"train.steps\":100,"
+                 "\"train.seed\":%d}",
+                 v ? "sdpa" : "none", seed);
+        snprintf(name, sizeof name, "sink-%s-s%d", labels[v], seed);
+        add_run(s, json, name, seed, div ? "diverged" : "finished", div ? NAN : 1.5 - 0.1 * v, 0.3, 10, NAN, 0, 0,
+                1000, ids[i]);
+        sr[i] = (StoreSweepRun){ids[i], labels[v], seed, i, v == 0};
+        if (div) {
+            add_sink(s, ids[i], (const double[2]){1, 1}, heads[1][0], 9, 0.5);
+            continue;
+        }
+        int k = seed - 1;
+        add_sink(s, ids[i], formed[v][k], heads[v][k], rel[v][k], share[v][k]);
+        for (int q = 0; q < 3; q++) {
+            long len = 128L << q;
+            add_eval(s, ids[i], "val", len, "none", 1, none[v][k][q]);
+            add_eval(s, ids[i], "val", len, "yarn", (double)(1 << q), yarn[v][k][q]);
+        }
+        add_eval(s, ids[i], "val", 256, "yarn", 4, 8 + 0.2 * k - 2 * v);
+        add_eval(s, ids[i], "test", 512, "none", 1, 30 + k);
+        cr_assert_eq(store_metric(s, ids[i], "eval_ppl", "split=val,len=x,scaling=none,factor=1", 100, 1), 0);
+    }
+    cr_assert_eq(store_sweep_record(s, "sink", 5, sr, 5), 0, "%s", store_errmsg(s));
+    store_close(s);
+}
+
 /* report_run into fx->out; log captured into *logtext (may be NULL). */
-static int run_report(Fx *fx, ReportFormat fmt, const char *sweep, const char *gnuplot, char **logtext, char *err,
-                      size_t cap) {
+static int run_report_opts(Fx *fx, ReportFormat fmt, const char *sweep, const char *gnuplot, int no_plots,
+                           char **logtext, char *err, size_t cap) {
     FILE *log = tmpfile();
     cr_assert_not_null(log);
-    ReportOpts o = {fx->db, sweep, fmt, fx->out, 0, gnuplot, log, NULL};
+    ReportOpts o = {fx->db, sweep, fmt, fx->out, no_plots, gnuplot, log, NULL};
     int rc = report_run(&o, err, cap);
     long n = ftell(log);
     rewind(log);
@@ -235,6 +333,11 @@ static int run_report(Fx *fx, ReportFormat fmt, const char *sweep, const char *g
     else
         free(t);
     return rc;
+}
+
+static int run_report(Fx *fx, ReportFormat fmt, const char *sweep, const char *gnuplot, char **logtext, char *err,
+                      size_t cap) {
+    return run_report_opts(fx, fmt, sweep, gnuplot, 0, logtext, err, cap);
 }
 
 static char *out_file(Fx *fx, const char *name) {
@@ -455,6 +558,13 @@ Test(report, markdown) {
     assert_has(md, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
                    "attention data");
     assert_has(md, "Val loss against learning rate: not drawn");
+    /* no sink probes or eval results in this fixture: none of their columns and sections */
+    assert_lacks(md, "sink heads");
+    assert_lacks(md, "Sink formation");
+    assert_lacks(md, "F-Attn per layer and query head");
+    assert_lacks(md, "Perplexity against context length");
+    assert_lacks(md, "fattn-heads");
+    assert_lacks(md, "ppl-vs-length");
 
     /* plot data: last step, means over seeds, histograms summed over seeds */
     char *d = out_file(&fx, "plots/main-val_loss.dat");
@@ -690,4 +800,172 @@ Test(report, bad_input) {
         cr_assert(exists(cmd));
     }
     fx_rm(&fx);
+}
+
+/* ------------------------------------------------------------------ */
+/* sink probes and `gated eval` results                                */
+/* ------------------------------------------------------------------ */
+
+Test(report, sink_and_context_length_md) {
+    Fx fx;
+    fixture_sink(&fx);
+    char err[1024], *log;
+    int rc = run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "- runs: 5 (4 finished, 1 diverged)");
+    assert_has(md, "- **sink heads (%)**, **F-Attn/unif** (sweeps with sink probes): ");
+    /* the main table gains the two columns, after gate */
+    assert_has(md, "| F-Attn | M-Act | gate | sink heads (%) | F-Attn/unif | spikes |");
+    assert_has(md, "| 0.3000 ± 0.0000 | 10.00 ± 0.00 | – | 25.0 ± 0.0 | 8.50 ± 0.71 | 0.0 |");
+    assert_has(md, "| 0.3000 ± 0.0000 | 10.00 ± 0.00 | – | 12.5 ± 17.7 | 2.50 ± 0.71 | 0.0 |");
+    /* sink formation: per seed the first step with a sink, formed k/n (the diverged seed 3 left out) */
+    assert_has(md, "### Sink formation\n\n`gated train` tests at every evaluation whether an attention sink has "
+                   "formed: some query head puts more than 50% of its attention on position 0");
+    assert_has(md, "| variant | tokens/run | seq_len | seed 1 | seed 2 | formed | max head F-Attn | where "
+                   "| F-Attn/unif | sink heads (%) | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    assert_has(md, "| baseline | 51.2k | 128 | 100 | 50 | 2/2 | 0.650 ± 0.071 | L1.H0 | 8.50 ± 0.71 | 25.0 ± 0.0 "
+                   "| 0.467 |\n");
+    assert_has(md, "| G1-elementwise | 51.2k | 128 | no | 100 | 1/2 | 0.425 ± 0.177 | L0.H1 | 2.50 ± 0.71 "
+                   "| 12.5 ± 17.7 | 0.048 |\n");
+    assert_lacks(md, "seed 3");
+    /* per-head heatmap tables, last step, mean over the two seeds, in % */
+    assert_has(md, "`baseline` (2 runs; uniform causal attention at T = 128: 3.5%):\n\n| layer | H0 | H1 |\n"
+                   "|---|--:|--:|\n| L0 | 11.0 | 21.0 |\n| L1 | 65.0 | 31.0 |\n");
+    assert_has(md, "`G1-elementwise` (2 runs; uniform causal attention at T = 128: 3.5%):\n\n| layer | H0 | H1 |\n"
+                   "|---|--:|--:|\n| L0 | 5.5 | 42.5 |\n| L1 | 2.5 | 15.0 |\n");
+    /* perplexity against context length: one table per series and split */
+    assert_has(md, "**Scaling `none`**, split `val`:\n\n| variant | n | 128 (1x) | 256 (2x) | 512 (4x) |\n");
+    assert_has(md, "| baseline | 2 | 5.100 ± 0.141 | 9.200 ± 0.283 | 21.000 ± 1.414 |\n");
+    assert_has(md, "| G1-elementwise | 2 | 4.900 ± 0.141 | 6.100 ± 0.141 | 8.200 ± 0.283 |\n");
+    assert_has(md, "**Scaling `yarn`**, split `val`:\n\n| variant | n | 128 (1x) | 256 (2x) | 512 (4x) |\n"
+                   "|---|--:|--:|--:|--:|\n| baseline | 2 | 5.100 ± 0.141 | 7.200 ± 0.283 | 10.500 ± 0.707 |\n");
+    assert_has(md, "**Scaling `yarn F=4`**, split `val`:\n\n| variant | n | 256 (2x) |\n|---|--:|--:|\n"
+                   "| baseline | 2 | 8.100 ± 0.141 |\n| G1-elementwise | 2 | 6.100 ± 0.141 |\n");
+    assert_has(md, "**Scaling `none`**, split `test`:\n\n| variant | n | 512 (4x) |\n|---|--:|--:|\n"
+                   "| baseline | 2 | 30.500 ± 0.707 |\n");
+    assert_lacks(md, "split `test`:\n\n| variant | n | 128");
+    /* the order: none, yarn, yarn F=4 */
+    cr_assert(strstr(md, "**Scaling `none`**, split `val`") < strstr(md, "**Scaling `yarn`**, split `val`"));
+    cr_assert(strstr(md, "**Scaling `yarn`**, split `val`") < strstr(md, "**Scaling `yarn F=4`**"));
+    /* the paper's Table 5 beside it */
+    assert_has(md, "The paper's long-context result (Table 5, RULER accuracy %; trained at 4k with RoPE base 10k, "
+                   "continued at 32k with base 1M, then extended to 128k with YaRN (no training)):");
+    assert_has(md, "| within 32k (before YaRN) | 79.50 | 79.77 |\n| 32k, YaRN | 37.94 | 72.88 |\n"
+                   "| 64k, YaRN | 37.51 | 66.60 |\n| 128k, YaRN | 31.65 | 58.82 |\n");
+    assert_lacks(md, "### Plots");
+    free(md);
+    free(log);
+    fx_rm(&fx);
+}
+
+Test(report, sink_and_context_length_plots) {
+    Fx fx;
+    fixture_sink(&fx);
+    char err[1024], *log;
+    int rc = run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    /* the heatmap: a matrix block per row (layers as lines), panels side by side on one colour scale */
+    char *d = out_file(&fx, "plots/sink-fattn-heads.dat");
+    assert_has(d, "# baseline (2 runs): F-Attn, rows layers 0..1, columns heads 0..1\n0.11 0.21\n0.65 0.31\n\n\n");
+    assert_has(d, "# G1-elementwise (2 runs): F-Attn, rows layers 0..1, columns heads 0..1\n0.055 0.425\n0.025 0.15\n");
+    free(d);
+    d = out_file(&fx, "plots/sink-fattn-heads.gp");
+    assert_has(d, "set cbrange [0:1]\n");
+    assert_has(d, " 'sink-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image");
+    assert_has(d, " 'sink-fattn-heads.dat' index 1 matrix using ($1+3):2:3 with image");
+    assert_has(d, "set label 2 'G1-elementwise' at 3.5, graph 1.03 center\n");
+    free(d);
+    /* PPL against length: val only, a block per (row, series) */
+    d = out_file(&fx, "plots/sink-ppl-vs-length.dat");
+    assert_has(d, "# baseline, none: context length, mean val PPL, std, runs\n128 5.1 0.1414213562 2\n"
+                  "256 9.2 0.2828427125 2\n512 21 1.414213562 2\n");
+    assert_has(d, "# G1-elementwise, yarn F=4: context length, mean val PPL, std, runs\n256 6.1 0.1414213562 2\n");
+    assert_lacks(d, "30.5");
+    free(d);
+    d = out_file(&fx, "plots/sink-ppl-vs-length.gp");
+    assert_has(d, "set logscale x 2\nset logscale y\n");
+    assert_has(d, "set arrow from 128, graph 0 to 128, graph 1 nohead dt 3\n");
+    assert_has(d, "index 0 using 1:2:3 with yerrorlines lc 1 dt 1 title 'baseline (none)'");
+    assert_has(d, "index 5 using 1:2:3 with yerrorlines lc 2 dt 3 title 'G1-elementwise (yarn F=4)'");
+    free(d);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "**F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "
+                   "to 1)**: not drawn; data `plots/sink-fattn-heads.dat`");
+    assert_has(md, "**Validation perplexity against context length");
+    free(md);
+    free(log);
+    if (have_gnuplot()) {
+        fx_rm(&fx);
+        fixture_sink(&fx);
+        rc = run_report(&fx, REPORT_MD, NULL, NULL, &log, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s\n%s", err, log);
+        static const char *const imgs[] = {"sink-fattn-heads", "sink-ppl-vs-length"};
+        for (size_t i = 0; i < 2; i++) {
+            char p[256];
+            snprintf(p, sizeof p, "%s/plots/%s.png", fx.out, imgs[i]);
+            cr_assert(exists(p), "%s missing", p);
+            snprintf(p, sizeof p, "%s/plots/%s.svg", fx.out, imgs[i]);
+            cr_assert(exists(p), "%s missing", p);
+        }
+        free(log);
+    }
+    fx_rm(&fx);
+}
+
+Test(report, sink_and_context_length_csv_tex) {
+    Fx fx;
+    fixture_sink(&fx);
+    char err[1024];
+    int rc = run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *c = out_file(&fx, "sink.csv");
+    assert_has(c, ",paper_f_attn,sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std\n");
+    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812\n");
+    free(c);
+    c = out_file(&fx, "sink-sink.csv");
+    assert_has(c, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,"
+                  "f_attn_rel,sink_head_share\n");
+    assert_has(c, ",51200,128,100,0.6,1,0,8,0.25\n");
+    assert_has(c, ",51200,128,50,0.7,1,0,9,0.25\n");
+    assert_has(c, ",51200,128,,0.3,0,1,2,0\n");
+    assert_lacks(c, "G1-elementwise,3,");
+    free(c);
+    c = out_file(&fx, "sink-fattn-heads.csv");
+    assert_has(c, "sweep,label,runs,layer,head,f_attn_mean\nsink,baseline,2,0,0,0.11\n");
+    assert_has(c, "sink,baseline,2,1,0,0.65\n");
+    free(c);
+    c = out_file(&fx, "sink-ppl.csv");
+    assert_has(c, "sweep,label,split,series,scaling,factor,len,train_len,n,ppl_mean,ppl_std\n");
+    assert_has(c, "sink,baseline,val,none,none,,512,128,2,21,1.414213562\n");
+    assert_has(c, "sink,G1-elementwise,val,yarn F=4,yarn,4,256,128,2,6.1,0.1414213562\n");
+    assert_has(c, "sink,baseline,test,none,none,,512,128,2,30.5,0.7071067812\n");
+    free(c);
+
+    rc = run_report(&fx, REPORT_TEX, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *t = out_file(&fx, "sink.tex");
+    assert_has(t, "F-Attn & M-Act & gate & sink heads (\\%) & F-Attn/unif & spikes &");
+    assert_has(t, "\\begin{tabular}{lrrrrrrrrrr}\n\\toprule\nvariant & tokens/run & seq\\_len & seed 1 & seed 2 & "
+                  "formed & max head F-Attn & where & F-Attn/unif & sink heads (\\%) & paper F-Attn \\\\\n\\midrule\n"
+                  "baseline & 51.2k & 128 & 100 & 50 & 2/2 & 0.650 $\\pm$ 0.071 & L1.H0 & 8.50 $\\pm$ 0.71 & "
+                  "25.0 $\\pm$ 0.0 & 0.467 \\\\\n");
+    assert_has(t, "% F-Attn (%) per layer and head: baseline (2 runs; uniform causal attention at T = 128: 3.5%)\n"
+                  "\\begin{tabular}{lrr}\n\\toprule\nlayer & H0 & H1 \\\\\n\\midrule\nL0 & 11.0 & 21.0 \\\\\n"
+                  "L1 & 65.0 & 31.0 \\\\\n\\bottomrule\n\\end{tabular}\n");
+    assert_has(t, "% Perplexity against context length: scaling none, split val (eval_ppl, mean $\\pm$ std over "
+                  "seeds)\n\\begin{tabular}{lrrrr}\n\\toprule\nvariant & n & 128 (1x) & 256 (2x) & 512 (4x) \\\\\n"
+                  "\\midrule\nbaseline & 2 & 5.100 $\\pm$ 0.141 & 9.200 $\\pm$ 0.283 & 21.000 $\\pm$ 1.414 \\\\\n");
+    free(t);
+    fx_rm(&fx);
+}
+
+Test(report, paper_longctx_table) {
+    cr_assert_eq(paper_nlongctx, 4);
+    cr_assert_float_eq(paper_longctx[0].baseline, 79.50, 1e-12);
+    cr_assert_float_eq(paper_longctx[0].gated, 79.77, 1e-12);
+    cr_assert_eq(paper_longctx[3].context, 131072);
+    cr_assert_float_eq(paper_longctx[3].baseline, 31.65, 1e-12);
+    cr_assert_float_eq(paper_longctx[3].gated, 58.82, 1e-12);
+    for (int i = 1; i < paper_nlongctx; i++) cr_assert(paper_longctx[i].gated > paper_longctx[i].baseline);
 }
