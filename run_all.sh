@@ -53,13 +53,35 @@ else
     db=results/gated.db
     out=results/report
     sweeps="table1_positions table3_nonlinearity table4_sink activations lr_stability"
+    # run after these, below: long_context(_continued) with evaluations, sink_search(_long)
 fi
 
 status=0
-for s in $sweeps; do
-    echo "== sweep $s"
-    build/gated sweep "experiments/$s.yaml" --db "$db" --jobs "$jobs" --rerun-failed || status=1
-done
+sweep() {
+    echo "== sweep $1"
+    build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed || status=1
+}
+# gated eval over a sweep's finished runs: one pass per RoPE scaling
+evals() {
+    local s=$1 lengths=$2; shift 2
+    for k in "$@"; do
+        echo "== eval $s ($k)"
+        build/gated eval --sweep "$s" --db "$db" --lengths "$lengths" --rope-scaling "$k" --split both \
+            --windows 8 || status=1
+    done
+}
+for s in $sweeps; do sweep "$s"; done
+if [ "$smoke" = 0 ]; then
+    # long context (issue 6): train at T = 128, evaluate 1x..16x; then the
+    # paper's recipe: continue at 4x with RoPE base 1M, extend with YaRN
+    sweep long_context
+    evals long_context 128,256,512,1024,2048 none ntk yarn
+    sweep long_context_continued
+    evals long_context_continued 512,1024,2048 none yarn
+    # attention sink (issue 7): the search, then Table 4 where a sink forms
+    sweep sink_search
+    sweep sink_search_long
+fi
 
 echo "== benchmarks: not part of run_all.sh yet; run make bench (see README)"
 
