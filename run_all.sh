@@ -80,6 +80,7 @@ if [ "$smoke" = 0 ]; then
     evals long_context_continued 512,1024,2048 none yarn
     # attention sink (issue 7): the search, then Table 4 where a sink forms
     sweep sink_search
+    sweep sink_search_lr
     sweep sink_search_long
 fi
 
