@@ -7,8 +7,8 @@
  *              [--windows N] [--split val|test|both] [--db PATH] [--data DIR] [--ckpt DIR]
  *
  * Defaults: --rope-scaling none, factor = length / training length,
- * --windows 16, --split val, --db results/gated.db, --data data,
- * --ckpt checkpoints.  --sweep evaluates every finished run of the sweep.
+ * --windows 16, --split val, --db results/gated.db, --data data; --ckpt:
+ * DBDIR/checkpoints (where gated sweep writes them), else checkpoints.  --sweep evaluates every finished run of the sweep.
  * Exit 0 ok, 1 runtime failure, 2 bad usage or input.
  */
 #include <stdio.h>
@@ -44,7 +44,6 @@ int cmd_eval(int argc, char **argv) {
     EvalOpts o = {0};
     o.db_path = "results/gated.db";
     o.data_dir = "data";
-    o.ckpt_dir = "checkpoints";
     o.windows = 16;
     o.val = 1;
     o.progress = isatty(2);

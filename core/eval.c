@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "data.h"
@@ -34,7 +35,15 @@ int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, C
             return 2;
         }
         store_close(st);
-        snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir ? ckpt_dir : "checkpoints", rid);
+        if (ckpt_dir)
+            snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir, rid);
+        else {
+            /* where `gated sweep` puts them (beside the database), else where `gated train` does */
+            const char *slash = strrchr(db_path, '/');
+            snprintf(path, pcap, "%.*s%scheckpoints/%s.ckpt", slash ? (int)(slash - db_path) : 0, db_path,
+                     slash ? "/" : "", rid);
+            if (access(path, F_OK) != 0) snprintf(path, pcap, "checkpoints/%s.ckpt", rid);
+        }
     }
     int r = checkpoint_read(path, &json, NULL, NULL, err, cap);
     if (r == 0) snprintf(err, cap, "%s: no checkpoint (the run never finished or saved one)", path);
