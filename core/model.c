@@ -209,9 +209,9 @@ static int ensure_acts(Model *m, int B, int T) {
     if ((size_t)2 * m->F > big) big = (size_t)2 * m->F;
     if ((size_t)m->Np > big) big = (size_t)m->Np;
     m->gbig = big;
+    /* allocated by the first backward: evaluation never needs it */
     m->gradlen = n * ((size_t)2 * m->C + m->Np + 6 * big + m->V);
-    m->gradmem = malloc(sizeof(real) * m->gradlen);
-    if (!m->la || !m->actmem || !m->targets || !m->cos_t || !m->sin_t || !m->gradmem) {
+    if (!m->la || !m->actmem || !m->targets || !m->cos_t || !m->sin_t) {
         errno = ENOMEM;
         return -1;
     }
@@ -336,6 +336,10 @@ int model_backward(Model *m, const int *tokens) {
     Arena *A = &m->p;
     size_t N = (size_t)n;
     size_t big = m->gbig;
+    if (!m->gradmem && !(m->gradmem = malloc(sizeof(real) * m->gradlen))) {
+        errno = ENOMEM;
+        return -1;
+    }
     real *dx = m->gradmem, *dh_ = dx + N * C, *dP = dh_ + N * C, *s0 = dP + N * m->Np;
     real *s1 = s0 + N * big, *s2 = s1 + N * big, *s3 = s2 + N * big, *s4 = s3 + N * big, *s5 = s4 + N * big;
     real *dlogits = s5 + N * big;
