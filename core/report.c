@@ -1533,6 +1533,23 @@ static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
     return rc;
 }
 
+/* Close a plot's files and, when nothing failed and it has data (any),
+ * register and draw it under the title fmt.  Returns the new rc. */
+static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
+                     const char *fmt, ...) __attribute__((format(printf, 10, 11)));
+static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
+                     const char *fmt, ...) {
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc != 0 || !any) return rc;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *t = sdup(r, buf);
+    return t ? plot_finish(r, s, base, t) : -1;
+}
+
 /* RowFn on (context, value): a context layer=N as (N, value) into the Pts arg. */
 static int add_layer_pt(R *r, void *arg, sqlite3_stmt *st) {
     long l = parse_layer(col_text(st, 0));
@@ -1599,11 +1616,7 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-    if (rc == 0 && blocks) {
-        char *t = sfmt(r, "%s", title);
-        rc = t ? plot_finish(r, s, base, t) : -1;
-    }
+    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base, "%s", title);
     free(base);
     return rc;
 }
@@ -1743,12 +1756,8 @@ static int plot_gate_hist(R *r, RSweep *s, int k) {
             fprintf(gp, "\n");
             gp_tail(r, gp, base);
         }
-        if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-        if (rc == 0) {
-            char *t = sfmt(r, "Gate scores of `%s` per layer (last step, %d run%s summed)", v->label, runs_with,
-                           runs_with == 1 ? "" : "s");
-            rc = t ? plot_finish(r, s, base, t) : -1;
-        }
+        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base, "Gate scores of `%s` per layer (last step, %d run%s summed)",
+                       v->label, runs_with, runs_with == 1 ? "" : "s");
         free(base);
     }
     for (int j = 0; j < nacc; j++) free(acc[j].counts);
@@ -1891,12 +1900,9 @@ static int plot_lr(R *r, RSweep *s) {
             fprintf(gp, "\n");
             gp_tail(r, gp, base);
         }
-        if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-        if (rc == 0) {
-            char *t = sfmt(r, "Final validation loss against learning rate (log scale; diverged runs as red crosses "
-                              "above the curves)");
-            rc = t ? plot_finish(r, s, base, t) : -1;
-        }
+        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+                       "Final validation loss against learning rate (log scale; diverged runs as red crosses above the "
+                       "curves)");
     }
     free(base);
     for (int j = 0; j < nser; j++) {
@@ -1957,12 +1963,9 @@ static int plot_heads(R *r, RSweep *s) {
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-    if (rc == 0) {
-        char *t = sfmt(r, "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour "
-                          "scale 0 to 1)");
-        rc = t ? plot_finish(r, s, base, t) : -1;
-    }
+    rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+                   "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "
+                   "to 1)");
     free(base);
     return rc;
 }
@@ -2024,12 +2027,9 @@ static int plot_ppl(R *r, RSweep *s) {
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
-    if (rc == 0 && blocks) {
-        char *t = sfmt(r, "Validation perplexity against context length (log-log; one colour per row, one dash type "
-                          "per RoPE scaling; error bars: std over seeds)");
-        rc = t ? plot_finish(r, s, base, t) : -1;
-    }
+    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base,
+                   "Validation perplexity against context length (log-log; one colour per row, one dash type per RoPE "
+                   "scaling; error bars: std over seeds)");
     free(base);
     free(lens);
     free(buf);
