@@ -82,6 +82,7 @@ if [ "$smoke" = 0 ]; then
     sweep sink_search
     sweep sink_search_lr
     sweep sink_search_long
+    sweep sink
 fi
 
 echo "== benchmarks: not part of run_all.sh yet; run make bench (see README)"
