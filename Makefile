@@ -75,7 +75,10 @@ sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1 $(MAKE) BUILD=build-san OPT="-O1" \
 	    SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" check
 
-DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy
+# valgrind: make perf-check counts instructions with callgrind (and needs
+# its <valgrind/callgrind.h>, which Debian ships in the same package).
+DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy \
+            valgrind
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -88,8 +91,9 @@ deps:
 	  fi; \
 	fi
 
+# build-perf: the perf gate's build (bench/perf_check.sh, PERF_BUILD).
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-perf
 
 T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o)
 T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
@@ -105,13 +109,19 @@ data:
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"
 #   make bench-peer     the reference model's training step, ours vs PyTorch
-#                       (bench/peer_torch.py), interleaved ours, peer, ours, peer...
-#                       in one invocation; prints medians and the tokens/s ratio.
-#                       PEER_ARGS="--rounds 5 --variants baseline,G1-headwise"
+#                       (bench/peer_torch.py) in one invocation: both set up once
+#                       (gated bench --paced, one torch worker per thread count),
+#                       then rounds of one step each, alternating (ours, peer |
+#                       peer, ours | ...); prints medians and the ratio of medians.
+#                       PEER_ARGS="--rounds 10 --variants baseline,G1-headwise"
 #   make perf-check     instruction counts (valgrind --tool=callgrind, a build in
-#                       build-perf/) of the tiny fixed cases of bench/perf.yaml,
+#                       $(PERF_BUILD)/) of the tiny fixed cases of bench/perf.yaml,
 #                       compared per case with bench/baseline.json: exit 3 naming
 #                       every case that grew by more than 3%.  Run by .ci/run.
+#                       When this machine differs from the one the baseline was
+#                       recorded on (CPU, OpenBLAS core and build, OPENBLAS_CORETYPE,
+#                       compiler, libc, valgrind: context.perf_env) it prints one
+#                       line saying so and exits 0 without counting.
 #   make perf-baseline  refresh bench/baseline.json ON PURPOSE, and commit it with
 #                       the change that explains it: a change meant to cost more,
 #                       a gain to lock in, a change to bench/perf.yaml, or a new
@@ -119,12 +129,13 @@ data:
 #                       Never to silence a regression you cannot explain.
 BENCH_ARGS ?=
 PEER_ARGS ?=
+PERF_BUILD ?= build-perf
 .PHONY: bench bench-peer perf-check perf-baseline
 bench: $(BUILD)/gated
 	$(BUILD)/gated bench bench/default.yaml $(BENCH_ARGS)
 bench-peer: $(BUILD)/gated
 	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(PEER_ARGS)
 perf-check:
-	bench/perf_check.sh
+	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh
 perf-baseline:
-	bench/perf_check.sh --update
+	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh --update

@@ -18,12 +18,23 @@ global grad-norm clipping at 1.0.  Data: uniform random tokens.
       time the peer alone: for each thread count (torch.set_num_threads), one
       warm-up step then N timed steps; prints JSON with every thread count's
       median and the best.
-  peer_torch.py --gated build/gated [--rounds R] [--reps N] [--variants V,...]
-      the comparison: R rounds, each running ours (`gated bench
-      bench/default.yaml --filter ^step/ref/V$ --repetitions N`, a fresh
-      process) and then the peer (a fresh process per thread count), so both
-      see the same machine state; prints both medians of tokens/s over all
-      rounds, the peer's best thread count, and the ratio ours / peer.
+  peer_torch.py --gated build/gated [--rounds R] [--variants V,...] [--threads 1,2]
+      the comparison (make bench-peer), in one invocation with alternating
+      repetitions: ours (`gated bench bench/default.yaml --filter
+      '^step/ref/(V|...)$' --paced`) and the peer (one worker process per
+      thread count) are started and set up once, each keeping its model and
+      warm state, then R rounds each run one training step per variant of
+      every player in turn, ours then the peers in odd rounds and the reverse
+      in even ones (ours, peer | peer, ours | ours, peer ...), so a machine
+      load that drifts during the run weighs on both alike.  Only one player
+      computes at a time; the others wait on their stdin.  Prints the
+      medians of tokens/s over the rounds, the peer's best thread count and
+      the ratio of medians ours / peer.
+
+The paced protocol (gated bench --paced, and --worker --paced here): the
+player prints "ready" once set up; for each line it reads it runs one
+repetition of everything it holds and prints "rep\tNAME\t..." lines and a
+"round\tR\tN" line; end of input ends it.
 """
 import argparse
 import json
@@ -157,31 +168,118 @@ def worker(args):
     print(json.dumps(res))
 
 
+def make_stepper(variant, threads, seed=1234):
+    """One training step of the peer as a function returning tokens/s (model, data and optimizer kept)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    cfg = REF
+    m = build(variant, cfg, torch)
+    decay = [p for n, p in m.named_parameters() if p.dim() == 2]
+    other = [p for n, p in m.named_parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
+                            lr=3e-3, betas=(0.9, 0.95), eps=1e-8)
+    g = torch.Generator().manual_seed(seed)
+    B, T = cfg["batch"], cfg["seq_len"]
+    tok = torch.randint(0, cfg["vocab"], (B, T), generator=g)
+    tgt = torch.randint(0, cfg["vocab"], (B, T), generator=g)
+
+    def step():
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = m(tok, tgt)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        loss = loss.item()
+        dt = time.perf_counter() - t0
+        if not math.isfinite(loss):
+            raise SystemExit("peer_torch: non-finite loss")
+        return B * T / dt
+
+    step()  # warm-up
+    return step
+
+
+def paced_worker(args):
+    """The peer as a paced player: every variant set up and warmed up, then one step of each per input line."""
+    variants = [v for v in args.variants.split(",") if v]
+    threads = int(args.threads)
+    if args.stub_peer:  # the protocol without torch (tests): a fixed rate
+        steppers = {v: (lambda: 1000.0) for v in variants}
+    else:
+        steppers = {v: make_stepper(v, threads) for v in variants}
+    print("ready", flush=True)
+    r = 0
+    for _ in sys.stdin:
+        r += 1
+        for v in variants:
+            print("rep\t%s\t%d\t%.9g" % (v, r - 1, steppers[v]()))
+        print("round\t%d\t%d" % (r, len(variants)), flush=True)
+
+
+class Player:
+    """A paced process: ours (gated bench --paced) or a peer worker."""
+
+    def __init__(self, name, cmd):
+        self.name = name
+        self.cmd = cmd
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                                  bufsize=1)
+
+    def fail(self, why):
+        self.err.seek(0)
+        sys.stderr.write(self.err.read())
+        raise SystemExit("peer_torch: %s (%s): %s" % (self.name, " ".join(self.cmd), why))
+
+    def readline(self):
+        line = self.p.stdout.readline()
+        if not line:
+            self.fail("ended early (exit status %s)" % self.p.wait())
+        return line.rstrip("\n")
+
+    def wait_ready(self):
+        while self.readline() != "ready":
+            pass
+
+    def round(self):
+        """One repetition of everything the player holds: [(name, tokens/s)]."""
+        try:
+            self.p.stdin.write("go\n")
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            self.fail("ended early (exit status %s)" % self.p.wait())
+        out = []
+        while True:
+            f = self.readline().split("\t")
+            if f[0] == "round":
+                if int(f[2]) == 0:
+                    self.fail("ran out of repetitions")
+                return out
+            if f[0] == "rep":
+                out.append((f[1], float(f[-1])))
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.stdout.read()
+        rc = self.p.wait()
+        if rc != 0:
+            self.fail("exit status %d" % rc)
+
+
+def schedule(rounds, players):
+    """The order of each round: every player once, reversed every other round (ABBA)."""
+    return [list(players) if r % 2 == 0 else list(players)[::-1] for r in range(rounds)]
+
+
 def run_peer(variant, threads, reps):
-    """The peer in a fresh process."""
+    """The peer alone, in a fresh process."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--variant", variant, "--threads", str(threads),
            "--reps", str(reps)]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["tokens_per_s"]
-
-
-def run_ours(gated, suite, variants, reps):
-    """tokens/s of every iteration row of our step cases, per variant."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "ours.json")
-        filt = "^step/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
-        cmd = [gated, "bench", suite, "--filter", filt, "--repetitions", str(reps), "--min-time", "0", "--json", path]
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            sys.stderr.write(r.stderr)
-            raise SystemExit("peer_torch: %s exited with %d" % (" ".join(cmd), r.returncode))
-        with open(path) as f:
-            data = json.load(f)
-    res = {v: [] for v in variants}
-    for b in data["benchmarks"]:
-        if b["run_type"] == "iteration":
-            res[b["run_name"].split("/")[-1]].append(b["items_per_second"])
-    return res
 
 
 def med(x):
@@ -194,23 +292,41 @@ def compare(args):
         if v not in VARIANTS:
             raise SystemExit("peer_torch: unknown variant %s (one of %s)" % (v, ", ".join(VARIANTS)))
     threads = [int(t) for t in args.threads.split(",")]
+    if args.rounds < 1:
+        raise SystemExit("peer_torch: --rounds must be >= 1")
+    filt = "^step/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
+    players = [Player("ours", [args.gated, "bench", args.suite, "--filter", filt, "--paced", "--repetitions",
+                               str(args.rounds), "--min-time", "0"])]
+    for t in threads:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--paced", "--variants", ",".join(variants),
+               "--threads", str(t)] + (["--stub-peer"] if args.stub_peer else [])
+        players.append(Player("peer/%dt" % t, cmd))
+    t_start = time.time()
+    for p in players:  # every set-up and warm-up done before the first timed step
+        p.wait_ready()
     ours = {v: [] for v in variants}
     peer = {(v, t): [] for v in variants for t in threads}
-    t_start = time.time()
-    for r in range(args.rounds):
-        o = run_ours(args.gated, args.suite, variants, args.reps)
-        for v in variants:
-            ours[v] += o[v]
-        for v in variants:
-            for t in threads:
-                peer[(v, t)] += run_peer(v, t, args.reps)
-        line = "  ".join("%s ours %.0f peer %s" % (v, med(o[v]), "/".join("%.0f" % med(peer[(v, t)]) for t in threads))
-                         for v in variants)
-        print("round %d/%d: %s tok/s" % (r + 1, args.rounds, line), file=sys.stderr)
-    summary = {"rounds": args.rounds, "reps_per_round": args.reps, "wall_s": round(time.time() - t_start, 1),
-               "load_avg": os.getloadavg(), "variants": {}}
-    print("\nreference model (d_model 256, 4 layers, T 256, batch 16), training step tokens/s, medians over "
-          "%d rounds x %d steps, interleaved:" % (args.rounds, args.reps))
+    order = schedule(args.rounds, players)
+    for r, turn in enumerate(order):
+        parts = []
+        for p in turn:
+            got = p.round()
+            for name, tps in got:
+                v = name.split("/")[-1]
+                if p.name == "ours":
+                    ours[v].append(tps)
+                else:
+                    peer[(v, int(p.name[5:-1]))].append(tps)
+            parts.append("%s %s" % (p.name, " ".join("%.0f" % tps for _, tps in got)))
+        print("round %d/%d [%s]: %s tok/s" % (r + 1, args.rounds, " ".join(p.name for p in turn), "; ".join(parts)),
+              file=sys.stderr)
+    for p in players:
+        p.close()
+    summary = {"rounds": args.rounds, "wall_s": round(time.time() - t_start, 1), "load_avg": os.getloadavg(),
+               "order": [[p.name for p in turn] for turn in order], "variants": {}}
+    print("\ntraining step tokens/s, ours: model ref of %s; peer: the reference model (d_model 256, 4 layers, "
+          "T 256, batch 16); medians over %d rounds, one step of each player per round, alternating:"
+          % (args.suite, args.rounds))
     print("%-16s %12s %12s %8s %10s" % ("variant", "ours", "peer best", "threads", "ours/peer"))
     for v in variants:
         pm = {t: med(peer[(v, t)]) for t in threads}
@@ -232,14 +348,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gated", help="our binary: run the interleaved comparison")
     ap.add_argument("--suite", default="bench/default.yaml")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=3, help="timed steps per process")
+    ap.add_argument("--rounds", type=int, default=10, help="comparison: alternating rounds (one step each)")
+    ap.add_argument("--reps", type=int, default=3, help="peer alone: timed steps per thread count")
     ap.add_argument("--variants", default="baseline", help="comma-separated: " + ", ".join(VARIANTS))
     ap.add_argument("--variant", default="baseline", choices=VARIANTS)
     ap.add_argument("--threads", default="1,2", help="torch.set_num_threads values to try")
     ap.add_argument("--json", help="write every sample to this file (comparison)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--paced", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--stub-peer", action="store_true",
+                    help="tests: a peer that does no work (the alternation without torch)")
     args = ap.parse_args()
+    if args.worker and args.paced:
+        return paced_worker(args)
     if args.worker:
         args.threads = int(args.threads)
         return worker(args)

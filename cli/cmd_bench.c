@@ -3,15 +3,28 @@
  * (two Google-Benchmark JSON files; the perf gate's verdict).
  *
  *   gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S]
- *               [--json PATH] [--db PATH] [--threads N] [--list] [--callgrind]
+ *               [--json PATH] [--db PATH] [--threads N] [--interleave] [--paced]
+ *               [--list] [--callgrind]
+ *   gated bench --env
  *   gated compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]
  *
  * bench: SUITE defaults to bench/default.yaml (format in core/bench.h).
  * --filter keeps the cases whose name matches the POSIX extended regular
  * expression RE; --repetitions / --min-time override every case; --threads
  * sets OpenBLAS and OpenMP threads once, before anything runs (default: the
- * libraries' own, i.e. all cores); --callgrind runs each case's fixed
- * `iterations` once between callgrind client requests (bench/perf_check.sh).
+ * libraries' own, i.e. all cores); --interleave sets every selected case
+ * up first, then runs one repetition of each in turn (so a drifting machine
+ * load hits all alike; all cases' memory is held at once); --paced is
+ * --interleave driven by another program (bench/peer_torch.py, which
+ * alternates us with the PyTorch peer): after the set-up it prints "ready",
+ * then before each round it reads one line from stdin (end of input ends
+ * the run early) and after it prints one line per case that ran,
+ * "rep<TAB>NAME<TAB>K<TAB>SECONDS<TAB>CPU_SECONDS<TAB>ITERS<TAB>TOKENS_PER_S"
+ * (per iteration; tokens/s "nan" for non-step cases), then
+ * "round<TAB>R<TAB>N" (N cases ran; 0: all repetitions were done), flushed.
+ * --callgrind runs each case's fixed `iterations` once between callgrind
+ * client requests (bench/perf_check.sh).  --env prints the environment the
+ * instruction counts depend on (bench_env_fill) as JSON and exits.
  * Prints a table on stdout, progress on stderr; --json writes Google-
  * Benchmark JSON, --db appends rows to the store's bench table.
  *
@@ -38,7 +51,8 @@
 
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH]\n"
-               "                   [--db PATH] [--threads N] [--list] [--callgrind]\n");
+               "                   [--db PATH] [--threads N] [--interleave] [--paced] [--list] [--callgrind]\n"
+               "       gated bench --env\n");
 }
 
 static void fmt_time(char *buf, size_t cap, double s) {
@@ -77,7 +91,7 @@ int cmd_bench(int argc, char **argv) {
     const char *suite_path = NULL, *filter = NULL, *json = NULL, *db = NULL;
     long reps = 0, threads = 0;
     double min_time = -1;
-    int list = 0, callgrind = 0;
+    int list = 0, callgrind = 0, interleave = 0, paced = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -111,6 +125,15 @@ int cmd_bench(int argc, char **argv) {
             list = 1;
         } else if (strcmp(a, "--callgrind") == 0) {
             callgrind = 1;
+        } else if (strcmp(a, "--interleave") == 0) {
+            interleave = 1;
+        } else if (strcmp(a, "--paced") == 0) {
+            interleave = paced = 1;
+        } else if (strcmp(a, "--env") == 0) {
+            BenchEnv e;
+            bench_env_fill(&e);
+            bench_env_write_json(stdout, &e);
+            return fflush(stdout) == 0 ? 0 : 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             bench_usage(stdout);
             return 0;
@@ -171,20 +194,76 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
 
-    BenchRunOpts ro = {(int)reps, min_time, callgrind};
+    BenchRunOpts ro = {(int)reps, min_time, callgrind, interleave};
     int done = 0;
-    for (int i = 0; i < s.n; i++) {
-        if (!sel[i]) continue;
-        fprintf(stderr, "[%d/%d] %s ...", ++done, nsel, s.c[i].name);
-        fflush(stderr);
-        if (bench_run_case(&s.c[i], &ro, &res[i], err, sizeof err)) {
-            fprintf(stderr, "\ngated bench: %s\n", err);
+    if (!interleave) {
+        for (int i = 0; i < s.n; i++) {
+            if (!sel[i]) continue;
+            fprintf(stderr, "[%d/%d] %s ...", ++done, nsel, s.c[i].name);
+            fflush(stderr);
+            if (bench_run_case(&s.c[i], &ro, &res[i], err, sizeof err)) {
+                fprintf(stderr, "\ngated bench: %s\n", err);
+                rc = 1;
+                goto out;
+            }
+            char t[32];
+            fmt_time(t, sizeof t, res[i].rs.median);
+            fprintf(stderr, " %s (cv %.1f%%)\n", t, 100 * res[i].rs.cv);
+        }
+    } else {
+        /* every case set up and warmed up first, then one repetition of each in turn */
+        BenchRun **runs = calloc((size_t)s.n, sizeof *runs);
+        if (!runs) {
+            fprintf(stderr, "gated bench: out of memory\n");
             rc = 1;
             goto out;
         }
-        char t[32];
-        fmt_time(t, sizeof t, res[i].rs.median);
-        fprintf(stderr, " %s (cv %.1f%%)\n", t, 100 * res[i].rs.cv);
+        int more = 1, round = 0;
+        for (int i = 0; i < s.n && !rc; i++) {
+            if (!sel[i]) continue;
+            fprintf(stderr, "set up %s\n", s.c[i].name);
+            if (bench_case_begin(&s.c[i], &ro, &runs[i], &res[i], err, sizeof err)) {
+                fprintf(stderr, "gated bench: %s\n", err);
+                rc = 1;
+            }
+        }
+        if (paced && !rc) {
+            printf("ready\n");
+            fflush(stdout);
+        }
+        char line[256];
+        while (!rc && more) {
+            if (paced && !fgets(line, sizeof line, stdin)) break; /* the driver is done */
+            more = 0;
+            round++;
+            for (int i = 0; i < s.n && !rc; i++) {
+                if (!runs[i]) continue;
+                int r = bench_case_rep(runs[i], &res[i], err, sizeof err);
+                if (r < 0) {
+                    fprintf(stderr, "gated bench: %s\n", err);
+                    rc = 1;
+                }
+                if (r != 0) continue;
+                more++;
+                if (paced) {
+                    const BenchResult *q = &res[i];
+                    int k = q->n - 1;
+                    printf("rep\t%s\t%d\t%.9g\t%.9g\t%ld\t%.9g\n", s.c[i].name, k, q->real[k], q->cpu[k],
+                           q->iters[k], q->tokens > 0 ? q->tokens / q->real[k] : NAN);
+                }
+            }
+            if (paced) {
+                printf("round\t%d\t%d\n", round, more);
+                fflush(stdout);
+                if (!more) break;
+            } else if (more) {
+                fprintf(stderr, "round %d done\n", round);
+            }
+        }
+        for (int i = 0; i < s.n; i++)
+            if (runs[i]) bench_case_end(runs[i], &res[i], !rc);
+        free(runs);
+        if (rc) goto out;
     }
 
     /* the table */
@@ -194,7 +273,7 @@ int cmd_bench(int argc, char **argv) {
     printf("%-*s %4s %6s %11s %11s %10s %6s %9s %7s %10s\n", w, "case", "reps", "iters", "median", "mean", "stddev",
            "cv", "GFLOP/s", "%ceil", "tokens/s");
     for (int i = 0; i < s.n; i++) {
-        if (!sel[i]) continue;
+        if (!sel[i] || !res[i].ran) continue; /* --paced: input may end before a case ran */
         const BenchResult *r = &res[i];
         long long it = 0;
         for (int k = 0; k < r->n; k++) it += r->iters[k];
@@ -246,7 +325,7 @@ int cmd_bench(int argc, char **argv) {
         }
         int k = 0;
         for (int i = 0; i < s.n; i++) {
-            if (!sel[i]) continue;
+            if (!sel[i] || !res[i].ran) continue;
             const BenchResult *r = &res[i];
             long long it = 0;
             for (int q = 0; q < r->n; q++) it += r->iters[q];

@@ -20,7 +20,7 @@ int cmd_report(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 
 /* gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH] [--db PATH]
- *             [--threads N] [--list] [--callgrind] */
+ *             [--threads N] [--interleave] [--paced] [--list] [--callgrind] [--env] */
 int cmd_bench(int argc, char **argv);
 /* gated compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]; 3 on a regression */
 int cmd_compare(int argc, char **argv);

@@ -43,7 +43,8 @@ static void usage(FILE *f) {
             "  ls     [--db PATH]                        runs in the store\n"
             "  show   RUN [--db PATH]                    one run: config, provenance, metrics, probes\n"
             "  bench  [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH]\n"
-            "         [--db PATH] [--threads N] [--list] [--callgrind]   kernels, attention, training steps\n"
+            "         [--db PATH] [--threads N] [--interleave] [--paced] [--list] [--callgrind] [--env]\n"
+            "                                           kernels, attention, training steps\n"
             "  compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]\n"
             "                                           median per case; exit 3 on a regression\n");
 }

@@ -12,9 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <yaml.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #include "gate.h"
 #include "model.h"
@@ -1302,10 +1306,19 @@ static int st_iter(St *s, char *err, size_t cap) {
     return 0;
 }
 
-int bench_run_case(const BenchCase *c, const BenchRunOpts *o, BenchResult *r, char *err, size_t cap) {
+struct BenchRun {
+    const BenchCase *c;
+    St s;
+    int reps, cg;
+    long fixed;
+    double min_time;
+};
+
+int bench_case_begin(const BenchCase *c, const BenchRunOpts *o, BenchRun **out, BenchResult *r, char *err,
+                     size_t cap) {
     memset(r, 0, sizeof *r);
+    *out = NULL;
     int reps = o && o->repetitions > 0 ? o->repetitions : c->repetitions;
-    double min_time = o && o->min_time >= 0 ? o->min_time : c->min_time;
     long fixed = c->iterations;
     int cg = o && o->callgrind;
     if (cg) {
@@ -1316,52 +1329,182 @@ int bench_run_case(const BenchCase *c, const BenchRunOpts *o, BenchResult *r, ch
         reps = 1;
         if (fixed < 1) fixed = 1;
     }
+    BenchRun *b = calloc(1, sizeof *b);
     r->real = malloc(sizeof(double) * (size_t)reps);
     r->cpu = malloc(sizeof(double) * (size_t)reps);
     r->iters = malloc(sizeof(long) * (size_t)reps);
-    if (!r->real || !r->cpu || !r->iters) {
+    if (!b || !r->real || !r->cpu || !r->iters) {
+        free(b);
         bench_result_free(r);
         snprintf(err, cap, "%s: out of memory", c->name);
         return -1;
     }
+    b->c = c;
+    b->reps = reps;
+    b->cg = cg;
+    b->fixed = fixed;
+    b->min_time = o && o->min_time >= 0 ? o->min_time : c->min_time;
     r->flops = bench_case_flops(c);
     r->tokens = bench_case_tokens(c);
-    St s;
-    if (st_setup(&s, c, err, cap)) {
+    if (st_setup(&b->s, c, err, cap)) {
+        free(b);
         bench_result_free(r);
         return -1;
     }
     int rc = 0;
-    for (int i = 0; i < c->warmup && !rc; i++) rc = st_iter(&s, err, cap);
-#ifdef BENCH_HAVE_CALLGRIND
-    if (cg && !rc) CALLGRIND_ZERO_STATS;
-#endif
-    for (int rep = 0; rep < reps && !rc; rep++) {
-        double w0 = now_wall(), c0 = now_cpu(), el = 0;
-        long k = 0;
-        do {
-            rc = st_iter(&s, err, cap);
-            k++;
-            el = now_wall() - w0;
-        } while (!rc && (fixed > 0 ? k < fixed : el < min_time));
-        double ce = now_cpu() - c0;
-        r->real[rep] = el / k;
-        r->cpu[rep] = ce / k;
-        r->iters[rep] = k;
-        r->n = rep + 1;
-    }
-#ifdef BENCH_HAVE_CALLGRIND
-    if (cg && !rc) CALLGRIND_DUMP_STATS_AT(c->name);
-#endif
-    st_free(&s);
+    for (int i = 0; i < c->warmup && !rc; i++) rc = st_iter(&b->s, err, cap);
     if (rc) {
+        st_free(&b->s);
+        free(b);
         bench_result_free(r);
         return -1;
+    }
+    *out = b;
+    return 0;
+}
+
+int bench_case_rep(BenchRun *b, BenchResult *r, char *err, size_t cap) {
+    if (r->n >= b->reps) return 1;
+#ifdef BENCH_HAVE_CALLGRIND
+    if (b->cg) CALLGRIND_ZERO_STATS;
+#endif
+    int rc = 0;
+    double w0 = now_wall(), c0 = now_cpu(), el = 0;
+    long k = 0;
+    do {
+        rc = st_iter(&b->s, err, cap);
+        k++;
+        el = now_wall() - w0;
+    } while (!rc && (b->fixed > 0 ? k < b->fixed : el < b->min_time));
+    double ce = now_cpu() - c0;
+    if (rc) return -1;
+#ifdef BENCH_HAVE_CALLGRIND
+    if (b->cg) CALLGRIND_DUMP_STATS_AT(b->c->name);
+#endif
+    r->real[r->n] = el / k;
+    r->cpu[r->n] = ce / k;
+    r->iters[r->n] = k;
+    r->n++;
+    return 0;
+}
+
+void bench_case_end(BenchRun *b, BenchResult *r, int ok) {
+    if (b) {
+        st_free(&b->s);
+        free(b);
+    }
+    if (!ok || r->n == 0) {
+        bench_result_free(r);
+        return;
     }
     bench_stats(r->real, r->n, &r->rs);
     bench_stats(r->cpu, r->n, &r->cs);
     r->ran = 1;
-    return 0;
+}
+
+int bench_run_case(const BenchCase *c, const BenchRunOpts *o, BenchResult *r, char *err, size_t cap) {
+    BenchRun *b;
+    if (bench_case_begin(c, o, &b, r, err, cap)) return -1;
+    int rc;
+    while ((rc = bench_case_rep(b, r, err, cap)) == 0) {
+    }
+    bench_case_end(b, r, rc > 0);
+    return rc > 0 ? 0 : -1;
+}
+
+/* ==================================================================== */
+/* the perf environment                                                  */
+/* ==================================================================== */
+
+#if defined(__clang__)
+#define BENCH_COMPILER __VERSION__
+#elif defined(__GNUC__)
+#define BENCH_COMPILER "gcc " __VERSION__
+#elif defined(__VERSION__)
+#define BENCH_COMPILER __VERSION__
+#else
+#define BENCH_COMPILER "unknown"
+#endif
+
+static void env_trim(char *t) {
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = '\0';
+}
+
+/* The value of the first "KEY<blanks>: value" line of /proc/cpuinfo, or "". */
+static void cpuinfo(const char *key, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    size_t kl = strlen(key);
+    while (!out[0] && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0) continue;
+        const char *r = line + kl;
+        while (*r == ' ' || *r == '\t') r++;
+        if (*r != ':') continue;
+        r++;
+        while (*r == ' ' || *r == '\t') r++;
+        snprintf(out, cap, "%s", r);
+        env_trim(out);
+    }
+    fclose(f);
+}
+
+void bench_env_fill(BenchEnv *e) {
+    static const char *const keys[BENCH_ENV_N] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config",
+                                                  "openblas_coretype", "compiler", "libc"};
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < BENCH_ENV_N; i++) e->key[i] = keys[i];
+    struct utsname u;
+    snprintf(e->val[0], sizeof e->val[0], "%s", uname(&u) == 0 ? u.machine : "unknown");
+    /* the name: the first of these keys that is there (x86, then arm and others) */
+    static const char *const ck[] = {"model name", "Model", "Hardware", "cpu model", "Processor"};
+    for (size_t k = 0; k < sizeof ck / sizeof ck[0] && !e->val[1][0]; k++) cpuinfo(ck[k], e->val[1], sizeof e->val[1]);
+    if (!e->val[1][0]) snprintf(e->val[1], sizeof e->val[1], "unknown");
+    /* x86: vendor, family, model, stepping (a virtual machine's name is often generic);
+     * arm: implementer, part, revision */
+    char v[64], fam[32], mod[32], step[32];
+    cpuinfo("vendor_id", v, sizeof v);
+    cpuinfo("cpu family", fam, sizeof fam);
+    cpuinfo("model", mod, sizeof mod);
+    cpuinfo("stepping", step, sizeof step);
+    if (fam[0])
+        snprintf(e->val[2], sizeof e->val[2], "%s family %s model %s stepping %s", v, fam, mod, step);
+    else {
+        cpuinfo("CPU implementer", v, sizeof v);
+        cpuinfo("CPU part", mod, sizeof mod);
+        cpuinfo("CPU revision", step, sizeof step);
+        if (v[0] || mod[0]) snprintf(e->val[2], sizeof e->val[2], "implementer %s part %s revision %s", v, mod, step);
+    }
+    if (!e->val[2][0]) snprintf(e->val[2], sizeof e->val[2], "unknown");
+    const char *cn = openblas_get_corename(), *cf = openblas_get_config();
+    snprintf(e->val[3], sizeof e->val[3], "%s", cn ? cn : "unknown");
+    snprintf(e->val[4], sizeof e->val[4], "%s", cf ? cf : "unknown");
+    env_trim(e->val[3]);
+    env_trim(e->val[4]);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    snprintf(e->val[5], sizeof e->val[5], "%s", ct ? ct : "(unset)");
+    snprintf(e->val[6], sizeof e->val[6], "%s", BENCH_COMPILER);
+#ifdef __GLIBC__
+    snprintf(e->val[7], sizeof e->val[7], "glibc %s", gnu_get_libc_version());
+#else
+    snprintf(e->val[7], sizeof e->val[7], "unknown");
+#endif
+}
+
+static void jstr(FILE *f, const char *s);
+
+void bench_env_write_json(FILE *f, const BenchEnv *e) {
+    fputs("{\n", f);
+    for (int i = 0; i < BENCH_ENV_N; i++) {
+        fputs("  ", f);
+        jstr(f, e->key[i]);
+        fputs(": ", f);
+        jstr(f, e->val[i]);
+        fputs(i + 1 < BENCH_ENV_N ? ",\n" : "\n", f);
+    }
+    fputs("}\n", f);
 }
 
 /* ==================================================================== */

@@ -154,10 +154,47 @@ typedef struct {
     double min_time;    /* >= 0 overrides every case (< 0: keep) */
     int callgrind;      /* 1: warm-up, then `iterations` (>= 1) iterations between
                            CALLGRIND_ZERO_STATS and CALLGRIND_DUMP_STATS_AT(name); one repetition */
+    int interleave;     /* (cmd_bench) repetitions round-robin over the selected cases;
+                           bench_run_case ignores it */
 } BenchRunOpts;
 
-/* Run one case.  0, or -1 with err (allocation failure, model error). */
+/* Run one case: set-up, warm-up, every repetition.  0, or -1 with err
+ * (allocation failure, model error). */
 int bench_run_case(const BenchCase *c, const BenchRunOpts *o, BenchResult *r, char *err, size_t cap);
+
+/* The same in steps, so that several cases can run their repetitions in
+ * turn (`gated bench --interleave`: a drifting machine load then hits every
+ * case alike).  begin: set-up and warm-up (0 or -1); rep: one repetition
+ * (0, 1 when all are done, -1 on error); end: statistics (ok = 1) or
+ * discard, and free the case's state. */
+typedef struct BenchRun BenchRun;
+int bench_case_begin(const BenchCase *c, const BenchRunOpts *o, BenchRun **b, BenchResult *r, char *err, size_t cap);
+int bench_case_rep(BenchRun *b, BenchResult *r, char *err, size_t cap);
+void bench_case_end(BenchRun *b, BenchResult *r, int ok);
+
+/* ------------------------------------------------ the perf environment */
+
+/* What an instruction count depends on besides our code: the CPU (and
+ * through it the kernels OpenBLAS and libc pick), OpenBLAS's build and the
+ * core it runs, OPENBLAS_CORETYPE, the compiler and the C library.
+ * bench/perf_check.sh records it in bench/baseline.json (context.perf_env,
+ * with the valgrind version) and compares counts only on an equal one.
+ * Keys, in order: arch (uname -m), cpu (/proc/cpuinfo model name),
+ * cpu_id ("GenuineIntel family 6 model 207 stepping 2": virtual machines
+ * often show a generic name), openblas_core (openblas_get_corename()),
+ * openblas_config (openblas_get_config()), openblas_coretype (the
+ * variable, "(unset)" when unset), compiler (__VERSION__ of the compiler
+ * that built this), libc.  Run under valgrind, OpenBLAS may pick another
+ * core than natively (it sees valgrind's CPUID): perf_check.sh asks
+ * `gated bench --env` under valgrind. */
+enum { BENCH_ENV_N = 8 };
+typedef struct {
+    const char *key[BENCH_ENV_N];
+    char val[BENCH_ENV_N][256];
+} BenchEnv;
+void bench_env_fill(BenchEnv *e);
+/* As a JSON object, one "key": "value" member a line (`gated bench --env`). */
+void bench_env_write_json(FILE *f, const BenchEnv *e);
 
 /* Run context, for the JSON "context" object. */
 typedef struct {

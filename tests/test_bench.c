@@ -6,7 +6,11 @@
  * threshold -> 3, within -> 0, missing cases reported), FLOP counts of known
  * cases, the step's gemm list against the calls the model really makes
  * (cblas_sgemm is interposed in this test binary and forwards to
- * OpenBLAS), statistics, and bench rows in the store.  All shapes are tiny.
+ * OpenBLAS), statistics, and bench rows in the store; repetitions in turn
+ * (--interleave) and the --paced protocol, the perf environment (--env),
+ * bench/perf_check.sh skipping on a baseline from another environment,
+ * and bench/peer_torch.py's alternation (with a stub peer, no torch).  All
+ * shapes are tiny; nothing here judges a time.
  */
 #include <criterion/criterion.h>
 
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +82,26 @@ static void put(const char *name, const char *text, char *path) {
     cr_assert_not_null(f, "%s: %s", path, strerror(errno));
     cr_assert(fputs(text, f) >= 0);
     cr_assert_eq(fclose(f), 0);
+}
+
+/* The contents of TMP/name (static buffer; "" if missing). */
+static const char *slurp(const char *name) {
+    static char buf[65536];
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return buf;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* system(cmd)'s exit status, or -1 if it did not exit. */
+static int run_sh(const char *cmd) {
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* Load text as a suite: its error message (after "TMP/"), or "" on success. */
@@ -360,7 +385,7 @@ static void run_all(BenchSuite *s, BenchResult **res) {
     cr_assert_eq(bench_load_file(s, path, e, sizeof e), 0, "%s", e);
     *res = calloc((size_t)s->n, sizeof **res);
     cr_assert_not_null(*res);
-    BenchRunOpts o = {0, -1, 0};
+    BenchRunOpts o = {0, -1, 0, 0};
     for (int i = 0; i < s->n; i++) cr_assert_eq(bench_run_case(&s->c[i], &o, &(*res)[i], e, sizeof e), 0, "%s", e);
 }
 
@@ -482,6 +507,303 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
     bench_suite_free(&s);
 }
 
+/* Repetitions in turn over several cases (gated bench --interleave). */
+Test(bench_run, interleaved_repetitions, .init = mk_tmp, .fini = rm_tmp) {
+    set_threads(1);
+    char path[256], e[2048];
+    put("run.yaml", RUN_SUITE, path);
+    BenchSuite s;
+    cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+    BenchResult res[16];
+    BenchRun *runs[16];
+    BenchRunOpts o = {4, -1, 0, 1};
+    for (int i = 0; i < s.n; i++) cr_assert_eq(bench_case_begin(&s.c[i], &o, &runs[i], &res[i], e, sizeof e), 0, "%s", e);
+    for (int round = 0; round < 4; round++)
+        for (int i = 0; i < s.n; i++) {
+            cr_assert_eq(bench_case_rep(runs[i], &res[i], e, sizeof e), 0, "%s", e);
+            cr_expect_eq(res[i].n, round + 1);
+        }
+    for (int i = 0; i < s.n; i++) {
+        cr_expect_eq(bench_case_rep(runs[i], &res[i], e, sizeof e), 1); /* all done */
+        bench_case_end(runs[i], &res[i], 1);
+        cr_expect(res[i].ran && res[i].n == 4 && res[i].rs.median > 0);
+        bench_result_free(&res[i]);
+    }
+    bench_suite_free(&s);
+}
+
+/* ------------------------------------------------------------------ */
+/* --interleave, --paced, --env                                         */
+/* ------------------------------------------------------------------ */
+
+static const char PACED_SUITE[] = "name: paced\n"
+                                  "defaults: {repetitions: 3, iterations: 1, warmup: 0}\n"
+                                  "cases:\n"
+                                  "  - {kind: op, op: [rmsnorm, swiglu], tokens: 8, width: 8}\n";
+
+/* The CLI runs one repetition of every case per round; --paced waits for a
+ * line before each round and reports after it; end of input ends it. */
+Test(bench_cli, interleave_and_paced_protocol, .init = mk_tmp, .fini = rm_tmp) {
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN not set");
+    char path[256], cmd[1024];
+    put("p.yaml", PACED_SUITE, path);
+
+    /* --interleave: set-up of both first, then rounds */
+    snprintf(cmd, sizeof cmd, "'%s' bench '%s' --interleave --repetitions 2 >'%s/out' 2>'%s/err'", bin, path, tmpdir,
+             tmpdir);
+    cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
+    const char *err = slurp("err");
+    const char *s1 = strstr(err, "set up op/swiglu/n8_w8"), *r1 = strstr(err, "round 1 done");
+    cr_expect(s1 && r1 && s1 < r1, "%s", err);
+    cr_expect(strstr(err, "round 2 done") && !strstr(err, "round 3 done"), "%s", err);
+
+    /* --paced, input ending after two of three rounds */
+    snprintf(cmd, sizeof cmd, "printf 'go\\ngo\\n' | '%s' bench '%s' --paced >'%s/out' 2>'%s/err'", bin, path, tmpdir,
+             tmpdir);
+    cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
+    char out[65536];
+    snprintf(out, sizeof out, "%s", slurp("out"));
+    const char *want[] = {"ready", "rep\top/rmsnorm/n8_w8\t0\t", "rep\top/swiglu/n8_w8\t0\t", "round\t1\t2",
+                          "rep\top/rmsnorm/n8_w8\t1\t", "rep\top/swiglu/n8_w8\t1\t", "round\t2\t2", "case "};
+    char *save = NULL, *line = strtok_r(out, "\n", &save);
+    for (int i = 0; i < 8; i++, line = strtok_r(NULL, "\n", &save)) {
+        cr_assert_not_null(line, "output ends before \"%s\": %s", want[i], slurp("out"));
+        cr_expect(strncmp(line, want[i], strlen(want[i])) == 0, "line %d: \"%s\", expected \"%s...\"", i, line,
+                  want[i]);
+        if (strncmp(line, "rep\t", 4) == 0) {
+            /* seconds, cpu seconds, iterations, tokens/s (nan: not a step) */
+            const char *p = line;
+            for (int t = 0; t < 3; t++) p = strchr(p, '\t') + 1;
+            double sec, cpu, tps = 0;
+            long it;
+            char tk[16];
+            cr_expect_eq(sscanf(p, "%lf\t%lf\t%ld\t%15s", &sec, &cpu, &it, tk), 4, "%s", line);
+            cr_expect(sec > 0 && it == 1, "%s", line);
+            cr_expect(sscanf(tk, "%lf", &tps) == 1 && isnan(tps), "%s", line);
+        }
+    }
+    /* the table's rows: 2 repetitions each */
+    for (; line; line = strtok_r(NULL, "\n", &save)) {
+        char name[64];
+        int reps = 0;
+        cr_expect(sscanf(line, "%63s %d", name, &reps) == 2 && reps == 2, "%s", line);
+    }
+
+    /* more lines than repetitions: a round of 0 ends it */
+    snprintf(cmd, sizeof cmd, "printf 'go\\ngo\\ngo\\n' | '%s' bench '%s' --paced --repetitions 1 >'%s/out' 2>'%s/err'",
+             bin, path, tmpdir, tmpdir);
+    cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
+    const char *o = slurp("out");
+    cr_expect(strstr(o, "round\t1\t2\nround\t2\t0\n"), "%s", o);
+    cr_expect(!strstr(o, "round\t3"), "%s", o);
+}
+
+/* Repetitions in turn through the library, and what the CLI prints with --env. */
+Test(bench_env, keys_values_and_cli) {
+    BenchEnv e;
+    bench_env_fill(&e);
+    const char *keys[] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config", "openblas_coretype", "compiler",
+                          "libc"};
+    cr_assert_eq(BENCH_ENV_N, 8);
+    struct utsname u;
+    cr_assert_eq(uname(&u), 0);
+    for (int i = 0; i < BENCH_ENV_N; i++) {
+        cr_expect_str_eq(e.key[i], keys[i]);
+        cr_expect(e.val[i][0], "%s is empty", keys[i]);
+        cr_expect(!strchr(e.val[i], '\n'), "%s: %s", keys[i], e.val[i]);
+    }
+    cr_expect_str_eq(e.val[0], u.machine);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    cr_expect_str_eq(e.val[5], ct ? ct : "(unset)");
+    cr_expect(strstr(e.val[4], e.val[3]) || !strcmp(e.val[3], "unknown"), "config %s, core %s", e.val[4], e.val[3]);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    bench_env_write_json(f, &e);
+    fclose(f);
+    char err[300];
+    BenchJson *j = bench_json_parse(buf, err, sizeof err);
+    cr_assert_not_null(j, "%s: %s", err, buf);
+    for (int i = 0; i < BENCH_ENV_N; i++) {
+        const BenchJson *v = bench_json_get(j, keys[i]);
+        cr_expect(v && v->type == BJ_STR && !strcmp(v->str, e.val[i]), "%s", keys[i]);
+    }
+    bench_json_free(j);
+    /* one member a line: bench/perf_check.sh reads it with sed */
+    int lines = 0;
+    for (const char *p = buf; *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, BENCH_ENV_N + 2, "%s", buf);
+    free(buf);
+
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "'%s' bench --env", bin);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, p);
+    text[n] = '\0';
+    cr_expect_eq(pclose(p), 0);
+    j = bench_json_parse(text, err, sizeof err);
+    cr_assert_not_null(j, "%s: %s", err, text);
+    for (int i = 0; i < BENCH_ENV_N; i++) cr_expect_not_null(bench_json_get(j, keys[i]), "%s", keys[i]);
+    bench_json_free(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* bench/perf_check.sh: another environment is a skip, said on one line */
+/* ------------------------------------------------------------------ */
+
+static const char *SKIP_TAIL = ": counts are not comparable, skipping; refresh with make perf-baseline\n";
+
+/* Run the script (from the repository root) with a baseline and, if env is
+ * not NULL, PERF_ENV_FILE; its stderr into TMP/err.  The exit status. */
+static int perf_check(const char *baseline_json, const char *env) {
+    if (access("bench/perf_check.sh", X_OK) != 0) cr_skip_test("not run from the repository root");
+    char base[256], envp[256], cmd[1024];
+    put("baseline.json", baseline_json, base);
+    if (env) put("env.txt", env, envp);
+    snprintf(cmd, sizeof cmd, "PERF_BASELINE='%s' %s%s%s PERF_BUILD='%s/never-built' bench/perf_check.sh >/dev/null 2>'%s/err'",
+             base, env ? "PERF_ENV_FILE='" : "", env ? envp : "", env ? "'" : "", tmpdir, tmpdir);
+    return run_sh(cmd);
+}
+
+Test(bench_perf_check, another_environment_is_skipped, .init = mk_tmp, .fini = rm_tmp) {
+    struct utsname u;
+    cr_assert_eq(uname(&u), 0);
+    char base[2048], env[1024], want[2048];
+    /* the differing keys only, in the baseline's order, then keys only one side has */
+    snprintf(base, sizeof base,
+             "{\n  \"context\": {\n    \"gated_suite\": \"bench/perf.yaml\",\n    \"perf_env\": {\n"
+             "      \"arch\": \"%s\",\n      \"cpu\": \"Some CPU\",\n      \"openblas_core\": \"SkylakeX\",\n"
+             "      \"compiler\": \"gcc 12.2.0\",\n      \"libc\": \"glibc 2.36\"\n    }\n  },\n"
+             "  \"benchmarks\": []\n}\n",
+             u.machine);
+    snprintf(env, sizeof env,
+             "\"arch\": \"%s\"\n\"cpu\": \"Some CPU\"\n\"openblas_core\": \"Haswell\"\n\"compiler\": \"gcc 13.1.0\"\n"
+             "\"valgrind\": \"valgrind-3.19.0\"\n",
+             u.machine);
+    cr_expect_eq(perf_check(base, env), 0, "%s", slurp("err"));
+    snprintf(want, sizeof want,
+             "perf-check: baseline recorded on openblas_core=\"SkylakeX\", compiler=\"gcc 12.2.0\", "
+             "libc=\"glibc 2.36\", valgrind=(none); this machine is openblas_core=\"Haswell\", "
+             "compiler=\"gcc 13.1.0\", libc=(none), valgrind=\"valgrind-3.19.0\"%s",
+             SKIP_TAIL);
+    cr_expect_str_eq(slurp("err"), want);
+
+    /* OPENBLAS_CORETYPE set on one side only */
+    snprintf(base, sizeof base,
+             "{\"context\": {\n  \"perf_env\": {\n    \"arch\": \"%s\",\n    \"openblas_coretype\": \"(unset)\"\n  }\n"
+             "},\n\"benchmarks\": []}\n",
+             u.machine);
+    snprintf(env, sizeof env, "\"arch\": \"%s\"\n\"openblas_coretype\": \"Haswell\"\n", u.machine);
+    cr_expect_eq(perf_check(base, env), 0, "%s", slurp("err"));
+    snprintf(want, sizeof want,
+             "perf-check: baseline recorded on openblas_coretype=\"(unset)\"; this machine is "
+             "openblas_coretype=\"Haswell\"%s",
+             SKIP_TAIL);
+    cr_expect_str_eq(slurp("err"), want);
+
+    /* another architecture: skipped before anything is built (nor asked: no env file) */
+    cr_expect_eq(perf_check("{\"context\": {\n  \"perf_env\": {\n    \"arch\": \"pdp11\"\n  }\n}, \"benchmarks\": []}\n",
+                            NULL),
+                 0, "%s", slurp("err"));
+    snprintf(want, sizeof want, "perf-check: baseline recorded on arch=\"pdp11\"; this machine is arch=\"%s\"%s",
+             u.machine, SKIP_TAIL);
+    cr_expect_str_eq(slurp("err"), want);
+
+    /* a baseline from before perf_env */
+    snprintf(env, sizeof env, "\"arch\": \"%s\"\n\"cpu\": \"X\"\n", u.machine);
+    cr_expect_eq(perf_check("{\"context\": {\"gated_suite\": \"bench/perf.yaml\"}, \"benchmarks\": []}\n", env), 0);
+    snprintf(want, sizeof want,
+             "perf-check: baseline recorded on an unrecorded environment (%s/baseline.json has no "
+             "context.perf_env); this machine is arch=\"%s\", cpu=\"X\"%s",
+             tmpdir, u.machine, SKIP_TAIL);
+    cr_expect_str_eq(slurp("err"), want);
+
+    /* the shipped baseline records an environment */
+    FILE *f = fopen("bench/baseline.json", "r");
+    cr_assert_not_null(f);
+    char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char e[300];
+    BenchJson *j = bench_json_parse(text, e, sizeof e);
+    cr_assert_not_null(j, "%s", e);
+    const BenchJson *pe = bench_json_get(bench_json_get(j, "context"), "perf_env");
+    cr_assert(pe && pe->type == BJ_OBJ, "bench/baseline.json has no context.perf_env");
+    const char *need[] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config", "openblas_coretype", "compiler",
+                          "libc", "valgrind"};
+    for (int i = 0; i < 9; i++) {
+        const BenchJson *v = bench_json_get(pe, need[i]);
+        cr_expect(v && v->type == BJ_STR && v->str[0], "perf_env.%s", need[i]);
+    }
+    bench_json_free(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* bench/peer_torch.py: alternating rounds (a stub peer: no torch)       */
+/* ------------------------------------------------------------------ */
+
+Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_tmp) {
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN not set");
+    const char *py = getenv("PYTHON");
+    if (!py || !*py) py = "/usr/bin/python3";
+    if (access(py, X_OK) != 0) cr_skip_test("no %s", py);
+    if (access("bench/peer_torch.py", R_OK) != 0) cr_skip_test("not run from the repository root");
+    char path[256], cmd[2048];
+    put("peer.yaml",
+        "name: peer\ndefaults: {repetitions: 1, warmup: 1, min_time: 0}\n"
+        "models:\n  ref: {set: {model.vocab_size: 64, model.d_model: 32, model.n_layer: 1, model.n_head: 2,"
+        " model.d_ff: 48, model.seq_len: 16, train.batch: 2}}\n"
+        "cases:\n  - kind: step\n    model: ref\n    variants: [{label: baseline}, {label: G1-headwise, set:"
+        " {model.gate.position: sdpa, model.gate.granularity: headwise}}]\n    ceiling: false\n",
+        path);
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '%s' bench/peer_torch.py --gated '%s' --suite '%s' --stub-peer "
+             "--rounds 4 --threads 1,2 --variants baseline,G1-headwise --json '%s/peer.json' >'%s/out' 2>'%s/err'",
+             py, bin, path, tmpdir, tmpdir, tmpdir);
+    cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
+    char err[65536];
+    snprintf(err, sizeof err, "%s", slurp("err"));
+    /* every player once a round, the order reversed every other round */
+    const char *rounds[] = {"round 1/4 [ours peer/1t peer/2t]: ours ", "round 2/4 [peer/2t peer/1t ours]: peer/2t ",
+                            "round 3/4 [ours peer/1t peer/2t]: ours ", "round 4/4 [peer/2t peer/1t ours]: peer/2t "};
+    const char *prev = err;
+    for (int i = 0; i < 4; i++) {
+        const char *at = strstr(prev, rounds[i]);
+        cr_expect(at, "no \"%s\" in order in: %s", rounds[i], err);
+        if (at) prev = at;
+    }
+    cr_expect(!strstr(err, "round 5/"), "%s", err);
+    const char *out = slurp("out");
+    cr_expect(strstr(out, "ours/peer"), "%s", out);
+    cr_expect(strstr(out, "\nbaseline ") && strstr(out, "\nG1-headwise "), "%s", out);
+    /* every sample kept: 4 of ours per variant, 4 of each peer; the stub's rate */
+    char e[300];
+    snprintf(cmd, sizeof cmd, "%s/peer.json", tmpdir);
+    BenchJson *j = bench_json_parse_file(cmd, e, sizeof e);
+    cr_assert_not_null(j, "%s", e);
+    const BenchJson *v = bench_json_get(bench_json_get(j, "variants"), "G1-headwise");
+    cr_assert_not_null(v);
+    const BenchJson *o = bench_json_get(v, "ours_tokens_per_s");
+    cr_expect(o && o->type == BJ_ARR && o->n == 4);
+    const BenchJson *pt = bench_json_get(bench_json_get(v, "peer_tokens_per_s"), "2");
+    cr_expect(pt && pt->type == BJ_ARR && pt->n == 4 && pt->v[0]->num == 1000);
+    const BenchJson *r = bench_json_get(v, "ratio_ours_over_peer");
+    const BenchJson *om = bench_json_get(v, "ours_median");
+    cr_expect(r && om && fabs(r->num - om->num / 1000) < 1e-9 * om->num, "ratio of medians");
+    const BenchJson *ord = bench_json_get(j, "order");
+    cr_expect(ord && ord->type == BJ_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
+    bench_json_free(j);
+}
+
 /* ------------------------------------------------------------------ */
 /* compare                                                              */
 /* ------------------------------------------------------------------ */
@@ -563,6 +885,46 @@ Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tm
     cr_expect(strstr(out, "not valid JSON"), "%s", out);
     cr_expect_eq(compare(base, nob, 3, 0, out, sizeof out), 2);
     cr_expect(strstr(out, "no \"benchmarks\" array"), "%s", out);
+}
+
+/* Counters (the perf gate's instructions): printed exactly, compared by
+ * percentage, a case missing in head reported (and 3 with fail_missing). */
+Test(bench_compare, integer_counters_exact_and_missing, .init = mk_tmp, .fini = rm_tmp) {
+#define CNT(n, c) "{\"name\": \"" n "\", \"run_name\": \"" n "\", \"run_type\": \"iteration\", \"real_time\": 0, \"cpu_time\": 0, \"time_unit\": \"ns\", \"instructions\": " c "}"
+    char base[256], head[256], out[8192];
+    gb_file("b.json", CNT("step/tiny/baseline", "97560913") "," CNT("op/rmsnorm", "1011170") "," CNT("gone", "5"), base);
+    gb_file("h.json", CNT("step/tiny/baseline", "100487741") "," CNT("op/rmsnorm", "1011169") "," CNT("new", "7"), head);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    BenchCompareOpts o = {3, "instructions", 0};
+    int rc = bench_compare_files(base, head, &o, f, f);
+    fclose(f);
+    snprintf(out, sizeof out, "%s", buf);
+    free(buf);
+    /* 100487741 / 97560913 = +3.0000004%: over 3 */
+    cr_expect_eq(rc, 3, "%s", out);
+    cr_expect(strstr(out, "97560913") && strstr(out, "100487741"), "exact counts: %s", out);
+    cr_expect(strstr(out, "1011170") && strstr(out, "1011169"), "%s", out);
+    cr_expect(!strstr(out, "e+0"), "no exponent notation: %s", out);
+    cr_expect(strstr(out, "regressions over 3% (instructions): step/tiny/baseline (+3.0%)"), "%s", out);
+    cr_expect(strstr(out, "MISSING in head") && strstr(out, ": gone\n"), "%s", out);
+    cr_expect(strstr(out, "new in head"), "%s", out);
+    /* exactly at the threshold is not over it */
+    gb_file("h2.json", CNT("step/tiny/baseline", "100487740") "," CNT("op/rmsnorm", "1011170") "," CNT("gone", "5"), head);
+    f = open_memstream(&buf, &len);
+    cr_expect_eq(bench_compare_files(base, head, &o, f, f), 0);
+    fclose(f);
+    free(buf);
+    /* fail_missing: a case gone from head fails the check */
+    gb_file("h3.json", CNT("step/tiny/baseline", "97560913"), head);
+    o.fail_missing = 1;
+    f = open_memstream(&buf, &len);
+    cr_expect_eq(bench_compare_files(base, head, &o, f, f), 3);
+    fclose(f);
+    free(buf);
+#undef CNT
 }
 
 Test(bench_json, parser_accepts_json_and_gb_specials) {
