@@ -1988,7 +1988,8 @@ static int plot_ppl(R *r, RSweep *s) {
         gp_head(r, gp, base, "validation perplexity against context length, mean +- std over seeds");
         fprintf(gp, "set title ");
         gp_str(gp, s->name);
-        fprintf(gp, "\nset logscale x 2\nset logscale y\nset format x '%%g'\n"
+        fprintf(gp, "\nset logscale x 2\nset logscale y\nset format x '%%g'\nset format y '%%g'\n"
+                    "set autoscale yfix\nset offsets 0, 0, graph 0.05, graph 0.05\n"
                     "set xlabel 'context length (tokens, log2 scale)'\n"
                     "set ylabel 'validation PPL (log scale), mean +- std over seeds'\n");
         if (!isnan(s->train_len))
