@@ -128,39 +128,8 @@ def build(variant, cfg, torch):
 
 def time_peer(variant, threads, reps, seed=1234):
     """Median-able list of tokens/s over reps steps, after one warm-up step."""
-    import torch
-
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
-    cfg = REF
-    m = build(variant, cfg, torch)
-    decay = [p for n, p in m.named_parameters() if p.dim() == 2]
-    other = [p for n, p in m.named_parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                            lr=3e-3, betas=(0.9, 0.95), eps=1e-8)
-    g = torch.Generator().manual_seed(seed)
-    B, T = cfg["batch"], cfg["seq_len"]
-    tok = torch.randint(0, cfg["vocab"], (B, T), generator=g)
-    tgt = torch.randint(0, cfg["vocab"], (B, T), generator=g)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = m(tok, tgt)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
-        return loss.item()
-
-    step()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        loss = step()
-        dt = time.perf_counter() - t0
-        if not math.isfinite(loss):
-            raise SystemExit("peer_torch: non-finite loss")
-        out.append(B * T / dt)
-    return out
+    step = make_stepper(variant, threads, seed)
+    return [step() for _ in range(reps)]
 
 
 def worker(args):
