@@ -1,4 +1,4 @@
-# validation loss against step, mean over seeds (finished runs)
+# Validation loss against step (mean over seeds)
 # written by `gated report`; run `gnuplot table4_sink-val_loss.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table4_sink-val_loss.svg'

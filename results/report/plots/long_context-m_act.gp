@@ -1,0 +1,18 @@
+# M-Act per layer (last step, mean over seeds; log scale)
+# written by `gated report`; run `gnuplot long_context-m_act.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'long_context-m_act.svg'
+set grid
+set key outside right top
+set title 'long_context'
+set xlabel 'layer'
+set xtics 1
+set logscale y
+set ylabel 'M-Act (max |h| of the layer output, log scale)'
+plot 'long_context-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
+     'long_context-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
+     'long_context-m_act.dat' index 2 using 1:2 with linespoints title 'G1-headwise'
+set terminal pngcairo size 960,560 noenhanced
+set output 'long_context-m_act.png'
+replot
+set output

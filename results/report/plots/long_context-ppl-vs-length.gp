@@ -1,0 +1,29 @@
+# validation perplexity against context length, mean +- std over seeds
+# written by `gated report`; run `gnuplot long_context-ppl-vs-length.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'long_context-ppl-vs-length.svg'
+set grid
+set key outside right top
+set title 'long_context'
+set logscale x 2
+set logscale y
+set format x '%g'
+set format y '%g'
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set xlabel 'context length (tokens, log2 scale)'
+set ylabel 'validation PPL (log scale), mean +- std over seeds'
+set arrow from 128, graph 0 to 128, graph 1 nohead dt 3
+plot 'long_context-ppl-vs-length.dat' index 0 using 1:2:3 with yerrorlines lc 1 dt 1 title 'baseline (none)', \
+     'long_context-ppl-vs-length.dat' index 1 using 1:2:3 with yerrorlines lc 2 dt 1 title 'G1-elementwise (none)', \
+     'long_context-ppl-vs-length.dat' index 2 using 1:2:3 with yerrorlines lc 3 dt 1 title 'G1-headwise (none)', \
+     'long_context-ppl-vs-length.dat' index 3 using 1:2:3 with yerrorlines lc 1 dt 2 title 'baseline (ntk)', \
+     'long_context-ppl-vs-length.dat' index 4 using 1:2:3 with yerrorlines lc 2 dt 2 title 'G1-elementwise (ntk)', \
+     'long_context-ppl-vs-length.dat' index 5 using 1:2:3 with yerrorlines lc 3 dt 2 title 'G1-headwise (ntk)', \
+     'long_context-ppl-vs-length.dat' index 6 using 1:2:3 with yerrorlines lc 1 dt 3 title 'baseline (yarn)', \
+     'long_context-ppl-vs-length.dat' index 7 using 1:2:3 with yerrorlines lc 2 dt 3 title 'G1-elementwise (yarn)', \
+     'long_context-ppl-vs-length.dat' index 8 using 1:2:3 with yerrorlines lc 3 dt 3 title 'G1-headwise (yarn)'
+set terminal pngcairo size 960,560 noenhanced
+set output 'long_context-ppl-vs-length.png'
+replot
+set output

@@ -1,0 +1,17 @@
+# F-Attn per layer (last step, mean over seeds)
+# written by `gated report`; run `gnuplot long_context_continued-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'long_context_continued-f_attn.svg'
+set grid
+set key outside right top
+set title 'long_context_continued'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0)'
+plot 'long_context_continued-f_attn.dat' index 0 using 1:2 with linespoints title 'baseline', \
+     'long_context_continued-f_attn.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
+     'long_context_continued-f_attn.dat' index 2 using 1:2 with linespoints title 'G1-headwise'
+set terminal pngcairo size 960,560 noenhanced
+set output 'long_context_continued-f_attn.png'
+replot
+set output

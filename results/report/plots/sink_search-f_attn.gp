@@ -1,0 +1,21 @@
+# F-Attn per layer (last step, mean over seeds)
+# written by `gated report`; run `gnuplot sink_search-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search-f_attn.svg'
+set grid
+set key outside right top
+set title 'sink_search'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0)'
+plot 'sink_search-f_attn.dat' index 0 using 1:2 with linespoints title 'base', \
+     'sink_search-f_attn.dat' index 1 using 1:2 with linespoints title 'random-offsets', \
+     'sink_search-f_attn.dat' index 2 using 1:2 with linespoints title 'lr-1e-2', \
+     'sink_search-f_attn.dat' index 3 using 1:2 with linespoints title 'no-qk-norm', \
+     'sink_search-f_attn.dat' index 4 using 1:2 with linespoints title 'wd-0', \
+     'sink_search-f_attn.dat' index 5 using 1:2 with linespoints title 'wd-0.5', \
+     'sink_search-f_attn.dat' index 6 using 1:2 with linespoints title 'T-256'
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search-f_attn.png'
+replot
+set output

@@ -1,0 +1,15 @@
+# Validation loss against step (mean over seeds)
+# written by `gated report`; run `gnuplot sink_search_lr-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_lr-val_loss.svg'
+set grid
+set key outside right top
+set title 'sink_search_lr'
+set xlabel 'step'
+set ylabel 'validation loss (nats/token), mean over seeds'
+plot 'sink_search_lr-val_loss.dat' index 0 using 1:2 with linespoints title 'lr-2e-2', \
+     'sink_search_lr-val_loss.dat' index 1 using 1:2 with linespoints title 'lr-3e-2'
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_lr-val_loss.png'
+replot
+set output
