@@ -11,7 +11,8 @@ set logscale y
 set ylabel 'M-Act (max |h| of the layer output, log scale)'
 plot 'sink-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
      'sink-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'sink-m_act.dat' index 2 using 1:2 with linespoints title 'G1-headwise'
+     'sink-m_act.dat' index 2 using 1:2 with linespoints title 'G1-headwise', \
+     'sink-m_act.dat' index 3 using 1:2 with linespoints title 'G1-head-shared'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink-m_act.png'
 replot

@@ -9,7 +9,8 @@ set xlabel 'step'
 set ylabel 'validation loss (nats/token), mean over seeds'
 plot 'sink-val_loss.dat' index 0 using 1:2 with linespoints title 'baseline', \
      'sink-val_loss.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'sink-val_loss.dat' index 2 using 1:2 with linespoints title 'G1-headwise'
+     'sink-val_loss.dat' index 2 using 1:2 with linespoints title 'G1-headwise', \
+     'sink-val_loss.dat' index 3 using 1:2 with linespoints title 'G1-head-shared'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink-val_loss.png'
 replot
