@@ -61,7 +61,6 @@ void probes_accumulate(Probes *p, const Model *m) {
                     double lse = a->lse[((size_t)b * H + h) * T + i];
                     hs += exp(scale * dot(qi, k0, dh) - lse);
                 }
-                lp->sum_fattn += hs;
                 lp->n_fattn += T - 1;
                 p->fattn_head[(size_t)l * H + h] += hs;
             }
@@ -100,7 +99,12 @@ void probes_accumulate(Probes *p, const Model *m) {
     }
 }
 
-double probe_fattn(const Probes *p, int l) { return p->lp[l].n_fattn ? p->lp[l].sum_fattn / p->lp[l].n_fattn : 0; }
+/* the layer's F-Attn is derived from its heads' sums */
+double probe_fattn(const Probes *p, int l) {
+    double s = 0;
+    for (int h = 0; h < p->H; h++) s += p->fattn_head[(size_t)l * p->H + h];
+    return p->lp[l].n_fattn ? s / p->lp[l].n_fattn : 0;
+}
 
 double probe_gate_mean(const Probes *p, int l) { return p->lp[l].gate_n ? p->lp[l].gate_sum / p->lp[l].gate_n : 0; }
 

@@ -30,7 +30,7 @@ enum { GATE_HIST_BINS = 20 };
 #define SINK_LAYER_RATIO 5.0
 
 typedef struct {
-    double sum_fattn, n_fattn;      /* F-Attn accumulators */
+    double n_fattn;                  /* (query, head) terms behind the layer's F-Attn; sums in Probes.fattn_head */
     double mact;                     /* running max |h| */
     long mact_pos, mact_chan;
     double gate_sum, gate_n, gate_lt01, gate_lt001;

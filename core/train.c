@@ -130,10 +130,10 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
             DB(store_metric(st, id, "f_attn", hc, step, probe_fattn_head(p, l, h)));
         }
     }
-    int sl, sh, formed = probe_sink_formed(p, &sl, &sh);
+    int sl, sh, formed = probe_sink_formed(p, &sl, &sh), heads = probe_sink_heads(p);
     DB(store_metric(st, id, "f_attn_rel", "", step, fsum / m->L / u));
-    DB(store_metric(st, id, "sink_heads", "", step, probe_sink_heads(p)));
-    DB(store_metric(st, id, "sink_head_share", "", step, probe_sink_heads(p) / (double)(m->L * m->H)));
+    DB(store_metric(st, id, "sink_heads", "", step, heads));
+    DB(store_metric(st, id, "sink_head_share", "", step, heads / (double)(m->L * m->H)));
     DB(store_metric(st, id, "sink_formed", "", step, formed));
     if (formed) {
         DB(store_metric(st, id, "sink_layer", "", step, sl));
