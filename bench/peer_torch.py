@@ -227,8 +227,8 @@ class Player:
                 if int(f[2]) == 0:
                     self.fail("ran out of repetitions")
                 return out
-            if f[0] == "rep":
-                out.append((f[1], float(f[-1])))
+            if f[0] == "rep":  # ours: ..., seconds, cpu, iterations, tokens/s, flops; the peer: tokens/s
+                out.append((f[1], float(f[6]), float(f[3]), float(f[7])) if len(f) >= 8 else (f[1], float(f[-1])))
 
     def close(self):
         self.p.stdin.close()
@@ -263,7 +263,8 @@ def compare(args):
     threads = [int(t) for t in args.threads.split(",")]
     if args.rounds < 1:
         raise SystemExit("peer_torch: --rounds must be >= 1")
-    filt = "^step/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
+    # ours: each step and its sgemm ceiling (the same gemm calls back to back)
+    filt = "^(step|sgemm)/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
     players = [Player("ours", [args.gated, "bench", args.suite, "--filter", filt, "--paced", "--repetitions",
                                str(args.rounds), "--min-time", "0"])]
     for t in threads:
@@ -274,18 +275,26 @@ def compare(args):
     for p in players:  # every set-up and warm-up done before the first timed step
         p.wait_ready()
     ours = {v: [] for v in variants}
+    ceil = {v: [] for v in variants}  # tokens/s of a step whose every FLOP ran at bare sgemm's rate
     peer = {(v, t): [] for v in variants for t in threads}
     order = schedule(args.rounds, players)
     for r, turn in enumerate(order):
         parts = []
         for p in turn:
             got = p.round()
-            for name, tps in got:
-                v = name.split("/")[-1]
-                if p.name == "ours":
-                    ours[v].append(tps)
-                else:
-                    peer[(v, int(p.name[5:-1]))].append(tps)
+            if p.name == "ours":
+                step = {g[0].split("/")[-1]: g for g in got if g[0].startswith("step/")}
+                for name, _, sec, flops in got:
+                    v = name.split("/")[-1]
+                    if name.startswith("step/"):
+                        ours[v].append(step[v][1])
+                    elif v in step:  # step FLOPs at the rate the sgemm calls ran this round
+                        tokens, step_flops = step[v][1] * step[v][2], step[v][3]
+                        ceil[v].append(tokens / (step_flops / (flops / sec)))
+                got = [(n, g[1]) for n, g in step.items()]
+            else:
+                for name, tps in got:
+                    peer[(name, int(p.name[5:-1]))].append(tps)
             parts.append("%s %s" % (p.name, " ".join("%.0f" % tps for _, tps in got)))
         print("round %d/%d [%s]: %s tok/s" % (r + 1, args.rounds, " ".join(p.name for p in turn), "; ".join(parts)),
               file=sys.stderr)
@@ -296,20 +305,28 @@ def compare(args):
     print("\ntraining step tokens/s, ours: model ref of %s; peer: the reference model (d_model 256, 4 layers, "
           "T 256, batch 16); medians over %d rounds, one step of each player per round, alternating:"
           % (args.suite, args.rounds))
-    print("%-16s %12s %12s %8s %10s" % ("variant", "ours", "peer best", "threads", "ours/peer"))
+    print("%-16s %8s %10s %8s %10s %9s %11s %12s" % ("variant", "ours", "peer best", "threads", "ours/peer",
+                                                    "ceiling", "ceil/peer", "ours/ceil"))
     for v in variants:
         pm = {t: med(peer[(v, t)]) for t in threads}
         best = max(threads, key=lambda t: pm[t])
         ratio = med(ours[v]) / pm[best]
+        cm = med(ceil[v]) if ceil[v] else None  # none: a suite without the sgemm ceiling cases
         summary["variants"][v] = {"ours_tokens_per_s": ours[v], "ours_median": med(ours[v]),
+                                  "ceiling_tokens_per_s": ceil[v], "ceiling_median": cm,
                                   "peer_tokens_per_s": {str(t): peer[(v, t)] for t in threads},
                                   "peer_median": {str(t): pm[t] for t in threads}, "peer_best_threads": best,
-                                  "ratio_ours_over_peer": ratio}
-        print("%-16s %12.0f %12.0f %8d %10.3f" % (v, med(ours[v]), pm[best], best, ratio))
+                                  "ratio_ours_over_peer": ratio, "ratio_ceiling_over_peer": cm and cm / pm[best]}
+        print("%-16s %8.0f %10.0f %8d %10.3f " % (v, med(ours[v]), pm[best], best, ratio)
+              + ("%9.0f %11.3f %11.1f%%" % (cm, cm / pm[best], 100 * med(ours[v]) / cm) if cm else "%9s %11s %12s"
+                 % ("-", "-", "-")))
+    print("ceiling: the tokens/s of a step whose every FLOP ran at the rate this round's bare cblas_sgemm calls at "
+          "the step's own shapes did (sgemm/ref/V); ceil/peer bounds what any step built on this BLAS could reach.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    print(json.dumps({v: {k: s[k] for k in ("ours_median", "peer_median", "peer_best_threads", "ratio_ours_over_peer")}
+    print(json.dumps({v: {k: s[k] for k in ("ours_median", "peer_median", "peer_best_threads", "ratio_ours_over_peer",
+                                            "ceiling_median", "ratio_ceiling_over_peer")}
                       for v, s in summary["variants"].items()}))
 
 

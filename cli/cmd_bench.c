@@ -19,7 +19,7 @@
  * alternates us with the PyTorch peer): after the set-up it prints "ready",
  * then before each round it reads one line from stdin (end of input ends
  * the run early) and after it prints one line per case that ran,
- * "rep<TAB>NAME<TAB>K<TAB>SECONDS<TAB>CPU_SECONDS<TAB>ITERS<TAB>TOKENS_PER_S"
+ * "rep<TAB>NAME<TAB>K<TAB>SECONDS<TAB>CPU_SECONDS<TAB>ITERS<TAB>TOKENS_PER_S<TAB>FLOPS"
  * (per iteration; tokens/s "nan" for non-step cases), then
  * "round<TAB>R<TAB>N" (N cases ran; 0: all repetitions were done), flushed.
  * --callgrind runs each case's fixed `iterations` once between callgrind
@@ -248,8 +248,8 @@ int cmd_bench(int argc, char **argv) {
                 if (paced) {
                     const BenchResult *q = &res[i];
                     int k = q->n - 1;
-                    printf("rep\t%s\t%d\t%.9g\t%.9g\t%ld\t%.9g\n", s.c[i].name, k, q->real[k], q->cpu[k],
-                           q->iters[k], q->tokens > 0 ? q->tokens / q->real[k] : NAN);
+                    printf("rep\t%s\t%d\t%.9g\t%.9g\t%ld\t%.9g\t%.9g\n", s.c[i].name, k, q->real[k], q->cpu[k],
+                           q->iters[k], q->tokens > 0 ? q->tokens / q->real[k] : NAN, q->flops);
                 }
             }
             if (paced) {

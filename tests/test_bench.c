@@ -572,14 +572,14 @@ Test(bench_cli, interleave_and_paced_protocol, .init = mk_tmp, .fini = rm_tmp) {
         cr_expect(strncmp(line, want[i], strlen(want[i])) == 0, "line %d: \"%s\", expected \"%s...\"", i, line,
                   want[i]);
         if (strncmp(line, "rep\t", 4) == 0) {
-            /* seconds, cpu seconds, iterations, tokens/s (nan: not a step) */
+            /* seconds, cpu seconds, iterations, tokens/s (nan: not a step), flops per iteration */
             const char *p = line;
             for (int t = 0; t < 3; t++) p = strchr(p, '\t') + 1;
-            double sec, cpu, tps = 0;
+            double sec, cpu, tps = 0, fl = 0;
             long it;
             char tk[16];
-            cr_expect_eq(sscanf(p, "%lf\t%lf\t%ld\t%15s", &sec, &cpu, &it, tk), 4, "%s", line);
-            cr_expect(sec > 0 && it == 1, "%s", line);
+            cr_expect_eq(sscanf(p, "%lf\t%lf\t%ld\t%15s\t%lf", &sec, &cpu, &it, tk, &fl), 5, "%s", line);
+            cr_expect(sec > 0 && it == 1 && fl > 0, "%s", line);
             cr_expect(sscanf(tk, "%lf", &tps) == 1 && isnan(tps), "%s", line);
         }
     }
@@ -763,7 +763,7 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
         "models:\n  ref: {set: {model.vocab_size: 64, model.d_model: 32, model.n_layer: 1, model.n_head: 2,"
         " model.d_ff: 48, model.seq_len: 16, train.batch: 2}}\n"
         "cases:\n  - kind: step\n    model: ref\n    variants: [{label: baseline}, {label: G1-headwise, set:"
-        " {model.gate.position: sdpa, model.gate.granularity: headwise}}]\n    ceiling: false\n",
+        " {model.gate.position: sdpa, model.gate.granularity: headwise}}]\n",
         path);
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '%s' bench/peer_torch.py --gated '%s' --suite '%s' --stub-peer "
@@ -799,6 +799,12 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     const BenchJson *r = bench_json_get(v, "ratio_ours_over_peer");
     const BenchJson *om = bench_json_get(v, "ours_median");
     cr_expect(r && om && fabs(r->num - om->num / 1000) < 1e-9 * om->num, "ratio of medians");
+    /* the sgemm ceiling, timed in ours' turn of every round */
+    const BenchJson *cs = bench_json_get(v, "ceiling_tokens_per_s"), *cm = bench_json_get(v, "ceiling_median"),
+                    *cr = bench_json_get(v, "ratio_ceiling_over_peer");
+    cr_expect(cs && cs->type == BJ_ARR && cs->n == 4 && cs->v[0]->num > 0, "ceiling samples");
+    cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1000) < 1e-9 * cm->num, "ceiling over peer");
+    cr_expect(strstr(out, "ceil/peer"), "%s", out);
     const BenchJson *ord = bench_json_get(j, "order");
     cr_expect(ord && ord->type == BJ_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
     bench_json_free(j);
