@@ -12,7 +12,8 @@
  * Backward: with G = dY'·Y (multiplicative) or dY' (additive),
  *     dY += dY'·S (multiplicative) or dY' (additive)
  *     dL[li] += act'(L[li]) · Σ G over every (h, d) that reads li
- *               (divided by lh when scores are averaged over heads).
+ *               (divided by lh when scores are averaged over heads);
+ * act' takes the saved score S = act(L) too, so sigmoid's is S(1 − S).
  */
 #include "gate.h"
 
@@ -23,28 +24,33 @@
 /* -------------------------------------------------------- the activations */
 
 static real act_sigmoid(real x) { return 1 / (1 + exp(-x)); }
-static real dact_sigmoid(real x) {
-    real s = act_sigmoid(x);
-    return s * (1 - s);
+static real dact_sigmoid(real x, real y) {
+    (void)x;
+    return y * (1 - y);
 }
 static real act_silu(real x) { return x * act_sigmoid(x); }
-static real dact_silu(real x) {
+static real dact_silu(real x, real y) {
+    (void)y;
     real s = act_sigmoid(x);
     return s * (1 + x * (1 - s));
 }
 static real act_tanh(real x) { return tanh(x); }
-static real dact_tanh(real x) {
-    real t = tanh(x);
-    return 1 - t * t;
+static real dact_tanh(real x, real y) {
+    (void)x;
+    return 1 - y * y;
 }
 static real act_identity(real x) { return x; }
-static real dact_identity(real x) {
-    (void)x;
+static real dact_identity(real x, real y) {
+    (void)x, (void)y;
     return 1;
 }
 /* Non-sparse sigmoid: confined to [0.5, 1] (paper Table 4). */
 static real act_ns_sigmoid(real x) { return (real)0.5 + (real)0.5 * act_sigmoid(x); }
-static real dact_ns_sigmoid(real x) { return (real)0.5 * dact_sigmoid(x); }
+static real dact_ns_sigmoid(real x, real y) {
+    (void)y;
+    real s = act_sigmoid(x);
+    return (real)0.5 * (s * (1 - s));
+}
 
 const GateAct gate_acts[GA__COUNT] = {
     [GA_SIGMOID] = {"sigmoid", act_sigmoid, dact_sigmoid},
@@ -106,10 +112,11 @@ void gate_forward(const GateOp *g, real *out, int so, real *S, const real *y, in
     }
 }
 
-/* dL for one token given G = dS (hpos*D values). */
-static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G) {
+/* dL for one token given G = dS and the token's scores S (hpos*D values
+ * each; S[h*D + d] = act(L[li(h, d)]) unless scores are averaged). */
+static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G, const real *S) {
     const GateAct *a = &gate_acts[g->act];
-    if (g->avg) {
+    if (g->avg) { /* S holds averages: act(L) is computed again */
         for (int dd = 0; dd < g->ld; dd++) {
             real gs = 0;
             for (int h = 0; h < g->hpos; h++) {
@@ -119,7 +126,10 @@ static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G
                     gs += G[h * g->D + dd];
             }
             gs /= g->lh;
-            for (int h = 0; h < g->lh; h++) dL[h * g->ld + dd] += a->df(L[h * g->ld + dd]) * gs;
+            for (int h = 0; h < g->lh; h++) {
+                real x = L[h * g->ld + dd];
+                dL[h * g->ld + dd] += a->df(x, a->f(x)) * gs;
+            }
         }
         return;
     }
@@ -128,9 +138,9 @@ static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G
         if (g->ld == 1) {
             real gs = 0;
             for (int d = 0; d < g->D; d++) gs += G[h * g->D + d];
-            dL[lo] += a->df(L[lo]) * gs;
+            dL[lo] += a->df(L[lo], S[h * g->D]) * gs;
         } else {
-            for (int d = 0; d < g->D; d++) dL[lo + d] += a->df(L[lo + d]) * G[h * g->D + d];
+            for (int d = 0; d < g->D; d++) dL[lo + d] += a->df(L[lo + d], S[h * g->D + d]) * G[h * g->D + d];
         }
     }
 }
@@ -154,8 +164,8 @@ void gate_backward(const GateOp *g, real *dy, int sdy, real *dL, int sdl, real *
                 dyt[i] += dot[i] * St[i];
                 Gt[i] = dot[i] * yt[i];
             }
-        if (sdl) gate_dlogits(g, dL + (size_t)t * sdl, L + (size_t)t * sl, Gt);
+        if (sdl) gate_dlogits(g, dL + (size_t)t * sdl, L + (size_t)t * sl, Gt, St);
     }
     if (!sdl)
-        for (int t = 0; t < n; t++) gate_dlogits(g, dL, L + (size_t)t * sl, G + (size_t)t * W);
+        for (int t = 0; t < n; t++) gate_dlogits(g, dL, L + (size_t)t * sl, G + (size_t)t * W, S + (size_t)t * W);
 }

@@ -27,8 +27,9 @@
 
 typedef struct {
     const char *name;
-    real (*f)(real x);  /* act(x) */
-    real (*df)(real x); /* act'(x) */
+    real (*f)(real x);          /* act(x) */
+    real (*df)(real x, real y); /* act'(x), given y = act(x) (the saved score, so
+                                   sigmoid and tanh need no second exp) */
 } GateAct;
 extern const GateAct gate_acts[GA__COUNT];
 
