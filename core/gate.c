@@ -13,7 +13,8 @@
  *     dY += dY'·S (multiplicative) or dY' (additive)
  *     dL[li] += act'(L[li]) · Σ G over every (h, d) that reads li
  *               (divided by lh when scores are averaged over heads);
- * act' takes the saved score S = act(L) too, so sigmoid's is S(1 − S).
+ * where an activation has dfy, act' comes from the saved score S = act(L)
+ * (sigmoid's is S(1 − S)), saving the second exp.
  */
 #include "gate.h"
 
@@ -24,40 +25,37 @@
 /* -------------------------------------------------------- the activations */
 
 static real act_sigmoid(real x) { return 1 / (1 + exp(-x)); }
-static real dact_sigmoid(real x, real y) {
-    (void)x;
-    return y * (1 - y);
+static real dact_sigmoid(real x) {
+    real s = act_sigmoid(x);
+    return s * (1 - s);
 }
+static real dact_sigmoid_y(real s) { return s * (1 - s); }
 static real act_silu(real x) { return x * act_sigmoid(x); }
-static real dact_silu(real x, real y) {
-    (void)y;
+static real dact_silu(real x) {
     real s = act_sigmoid(x);
     return s * (1 + x * (1 - s));
 }
 static real act_tanh(real x) { return tanh(x); }
-static real dact_tanh(real x, real y) {
-    (void)x;
-    return 1 - y * y;
+static real dact_tanh(real x) {
+    real t = tanh(x);
+    return 1 - t * t;
 }
+static real dact_tanh_y(real t) { return 1 - t * t; }
 static real act_identity(real x) { return x; }
-static real dact_identity(real x, real y) {
-    (void)x, (void)y;
+static real dact_identity(real x) {
+    (void)x;
     return 1;
 }
 /* Non-sparse sigmoid: confined to [0.5, 1] (paper Table 4). */
 static real act_ns_sigmoid(real x) { return (real)0.5 + (real)0.5 * act_sigmoid(x); }
-static real dact_ns_sigmoid(real x, real y) {
-    (void)y;
-    real s = act_sigmoid(x);
-    return (real)0.5 * (s * (1 - s));
-}
+static real dact_ns_sigmoid(real x) { return (real)0.5 * dact_sigmoid(x); }
 
 const GateAct gate_acts[GA__COUNT] = {
-    [GA_SIGMOID] = {"sigmoid", act_sigmoid, dact_sigmoid},
-    [GA_SILU] = {"silu", act_silu, dact_silu},
-    [GA_TANH] = {"tanh", act_tanh, dact_tanh},
-    [GA_NONE] = {"none", act_identity, dact_identity},
-    [GA_NS_SIGMOID] = {"ns_sigmoid", act_ns_sigmoid, dact_ns_sigmoid},
+    [GA_SIGMOID] = {"sigmoid", act_sigmoid, dact_sigmoid, dact_sigmoid_y},
+    [GA_SILU] = {"silu", act_silu, dact_silu, NULL},
+    [GA_TANH] = {"tanh", act_tanh, dact_tanh, dact_tanh_y},
+    [GA_NONE] = {"none", act_identity, dact_identity, NULL},
+    [GA_NS_SIGMOID] = {"ns_sigmoid", act_ns_sigmoid, dact_ns_sigmoid, NULL},
 };
 
 /* ------------------------------------------------------------- geometry */
@@ -116,7 +114,7 @@ void gate_forward(const GateOp *g, real *out, int so, real *S, const real *y, in
  * each; S[h*D + d] = act(L[li(h, d)]) unless scores are averaged). */
 static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G, const real *S) {
     const GateAct *a = &gate_acts[g->act];
-    if (g->avg) { /* S holds averages: act(L) is computed again */
+    if (g->avg) { /* S holds averages: act' from L */
         for (int dd = 0; dd < g->ld; dd++) {
             real gs = 0;
             for (int h = 0; h < g->hpos; h++) {
@@ -126,10 +124,7 @@ static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G
                     gs += G[h * g->D + dd];
             }
             gs /= g->lh;
-            for (int h = 0; h < g->lh; h++) {
-                real x = L[h * g->ld + dd];
-                dL[h * g->ld + dd] += a->df(x, a->f(x)) * gs;
-            }
+            for (int h = 0; h < g->lh; h++) dL[h * g->ld + dd] += a->df(L[h * g->ld + dd]) * gs;
         }
         return;
     }
@@ -138,9 +133,11 @@ static void gate_dlogits(const GateOp *g, real *dL, const real *L, const real *G
         if (g->ld == 1) {
             real gs = 0;
             for (int d = 0; d < g->D; d++) gs += G[h * g->D + d];
-            dL[lo] += a->df(L[lo], S[h * g->D]) * gs;
+            dL[lo] += (a->dfy ? a->dfy(S[h * g->D]) : a->df(L[lo])) * gs;
+        } else if (a->dfy) {
+            for (int d = 0; d < g->D; d++) dL[lo + d] += a->dfy(S[h * g->D + d]) * G[h * g->D + d];
         } else {
-            for (int d = 0; d < g->D; d++) dL[lo + d] += a->df(L[lo + d], S[h * g->D + d]) * G[h * g->D + d];
+            for (int d = 0; d < g->D; d++) dL[lo + d] += a->df(L[lo + d]) * G[h * g->D + d];
         }
     }
 }

@@ -15,7 +15,8 @@
  *   input hidden / static         L = X·W_g^T per token (query-dependent) /
  *                                 L = P, one learned tensor for all tokens
  *
- * The activations are a table (gate_acts[]): a value and a derivative.
+ * The activations are a table (gate_acts[]): a value and a derivative (and,
+ * optionally, the derivative from the value, which backward then uses).
  * Adding an activation = one row there plus its two functions; adding a
  * position = one row in variant.c plus where the model calls gate_forward.
  */
@@ -27,9 +28,10 @@
 
 typedef struct {
     const char *name;
-    real (*f)(real x);          /* act(x) */
-    real (*df)(real x, real y); /* act'(x), given y = act(x) (the saved score, so
-                                   sigmoid and tanh need no second exp) */
+    real (*f)(real x);   /* act(x) */
+    real (*df)(real x);  /* act'(x) */
+    real (*dfy)(real y); /* act'(x) from y = act(x) (the saved score), where that
+                            is cheaper (sigmoid, tanh: no second exp); or NULL */
 } GateAct;
 extern const GateAct gate_acts[GA__COUNT];
 
