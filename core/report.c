@@ -1930,9 +1930,12 @@ static int plot_heads(R *r, RSweep *s) {
         gp_head(r, gp, base, "F-Attn per layer and query head, last step, mean over seeds; one panel per row");
         fprintf(gp, "unset grid\nunset key\nset title ");
         gp_str(gp, s->name);
-        fprintf(gp, " offset 0,1\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
+        /* more than 4 panels: labels alternate between two heights so long ones do not overlap */
+        int stagger = panels > 4;
+        fprintf(gp, " offset 0,%d\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
                     "set palette rgb 33,13,10\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
-                    "set ytics 1\nset xtics () scale 0\n");
+                    "set ytics 1\nset xtics () scale 0\n%s",
+                stagger ? 2 : 1, stagger ? "set tmargin 5\n" : "");
         int x0 = 0, nl = 0, i = 0;
         for (int k = 0; k < s->nvars; k++) {
             const RVar *v = &s->vars[k];
@@ -1947,7 +1950,7 @@ static int plot_heads(R *r, RSweep *s) {
             for (int h = 0; h < m->nh; h++) fprintf(gp, "set xtics add ('%d' %d)\n", h, x0 + h);
             fprintf(gp, "set label %d ", ++i);
             gp_str(gp, v->label);
-            fprintf(gp, " at %g, graph 1.03 center\n", x0 + (m->nh - 1) / 2.0);
+            fprintf(gp, " at %g, graph %g center\n", x0 + (m->nh - 1) / 2.0, stagger && i % 2 == 0 ? 1.08 : 1.03);
             x0 += m->nh + 1;
             if (m->nl > nl) nl = m->nl;
         }
