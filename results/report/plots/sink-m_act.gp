@@ -12,7 +12,10 @@ set ylabel 'M-Act (max |h| of the layer output, log scale)'
 plot 'sink-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
      'sink-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
      'sink-m_act.dat' index 2 using 1:2 with linespoints title 'G1-headwise', \
-     'sink-m_act.dat' index 3 using 1:2 with linespoints title 'G1-head-shared'
+     'sink-m_act.dat' index 3 using 1:2 with linespoints title 'G1-head-shared', \
+     'sink-m_act.dat' index 4 using 1:2 with linespoints title 'G1-input-independent', \
+     'sink-m_act.dat' index 5 using 1:2 with linespoints title 'G1-ns-sigmoid', \
+     'sink-m_act.dat' index 6 using 1:2 with linespoints title 'G2-elementwise'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink-m_act.png'
 replot

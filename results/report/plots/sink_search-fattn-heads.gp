@@ -6,7 +6,7 @@ set grid
 set key outside right top
 unset grid
 unset key
-set title 'sink_search' offset 0,1
+set title 'sink_search' offset 0,2
 set cbrange [0:1]
 set cblabel 'F-Attn (share of attention on position 0)'
 set palette rgb 33,13,10
@@ -14,6 +14,7 @@ set xlabel 'query head (one panel per row)'
 set ylabel 'layer'
 set ytics 1
 set xtics () scale 0
+set tmargin 5
 set xtics add ('0' 0)
 set xtics add ('1' 1)
 set xtics add ('2' 2)
@@ -23,7 +24,7 @@ set xtics add ('0' 5)
 set xtics add ('1' 6)
 set xtics add ('2' 7)
 set xtics add ('3' 8)
-set label 2 'random-offsets' at 6.5, graph 1.03 center
+set label 2 'random-offsets' at 6.5, graph 1.08 center
 set xtics add ('0' 10)
 set xtics add ('1' 11)
 set xtics add ('2' 12)
@@ -33,7 +34,7 @@ set xtics add ('0' 15)
 set xtics add ('1' 16)
 set xtics add ('2' 17)
 set xtics add ('3' 18)
-set label 4 'no-qk-norm' at 16.5, graph 1.03 center
+set label 4 'no-qk-norm' at 16.5, graph 1.08 center
 set xtics add ('0' 20)
 set xtics add ('1' 21)
 set xtics add ('2' 22)
@@ -43,7 +44,7 @@ set xtics add ('0' 25)
 set xtics add ('1' 26)
 set xtics add ('2' 27)
 set xtics add ('3' 28)
-set label 6 'wd-0.5' at 26.5, graph 1.03 center
+set label 6 'wd-0.5' at 26.5, graph 1.08 center
 set xtics add ('0' 30)
 set xtics add ('1' 31)
 set xtics add ('2' 32)

@@ -1,0 +1,18 @@
+# gate-score histogram per layer, last step, counts summed over seeds
+# written by `gated report`; run `gnuplot sink-gate-4-G1-input-independent.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink-gate-4-G1-input-independent.svg'
+set grid
+set key outside right top
+set title 'sink: gate scores of G1-input-independent (last step, 3 runs summed)'
+set xlabel 'gate score'
+set ylabel 'fraction of scores'
+set xrange [0:1]
+plot 'sink-gate-4-G1-input-independent.dat' index 0 using 1:2 with histeps lw 2 title 'layer 0', \
+     'sink-gate-4-G1-input-independent.dat' index 1 using 1:2 with histeps lw 2 title 'layer 1', \
+     'sink-gate-4-G1-input-independent.dat' index 2 using 1:2 with histeps lw 2 title 'layer 2', \
+     'sink-gate-4-G1-input-independent.dat' index 3 using 1:2 with histeps lw 2 title 'layer 3'
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink-gate-4-G1-input-independent.png'
+replot
+set output

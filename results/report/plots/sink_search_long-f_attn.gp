@@ -1,0 +1,15 @@
+# F-Attn per layer (last step, mean over seeds)
+# written by `gated report`; run `gnuplot sink_search_long-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_long-f_attn.svg'
+set grid
+set key outside right top
+set title 'sink_search_long'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0)'
+plot NaN notitle
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_long-f_attn.png'
+replot
+set output

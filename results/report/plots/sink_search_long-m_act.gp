@@ -1,0 +1,16 @@
+# M-Act per layer (last step, mean over seeds; log scale)
+# written by `gated report`; run `gnuplot sink_search_long-m_act.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_long-m_act.svg'
+set grid
+set key outside right top
+set title 'sink_search_long'
+set xlabel 'layer'
+set xtics 1
+set logscale y
+set ylabel 'M-Act (max |h| of the layer output, log scale)'
+plot NaN notitle
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_long-m_act.png'
+replot
+set output

@@ -1,0 +1,14 @@
+# Validation loss against step (mean over seeds)
+# written by `gated report`; run `gnuplot sink_search_long-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_long-val_loss.svg'
+set grid
+set key outside right top
+set title 'sink_search_long'
+set xlabel 'step'
+set ylabel 'validation loss (nats/token), mean over seeds'
+plot NaN notitle
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_long-val_loss.png'
+replot
+set output
