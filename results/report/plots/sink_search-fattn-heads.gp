@@ -50,15 +50,31 @@ set xtics add ('1' 31)
 set xtics add ('2' 32)
 set xtics add ('3' 33)
 set label 7 'T-256' at 31.5, graph 1.03 center
-set xrange [-0.5:33.5]
-set yrange [-0.5:3.5]
+set xtics add ('0' 35)
+set xtics add ('1' 36)
+set xtics add ('2' 37)
+set xtics add ('3' 38)
+set label 8 'depth-8' at 36.5, graph 1.08 center
+set xtics add ('0' 40)
+set xtics add ('1' 41)
+set xtics add ('2' 42)
+set xtics add ('3' 43)
+set xtics add ('4' 44)
+set xtics add ('5' 45)
+set xtics add ('6' 46)
+set xtics add ('7' 47)
+set label 9 'width-256' at 43.5, graph 1.03 center
+set xrange [-0.5:47.5]
+set yrange [-0.5:7.5]
 plot 'sink_search-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'sink_search-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
      'sink_search-fattn-heads.dat' index 2 matrix using ($1+10):2:3 with image, \
      'sink_search-fattn-heads.dat' index 3 matrix using ($1+15):2:3 with image, \
      'sink_search-fattn-heads.dat' index 4 matrix using ($1+20):2:3 with image, \
      'sink_search-fattn-heads.dat' index 5 matrix using ($1+25):2:3 with image, \
-     'sink_search-fattn-heads.dat' index 6 matrix using ($1+30):2:3 with image
+     'sink_search-fattn-heads.dat' index 6 matrix using ($1+30):2:3 with image, \
+     'sink_search-fattn-heads.dat' index 7 matrix using ($1+35):2:3 with image, \
+     'sink_search-fattn-heads.dat' index 8 matrix using ($1+40):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search-fattn-heads.png'
 replot

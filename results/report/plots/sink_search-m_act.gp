@@ -15,7 +15,9 @@ plot 'sink_search-m_act.dat' index 0 using 1:2 with linespoints title 'base', \
      'sink_search-m_act.dat' index 3 using 1:2 with linespoints title 'no-qk-norm', \
      'sink_search-m_act.dat' index 4 using 1:2 with linespoints title 'wd-0', \
      'sink_search-m_act.dat' index 5 using 1:2 with linespoints title 'wd-0.5', \
-     'sink_search-m_act.dat' index 6 using 1:2 with linespoints title 'T-256'
+     'sink_search-m_act.dat' index 6 using 1:2 with linespoints title 'T-256', \
+     'sink_search-m_act.dat' index 7 using 1:2 with linespoints title 'depth-8', \
+     'sink_search-m_act.dat' index 8 using 1:2 with linespoints title 'width-256'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search-m_act.png'
 replot

@@ -8,7 +8,8 @@ set title 'sink_search_long'
 set xlabel 'layer'
 set xtics 1
 set ylabel 'F-Attn (attention on position 0)'
-plot NaN notitle
+plot 'sink_search_long-f_attn.dat' index 0 using 1:2 with linespoints title 'base-6M', \
+     'sink_search_long-f_attn.dat' index 1 using 1:2 with linespoints title 'lr-1e-2-6M'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search_long-f_attn.png'
 replot

@@ -9,7 +9,8 @@ set xlabel 'layer'
 set xtics 1
 set logscale y
 set ylabel 'M-Act (max |h| of the layer output, log scale)'
-plot NaN notitle
+plot 'sink_search_long-m_act.dat' index 0 using 1:2 with linespoints title 'base-6M', \
+     'sink_search_long-m_act.dat' index 1 using 1:2 with linespoints title 'lr-1e-2-6M'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search_long-m_act.png'
 replot

@@ -7,7 +7,8 @@ set key outside right top
 set title 'sink_search_long'
 set xlabel 'step'
 set ylabel 'validation loss (nats/token), mean over seeds'
-plot NaN notitle
+plot 'sink_search_long-val_loss.dat' index 0 using 1:2 with linespoints title 'base-6M', \
+     'sink_search_long-val_loss.dat' index 1 using 1:2 with linespoints title 'lr-1e-2-6M'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search_long-val_loss.png'
 replot

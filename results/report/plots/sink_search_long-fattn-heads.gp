@@ -1,0 +1,34 @@
+# F-Attn per layer and query head, last step, mean over seeds; one panel per row
+# written by `gated report`; run `gnuplot sink_search_long-fattn-heads.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_long-fattn-heads.svg'
+set grid
+set key outside right top
+unset grid
+unset key
+set title 'sink_search_long' offset 0,1
+set cbrange [0:1]
+set cblabel 'F-Attn (share of attention on position 0)'
+set palette rgb 33,13,10
+set xlabel 'query head (one panel per row)'
+set ylabel 'layer'
+set ytics 1
+set xtics () scale 0
+set xtics add ('0' 0)
+set xtics add ('1' 1)
+set xtics add ('2' 2)
+set xtics add ('3' 3)
+set label 1 'base-6M' at 1.5, graph 1.03 center
+set xtics add ('0' 5)
+set xtics add ('1' 6)
+set xtics add ('2' 7)
+set xtics add ('3' 8)
+set label 2 'lr-1e-2-6M' at 6.5, graph 1.03 center
+set xrange [-0.5:8.5]
+set yrange [-0.5:3.5]
+plot 'sink_search_long-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
+     'sink_search_long-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_long-fattn-heads.png'
+replot
+set output

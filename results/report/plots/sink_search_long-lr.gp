@@ -1,0 +1,18 @@
+# final validation loss against peak learning rate; diverged runs as crosses
+# written by `gated report`; run `gnuplot sink_search_long-lr.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_long-lr.svg'
+set grid
+set key outside right top
+set title 'sink_search_long'
+set logscale x
+set format x '%g'
+set xlabel 'train.lr (log scale)'
+set ylabel 'final validation loss, mean +- std over seeds'
+set yrange [1.39785721:1.421628105]
+set offsets graph 0.05, graph 0.05, 0, 0
+plot 'sink_search_long-lr.dat' index 0 using 1:2:3 with yerrorlines title 'base-6M / lr-1e-2-6M'
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_long-lr.png'
+replot
+set output
