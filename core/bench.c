@@ -26,6 +26,7 @@
 #include "rope.h"
 #include "optim.h"
 #include "rng.h"
+#include "store.h"
 #include "variant.h"
 
 #if defined(__has_include)
@@ -1416,41 +1417,6 @@ int bench_run_case(const BenchCase *c, const BenchRunOpts *o, BenchResult *r, ch
 /* the perf environment                                                  */
 /* ==================================================================== */
 
-#if defined(__clang__)
-#define BENCH_COMPILER __VERSION__
-#elif defined(__GNUC__)
-#define BENCH_COMPILER "gcc " __VERSION__
-#elif defined(__VERSION__)
-#define BENCH_COMPILER __VERSION__
-#else
-#define BENCH_COMPILER "unknown"
-#endif
-
-static void env_trim(char *t) {
-    size_t n = strlen(t);
-    while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t')) t[--n] = '\0';
-}
-
-/* The value of the first "KEY<blanks>: value" line of /proc/cpuinfo, or "". */
-static void cpuinfo(const char *key, char *out, size_t cap) {
-    out[0] = '\0';
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    size_t kl = strlen(key);
-    while (!out[0] && fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, kl) != 0) continue;
-        const char *r = line + kl;
-        while (*r == ' ' || *r == '\t') r++;
-        if (*r != ':') continue;
-        r++;
-        while (*r == ' ' || *r == '\t') r++;
-        snprintf(out, cap, "%s", r);
-        env_trim(out);
-    }
-    fclose(f);
-}
-
 void bench_env_fill(BenchEnv *e) {
     static const char *const keys[BENCH_ENV_N] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config",
                                                   "openblas_coretype", "compiler", "libc"};
@@ -1458,34 +1424,31 @@ void bench_env_fill(BenchEnv *e) {
     for (int i = 0; i < BENCH_ENV_N; i++) e->key[i] = keys[i];
     struct utsname u;
     snprintf(e->val[0], sizeof e->val[0], "%s", uname(&u) == 0 ? u.machine : "unknown");
-    /* the name: the first of these keys that is there (x86, then arm and others) */
-    static const char *const ck[] = {"model name", "Model", "Hardware", "cpu model", "Processor"};
-    for (size_t k = 0; k < sizeof ck / sizeof ck[0] && !e->val[1][0]; k++) cpuinfo(ck[k], e->val[1], sizeof e->val[1]);
-    if (!e->val[1][0]) snprintf(e->val[1], sizeof e->val[1], "unknown");
+    store_cpu_model(e->val[1], sizeof e->val[1]);
     /* x86: vendor, family, model, stepping (a virtual machine's name is often generic);
      * arm: implementer, part, revision */
     char v[64], fam[32], mod[32], step[32];
-    cpuinfo("vendor_id", v, sizeof v);
-    cpuinfo("cpu family", fam, sizeof fam);
-    cpuinfo("model", mod, sizeof mod);
-    cpuinfo("stepping", step, sizeof step);
+    store_cpuinfo("vendor_id", v, sizeof v);
+    store_cpuinfo("cpu family", fam, sizeof fam);
+    store_cpuinfo("model", mod, sizeof mod);
+    store_cpuinfo("stepping", step, sizeof step);
     if (fam[0])
         snprintf(e->val[2], sizeof e->val[2], "%s family %s model %s stepping %s", v, fam, mod, step);
     else {
-        cpuinfo("CPU implementer", v, sizeof v);
-        cpuinfo("CPU part", mod, sizeof mod);
-        cpuinfo("CPU revision", step, sizeof step);
+        store_cpuinfo("CPU implementer", v, sizeof v);
+        store_cpuinfo("CPU part", mod, sizeof mod);
+        store_cpuinfo("CPU revision", step, sizeof step);
         if (v[0] || mod[0]) snprintf(e->val[2], sizeof e->val[2], "implementer %s part %s revision %s", v, mod, step);
     }
     if (!e->val[2][0]) snprintf(e->val[2], sizeof e->val[2], "unknown");
     const char *cn = openblas_get_corename(), *cf = openblas_get_config();
     snprintf(e->val[3], sizeof e->val[3], "%s", cn ? cn : "unknown");
     snprintf(e->val[4], sizeof e->val[4], "%s", cf ? cf : "unknown");
-    env_trim(e->val[3]);
-    env_trim(e->val[4]);
+    store_trim(e->val[3]);
+    store_trim(e->val[4]);
     const char *ct = getenv("OPENBLAS_CORETYPE");
     snprintf(e->val[5], sizeof e->val[5], "%s", ct ? ct : "(unset)");
-    snprintf(e->val[6], sizeof e->val[6], "%s", BENCH_COMPILER);
+    snprintf(e->val[6], sizeof e->val[6], "%s", store_compiler());
 #ifdef __GLIBC__
     snprintf(e->val[7], sizeof e->val[7], "glibc %s", gnu_get_libc_version());
 #else
@@ -1545,24 +1508,14 @@ static const char *unit_for(double sec, double *scale) {
     return *scale = 1e9, "ns";
 }
 
-static void read_first(const char *path, const char *prefix, char *out, size_t cap) {
+/* The first line of a file (trimmed), or "". */
+static void read_line(const char *path, char *out, size_t cap) {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
     if (!f) return;
-    char line[512];
-    size_t pl = prefix ? strlen(prefix) : 0;
-    while (fgets(line, sizeof line, f)) {
-        if (prefix && strncmp(line, prefix, pl) != 0) continue;
-        char *v = prefix ? strchr(line, ':') : line;
-        if (!v) continue;
-        if (prefix) v++;
-        while (*v == ' ' || *v == '\t') v++;
-        size_t n = strlen(v);
-        while (n && (v[n - 1] == '\n' || v[n - 1] == ' ')) v[--n] = '\0';
-        snprintf(out, cap, "%s", v);
-        break;
-    }
+    if (!fgets(out, (int)cap, f)) out[0] = '\0';
     fclose(f);
+    store_trim(out);
 }
 
 /* One benchmark row.  agg NULL: an iteration row for repetition rep. */
@@ -1655,8 +1608,8 @@ int bench_write_json(FILE *f, const BenchSuite *s, const BenchResult *res, const
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", &tm);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    read_first("/proc/cpuinfo", "cpu MHz", mhz, sizeof mhz);
-    read_first("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", NULL, gov, sizeof gov);
+    store_cpuinfo("cpu MHz", mhz, sizeof mhz);
+    read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov, sizeof gov);
     double la[3] = {0, 0, 0};
     FILE *lf = fopen("/proc/loadavg", "r");
     if (lf) {

@@ -25,22 +25,16 @@
 /* -------------------------------------------------------- the activations */
 
 static real act_sigmoid(real x) { return 1 / (1 + exp(-x)); }
-static real dact_sigmoid(real x) {
-    real s = act_sigmoid(x);
-    return s * (1 - s);
-}
 static real dact_sigmoid_y(real s) { return s * (1 - s); }
+static real dact_sigmoid(real x) { return dact_sigmoid_y(act_sigmoid(x)); }
 static real act_silu(real x) { return x * act_sigmoid(x); }
 static real dact_silu(real x) {
     real s = act_sigmoid(x);
     return s * (1 + x * (1 - s));
 }
 static real act_tanh(real x) { return tanh(x); }
-static real dact_tanh(real x) {
-    real t = tanh(x);
-    return 1 - t * t;
-}
 static real dact_tanh_y(real t) { return 1 - t * t; }
+static real dact_tanh(real x) { return dact_tanh_y(tanh(x)); }
 static real act_identity(real x) { return x; }
 static real dact_identity(real x) {
     (void)x;

@@ -849,43 +849,38 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
 #define STORE_COMPILER "unknown"
 #endif
 
-static void trim(char *t) {
+void store_trim(char *t) {
     size_t n = strlen(t);
     while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t'))
         t[--n] = '\0';
 }
 
-static void cpu_model(char *out, size_t cap) {
-    snprintf(out, cap, "unknown");
+const char *store_compiler(void) { return STORE_COMPILER; }
+
+void store_cpuinfo(const char *key, char *out, size_t cap) {
+    out[0] = '\0';
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
-    static const char *const keys[] = {"model name", "Model", "Hardware", "cpu model", "Processor"};
-    char found[sizeof keys / sizeof keys[0]][256] = {{0}};
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon) continue;
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            size_t kl = strlen(keys[k]);
-            if (found[k][0] || strncmp(line, keys[k], kl) != 0) continue;
-            const char *rest = line + kl;
-            while (*rest == ' ' || *rest == '\t') rest++;
-            if (rest != colon) continue;
-            const char *v = colon + 1;
-            while (*v == ' ' || *v == '\t') v++;
-            snprintf(found[k], sizeof found[k], "%s", v);
-            trim(found[k]);
-        }
+    size_t kl = strlen(key);
+    while (!out[0] && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) != 0) continue;
+        const char *r = line + kl;
+        while (*r == ' ' || *r == '\t') r++;
+        if (*r != ':') continue;
+        r++;
+        while (*r == ' ' || *r == '\t') r++;
+        snprintf(out, cap, "%s", r); /* a value longer than out is cut, not an error */
+        store_trim(out);
     }
-    if (fclose(f) != 0) return;
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        if (found[k][0] && cap > 0) {
-            /* a CPU name longer than out is cut, not an error */
-            size_t l = strnlen(found[k], cap - 1);
-            memcpy(out, found[k], l);
-            out[l] = 0;
-            return;
-        }
+    fclose(f);
+}
+
+void store_cpu_model(char *out, size_t cap) {
+    static const char *const keys[] = {"model name", "Model", "Hardware", "cpu model", "Processor"};
+    out[0] = '\0';
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0] && !out[0]; k++) store_cpuinfo(keys[k], out, cap);
+    if (!out[0]) snprintf(out, cap, "unknown");
 }
 
 /* First line of a command's stdout into out; 0 if it ran and exited 0. */
@@ -901,7 +896,7 @@ static int run_cmd(const char *cmd, char *out, size_t cap, int *any_output) {
         if (any_output) *any_output = 1;
         if (first) {
             snprintf(out, cap, "%s", buf);
-            trim(out);
+            store_trim(out);
             first = 0;
         }
     }
@@ -914,10 +909,10 @@ void store_provenance_fill(Provenance *p) {
     static char host[256], cpu[256], blas[256], commit[64];
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    cpu_model(cpu, sizeof cpu);
+    store_cpu_model(cpu, sizeof cpu);
     const char *bc = openblas_get_config();
     snprintf(blas, sizeof blas, "%s", bc ? bc : "unknown");
-    trim(blas);
+    store_trim(blas);
 
     int dirty = -1;
     if (run_cmd("git rev-parse HEAD 2>/dev/null", commit, sizeof commit, NULL) != 0 || !commit[0]) {

@@ -87,6 +87,16 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
  * are static storage, overwritten by the next call. */
 void store_provenance_fill(Provenance *p);
 
+/* The pieces of that, for other records of the machine (gated bench --env):
+ * the value of the first "KEY<blanks>: value" line of /proc/cpuinfo ("" if
+ * none; cut to cap), the CPU's name (the first of "model name", "Model",
+ * "Hardware", "cpu model", "Processor" present, else "unknown"), the
+ * compiler ("gcc 12.2.0"), and t without trailing blanks and newlines. */
+void store_cpuinfo(const char *key, char *out, size_t cap);
+void store_cpu_model(char *out, size_t cap);
+const char *store_compiler(void);
+void store_trim(char *t);
+
 /* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
  * lowercase hex digits plus NUL. */
 void store_run_id(const char *config_json, char out[17]);
