@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "ops.h"
 #include "commands.h"
 #include "store.h"
 
@@ -146,11 +147,7 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (!suite_path) suite_path = "bench/default.yaml";
-    if (threads > 0) {
-        /* the one place a bench sets thread counts, before any work */
-        openblas_set_num_threads((int)threads);
-        omp_set_num_threads((int)threads);
-    }
+    ops_set_threads((int)threads); /* the one place a bench sets thread counts, before any work */
 
     char err[2048];
     BenchSuite s;

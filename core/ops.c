@@ -14,15 +14,67 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------- linear */
+/*
+ * Every dense matmul is C (M, N) = alpha op(A) op(B) + beta C, cut into
+ * fixed tiles of GEMM_TM x GEMM_TN output elements; each tile is one
+ * single-threaded OpenBLAS call over the whole reduction dimension K, and
+ * OpenMP spreads the tiles over threads.
+ *
+ * Why this is deterministic by construction: an output element is written
+ * by exactly one call, whose arguments (the tile's M, N, K, and operands) do
+ * not depend on the thread count, and a single-threaded sgemm is a fixed
+ * sequence of operations for fixed arguments on a given kernel.  Which
+ * thread runs a tile changes nothing.  OpenBLAS's own threading, by
+ * contrast, splits the work by the number of threads, and some kernels
+ * (Haswell, Zen) then round differently: 1 and 2 threads gave different
+ * losses at step 0 before this change.  So OpenBLAS always runs with one
+ * thread here (gemm_tiled enforces it before each parallel region), and the
+ * two thread pools never compete for the cores.
+ *
+ * The tile shape is a compromise between OpenBLAS's efficiency (it packs
+ * each tile's panels anew, so tiles must be large enough to amortise that)
+ * and parallel slack (enough tiles to keep every core busy at this model's
+ * skinny shapes, e.g. 4096 x 768 x 256).  Changing it changes the bits of
+ * every result on kernels that split K differently by shape: it is part of
+ * the numerics, like the attention tile BT.
+ */
+
+static void gemm_tiled(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B,
+                       int ldb, real beta, real *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    int mt = (M + GEMM_TM - 1) / GEMM_TM, nt = (N + GEMM_TN - 1) / GEMM_TN;
+#pragma omp parallel for schedule(static) collapse(2) if (mt * nt > 1)
+    for (int i = 0; i < mt; i++)
+        for (int j = 0; j < nt; j++) {
+            int m0 = i * GEMM_TM, n0 = j * GEMM_TN;
+            int m = M - m0 < GEMM_TM ? M - m0 : GEMM_TM, nn = N - n0 < GEMM_TN ? N - n0 : GEMM_TN;
+            /* row-major: op(A) rows m0.., op(B) columns n0.. */
+            const real *a = ta ? A + m0 : A + (size_t)m0 * lda;
+            const real *b = tb ? B + (size_t)n0 * ldb : B + n0;
+            cblas_gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, nn, K,
+                       alpha, a, lda, b, ldb, beta, C + (size_t)m0 * ldc + n0, ldc);
+        }
+}
+
+void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
+          real beta, real *C, int ldc) {
+    gemm_tiled(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void ops_set_threads(int n) {
+    openblas_set_num_threads(1);
+    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+}
 
 void linear_forward(real *y, int ldy, const real *x, int ldx, const real *W, int n, int N, int K, real beta) {
-    cblas_gemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, N, K, 1, x, ldx, W, K, beta, y, ldy);
+    gemm_tiled(0, 1, n, N, K, 1, x, ldx, W, K, beta, y, ldy);
 }
 
 void linear_backward(real *dx, int ldx, real *dW, const real *dy, int ldy, const real *x, const real *W, int n,
                      int N, int K) {
-    if (dx) cblas_gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, K, N, 1, dy, ldy, W, K, 1, dx, ldx);
-    if (dW) cblas_gemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, n, 1, dy, ldy, x, ldx, 1, dW, K);
+    if (dx) gemm_tiled(0, 0, n, K, N, 1, dy, ldy, W, K, 1, dx, ldx);
+    if (dW) gemm_tiled(1, 0, N, K, n, 1, dy, ldy, x, ldx, 1, dW, K);
 }
 
 /* --------------------------------------------------------------- rmsnorm */

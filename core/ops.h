@@ -9,8 +9,9 @@
  * wider row (q, k, v and gate logits live side by side in the fused
  * projection output).
  *
- * Every dense weight matmul goes through cblas_gemm (OpenBLAS), called from
- * serial code; the attention core is a tiled flash-attention kernel of its
+ * Every dense weight matmul goes through gemm() below: fixed output tiles,
+ * each one single-threaded OpenBLAS call, spread over OpenMP (see ops.c);
+ * the attention core is a tiled flash-attention kernel of its
  * own (OpenBLAS's generic kernel, which this machine's CPU detection picks,
  * is ~7x slower on its small tiles).  OpenMP is used only in loops whose iterations write disjoint memory,
  * and every reduction has a fixed order, so results are bitwise identical for
@@ -21,6 +22,20 @@
 
 #include <stddef.h>
 #include "real.h"
+
+/* Output tile of gemm: part of the numerics (see ops.c), not a tuning knob
+ * that may follow the machine or the thread count. */
+#define GEMM_TM 128
+#define GEMM_TN 128
+
+/* C (M, N) = alpha op(A) op(B) + beta C, row-major; op transposes when ta /
+ * tb is non-zero.  Bitwise the same for any OpenMP thread count. */
+void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
+          real beta, real *C, int ldc);
+
+/* The one way to set the thread count: n OpenMP threads (0 = all cores),
+ * OpenBLAS always single-threaded inside gemm's tiles. */
+void ops_set_threads(int n);
 
 /* Linear layer, PyTorch convention: y (n, N) = x (n, K) · W^T, W (N, K).
  * ldy/ldx are row strides.  beta=0 overwrites y, 1 accumulates. */

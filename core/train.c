@@ -31,6 +31,7 @@
 #include "data.h"
 #include "eval.h"
 #include "model.h"
+#include "ops.h"
 #include "optim.h"
 #include "probes.h"
 #include "store.h"
@@ -168,11 +169,7 @@ static void on_signal(int sig) { stop_signal = sig; }
 
 int train_run(const Config *c, const TrainOpts *o) {
     char err[1024];
-    if (c->threads > 0) {
-        /* the one place thread counts are set for a run */
-        openblas_set_num_threads(c->threads);
-        omp_set_num_threads(c->threads);
-    }
+    ops_set_threads(c->threads); /* the one place thread counts are set for a run */
     Corpus corp;
     memset(&corp, 0, sizeof corp);
     if (c->corpus == CORPUS_SYNTHETIC) {

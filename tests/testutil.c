@@ -1,5 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include "ops.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,10 +51,7 @@ void resolve_or_die(Config *c) {
     }
 }
 
-void set_threads(int n) {
-    openblas_set_num_threads(n);
-    omp_set_num_threads(n);
-}
+void set_threads(int n) { ops_set_threads(n); }
 
 int quiet_begin(void) {
     fflush(stdout);
