@@ -41,6 +41,77 @@ Test(kernels, linear_matches_naive_loops) {
     free(x), free(W), free(y), free(yr);
 }
 
+/* gemm's tiling: every transpose combination on shapes that are whole
+ * tiles, ragged, thinner than a tile and the model's own, against a double
+ * reference (tile offsets right), and bitwise the same for 1..4 threads
+ * (the tile cut does not follow the thread count).  beta = 1 checks that
+ * every element is accumulated exactly once. */
+static void gemm_case(int ta, int tb, int M, int N, int K, Rng *r) {
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    real *A = malloc(sizeof(real) * na), *B = malloc(sizeof(real) * nb), *C0 = malloc(sizeof(real) * nc);
+    real *C[4], *ref = malloc(sizeof(real) * nc);
+    cr_assert(A && B && C0 && ref);
+    fill(A, na, r), fill(B, nb, r), fill(C0, nc, r);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += a * b;
+            }
+            ref[(size_t)i * N + j] = (real)(0.5 * s + C0[(size_t)i * N + j]);
+        }
+    for (int t = 0; t < 4; t++) {
+        C[t] = malloc(sizeof(real) * nc);
+        cr_assert(C[t]);
+        memcpy(C[t], C0, sizeof(real) * nc);
+        set_threads(t + 1);
+        gemm(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1, C[t], N);
+    }
+    set_threads(1);
+    Cmp c = cmp_arrays(C[0], ref, nc, 1.0);
+    cr_assert(c.max_rel < 1e-4, "gemm %c%c %dx%dx%d: max rel %.3g at %zu (%g vs %g)", ta ? 'T' : 'N', tb ? 'T' : 'N',
+              M, N, K, c.max_rel, c.worst, c.a, c.b);
+    for (int t = 1; t < 4; t++)
+        cr_assert(memcmp(C[0], C[t], sizeof(real) * nc) == 0, "gemm %c%c %dx%dx%d: 1 vs %d threads differ",
+                  ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, t + 1);
+    for (int t = 0; t < 4; t++) free(C[t]);
+    free(A), free(B), free(C0), free(ref);
+}
+
+Test(kernels, gemm_tiles_bitwise_for_any_thread_count, .timeout = 120) {
+    static const int shapes[][3] = {
+        {GEMM_TM, GEMM_TN, 64},              /* one whole tile */
+        {3 * GEMM_TM, 2 * GEMM_TN, 33},      /* whole tiles, odd tile count */
+        {GEMM_TM + 1, GEMM_TN - 1, 257},     /* ragged both ways */
+        {517, 131, 19},                      /* ragged, many row tiles */
+        {1, 300, 7},                         /* one row */
+        {300, 1, 7},                         /* one column */
+        {5, 3, 1},                           /* smaller than a tile, K = 1 */
+        {1024, 416, 128},                    /* the fused projection of a small model */
+    };
+    Rng r = rng_seed(11);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) gemm_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], &r);
+}
+
+/* Whoever sets OpenBLAS threads, gemm runs it single-threaded inside its
+ * tiles: a threaded OpenBLAS call splits work by thread count. */
+Test(kernels, gemm_keeps_openblas_single_threaded) {
+    Rng r = rng_seed(12);
+    int M = 300, N = 260, K = 200;
+    real *A = malloc(sizeof(real) * M * K), *B = malloc(sizeof(real) * K * N), *C = calloc((size_t)M * N, sizeof(real));
+    cr_assert(A && B && C);
+    fill(A, (size_t)M * K, &r), fill(B, (size_t)K * N, &r);
+    openblas_set_num_threads(2);
+    gemm(0, 0, M, N, K, 1, A, K, B, N, 0, C, N);
+    cr_assert(openblas_get_num_threads() == 1, "OpenBLAS left at %d threads", openblas_get_num_threads());
+    free(A), free(B), free(C);
+}
+
 Test(kernels, attention_matches_reference_float) {
     set_threads(1);
     int B = 2, T = 33, H = 4, Hk = 2, d = 8;
@@ -93,28 +164,30 @@ static void train_losses(int threads, GateCfg g, double *out) {
     model_free(&m);
 }
 
+/* 1, 2 and 3 threads (3 does not divide the tile counts evenly), and 2
+ * twice (repeatable). */
 static void check_deterministic(GateCfg g, const char *what) {
-    double a[20], b[20], c[20];
-    train_losses(1, g, a);
-    train_losses(2, g, b);
-    train_losses(2, g, c);
-    for (int i = 0; i < 20; i++) {
-        cr_assert(memcmp(&a[i], &b[i], sizeof(double)) == 0, "%s: step %d loss %.17g (1 thread) vs %.17g (2)", what,
-                  i, a[i], b[i]);
-        cr_assert(memcmp(&b[i], &c[i], sizeof(double)) == 0, "%s: step %d not repeatable", what, i);
-    }
-    cr_assert(a[19] < a[0] - 0.1, "%s: training did not lower the loss (%.4f -> %.4f)", what, a[0], a[19]);
+    static const int threads[] = {1, 2, 3, 2};
+    double l[4][20];
+    for (int t = 0; t < 4; t++) train_losses(threads[t], g, l[t]);
+    for (int t = 1; t < 4; t++)
+        for (int i = 0; i < 20; i++)
+            cr_assert(memcmp(&l[0][i], &l[t][i], sizeof(double)) == 0,
+                      "%s: step %d loss %.17g (1 thread) vs %.17g (%d threads)", what, i, l[0][i], l[t][i],
+                      threads[t]);
+    cr_assert(l[0][19] < l[0][0] - 0.1, "%s: training did not lower the loss (%.4f -> %.4f)", what, l[0][0],
+              l[0][19]);
 }
 
-Test(determinism, baseline_1_vs_2_threads, .timeout = 120) { check_deterministic(gate_default(), "baseline"); }
+Test(determinism, baseline_1_2_3_threads, .timeout = 180) { check_deterministic(gate_default(), "baseline"); }
 
-Test(determinism, g1_elementwise_1_vs_2_threads, .timeout = 120) {
+Test(determinism, g1_elementwise_1_2_3_threads, .timeout = 180) {
     GateCfg g = gate_default();
     g.position = GP_SDPA;
     check_deterministic(g, "G1 elementwise");
 }
 
-Test(determinism, g2_static_shared_1_vs_2_threads, .timeout = 120) {
+Test(determinism, g2_static_shared_1_2_3_threads, .timeout = 180) {
     GateCfg g = gate_default();
     g.position = GP_VALUE;
     g.input = GI_STATIC;
