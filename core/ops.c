@@ -65,6 +65,7 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
 void ops_set_threads(int n) {
     openblas_set_num_threads(1);
     omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+    omp_set_max_active_levels(1); /* a region inside a data-parallel worker (dp.c) runs with a team of one */
 }
 
 void linear_forward(real *y, int ldy, const real *x, int ldx, const real *W, int n, int N, int K, real beta) {
@@ -303,7 +304,8 @@ static inline int att_nvec(int diag, int r0) { return diag ? (r0 + RI - 1) / VL 
  * share, in reals. */
 static real *att_alloc(size_t n, size_t *stride) {
     size_t per = (sizeof(real) * n + 63) / 64 * 64;
-    size_t nth = (size_t)omp_get_max_threads();
+    /* inside an active region (a dp.c worker) the next one has one thread */
+    size_t nth = omp_get_active_level() >= omp_get_max_active_levels() ? 1 : (size_t)omp_get_max_threads();
     *stride = per / sizeof(real);
     return aligned_alloc(64, per * (nth ? nth : 1));
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dp.h"
 #include "gate.h"
 #include "model.h"
 #include "ops.h"
@@ -138,14 +139,18 @@ Test(kernels, attention_matches_reference_float) {
 
 /* --------------------------------------------------------- determinism */
 
-/* 20 AdamW steps; returns the loss after each in out[]. */
-static void train_losses(int threads, GateCfg g, double *out) {
+/* 20 AdamW steps, the batch of 8 cut into micro-batches of mb (dp.h; 8 =
+ * one, the whole model on gemm's tiles); returns the loss after each in
+ * out[]. */
+static void train_losses(int threads, GateCfg g, int mb, double *out) {
     set_threads(threads);
     Config c = tiny_config(64, 64, 2, 4, 2, 0, 32, 8);
     c.gate = g;
     resolve_or_die(&c);
     Model m;
     cr_assert(model_init(&m, &c) == 0);
+    DataParallel dp;
+    cr_assert(dp_init(&dp, &m, c.batch, mb) == 0);
     AdamW o = {3e-3, 0.9, 0.95, 1e-8, 0.1, 1.0};
     Rng r = rng_seed(3);
     int n = c.batch * c.seq_len;
@@ -154,13 +159,14 @@ static void train_losses(int threads, GateCfg g, double *out) {
     for (int step = 0; step < 20; step++) {
         for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, 64);
         for (int i = 0; i < n; i++) tgt[i] = (tok[i] * 7 + 3) % 64; /* learnable */
-        out[step] = model_forward(&m, tok, tgt, c.batch, c.seq_len);
-        model_zero_grad(&m);
-        cr_assert(model_backward(&m, tok) == 0);
+        int bad = 0;
+        out[step] = dp_step(&dp, tok, tgt, c.seq_len, &bad);
+        cr_assert(!bad && isfinite(out[step]));
         o.lr = lr_schedule(step, 20, 5, 3e-3, 3e-4);
         adamw_step(&m.p, &o, step + 1);
     }
     free(tok), free(tgt);
+    dp_free(&dp);
     model_free(&m);
 }
 
@@ -168,15 +174,57 @@ static void train_losses(int threads, GateCfg g, double *out) {
  * twice (repeatable). */
 static void check_deterministic(GateCfg g, const char *what) {
     static const int threads[] = {1, 2, 3, 2};
-    double l[4][20];
-    for (int t = 0; t < 4; t++) train_losses(threads[t], g, l[t]);
-    for (int t = 1; t < 4; t++)
-        for (int i = 0; i < 20; i++)
-            cr_assert(memcmp(&l[0][i], &l[t][i], sizeof(double)) == 0,
-                      "%s: step %d loss %.17g (1 thread) vs %.17g (%d threads)", what, i, l[0][i], l[t][i],
-                      threads[t]);
-    cr_assert(l[0][19] < l[0][0] - 0.1, "%s: training did not lower the loss (%.4f -> %.4f)", what, l[0][0],
-              l[0][19]);
+    static const int mbs[] = {8, 2}; /* one batch on tiles; 4 data-parallel micro-batches */
+    for (int k = 0; k < 2; k++) {
+        double l[4][20];
+        for (int t = 0; t < 4; t++) train_losses(threads[t], g, mbs[k], l[t]);
+        for (int t = 1; t < 4; t++)
+            for (int i = 0; i < 20; i++)
+                cr_assert(memcmp(&l[0][i], &l[t][i], sizeof(double)) == 0,
+                          "%s, micro-batch %d: step %d loss %.17g (1 thread) vs %.17g (%d threads)", what, mbs[k], i,
+                          l[0][i], l[t][i], threads[t]);
+        cr_assert(l[0][19] < l[0][0] - 0.1, "%s: training did not lower the loss (%.4f -> %.4f)", what, l[0][0],
+                  l[0][19]);
+    }
+}
+
+/* Micro-batching changes only the order of sums: the loss and gradients of
+ * 4 micro-batches match the whole batch's to float round-off. */
+Test(determinism, micro_batches_match_whole_batch) {
+    set_threads(2);
+    Config c = tiny_config(64, 64, 2, 4, 2, 0, 32, 8);
+    c.gate.position = GP_SDPA;
+    resolve_or_die(&c);
+    Model m;
+    cr_assert(model_init(&m, &c) == 0);
+    int n = c.batch * c.seq_len;
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
+    real *g1 = malloc(sizeof(real) * m.p.total);
+    cr_assert(tok && tgt && g1);
+    Rng r = rng_seed(5);
+    for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, 64), tgt[i] = (int)rng_below(&r, 64);
+    DataParallel whole, parts;
+    cr_assert(dp_init(&whole, &m, c.batch, c.batch) == 0 && dp_init(&parts, &m, c.batch, 2) == 0);
+    cr_assert(parts.nmb == 4 && whole.nmb == 1);
+    int bad = 0;
+    double l1 = dp_step(&whole, tok, tgt, c.seq_len, &bad);
+    memcpy(g1, m.p.g, sizeof(real) * m.p.total);
+    double l2 = dp_step(&parts, tok, tgt, c.seq_len, &bad);
+    cr_assert(!bad);
+    cr_assert(fabs(l1 - l2) < 1e-5, "loss %.9g (whole) vs %.9g (micro-batches)", l1, l2);
+    Cmp cm = cmp_arrays(m.p.g, g1, m.p.total, 1e-3);
+    cr_assert(cm.max_rel < 1e-3, "gradients: max rel %.3g at %zu (%g vs %g)", cm.max_rel, cm.worst, cm.a, cm.b);
+    /* a size that does not divide the batch is refused */
+    DataParallel bad_dp;
+    cr_assert(dp_init(&bad_dp, &m, c.batch, 3) == -1);
+    dp_free(&whole), dp_free(&parts);
+    free(tok), free(tgt), free(g1);
+    model_free(&m);
+}
+
+Test(determinism, default_micro_batch_from_the_batch_alone) {
+    cr_assert(dp_micro_batch(16, 0) == 4 && dp_micro_batch(6, 0) == 3 && dp_micro_batch(7, 0) == 1);
+    cr_assert(dp_micro_batch(2, 0) == 2 && dp_micro_batch(16, 8) == 8);
 }
 
 Test(determinism, baseline_1_2_3_threads, .timeout = 180) { check_deterministic(gate_default(), "baseline"); }
