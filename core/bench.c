@@ -28,6 +28,7 @@
 #include "rng.h"
 #include "store.h"
 #include "variant.h"
+#include "yamlfile.h"
 
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
@@ -842,39 +843,17 @@ int bench_load_file(BenchSuite *s, const char *path, char *err, size_t cap) {
     else if (bl > 4 && strcmp(base + bl - 4, ".yml") == 0) bl -= 4;
     snprintf(s->name, sizeof s->name, "%.*s", (int)(bl < 100 ? bl : 100), base);
 
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(L.err, L.cap, "%s: error: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        snprintf(L.err, L.cap, "%s: error: cannot open: %s", path, strerror(EISDIR));
-        return -1;
-    }
-    yaml_parser_t parser;
+    /* the shared reader: bounded size, depth and alias expansion, one document */
     yaml_document_t doc;
+    ConfigError ce;
     int rc = -1;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        snprintf(L.err, L.cap, "%s: error: out of memory", path);
-        return -1;
-    }
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        if (parser.error == YAML_READER_ERROR || parser.error == YAML_MEMORY_ERROR)
-            snprintf(L.err, L.cap, "%s: error: YAML: %s", path, parser.problem ? parser.problem : "read error");
-        else
-            snprintf(L.err, L.cap, "%s:%zu:%zu: error: YAML syntax: %s", path, parser.problem_mark.line + 1,
-                     parser.problem_mark.column + 1, parser.problem ? parser.problem : "unknown error");
+    if (yaml_file_load(path, "a bench suite", &doc, &ce)) {
+        snprintf(L.err, L.cap, "%s", ce.msg);
     } else {
         L.doc = &doc;
         rc = load_root(&L, yaml_document_get_root_node(&doc));
         yaml_document_delete(&doc);
     }
-    yaml_parser_delete(&parser);
-    fclose(f);
     free(L.models);
     free(L.ceil_name);
     free(L.ceil_node);

@@ -20,6 +20,7 @@
  * again, so model.match_params shrinks d_ff exactly once.
  */
 #include "config.h"
+#include "json.h"
 #include "variant.h"
 #include "yamlfile.h"
 
@@ -217,15 +218,20 @@ static int fail_key(ConfigError *err, int idx, const char *fmt, ...) {
     return -1;
 }
 
-/* s as it goes between double quotes in a message: '"' and '\' escaped,
- * control bytes as \xNN, long text cut with "...". */
-void config_quote(const char *s, char *out, size_t cap) {
-    static const size_t keep = 64;
-    size_t o = 0, n = 0;
+/* The n bytes at s as they go in a message: control bytes as \xNN, '"' and
+ * '\' escaped when quote is set, at most keep bytes of s (a cut backs off
+ * to the start of a UTF-8 sequence) and then "...". */
+static void clip(const char *s, size_t n, size_t keep, int quote, char *out, size_t cap) {
+    size_t o = 0, end = n;
     if (cap == 0) return;
-    for (; *s && n < keep && o + 5 < cap; s++, n++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
+    if (end > keep) {
+        end = keep;
+        while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
+    }
+    size_t i = 0;
+    for (; i < end && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (quote && (ch == '"' || ch == '\\')) {
             out[o++] = '\\';
             out[o++] = (char)ch;
         } else if (ch < 0x20 || ch == 0x7f) {
@@ -234,11 +240,29 @@ void config_quote(const char *s, char *out, size_t cap) {
             out[o++] = (char)ch;
         }
     }
-    if (*s && o + 4 <= cap) {
+    if (i < n && o + 4 <= cap) {
         memcpy(out + o, "...", 3);
         o += 3;
     }
     out[o] = '\0';
+}
+
+/* s as it goes between double quotes in a message: '"' and '\' escaped,
+ * control bytes as \xNN, long text cut with "...".  Not JSON (json.h). */
+void config_quote(const char *s, char *out, size_t cap) { clip(s, strlen(s), 64, 1, out, cap); }
+
+/* An assignment as messages show it: "KEY=VALUE" with each side cut at 64
+ * bytes, so that a long value cannot push the reason out of the message. */
+static void assignment_label(const char *a, char *out, size_t cap) {
+    const char *eq = strchr(a, '=');
+    if (!eq) {
+        clip(a, strlen(a), 64, 0, out, cap);
+        return;
+    }
+    char k[300], v[300];
+    clip(a, (size_t)(eq - a), 64, 0, k, sizeof k);
+    clip(eq + 1, strlen(eq + 1), 64, 0, v, sizeof v);
+    snprintf(out, cap, "%s=%s", k, v);
 }
 
 /* "expected ..., got "TEXT"" for key k. */
@@ -318,6 +342,7 @@ static void unknown_key(const char *key, char *why, size_t cap) {
 static int parse_value(const ConfigKey *k, const char *text, Config *c, char *why, size_t cap) {
     char *field = (char *)c + k->offset;
     char *end = NULL;
+    const char *note = ""; /* why the text is out of range, after the "got" */
     /* No leading blanks (strtol/strtod would skip them) and no empty text. */
     int blank = text[0] == '\0' || text[0] == ' ' || text[0] == '\t' || text[0] == '\n' || text[0] == '\r' ||
                 text[0] == '\f' || text[0] == '\v';
@@ -326,6 +351,7 @@ static int parse_value(const ConfigKey *k, const char *text, Config *c, char *wh
         if (blank) break;
         errno = 0;
         long long v = strtoll(text, &end, 10);
+        if (errno == ERANGE && !*end) note = " (out of the range of a 64-bit integer)";
         if (errno || *end || v < (long long)k->min || v > (long long)k->max) break;
         if (int_is_64(k))
             *(int64_t *)(void *)field = (int64_t)v;
@@ -337,6 +363,13 @@ static int parse_value(const ConfigKey *k, const char *text, Config *c, char *wh
         if (blank) break;
         errno = 0;
         double v = strtod(text, &end);
+        /* ERANGE: overflow (inf) or underflow (0 or a subnormal, not what
+         * was written) */
+        if (errno == ERANGE && !*end) {
+            note = fabs(v) > 1 ? " (out of the range of a double: overflow)"
+                               : " (out of the range of a double: underflow)";
+            break;
+        }
         if (*end || !(v >= k->min && v <= k->max)) break; /* also rejects NaN */
         *(double *)(void *)field = v;
         return 0;
@@ -367,6 +400,10 @@ static int parse_value(const ConfigKey *k, const char *text, Config *c, char *wh
     }
     }
     expected(k, text, why, cap);
+    if (*note) {
+        size_t n = strlen(why);
+        snprintf(why + n, cap - n, "%s", note);
+    }
     return -1;
 }
 
@@ -383,6 +420,10 @@ static void format_double(double v, char *buf, size_t cap, int json) {
     }
 }
 
+/* Room for any value as text: a CT_STRING of 255 bytes, each escaped as
+ * \u00XX, between quotes. */
+enum { VALUE_CAP = 2 + 6 * 255 + 1 + 64 };
+
 /* Key k's value in c as text (YAML and JSON share it, except that JSON
  * quotes enum names). */
 static void format_value(const ConfigKey *k, const Config *c, char *buf, size_t cap, int json) {
@@ -397,11 +438,16 @@ static void format_value(const ConfigKey *k, const Config *c, char *buf, size_t 
     case CT_FLOAT: format_double(*(const double *)(const void *)field, buf, cap, json); break;
     case CT_BOOL: snprintf(buf, cap, "%s", *(const int *)(const void *)field ? "true" : "false"); break;
     case CT_STRING: {
-        /* JSON, and YAML wherever a plain scalar could be misread: quoted */
-        int plain = !json && *field && !strpbrk(field, ":#'\"{}[],&*!|>%@`") && field[0] != '-';
-        char q[600];
-        config_quote(field, q, sizeof q);
-        snprintf(buf, cap, plain ? "%s" : "\"%s\"", plain ? field : q);
+        /* JSON, and YAML wherever a plain scalar could be misread: quoted
+         * (json_quote's escapes are YAML's too), never cut */
+        size_t n = strlen(field);
+        int plain = !json && n && !strpbrk(field, ":#'\"{}[],&*!|>%@`?\\") && field[0] != '-' && field[0] != ' ' &&
+                    field[n - 1] != ' ';
+        for (size_t i = 0; plain && i < n; i++) plain = (unsigned char)field[i] >= 0x20 && field[i] != 0x7f;
+        if (plain)
+            snprintf(buf, cap, "%s", field);
+        else
+            json_quote(field, buf, cap);
         break;
     }
     case CT_ENUM: {
@@ -541,6 +587,195 @@ static int yaml_problem(const char *path, const yaml_parser_t *p, ConfigError *e
     }
 }
 
+/* ---- bounds checked before libyaml builds a document ---- */
+
+/* Far above any real file (the deepest shipped one nests 6 levels, the
+ * largest is a few KiB); a text within them loads in milliseconds. */
+enum { YAML_MAX_BYTES = 1 << 20, YAML_MAX_DEPTH = 64, YAML_MAX_NODES = 2000000 };
+
+/* Anchors seen so far and the size of the node each names (-1 while that
+ * node is still open), in an open-addressing hash table. */
+typedef struct {
+    char *name;
+    long long size;
+} Anchor;
+typedef struct {
+    Anchor *a;
+    size_t cap, n; /* cap: a power of two */
+} Anchors;
+
+static size_t anchor_hash(const char *s) { /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+/* The slot of name (found or empty). */
+static Anchor *anchor_slot(Anchors *t, const char *name) {
+    size_t i = anchor_hash(name) & (t->cap - 1);
+    while (t->a[i].name && strcmp(t->a[i].name, name) != 0) i = (i + 1) & (t->cap - 1);
+    return &t->a[i];
+}
+
+static Anchor *anchor_find(Anchors *t, const char *name) {
+    if (!t->cap) return NULL;
+    Anchor *a = anchor_slot(t, name);
+    return a->name ? a : NULL;
+}
+
+/* Set name's size (a later anchor of the same name replaces it).  0 / -1
+ * (out of memory). */
+static int anchor_put(Anchors *t, const char *name, long long size) {
+    if (2 * (t->n + 1) > t->cap) {
+        Anchors g = {calloc(t->cap ? 2 * t->cap : 64, sizeof(Anchor)), t->cap ? 2 * t->cap : 64, t->n};
+        if (!g.a) return -1;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->a[i].name) *anchor_slot(&g, t->a[i].name) = t->a[i];
+        free(t->a);
+        *t = g;
+    }
+    Anchor *a = anchor_slot(t, name);
+    if (!a->name) {
+        if (!(a->name = strdup(name))) return -1;
+        t->n++;
+    }
+    a->size = size;
+    return 0;
+}
+
+static void anchors_free(Anchors *t) {
+    for (size_t i = 0; i < t->cap; i++) free(t->a[i].name);
+    free(t->a);
+}
+
+/* Walk the events of the text: fail (with the place) on a syntax error,
+ * nesting deeper than YAML_MAX_DEPTH, an alias inside the node it names (a
+ * cycle) or aliases that expand the document past YAML_MAX_NODES nodes.
+ * libyaml's time grows with the square of the depth, and the readers walk
+ * an alias's node once per use, so these bounds keep every reader fast. */
+static int yaml_bounds(const char *path, const unsigned char *text, size_t len, ConfigError *err) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) return fail(err, "%s: error: out of memory", path);
+    yaml_parser_set_input_string(&parser, text, len);
+    struct {
+        char *anchor; /* of the open collection, or NULL */
+        long long start;
+    } open[YAML_MAX_DEPTH + 1];
+    int depth = 0, rc = 0;
+    long long nodes = 0; /* with every alias expanded */
+    Anchors anchors = {NULL, 0, 0};
+    for (int done = 0; !done && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = yaml_problem(path, &parser, err);
+            break;
+        }
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        const yaml_char_t *anchor = NULL;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        case YAML_SCALAR_EVENT:
+            nodes++;
+            if (ev.data.scalar.anchor && anchor_put(&anchors, (const char *)ev.data.scalar.anchor, 1))
+                rc = fail(err, "%s: error: out of memory", path);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            anchor = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor;
+            nodes++;
+            if (depth == YAML_MAX_DEPTH) {
+                rc = fail(err, "%s:%zu:%zu: error: YAML nesting depth exceeds %d levels", path, line, col,
+                          YAML_MAX_DEPTH);
+                break;
+            }
+            open[depth].anchor = NULL;
+            open[depth].start = nodes;
+            if (anchor) {
+                if (anchor_put(&anchors, (const char *)anchor, -1) ||
+                    !(open[depth].anchor = strdup((const char *)anchor))) {
+                    rc = fail(err, "%s: error: out of memory", path);
+                    break;
+                }
+            }
+            depth++;
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            if (depth > 0) {
+                depth--;
+                if (open[depth].anchor) {
+                    if (anchor_put(&anchors, open[depth].anchor, nodes - open[depth].start + 1))
+                        rc = fail(err, "%s: error: out of memory", path);
+                    free(open[depth].anchor);
+                    open[depth].anchor = NULL;
+                }
+            }
+            break;
+        case YAML_ALIAS_EVENT: {
+            const char *name = (const char *)ev.data.alias.anchor;
+            Anchor *a = anchor_find(&anchors, name);
+            char q[400];
+            if (a && a->size < 0) {
+                config_quote(name, q, sizeof q);
+                rc = fail(err, "%s:%zu:%zu: error: YAML alias *%s refers to a node that contains it (a cycle)", path,
+                          line, col, q);
+            } else {
+                nodes += a ? a->size : 1; /* an unknown anchor is libyaml's error, later */
+            }
+            break;
+        }
+        default: break;
+        }
+        if (rc == 0 && nodes > YAML_MAX_NODES)
+            rc = fail(err, "%s:%zu:%zu: error: YAML aliases expand the document past %d nodes", path, line, col,
+                      YAML_MAX_NODES);
+        yaml_event_delete(&ev);
+    }
+    for (int d = 0; d < depth; d++) free(open[d].anchor);
+    anchors_free(&anchors);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* The whole of f, at most YAML_MAX_BYTES, into *text (malloc'd). */
+static int read_bounded(FILE *f, const char *path, const char *kind, unsigned char **text, size_t *len,
+                        ConfigError *err) {
+    size_t cap = 4096, n = 0;
+    unsigned char *b = malloc(cap);
+    if (!b) return fail(err, "%s: error: out of memory", path);
+    for (;;) {
+        if (n == cap) {
+            if (cap > YAML_MAX_BYTES) {
+                free(b);
+                return fail(err, "%s: error: larger than %d MiB (too large for %s)", path, YAML_MAX_BYTES >> 20,
+                            kind);
+            }
+            unsigned char *g = realloc(b, 2 * cap);
+            if (!g) {
+                free(b);
+                return fail(err, "%s: error: out of memory", path);
+            }
+            b = g;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(b);
+        return fail(err, "%s: error: cannot read: %s", path, strerror(e));
+    }
+    if (n > YAML_MAX_BYTES) {
+        free(b);
+        return fail(err, "%s: error: larger than %d MiB (too large for %s)", path, YAML_MAX_BYTES >> 20, kind);
+    }
+    *text = b;
+    *len = n;
+    return 0;
+}
+
 int yaml_file_load(const char *path, const char *kind, yaml_document_t *doc, ConfigError *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, "%s: error: cannot open: %s", path, strerror(errno));
@@ -549,13 +784,22 @@ int yaml_file_load(const char *path, const char *kind, yaml_document_t *doc, Con
         fclose(f);
         return fail(err, "%s: error: cannot open: %s", path, strerror(EISDIR));
     }
+    unsigned char *text = NULL;
+    size_t len = 0;
+    int r = read_bounded(f, path, kind, &text, &len, err);
+    fclose(f);
+    if (r) return -1;
+    if (yaml_bounds(path, text, len, err)) {
+        free(text);
+        return -1;
+    }
     yaml_parser_t parser;
     int rc = -1;
     if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
+        free(text);
         return fail(err, "%s: error: out of memory", path);
     }
-    yaml_parser_set_input_file(&parser, f);
+    yaml_parser_set_input_string(&parser, text, len);
     if (!yaml_parser_load(&parser, doc)) {
         yaml_problem(path, &parser, err);
     } else {
@@ -574,7 +818,7 @@ int yaml_file_load(const char *path, const char *kind, yaml_document_t *doc, Con
         if (rc) yaml_document_delete(doc);
     }
     yaml_parser_delete(&parser);
-    fclose(f);
+    free(text);
     return rc;
 }
 
@@ -626,25 +870,13 @@ int config_load_file(Config *c, const char *path, ConfigError *err) {
 /* --set                                                               */
 /* ------------------------------------------------------------------ */
 
-int config_set(Config *c, const char *assignment, ConfigError *err) {
-    const char *eq = strchr(assignment, '=');
-    char key[256], val[512], why[800];
-    if (!eq) return fail(err, "--set %s: error: expected key=value", assignment);
-    const char *ks = assignment, *ke = eq, *vs = eq + 1, *ve = eq + strlen(eq);
-    while (ks < ke && (*ks == ' ' || *ks == '\t')) ks++;
-    while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
-    while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
-    while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-    if (ke == ks) return fail(err, "--set %s: error: expected key=value", assignment);
-    if ((size_t)(ke - ks) >= sizeof key) return fail(err, "--set %s: error: key too long", assignment);
-    if ((size_t)(ve - vs) >= sizeof val) return fail(err, "--set %s: error: value too long", assignment);
-    memcpy(key, ks, (size_t)(ke - ks));
-    key[ke - ks] = '\0';
-    memcpy(val, vs, (size_t)(ve - vs));
-    val[ve - vs] = '\0';
-
+/* Set key to val as --set does; label is the assignment as messages show
+ * it (assignment_label) and becomes the key's origin. */
+static int set_pair(Config *c, const char *key, const char *val, const char *label, ConfigError *err) {
+    char why[800], kq[300];
     const ConfigKey *k = config_find(key);
     if (!k) {
+        clip(key, strlen(key), 64, 0, kq, sizeof kq);
         if (config_is_section(key)) {
             const char *eg = "";
             for (size_t i = 0; i < NKEYS && !*eg; i++)
@@ -652,12 +884,38 @@ int config_set(Config *c, const char *assignment, ConfigError *err) {
             snprintf(why, sizeof why, "is a section, not a key (set one of its keys, e.g. %s)", eg);
         } else
             unknown_key(key, why, sizeof why);
-        return fail(err, "--set %s: error: %s: %s", assignment, key, why);
+        return fail(err, "--set %s: error: %s: %s", label, kq, why);
     }
-    if (parse_value(k, val, c, why, sizeof why) != 0)
-        return fail(err, "--set %s: error: %s: %s", assignment, key, why);
-    origin_set((int)(k - config_schema), ORIGIN_SET, assignment, 0, 0);
+    if (parse_value(k, val, c, why, sizeof why) != 0) return fail(err, "--set %s: error: %s: %s", label, key, why);
+    origin_set((int)(k - config_schema), ORIGIN_SET, label, 0, 0);
     return 0;
+}
+
+int config_set(Config *c, const char *assignment, ConfigError *err) {
+    const char *eq = strchr(assignment, '=');
+    char key[256], label[700];
+    assignment_label(assignment, label, sizeof label);
+    if (!eq) return fail(err, "--set %s: error: expected key=value", label);
+    const char *ks = assignment, *ke = eq, *vs = eq + 1, *ve = eq + strlen(eq);
+    while (ks < ke && (*ks == ' ' || *ks == '\t')) ks++;
+    while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+    while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
+    while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+    if (ke == ks) return fail(err, "--set %s: error: expected key=value", label);
+    if ((size_t)(ke - ks) >= sizeof key) { /* longer than any key */
+        char kq[300];
+        clip(ks, (size_t)(ke - ks), 64, 0, kq, sizeof kq);
+        return fail(err, "--set %s: error: %s: unknown key", label, kq);
+    }
+    memcpy(key, ks, (size_t)(ke - ks));
+    key[ke - ks] = '\0';
+    char *val = malloc((size_t)(ve - vs) + 1);
+    if (!val) return fail(err, "--set %s: error: out of memory", label);
+    memcpy(val, vs, (size_t)(ve - vs));
+    val[ve - vs] = '\0';
+    int rc = set_pair(c, key, val, label, err);
+    free(val);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -779,7 +1037,7 @@ static int split_key(const char *key, char parts[8][64]) {
 }
 
 void config_print(const Config *c, FILE *f) {
-    char prev[8][64], cur[8][64], val[600];
+    char prev[8][64], cur[8][64], val[VALUE_CAP];
     int nprev = 0;
     for (size_t i = 0; i < NKEYS; i++) {
         int n = split_key(config_schema[i].key, cur);
@@ -809,7 +1067,7 @@ static void out_str(Out *o, const char *s) {
 
 int config_to_json(const Config *c, char *buf, size_t cap) {
     Out o = {buf, cap, 0};
-    char val[600];
+    char val[VALUE_CAP];
     int first = 1;
     out_str(&o, "{");
     for (size_t i = 0; i < NKEYS; i++) {
@@ -819,7 +1077,7 @@ int config_to_json(const Config *c, char *buf, size_t cap) {
             memset(&d, 0, sizeof d);
             parse_value(&config_schema[i], config_schema[i].def, &d, why, sizeof why);
             format_value(&config_schema[i], &d, val, sizeof val, 1);
-            char cur[600];
+            char cur[VALUE_CAP];
             format_value(&config_schema[i], c, cur, sizeof cur, 1);
             if (strcmp(val, cur) == 0) continue;
         }
@@ -836,43 +1094,19 @@ int config_to_json(const Config *c, char *buf, size_t cap) {
     return (int)o.len;
 }
 
-/* A JSON string's body after the opening quote: \" and \\ unescaped, \xNN
- * (config_quote's control-byte form) decoded.  Returns the position after
- * the closing quote, or NULL. */
-static const char *json_string(const char *s, char *out, size_t cap) {
-    size_t o = 0;
-    for (; *s && *s != '"'; s++) {
-        char ch = *s;
-        if (ch == '\\') {
-            s++;
-            if (*s == 'x' && s[1] && s[2]) {
-                char hex[3] = {s[1], s[2], 0};
-                ch = (char)strtol(hex, NULL, 16);
-                s += 2;
-            } else if (*s)
-                ch = *s;
-            else
-                return NULL;
-        }
-        if (o + 1 >= cap) return NULL;
-        out[o++] = ch;
-    }
-    if (*s != '"') return NULL;
-    out[o] = 0;
-    return s + 1;
-}
-
 int config_from_json(Config *c, const char *json, ConfigError *err) {
     const char *s = json;
     while (*s == ' ') s++;
     if (*s++ != '{') return fail(err, "config JSON: expected '{'");
     while (*s && *s != '}') {
-        char key[256], val[600], set[900];
+        char key[256], val[VALUE_CAP], label[700];
         if (*s == ',') s++;
-        if (*s++ != '"' || !(s = json_string(s, key, sizeof key)) || *s++ != ':')
-            return fail(err, "config JSON: expected \"key\": near offset %ld", (long)(s ? s - json : 0));
+        const char *at = s;
+        if (!(s = json_unquote(s, key, sizeof key)) || *s++ != ':')
+            return fail(err, "config JSON: expected \"key\": near offset %ld", (long)(at - json));
         if (*s == '"') {
-            if (!(s = json_string(s + 1, val, sizeof val))) return fail(err, "config JSON: %s: bad string", key);
+            if (!(s = json_unquote(s, val, sizeof val)))
+                return fail(err, "config JSON: %s: bad or too long string", key);
         } else {
             size_t n = strcspn(s, ",}");
             if (n >= sizeof val) return fail(err, "config JSON: %s: value too long", key);
@@ -880,8 +1114,11 @@ int config_from_json(Config *c, const char *json, ConfigError *err) {
             val[n] = 0;
             s += n;
         }
-        snprintf(set, sizeof set, "%s=%s", key, val);
-        if (config_set(c, set, err)) return -1;
+        char kq[300], vq[300];
+        clip(key, strlen(key), 64, 0, kq, sizeof kq);
+        clip(val, strlen(val), 64, 0, vq, sizeof vq);
+        snprintf(label, sizeof label, "%s=%s", kq, vq);
+        if (set_pair(c, key, val, label, err)) return -1;
     }
     return *s == '}' ? 0 : fail(err, "config JSON: missing '}'");
 }
@@ -894,7 +1131,7 @@ int config_same_architecture(const Config *a, const Config *b, char *why, size_t
     for (size_t i = 0; i < NKEYS; i++) {
         const ConfigKey *k = &config_schema[i];
         if (strncmp(k->key, "model.", 6) != 0 || name_index(free_keys, k->key) >= 0) continue;
-        char va[600], vb[600];
+        char va[VALUE_CAP], vb[VALUE_CAP];
         format_value(k, a, va, sizeof va, 0);
         format_value(k, b, vb, sizeof vb, 0);
         if (strcmp(va, vb) != 0) {

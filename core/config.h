@@ -99,10 +99,16 @@ void config_defaults(Config *c);
 /* Parse a run YAML file into c (which should hold defaults).  Nested
  * mappings give dotted keys (model: {gate: {position: sdpa}} sets
  * model.gate.position).  Unknown keys (with a did-you-mean), wrong types,
- * out-of-range values and duplicate keys are errors.  Returns 0 or -1. */
+ * out-of-range values and duplicate keys are errors.  The file is read by
+ * yaml_file_load (yamlfile.h), which first refuses a file over 1 MiB,
+ * nesting deeper than 64 levels, an alias cycle and aliases expanding past
+ * 2,000,000 nodes (FILE:LINE:COL).  Returns 0 or -1. */
 int config_load_file(Config *c, const char *path, ConfigError *err);
 
-/* Apply one "dotted.key=value" override (the CLI's --set).  Returns 0 / -1. */
+/* Apply one "dotted.key=value" override (the CLI's --set).  Numbers that
+ * overflow or underflow (1e-400) are errors, not 0 or inf.  Messages show
+ * the assignment with a long key or value cut, so the reason always fits.
+ * Returns 0 / -1. */
 int config_set(Config *c, const char *assignment, ConfigError *err);
 
 /* Resolve automatic values (n_kv_head, d_head, d_ff, match_params) and check
@@ -115,14 +121,15 @@ int config_resolve(Config *c, ConfigError *err);
 /* Print the resolved configuration as YAML, one key per line, in schema order. */
 void config_print(const Config *c, FILE *f);
 
-/* Canonical one-line JSON of every key in schema order (for hashing/storing).
+/* Canonical one-line JSON of every key in schema order (for hashing/storing);
+ * strings are escaped whole by json_quote (json.h), never cut.
  * Returns the number of characters written (as snprintf). */
 int config_to_json(const Config *c, char *buf, size_t cap);
 
 /* Read config_to_json's output back into c (which should hold defaults):
- * every "key":value pair goes through config_set, so values are checked as
- * --set checks them; keys missing from the JSON keep their values.
- * Returns 0 / -1 (message names the key). */
+ * strings are decoded in full (json_unquote), and every "key":value pair is
+ * checked and set as --set does; keys missing from the JSON keep their
+ * values.  Returns 0 / -1 (message names the key). */
 int config_from_json(Config *c, const char *json, ConfigError *err);
 
 /* 1 when the weights of a fit b: every model.* key agrees except the
@@ -151,7 +158,8 @@ const ConfigKey *config_find(const char *key);
 
 /* Helpers shared by the YAML readers (run configs, sweeps): */
 /* s as it goes between double quotes in a message: '"' and '\' escaped,
- * control bytes as \xNN, long text cut with "...". */
+ * control bytes as \xNN, long text cut with "...".  For messages only:
+ * it is not JSON and it loses text (json.h's json_quote is for data). */
 void config_quote(const char *s, char *out, size_t cap);
 /* Levenshtein distance (for did-you-mean); very long strings count as far. */
 int config_edit_distance(const char *a, const char *b);

@@ -180,12 +180,32 @@ Test(bench_yaml, every_kind_of_bad_input_names_file_line_col, .init = mk_tmp, .f
          "s.yaml:2:57: error: cases[0].min_time: expected a number in [0, 3600], got \"-1\""},
         {"cases:\n  - kind: op\n   op: [\n", "s.yaml:3:4: error: YAML syntax: did not find expected '-' indicator"},
         {"", "s.yaml: error: expected a mapping with cases at the top level, got an empty file"},
+        /* the shared loader's checks */
+        {"cases:\n  - {kind: op, op: rope, tokens: 4, width: 2}\n---\nname: x\n",
+         "s.yaml:3:1: error: more than one YAML document (a bench suite holds one)"},
+        {"cases: &c [{kind: op, op: rope, tokens: 4, width: 2, x: *c}]\n",
+         "s.yaml:1:57: error: YAML alias *c refers to a node that contains it (a cycle)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *got = load_err(bad[i].yaml);
         cr_expect(strncmp(got, bad[i].msg, strlen(bad[i].msg)) == 0, "case %zu:\n got: %s\nwant: %s", i, got,
                   bad[i].msg);
     }
+}
+
+/* Deep nesting is refused at level 65 and quickly (libyaml alone takes
+ * minutes on 100,000 levels). */
+Test(bench_yaml, deep_nesting_is_refused_quickly, .init = mk_tmp, .fini = rm_tmp, .timeout = 20) {
+    enum { N = 100000 };
+    char *text = malloc(2 * N + 16);
+    cr_assert_not_null(text);
+    size_t o = (size_t)sprintf(text, "cases: ");
+    memset(text + o, '[', N);
+    memset(text + o + N, ']', N);
+    strcpy(text + o + 2 * N, "\n");
+    const char *got = load_err(text);
+    free(text);
+    cr_assert_str_eq(got, "s.yaml:1:71: error: YAML nesting depth exceeds 64 levels");
 }
 
 Test(bench_yaml, expansion_names_and_settings, .init = mk_tmp, .fini = rm_tmp) {

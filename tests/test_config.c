@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json.h"
+#include "store.h"
 #include "variant.h"
 
 /* ------------------------------------------------------------------ */
@@ -308,12 +310,29 @@ static const BadYaml bad_yaml[] = {
      ":3:3: error: model.match_params: the gate adds 16384 parameters per layer, more than model.d_ff (40) "
      "can give back (43 SwiGLU units)",
      1},
+    /* 29 */
+    {"train:\n  lr: 1e-400\n",
+     ":2:7: error: train.lr: expected number in [0, 10], got \"1e-400\" (out of the range of a double: underflow)", 0},
+    /* 30: nesting is bounded (libyaml takes quadratic time in the depth) */
+    {"model: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+     ":1:71: error: YAML nesting depth exceeds 64 levels", 0},
+    /* 31: an alias inside the node it names */
+    {"model: &m {gate: *m}\n", ":1:18: error: YAML alias *m refers to a node that contains it (a cycle)", 0},
+    /* 32: aliases of aliases (a "billion laughs") */
+    {"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+     "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+     "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+     "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+     "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+     ":7:8: error: YAML aliases expand the document past 2000000 nodes", 0},
 };
 #define N_BAD_YAML ((int)(sizeof bad_yaml / sizeof bad_yaml[0]))
 
 ParameterizedTestParameters(config, bad_yaml) {
     static int rows[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
-                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
     _Static_assert(sizeof rows / sizeof rows[0] == sizeof bad_yaml / sizeof bad_yaml[0],
                    "one parameter per bad_yaml row");
     return cr_make_param_array(int, rows, sizeof rows / sizeof rows[0]);
@@ -401,7 +420,22 @@ Test(config, bad_set) {
         {"model.gate.activation=relu",
          "--set model.gate.activation=relu: error: model.gate.activation: expected one of sigmoid, silu, tanh, none, "
          "ns_sigmoid, got \"relu\""},
-        {"train.lr=1e400", "--set train.lr=1e400: error: train.lr: expected number in [0, 10], got \"1e400\""},
+        {"train.lr=1e400",
+         "--set train.lr=1e400: error: train.lr: expected number in [0, 10], got \"1e400\" (out of the range of a "
+         "double: overflow)"},
+        /* underflow is not 0 */
+        {"train.lr=1e-400",
+         "--set train.lr=1e-400: error: train.lr: expected number in [0, 10], got \"1e-400\" (out of the range of a "
+         "double: underflow)"},
+        {"train.min_lr=-2e-320",
+         "--set train.min_lr=-2e-320: error: train.min_lr: expected number in [0, 10], got \"-2e-320\" (out of the "
+         "range of a double: underflow)"},
+        {"train.seed=99999999999999999999",
+         "--set train.seed=99999999999999999999: error: train.seed: expected integer in [0, 9007199254740992], got "
+         "\"99999999999999999999\" (out of the range of a 64-bit integer)"},
+        {"model.n_head=-99999999999999999999",
+         "--set model.n_head=-99999999999999999999: error: model.n_head: expected integer in [1, 256], got "
+         "\"-99999999999999999999\" (out of the range of a 64-bit integer)"},
         {"train.lr=", "--set train.lr=: error: train.lr: expected number in [0, 10], got \"\""},
         {"model.match_params=1", "--set model.match_params=1: error: model.match_params: expected true or false, got \"1\""},
         {"train.seed=-1", "--set train.seed=-1: error: train.seed: expected integer in [0, 9007199254740992], got \"-1\""},
@@ -416,6 +450,85 @@ Test(config, bad_set) {
         cr_assert_eq(config_set(&c, rows[i].set, &e), -1, "--set %s should fail", rows[i].set);
         cr_assert_str_eq(e.msg, rows[i].msg);
         cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "--set %s modified the config", rows[i].set);
+    }
+}
+
+/* "KEY=" followed by n copies of ch (malloc'd). */
+static char *long_assignment(const char *key, char ch, size_t n) {
+    size_t kl = strlen(key);
+    char *a = malloc(kl + 1 + n + 1);
+    cr_assert_not_null(a);
+    memcpy(a, key, kl);
+    a[kl] = '=';
+    memset(a + kl + 1, ch, n);
+    a[kl + 1 + n] = '\0';
+    return a;
+}
+
+/* A 5,000-byte value: the message shows the first 64 bytes of it and keeps
+ * the reason (it used to be cut before the reason). */
+Test(config, long_set_values_keep_the_reason) {
+    static const struct {
+        const char *key, *reason;
+    } rows[] = {
+        {"model.n_head", "model.n_head: expected integer in [1, 256], got \""},
+        {"train.init_from", "train.init_from: expected text of at most 255 bytes without control characters, got \""},
+        {"model.n_heads", "model.n_heads: unknown key (did you mean model.n_head?)"},
+    };
+    char x64[65];
+    memset(x64, 'x', 64);
+    x64[64] = '\0';
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        Config c;
+        ConfigError e;
+        char want[1100];
+        config_defaults(&c);
+        char *a = long_assignment(rows[i].key, 'x', 5000);
+        cr_assert_eq(config_set(&c, a, &e), -1, "%s", rows[i].key);
+        free(a);
+        int quoted = rows[i].reason[strlen(rows[i].reason) - 1] == '"';
+        snprintf(want, sizeof want, "--set %s=%s...: error: %s%s%s", rows[i].key, x64, rows[i].reason,
+                 quoted ? x64 : "", quoted ? "...\"" : "");
+        cr_assert_str_eq(e.msg, want);
+    }
+
+    /* A long key: unknown, shown cut. */
+    {
+        Config c;
+        ConfigError e;
+        char want[1100];
+        config_defaults(&c);
+        char *a = long_assignment("", 'k', 3002); /* "=kkk...k" */
+        memmove(a, a + 1, 3002);                  /* "kkk...k", then "=1" over its end */
+        a[3000] = '=';
+        a[3001] = '1';
+        a[3002] = '\0';
+        cr_assert_eq(config_set(&c, a, &e), -1);
+        free(a);
+        char k64[65];
+        memset(k64, 'k', 64);
+        k64[64] = '\0';
+        snprintf(want, sizeof want, "--set %s...=1: error: %s...: unknown key", k64, k64);
+        cr_assert_str_eq(e.msg, want);
+    }
+
+    /* A long valid value, blamed later by config_resolve: the reason stays. */
+    {
+        Config c;
+        ConfigError e;
+        config_defaults(&c);
+        char *a = long_assignment("train.min_lr", '0', 5000);
+        a[strlen("train.min_lr=") + 1] = '.';
+        a[strlen("train.min_lr=") + 2] = '5'; /* 0.5000...0 */
+        cr_assert_eq(config_set(&c, a, &e), 0, "%s", e.msg);
+        free(a);
+        cr_assert_eq(c.min_lr, 0.5);
+        cr_assert_eq(config_resolve(&c, &e), -1);
+        const char *tail = ": error: train.min_lr: train.min_lr must not exceed train.lr (min_lr 0.5, lr 0.003)";
+        cr_assert(strlen(e.msg) > strlen(tail) && strcmp(e.msg + strlen(e.msg) - strlen(tail), tail) == 0, "%s",
+                  e.msg);
+        cr_assert_eq(strncmp(e.msg, "--set train.min_lr=0.50000000", 29), 0, "%s", e.msg);
+        cr_assert(strlen(e.msg) < 200, "%s", e.msg);
     }
 }
 
@@ -556,6 +669,116 @@ Test(config, json_is_canonical) {
     cr_assert_not_null(strstr(buf, ",\"model.gate.position\":\"key\","), "%s", buf);
 }
 
+/* Config strings in JSON are escaped, never cut: two init_from paths that
+ * differ after byte 64 give two run ids (they used to give one), and
+ * config_from_json reads the whole path back. */
+Test(config, json_strings_are_whole_and_read_back) {
+    const char *tails[] = {"/run-a.ckpt", "/run-b.ckpt"};
+    char json[2][4096], ids[2][17], path[2][300];
+    for (int i = 0; i < 2; i++) {
+        Config c, d;
+        ConfigError e;
+        char set[700], again[4096];
+        memset(path[i], 'p', 100);
+        snprintf(path[i] + 100, sizeof path[i] - 100, "%s", tails[i]);
+        snprintf(set, sizeof set, "train.init_from=%s", path[i]);
+        config_defaults(&c);
+        cr_assert_eq(config_set(&c, set, &e), 0, "%s", e.msg);
+        json_of(&c, json[i], sizeof json[i]);
+        char want[700];
+        snprintf(want, sizeof want, "\"train.init_from\":\"%s\"", path[i]);
+        cr_assert_not_null(strstr(json[i], want), "%s", json[i]);
+        store_run_id(json[i], ids[i]);
+        config_defaults(&d);
+        cr_assert_eq(config_from_json(&d, json[i], &e), 0, "%s", e.msg);
+        cr_assert_str_eq(d.init_from, path[i]);
+        json_of(&d, again, sizeof again);
+        cr_assert_str_eq(again, json[i]);
+    }
+    cr_assert_str_neq(json[0], json[1]);
+    cr_assert_str_neq(ids[0], ids[1]);
+
+    /* quotes, backslashes, UTF-8, blanks at the ends; the longest value of
+     * only quotes; through JSON and through printed YAML */
+    char quotes[256];
+    memset(quotes, '"', 255);
+    quotes[255] = '\0';
+    const char *vals[] = {"dir \"q\"\\sub/\xc3\xa9t\xc3\xa9.ckpt", " lead and trail ", quotes, "a: b # c"};
+    const char *wants[] = {"\"train.init_from\":\"dir \\\"q\\\"\\\\sub/\xc3\xa9t\xc3\xa9.ckpt\"", NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) {
+        Config c, d, y;
+        ConfigError e;
+        char a[8192], b[8192], p[64];
+        config_defaults(&c);
+        snprintf(c.init_from, sizeof c.init_from, "%s", vals[i]);
+        json_of(&c, a, sizeof a);
+        cr_assert_null(strstr(a, "\\x"), "%s", a);
+        if (wants[i]) cr_assert_not_null(strstr(a, wants[i]), "%s", a);
+        config_defaults(&d);
+        cr_assert_eq(config_from_json(&d, a, &e), 0, "%s: %s", vals[i], e.msg);
+        cr_assert_str_eq(d.init_from, vals[i]);
+        json_of(&d, b, sizeof b);
+        cr_assert_str_eq(b, a);
+
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        cr_assert_not_null(f);
+        config_print(&c, f);
+        cr_assert_eq(fclose(f), 0);
+        config_defaults(&y);
+        cr_assert_eq(load_text(&y, text, &e, p), 0, "%s\n%s", e.msg, text);
+        free(text);
+        cr_assert_str_eq(y.init_from, vals[i]);
+    }
+
+    /* the old \xNN form and broken strings are errors, not silently misread */
+    Config d;
+    ConfigError e;
+    config_defaults(&d);
+    cr_assert_eq(config_from_json(&d, "{\"train.init_from\":\"a\\x41\"}", &e), -1);
+    cr_assert_not_null(strstr(e.msg, "train.init_from"), "%s", e.msg);
+    cr_assert_eq(config_from_json(&d, "{\"train.init_from\":\"abc}", &e), -1);
+    cr_assert_str_eq(d.init_from, "");
+}
+
+/* The shared escaper: control bytes as \uXXXX, UTF-8 through, snprintf-like. */
+Test(config, json_quote_and_unquote) {
+    const char *s = "a\x01\x1f\x7f\n\t\r\"\\\xc3\xa9/";
+    const char *want = "\"a\\u0001\\u001f\\u007f\\n\\t\\r\\\"\\\\\xc3\xa9/\"";
+    char buf[128], back[128];
+    size_t n = json_quote(s, buf, sizeof buf);
+    cr_assert_str_eq(buf, want);
+    cr_assert_eq(n, strlen(want));
+    cr_assert_eq(json_quote(s, NULL, 0), n);
+    char small[5];
+    cr_assert_eq(json_quote(s, small, sizeof small), n);
+    cr_assert_str_eq(small, "\"a\\u");
+    const char *end = json_unquote(buf, back, sizeof back);
+    cr_assert(end == buf + n);
+    cr_assert_str_eq(back, s);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(json_fput(s, f), 0);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_str_eq(text, want);
+    free(text);
+
+    /* \u escapes, surrogate pairs and \/ decode to UTF-8 */
+    cr_assert_not_null(json_unquote("\"\\u00e9\\u20ac\\ud83d\\ude00\\/\\b\\f\"", back, sizeof back));
+    cr_assert_str_eq(back, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/\b\f");
+    /* malformed, or too long for the buffer */
+    const char *bad[] = {"\"abc", "abc\"", "\"a\\x41\"", "\"\\ud800\"", "\"\\ude00\"", "\"\\u0000\"",
+                         "\"\\u12\"", "\"a\nb\"", "\"a\\", "\"\\q\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_null(json_unquote(bad[i], back, sizeof back), "%zu: %s", i, bad[i]);
+    cr_assert_null(json_unquote("\"abcd\"", back, 4));
+    cr_assert_not_null(json_unquote("\"abc\"", back, 4));
+}
+
 /* ------------------------------------------------------------------ */
 /* the CLI's exit status                                               */
 /* ------------------------------------------------------------------ */
@@ -611,4 +834,67 @@ Test(config, resolve_is_idempotent) {
     cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
     cr_assert_eq(c.d_ff, 301);
     cr_assert(memcmp(&once, &c, sizeof c) == 0);
+}
+
+/* 100,000 levels of nesting: refused at level 65, in well under the
+ * timeout (libyaml alone took minutes), with the place; exit 2 from the CLI. */
+Test(config, deep_yaml_is_refused_quickly, .timeout = 20) {
+    enum { N = 100000 };
+    char *text = malloc(2 * N + 16);
+    cr_assert_not_null(text);
+    size_t o = (size_t)sprintf(text, "model: ");
+    memset(text + o, '[', N);
+    memset(text + o + N, ']', N);
+    strcpy(text + o + 2 * N, "\n");
+    Config c;
+    ConfigError e;
+    char path[64], want[200];
+    config_defaults(&c);
+    write_tmp(text, path);
+    free(text);
+    cr_assert_eq(config_load_file(&c, path, &e), -1);
+    snprintf(want, sizeof want, "%s:1:71: error: YAML nesting depth exceeds 64 levels", path);
+    cr_assert_str_eq(e.msg, want);
+
+    const char *bin = getenv("GATED_BIN");
+    struct stat st;
+    if (bin && *bin && stat(bin, &st) == 0 && !strchr(bin, '\'')) {
+        char errf[64], cmd[512];
+        write_tmp("", errf);
+        snprintf(cmd, sizeof cmd, "'%s' info '%s' >/dev/null 2>'%s'", bin, path, errf);
+        int status = system(cmd);
+        char *err = slurp(errf);
+        unlink(errf);
+        cr_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 2, "%s: %d %s", cmd, status, err);
+        cr_assert_not_null(strstr(err, want), "%s", err);
+    }
+    unlink(path);
+
+    /* block style: the line of the 65th level */
+    char *deep = malloc(70 * 80);
+    cr_assert_not_null(deep);
+    o = 0;
+    for (int i = 0; i < 70; i++) o += (size_t)sprintf(deep + o, "%*sk%d:\n", i, "", i);
+    config_defaults(&c);
+    cr_assert_eq(load_text(&c, deep, &e, path), -1);
+    free(deep);
+    snprintf(want, sizeof want, "%s:65:65: error: YAML nesting depth exceeds 64 levels", path);
+    cr_assert_str_eq(e.msg, want);
+}
+
+/* A file over the size limit is refused before parsing. */
+Test(config, huge_yaml_file_is_refused, .timeout = 20) {
+    size_t n = (size_t)2 << 20;
+    char *text = malloc(n + 1);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < n; i += 16) memcpy(text + i, "# padding line \n", 16);
+    text[n] = '\0';
+    Config c;
+    ConfigError e;
+    char path[64], want[200];
+    config_defaults(&c);
+    cr_assert_eq(load_text(&c, text, &e, path), -1);
+    free(text);
+    snprintf(want, sizeof want, "%s: error: larger than 1 MiB (too large for a run file)", path);
+    cr_assert_str_eq(e.msg, want);
 }
