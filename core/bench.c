@@ -20,6 +20,7 @@
 #include <gnu/libc-version.h>
 #endif
 
+#include "dp.h"
 #include "gate.h"
 #include "model.h"
 #include "ops.h"
@@ -1048,6 +1049,7 @@ typedef struct {
     /* step */
     Model m;
     int have_model;
+    DataParallel dp; /* the step's micro-batches, as training runs them */
     AdamW opt;
     long t;
     /* sgemm */
@@ -1084,7 +1086,7 @@ static int *st_ints(St *s, size_t n, int below) {
 
 static void st_free(St *s) {
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
-    if (s->have_model) model_free(&s->m);
+    if (s->have_model) dp_free(&s->dp), model_free(&s->m);
     s->nmem = 0;
     s->have_model = 0;
 }
@@ -1174,6 +1176,11 @@ static int st_setup(St *s, const BenchCase *c, char *err, size_t cap) {
             snprintf(err, cap, "%s: out of memory for the model", c->name);
             return -1;
         }
+        if (dp_init(&s->dp, &s->m, c->B, dp_micro_batch(c->B, c->cfg.micro_batch))) {
+            snprintf(err, cap, "%s: out of memory for the micro-batch workers", c->name);
+            model_free(&s->m);
+            return -1;
+        }
         s->have_model = 1;
         size_t n = (size_t)c->B * c->T;
         s->tok = st_ints(s, n, c->cfg.vocab_size);
@@ -1261,14 +1268,15 @@ static int st_iter(St *s, char *err, size_t cap) {
         break;
     }
     case BK_STEP: {
-        double loss = model_forward(&s->m, s->tok, s->tgt, c->B, c->T);
+        int bad = 0;
+        errno = 0;
+        double loss = dp_step(&s->dp, s->tok, s->tgt, c->T, &bad);
         if (loss != loss) {
             snprintf(err, cap, "%s: forward failed (%s)", c->name, errno == ENOMEM ? "out of memory" : "NaN loss");
             return -1;
         }
-        model_zero_grad(&s->m);
-        if (model_backward(&s->m, s->tok)) {
-            snprintf(err, cap, "%s: backward failed", c->name);
+        if (bad) {
+            snprintf(err, cap, "%s: backward failed (out of memory)", c->name);
             return -1;
         }
         adamw_step(&s->m.p, &s->opt, ++s->t);
@@ -1277,8 +1285,7 @@ static int st_iter(St *s, char *err, size_t cap) {
     case BK_SGEMM:
         for (int i = 0; i < s->ngm; i++) {
             const BenchGemm *g = &s->gm[i];
-            cblas_gemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans, g->tb ? CblasTrans : CblasNoTrans, g->M,
-                       g->N, g->K, 1, s->A, g->lda, s->B, g->ldb, (real)g->beta, s->Cm, g->ldc);
+            gemm(g->ta, g->tb, g->M, g->N, g->K, 1, s->A, g->lda, s->B, g->ldb, (real)g->beta, s->Cm, g->ldc);
         }
         break;
     default: break;

@@ -103,6 +103,9 @@ const ConfigKey config_schema[] = {
     KN("train.init_from", CT_STRING, init_from, 0, 255, "", NONAMES,
        "continued training: start from the weights of this run (name or id in the database) or checkpoint "
        "file; the architecture must match, seq_len and RoPE settings may differ; \"\" = random init"),
+    KN("train.micro_batch", CT_INT, micro_batch, 0, 1000000, "0", NONAMES,
+       "sequences per data-parallel micro-batch (each runs whole on one thread; must divide train.batch); "
+       "0 = the largest divisor of train.batch up to 4. Part of the numerics, never derived from threads"),
     K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
     K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
       "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
@@ -985,6 +988,10 @@ int config_resolve(Config *c, ConfigError *err) {
                             "(at most %lld)",
                             bt, (long long)INT_MAX / wide);
     }
+
+    if (r.micro_batch > 0 && (r.micro_batch > r.batch || r.batch % r.micro_batch))
+        return fail_key(err, key_index("train.micro_batch"), "must divide train.batch (batch %d, micro_batch %d)",
+                        r.batch, r.micro_batch);
 
     const char *gkey = NULL;
     const char *gmsg = gate_validate(&r.gate, &gkey);

@@ -73,6 +73,7 @@ typedef struct {
     double grad_clip; /* 0 = off */
     int64_t seed;
     char init_from[256]; /* "" or a run name / run id / checkpoint path whose weights start this run */
+    int micro_batch;       /* sequences per data-parallel micro-batch (dp.h); 0 = auto from batch */
     int eval_every;
     int eval_windows;      /* fixed held-out windows per evaluation */
     int checkpoint_every;  /* steps between checkpoints; 0 = only at the end */
