@@ -77,7 +77,7 @@ sanitize: deps
 
 # valgrind: make perf-check counts instructions with callgrind (and needs
 # its <valgrind/callgrind.h>, which Debian ships in the same package).
-DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy \
+DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy gnuplot-nox \
             valgrind
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

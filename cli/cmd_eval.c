@@ -9,6 +9,8 @@
  * Defaults: --rope-scaling none, factor = length / training length,
  * --windows 16, --split val, --db results/gated.db, --data data; --ckpt:
  * DBDIR/checkpoints (where gated sweep writes them), else checkpoints.  --sweep evaluates every finished run of the sweep.
+ * The database must exist (it is never created); runs are looked up
+ * read-only and the results written to the run's row.
  * Exit 0 ok, 1 runtime failure, 2 bad usage or input.
  */
 #include <stdio.h>
@@ -107,6 +109,13 @@ int cmd_eval(int argc, char **argv) {
             goto usage;
     }
     if (nl == 0 || (nt == 0 && !sweep)) goto usage;
+    /* results go to the run's row in an existing database: a missing one is
+     * an error, and nothing is created */
+    if (access(o.db_path, F_OK) != 0) {
+        fprintf(stderr, "gated eval: %s: no such database (train or sweep first, or pass --db)\n", o.db_path);
+        rc = 2;
+        goto out;
+    }
     o.lengths = lengths;
     o.nlengths = nl;
     rc = 0;
@@ -116,8 +125,8 @@ int cmd_eval(int argc, char **argv) {
         Store *st;
         char(*ids)[17] = NULL;
         int n = 0;
-        if (access(o.db_path, F_OK) != 0 || store_open(&st, o.db_path, err, sizeof err)) {
-            fprintf(stderr, "gated eval: %s: no such database or not a gated one\n", o.db_path);
+        if (store_open_ro(&st, o.db_path, err, sizeof err)) {
+            fprintf(stderr, "gated eval: %s\n", err);
             rc = 2;
             goto out;
         }

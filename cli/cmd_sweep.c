@@ -49,7 +49,14 @@
  * Folds each input into OUT (created if missing) with store_merge_from():
  * idempotent, no duplicates, the better copy of a run shared by two inputs
  * wins.  Each input is merged in its own transaction; the first unusable
- * input stops the command (exit 2) with the inputs before it merged.
+ * input stops the command (exit 2) with the inputs before it merged.  An
+ * input is untrusted: one whose run names, run ids, sweep names or labels
+ * hold a control character is unusable (store_name_check), and the other
+ * text it brings is escaped wherever it is printed.
+ *
+ * Every name in a sweep file (name, labels, the names run_name gives) must
+ * be printable text (store_name_check); --dry-run opens the database
+ * read-only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -227,9 +234,9 @@ static int same_code(const char *a, const char *b) {
 
 /* Decide what to do with j given its stored status and code version. */
 static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
-    char buf[16], cv[128];
+    char buf[16], cv[128], qv[64];
     const char *s = st ? store_run_status(st, j->run->run_id, buf, sizeof buf) : NULL;
-    snprintf(j->stored, sizeof j->stored, "%s", s ? s : "-");
+    store_escape(s ? s : "-", j->stored, sizeof j->stored); /* text from the database is printed escaped */
     if (!s) {
         j->run_it = 1;
         snprintf(j->why, sizeof j->why, "new");
@@ -243,7 +250,8 @@ static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
             snprintf(j->why, sizeof j->why, "%s, rerun (--force)", s);
         } else if (!same) {
             j->run_it = 1;
-            snprintf(j->why, sizeof j->why, "%s by code %.12s, now %.12s: rerun", s, v ? v : "?", code);
+            snprintf(j->why, sizeof j->why, "%s by code %.12s, now %.12s: rerun", s,
+                     v ? store_escape(v, qv, sizeof qv) : "?", code);
         } else {
             snprintf(j->why, sizeof j->why, "already %s", s);
         }
@@ -547,7 +555,8 @@ int cmd_sweep(int argc, char **argv) {
 
     char dberr[1024];
     if (o.dry_run) {
-        if (access(o.db, F_OK) == 0 && store_open(&st, o.db, dberr, sizeof dberr)) {
+        /* reading only: the database is neither created nor changed */
+        if (access(o.db, F_OK) == 0 && store_open_ro(&st, o.db, dberr, sizeof dberr)) {
             fprintf(stderr, "gated sweep: %s\n", dberr);
             rc = EXIT_BADINPUT;
             goto out;

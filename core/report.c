@@ -1,9 +1,21 @@
 /*
  * report.c — `gated report` (see report.h for what it writes).
  *
- * Reading.  The database is opened with store_open (which validates it) and
- * read through store_db() with prepared statements; every value, constant
- * keys such as 'val_loss' included, is bound.  A sweep's membership comes
+ * Reading.  The database is opened read-only with store_open_ro (which
+ * validates it and writes nothing: a read-only file works, and its bytes
+ * stay as they are) and read through store_db() with prepared statements;
+ * every value, constant keys such as 'val_loss' included, is bound.
+ *
+ * Untrusted text.  A database may come from elsewhere (`gated merge`), so
+ * every text read from it that reaches an output (sweep names, labels, run
+ * ids, code versions) is escaped when loaded (store_escape: control
+ * characters as \xNN, so no text holds a newline), and each writer quotes
+ * for its format again: gnuplot single-quoted strings ('' for a quote; a
+ * control character can never end the line, where gnuplot would run a `!`
+ * shell command), Markdown (specials backslash-escaped, labels in code
+ * spans with long enough backtick fences), TeX (specials escaped; comments
+ * kept to one line), CSV (quoted fields).  File names use
+ * [A-Za-z0-9._-] only.  A sweep's membership comes
  * from sweep_runs, LEFT JOINed to runs (membership is recorded before a run
  * exists: such a run is "pending").  A 'running' run whose heartbeat is
  * older than STORE_STALE_SECONDS counts as killed, as in `gated ls`.
@@ -86,6 +98,7 @@
  */
 #include "report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -381,7 +394,8 @@ typedef struct {
 } RVar;
 
 typedef struct {
-    char *name, *fname; /* fname: name made safe for a file name */
+    char *raw;          /* the name as stored, for queries */
+    char *name, *fname; /* name escaped for output (esc); fname: safe for a file name */
     RRun *runs;
     int nruns, runs_cap;
     RVar *vars;
@@ -455,6 +469,45 @@ static char *sdup(R *r, const char *s) {
     char *d = strdup(s ? s : "");
     if (!d) oom(r);
     return d;
+}
+
+/* Text read from the database, for output: escaped (store_escape), so it
+ * holds no control character.  Heap; NULL and the error set on failure. */
+static char *esc(R *r, const char *s) {
+    char *d = store_escape_dup(s ? s : "");
+    if (!d) oom(r);
+    return d;
+}
+
+/* s as a Markdown code span (not inside a table): fenced by one backtick
+ * more than its longest run of backticks, padded with a space when it
+ * starts or ends with one (CommonMark), control characters as \xNN. */
+static void md_code(FILE *f, const char *s) {
+    size_t longest = 0, run = 0, n = strlen(s);
+    for (size_t i = 0; i < n; i++) {
+        run = s[i] == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    int pad = n && (s[0] == '`' || s[n - 1] == '`');
+    for (size_t i = 0; i <= longest; i++) fputc('`', f);
+    if (pad) fputc(' ', f);
+    store_fput_escaped(f, s);
+    if (pad) fputc(' ', f);
+    for (size_t i = 0; i <= longest; i++) fputc('`', f);
+}
+
+/* md_code's text on the heap (NULL and the error set on failure). */
+static char *md_code_str(R *r, const char *s) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return oom(r), NULL;
+    md_code(f, s);
+    if (fclose(f) != 0) {
+        free(buf);
+        return oom(r), NULL;
+    }
+    return buf;
 }
 
 /* Formatted string on the heap (NULL and the error set on failure). */
@@ -637,6 +690,9 @@ static int parse_eval_context(const char *ctx, EvalPt *p) {
     if (sscanf(ctx, "split=%7[^,],len=%lld,scaling=%15[^,],factor=%lf%n", split, &p->len, p->scaling, &p->factor,
                &end) != 4 ||
         end < 0 || ctx[end] || p->len <= 0 || !(p->factor > 0) || !isfinite(p->factor))
+        return -1;
+    /* the scaling names a series in every output: a plain word only */
+    if (strspn(p->scaling, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(p->scaling))
         return -1;
     p->split = strcmp(split, "val") == 0 ? 0 : strcmp(split, "test") == 0 ? 1 : -1;
     return p->split < 0 ? -1 : 0;
@@ -1139,7 +1195,7 @@ static int load_sweep(R *r, RSweep *s) {
                "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
                " r.config_json FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id"
                " WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id",
-               "t", s->name))
+               "t", s->raw))
         return -1;
     double now = (double)time(NULL);
     int rc;
@@ -1154,8 +1210,8 @@ static int load_sweep(R *r, RSweep *s) {
             if (strcmp(status, "running") == 0 && now - sqlite3_column_double(st, 6) > STORE_STALE_SECONDS)
                 status = "killed";
         }
-        u->run_id = sdup(r, col_text(st, 0));
-        u->label = sdup(r, col_text(st, 1));
+        u->run_id = sdup(r, col_text(st, 0)); /* for queries; escaped where it is written */
+        u->label = esc(r, col_text(st, 1));
         u->status = sdup(r, status);
         u->config_json = sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : sdup(r, col_text(st, 7));
         u->seed = sqlite3_column_int64(st, 2);
@@ -1309,6 +1365,7 @@ static void free_sweep(RSweep *s) {
     free(s->seeds);
     free(s->ev);
     free(s->eser);
+    free(s->raw);
     free(s->name);
     free(s->fname);
 }
@@ -1362,12 +1419,19 @@ static int pts_write(Pts *v, FILE *f) {
     return lines;
 }
 
-/* Single-quoted gnuplot string. */
+/* Single-quoted gnuplot string: '' for a quote (backslashes, backquotes
+ * and @ are literal there); a control character is written as \xNN, as
+ * text: a newline would end the command, and a next line starting with !
+ * is a shell command to gnuplot. */
 static void gp_str(FILE *f, const char *s) {
     fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'') fputc('\'', f);
-        fputc(*s, f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else {
+            if (*p == '\'') fputc('\'', f);
+            fputc(*p, f);
+        }
     }
     fputc('\'', f);
 }
@@ -1680,8 +1744,9 @@ static int plot_gate_hist(R *r, RSweep *s, int k) {
             long long *c;
             int nb;
             if (parse_counts(col_text(st, 3), &c, &nb) || nb == 0) {
-                fprintf(r->log, "gated report: run %s: histogram gate %s: bad counts; skipped\n", u->run_id,
-                        col_text(st, 0));
+                char qid[64];
+                fprintf(r->log, "gated report: run %s: histogram gate %s: bad counts; skipped\n",
+                        store_escape(u->run_id, qid, sizeof qid), col_text(st, 0));
                 continue;
             }
             double lo = sqlite3_column_double(st, 1), hi = sqlite3_column_double(st, 2);
@@ -1700,8 +1765,9 @@ static int plot_gate_hist(R *r, RSweep *s, int k) {
                 continue;
             }
             if (a->nbins != nb || a->lo != lo || a->hi != hi) {
+                char qid[64];
                 fprintf(r->log, "gated report: run %s: histogram gate %s has other bins than its variant's first run; "
-                                "skipped\n", u->run_id, col_text(st, 0));
+                                "skipped\n", store_escape(u->run_id, qid, sizeof qid), col_text(st, 0));
             } else {
                 for (int b = 0; b < nb; b++) a->counts[b] += c[b];
                 a->nruns++;
@@ -1732,6 +1798,7 @@ static int plot_gate_hist(R *r, RSweep *s, int k) {
             rc = -1;
         else {
             gp_head(r, gp, base, "gate-score histogram per layer, last step, counts summed over seeds");
+            /* the labels in files: escaped when loaded; gp_str quotes again */
             fprintf(gp, "set title ");
             char *t = sfmt(r, "%s: gate scores of %s (last step, %d run%s summed)", s->name, v->label, runs_with,
                            runs_with == 1 ? "" : "s");
@@ -1756,8 +1823,11 @@ static int plot_gate_hist(R *r, RSweep *s, int k) {
             fprintf(gp, "\n");
             gp_tail(r, gp, base);
         }
-        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base, "Gate scores of `%s` per layer (last step, %d run%s summed)",
-                       v->label, runs_with, runs_with == 1 ? "" : "s");
+        char *code = rc == 0 ? md_code_str(r, v->label) : NULL;
+        if (!code) rc = -1;
+        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base, "Gate scores of %s per layer (last step, %d run%s summed)",
+                       code ? code : "", runs_with, runs_with == 1 ? "" : "s");
+        free(code);
         free(base);
     }
     for (int j = 0; j < nacc; j++) free(acc[j].counts);
@@ -2222,11 +2292,20 @@ static void status_line(const RSweep *s, char *buf, size_t cap) {
     if (!o) snprintf(buf, cap, "none");
 }
 
-/* Markdown cell text: '|' escaped. */
+/* Markdown text (a table cell, outside code spans): the characters that
+ * could start markup (code, emphasis, links, HTML, strikethrough, math, the
+ * cell's end) backslash-escaped, '_' unless inside a word (where it is
+ * literal anyway: "seq_len" stays); control characters as \xNN. */
 static void md_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '|') fputc('\\', f);
-        fputc(*s, f);
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\x%02x", c);
+            continue;
+        }
+        int in_word = c == '_' && p > s && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1]);
+        if (strchr("\\`*[]<>|~$", c) || (c == '_' && !in_word)) fputc('\\', f);
+        fputc(c, f);
     }
 }
 
@@ -2335,15 +2414,17 @@ static void rule_text(FILE *f, const RSweep *s, void (*lab)(FILE *, const char *
         fprintf(f, " No row has a p (a test needs 2 paired seeds, or 2 finished runs in each row).");
 }
 
-static void md_label(FILE *f, const char *s) {
-    fputc('`', f);
-    md_text(f, s);
-    fputc('`', f);
-}
+static void md_label(FILE *f, const char *s) { md_code(f, s); }
 
-/* TeX text with the special characters escaped. */
+/* TeX text with the special characters escaped (a control character as
+ * the text \xNN). */
 static void tex_text(FILE *f, const char *s) {
     for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\textbackslash{}x%02x", c);
+            continue;
+        }
         switch (*s) {
         case '\\': fputs("\\textbackslash{}", f); break;
         case '~': fputs("\\textasciitilde{}", f); break;
@@ -2357,10 +2438,10 @@ static void tex_text(FILE *f, const char *s) {
     }
 }
 
-/* A label in a TeX comment: one line, as is. */
-static void tex_comment_label(FILE *f, const char *s) {
-    for (; *s; s++) fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
-}
+/* A label in a TeX comment: as is, but on one line (a control character
+ * as the text \xNN: a line break would end the comment and make the rest
+ * TeX input). */
+static void tex_comment_label(FILE *f, const char *s) { store_fput_escaped(f, s); }
 
 /* ------------------------------------------------------------------ */
 /* the sink and context-length sections                                */
@@ -2650,7 +2731,9 @@ static int write_md(R *r, const char *path) {
     struct tm tm;
     if (!gmtime_r(&now, &tm) || !strftime(tbuf, sizeof tbuf, "%Y-%m-%d %H:%M:%S UTC", &tm))
         snprintf(tbuf, sizeof tbuf, "%lld", (long long)now);
-    fprintf(f, "# gated report\n\n- database: `%s`\n- generated: %s\n", r->o->db_path, tbuf);
+    fprintf(f, "# gated report\n\n- database: ");
+    md_code(f, r->o->db_path);
+    fprintf(f, "\n- generated: %s\n", tbuf);
 
     /* runs by status, code versions */
     sqlite3_stmt *st;
@@ -2683,15 +2766,19 @@ static int write_md(R *r, const char *path) {
     while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
         int dirty = sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int(st, 1) == 1;
         long long n = sqlite3_column_int64(st, 2);
-        fprintf(f, "%s `%s`%s (%lld run%s)", nver ? "," : "", col_text(st, 0), dirty ? " + uncommitted changes" : "",
-                n, n == 1 ? "" : "s");
+        fprintf(f, "%s ", nver ? "," : "");
+        md_code(f, col_text(st, 0)); /* escaped by md_code: the database is untrusted */
+        fprintf(f, "%s (%lld run%s)", dirty ? " + uncommitted changes" : "", n, n == 1 ? "" : "s");
         nver++;
     }
     if (q_done(r, st, sr, "read runs")) goto bad;
     fprintf(f, "%s\n", nver ? "" : " none");
     fprintf(f, "- sweeps:");
-    for (int i = 0; i < r->nsw; i++)
-        fprintf(f, "%s [`%s`](#sweep-%s) (%d runs)", i ? "," : "", r->sw[i].name, r->sw[i].fname, r->sw[i].nruns);
+    for (int i = 0; i < r->nsw; i++) {
+        fprintf(f, "%s [", i ? "," : "");
+        md_code(f, r->sw[i].name);
+        fprintf(f, "](#sweep-%s) (%d runs)", r->sw[i].fname, r->sw[i].nruns);
+    }
     fprintf(f, "%s\n", r->nsw ? "" : " none recorded (run `gated sweep` first)");
     if (r->o->no_plots)
         fprintf(f, "- plots: not requested (--no-plots)\n");
@@ -2708,11 +2795,13 @@ static int write_md(R *r, const char *path) {
         const RSweep *s = &r->sw[i];
         char sl[256];
         status_line(s, sl, sizeof sl);
-        fprintf(f, "<a id=\"sweep-%s\"></a>\n\n## Sweep `%s`\n\n%d runs: %s. ", s->fname, s->name, s->nruns, sl);
+        fprintf(f, "<a id=\"sweep-%s\"></a>\n\n## Sweep ", s->fname);
+        md_code(f, s->name);
+        fprintf(f, "\n\n%d runs: %s. ", s->nruns, sl);
         if (s->base >= 0) {
-            fprintf(f, "Baseline row: `");
-            md_text(f, s->vars[s->base].label);
-            fprintf(f, "`. ");
+            fprintf(f, "Baseline row: ");
+            md_code(f, s->vars[s->base].label);
+            fprintf(f, ". ");
             rule_text(f, s, md_label, "`", "`");
             fprintf(f, "\n\n");
         } else
@@ -2854,7 +2943,10 @@ static int csv_sink(R *r, FILE *f, const RSweep *s) {
             const RRun *u = &s->runs[s->vars[k].runs[i]];
             if (!u->has_sink) continue;
             csv_row_head(f, s, &s->vars[k]);
-            fprintf(f, "%lld,%s,", u->seed, u->run_id);
+            char qid[64];
+            fprintf(f, "%lld,", u->seed);
+            csv_text(f, store_escape(u->run_id, qid, sizeof qid));
+            fputc(',', f);
             csv_num(f, u->tokens);
             csv_num(f, u->seq_len);
             if (u->sink_step >= 0) fprintf(f, "%lld", u->sink_step);
@@ -3034,7 +3126,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
         return REPORT_BADINPUT;
     }
     char serr[1024];
-    if (store_open(&r.st, o->db_path, serr, sizeof serr)) {
+    if (store_open_ro(&r.st, o->db_path, serr, sizeof serr)) {
         rfail(&r, "%s", serr);
         return REPORT_BADINPUT;
     }
@@ -3045,11 +3137,13 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
         int found = 0;
         for (int i = 0; i < nnames; i++) found |= strcmp(names[i], o->sweep) == 0;
         if (!found) {
-            char list[512] = "";
+            char list[512] = "", q[128], want[256];
             size_t n = 0;
             for (int i = 0; i < nnames && n < sizeof list; i++)
-                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", names[i]);
-            rfail(&r, "%s: no sweep '%s' (sweeps: %s)", o->db_path, o->sweep, nnames ? list : "none");
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                                      store_escape(names[i], q, sizeof q));
+            rfail(&r, "%s: no sweep '%s' (sweeps: %s)", o->db_path, store_escape(o->sweep, want, sizeof want),
+                  nnames ? list : "none");
             code = REPORT_BADINPUT;
             goto out;
         }
@@ -3059,7 +3153,8 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
         if (grow(&r, (void **)&r.sw, &r.sw_cap, r.nsw + 1, sizeof *r.sw)) goto out;
         RSweep *s = &r.sw[r.nsw++];
         memset(s, 0, sizeof *s);
-        if (!(s->name = sdup(&r, names[i])) || !(s->fname = safe_name(&r, names[i]))) goto out;
+        if (!(s->raw = sdup(&r, names[i])) || !(s->name = esc(&r, names[i])) || !(s->fname = safe_name(&r, names[i])))
+            goto out;
         if (load_sweep(&r, s)) goto out;
     }
 

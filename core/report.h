@@ -62,7 +62,11 @@
  * vary train.lr, and the two plots above.  Without gnuplot the tables are
  * still written.
  *
- * Every query binds its values; the database is opened with store_open.
+ * Every query binds its values; the database is opened read-only
+ * (store_open_ro: nothing is created or changed).  Text read from it is
+ * untrusted (a database may be merged from elsewhere): it is escaped when
+ * loaded and quoted for each format (gnuplot, Markdown, TeX, CSV), so a
+ * label can neither break a plot script's line nor inject markup.
  */
 #ifndef GATED_REPORT_H
 #define GATED_REPORT_H

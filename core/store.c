@@ -207,6 +207,7 @@ struct Store {
     int nrows;
     char *pool; /* NUL-terminated strings of the buffered rows */
     size_t pool_len, pool_cap;
+    int readonly; /* store_open_ro: SQLITE_OPEN_READONLY, nothing written at open */
     char err[1024];
 };
 
@@ -378,6 +379,112 @@ static void fmt_time(double t, const char *fmt, char *buf, size_t cap) {
 const char *store_errmsg(Store *s) { return s ? s->err : "no store"; }
 
 /* ------------------------------------------------------------------ */
+/* untrusted text                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Length (1-4) of the valid UTF-8 character at p, its code point in *cp;
+ * 0 when p does not start one (overlong forms, surrogates and code points
+ * above U+10FFFF are not valid). */
+static int utf8_char(const unsigned char *p, unsigned *cp) {
+    unsigned c = p[0];
+    if (c < 0x80) return *cp = c, 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n) return 0;
+    unsigned v = c & (0x7fu >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
+        v = (v << 6) | (p[i] & 0x3fu);
+    }
+    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+        return 0;
+    return *cp = v, n;
+}
+
+/* The next character of p: its length in bytes (1 for a byte that starts
+ * no valid character), and in *ok whether it may appear in a name. */
+static int next_char(const unsigned char *p, int *ok) {
+    unsigned cp;
+    int n = utf8_char(p, &cp);
+    if (!n) return *ok = 0, 1;
+    *ok = !(cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f));
+    return n;
+}
+
+int store_name_check(const char *s, char *why, size_t cap) {
+    if (why && cap) why[0] = '\0';
+    if (!s) return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int ok, n = next_char(p, &ok);
+        if (!ok) {
+            unsigned cp;
+            int valid = utf8_char(p, &cp) > 0;
+            if (why && cap) {
+                char b[16];
+                if (n == 2)
+                    snprintf(b, sizeof b, "\\x%02x\\x%02x", p[0], p[1]);
+                else
+                    snprintf(b, sizeof b, "\\x%02x", p[0]);
+                snprintf(why, cap, "%s (%s at byte %zu); names and labels must be printable text",
+                         valid ? "contains a control character" : "is not valid UTF-8", b,
+                         (size_t)(p - (const unsigned char *)s) + 1);
+            }
+            return -1;
+        }
+        p += n;
+    }
+    return 0;
+}
+
+/* Escape s into out when out is non-NULL (cap bytes, NUL included);
+ * returns the length the whole escaped text needs, NUL excluded. */
+static size_t escape_into(const char *s, char *out, size_t cap) {
+    size_t need = 0, o = 0;
+    int full = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        int ok, n = next_char(p, &ok);
+        char b[32];
+        size_t bl = 0;
+        if (ok)
+            memcpy(b, p, (size_t)n), bl = (size_t)n;
+        else
+            for (int i = 0; i < n; i++) bl += (size_t)snprintf(b + bl, sizeof b - bl, "\\x%02x", p[i]);
+        need += bl;
+        if (out && !full) {
+            if (o + bl < cap)
+                memcpy(out + o, b, bl), o += bl;
+            else
+                full = 1; /* cut at a character boundary */
+        }
+        p += n;
+    }
+    if (out && cap) out[o] = '\0';
+    return need;
+}
+
+char *store_escape(const char *s, char *out, size_t cap) {
+    if (cap) escape_into(s, out, cap);
+    return out;
+}
+
+char *store_escape_dup(const char *s) {
+    size_t n = escape_into(s, NULL, 0) + 1;
+    char *d = malloc(n);
+    if (d) escape_into(s, d, n);
+    return d;
+}
+
+void store_fput_escaped(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        int ok, n = next_char(p, &ok);
+        if (ok)
+            fwrite(p, 1, (size_t)n, f);
+        else
+            for (int i = 0; i < n; i++) fprintf(f, "\\x%02x", p[i]);
+        p += n;
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* open / close                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -434,7 +541,14 @@ static int ensure_sweep_schema(Store *s); /* with the sweep functions, at the en
 
 static int open_inner(Store *s) {
     const char *path = s->path;
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (s->readonly) {
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            return fail(s, "%s: %s", path, errno == ENOENT ? "no such database" : strerror(errno));
+        if (S_ISDIR(sb.st_mode)) return fail(s, "%s: %s", path, strerror(EISDIR));
+    }
+    int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
     if (rc != SQLITE_OK)
         return fail(s, "%s: cannot open (%s)", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
     if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK) return dbfail(s, "extended result codes");
@@ -467,12 +581,20 @@ static int open_inner(Store *s) {
     }
     if (fin(s, st)) return -1;
     if (ntables > 0 && !has_meta) return fail(s, "%s: not a gated database (no meta table)", path);
+    if (s->readonly && !has_meta) return fail(s, "%s: not a gated database (empty)", path);
     if (has_meta) {
         long long v = 0;
         int vrc;
         if (!read_schema_version(s, &v, &vrc))
             return vrc ? -1 : fail(s, "%s: not a gated database (no schema_version in meta)", path);
         if (check_version(s, v)) return -1;
+    }
+
+    /* Reading only: no journal-mode switch, no schema; a database from
+     * before sweep_runs gets an empty TEMP one, so readers need no case. */
+    if (s->readonly) {
+        if (ensure_sweep_schema(s)) return -1;
+        goto statements;
     }
 
     /* Connection settings. */
@@ -531,6 +653,7 @@ static int open_inner(Store *s) {
 
     if (ensure_sweep_schema(s)) return -1;
 
+statements: /* preparing writes nothing; read-only, they fail when run */
     if (prep(s, &s->ins_metric,
              "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value)"
              " VALUES (?1, ?2, ?3, ?4, ?5)"))
@@ -539,7 +662,7 @@ static int open_inner(Store *s) {
     return 0;
 }
 
-int store_open(Store **out, const char *path, char *err, size_t errcap) {
+static int open_mode(Store **out, const char *path, int readonly, char *err, size_t errcap) {
     *out = NULL;
     if (err && errcap) err[0] = '\0';
     if (!path || !*path) {
@@ -560,6 +683,7 @@ int store_open(Store **out, const char *path, char *err, size_t errcap) {
         free_store(s);
         return -1;
     }
+    s->readonly = readonly;
     if (open_inner(s)) {
         if (err && errcap) snprintf(err, errcap, "%s", s->err);
         free_store(s);
@@ -567,6 +691,14 @@ int store_open(Store **out, const char *path, char *err, size_t errcap) {
     }
     *out = s;
     return 0;
+}
+
+int store_open(Store **out, const char *path, char *err, size_t errcap) {
+    return open_mode(out, path, 0, err, errcap);
+}
+
+int store_open_ro(Store **out, const char *path, char *err, size_t errcap) {
+    return open_mode(out, path, 1, err, errcap);
 }
 
 void store_close(Store *s) {
@@ -583,6 +715,11 @@ int store_run_begin(Store *s, const char *run_id, const char *name, const char *
                     long long seed, int threads, const Provenance *p, const char *argv_joined) {
     if (!run_id || !*run_id) return fail(s, "%s: run_begin: empty run id", s->path);
     if (!config_json) return fail(s, "%s: run_begin: no config", s->path);
+    char why[160], q[200];
+    if (store_name_check(run_id, why, sizeof why))
+        return fail(s, "%s: run_begin: run id \"%s\" %s", s->path, store_escape(run_id, q, sizeof q), why);
+    if (store_name_check(name, why, sizeof why))
+        return fail(s, "%s: run_begin: run name \"%s\" %s", s->path, store_escape(name, q, sizeof q), why);
     Provenance local;
     if (!p) {
         store_provenance_fill(&local);
@@ -985,10 +1122,16 @@ int store_print_ls(Store *s, FILE *f) {
         if (sqlite3_column_type(st, 6) != SQLITE_NULL)
             snprintf(vl, sizeof vl, "%.4f", sqlite3_column_double(st, 6));
         fmt_time(sqlite3_column_double(st, 4), "%Y-%m-%d %H:%M", when, sizeof when);
-        fprintf(f, "%-16s  %-*s  %-8s  %8s  %8s  %s\n", col_text_or(st, 0, "?"), namew,
-                col_text_or(st, 1, ""),
-                effective_status(col_text(st, 2), sqlite3_column_double(st, 3), now), steps, vl,
-                when);
+        /* every text from the file is escaped: a merged database is untrusted */
+        char *id = store_escape_dup(col_text_or(st, 0, "?")), *name = store_escape_dup(col_text_or(st, 1, "")),
+             *status = store_escape_dup(effective_status(col_text(st, 2), sqlite3_column_double(st, 3), now));
+        if (!id || !name || !status) {
+            free(id), free(name), free(status);
+            (void)sqlite3_finalize(st);
+            return fail(s, "%s: ls: out of memory", s->path);
+        }
+        fprintf(f, "%-16s  %-*s  %-8s  %8s  %8s  %s\n", id, namew, name, status, steps, vl, when);
+        free(id), free(name), free(status);
         nruns++;
     }
     if (r != SQLITE_DONE) {
@@ -1029,7 +1172,8 @@ static int match_runs(Store *s, const char *sql, const char *arg, char **first, 
             }
         }
         if (*count < 5 && len < cap) {
-            int n = snprintf(list + len, cap - len, "%s%s", *count ? ", " : "", id);
+            char q[64];
+            int n = snprintf(list + len, cap - len, "%s%s", *count ? ", " : "", store_escape(id, q, sizeof q));
             if (n > 0) len += (size_t)n;
             if (len >= cap) len = cap - 1;
         } else if (*count == 5 && len < cap) {
@@ -1064,6 +1208,8 @@ static char *resolve_run(Store *s, const char *arg) {
         "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 ORDER BY run_id",
     };
     static const char *const what[] = {"run id", "name", "run id prefix"};
+    char shown[256];
+    store_escape(arg, shown, sizeof shown);
     for (int q = 0; q < 3; q++) {
         char *id = NULL;
         char list[200] = "";
@@ -1072,12 +1218,12 @@ static char *resolve_run(Store *s, const char *arg) {
         if (n == 1) return id;
         free(id);
         if (n > 1) {
-            fail(s, "%s: '%s' is ambiguous: %s matches %lld runs (%s)", s->path, arg, what[q], n,
+            fail(s, "%s: '%s' is ambiguous: %s matches %lld runs (%s)", s->path, shown, what[q], n,
                  list);
             return NULL;
         }
     }
-    fail(s, "%s: no run matches '%s' (by run id, name or run id prefix)", s->path, arg);
+    fail(s, "%s: no run matches '%s' (by run id, name or run id prefix)", s->path, shown);
     return NULL;
 }
 
@@ -1272,7 +1418,8 @@ static int print_gate_hist(Store *s, const char *id, FILE *f) {
     }
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *ctx = col_text_or(st, 0, "");
+        char ctx[96];
+        store_escape(col_text_or(st, 0, ""), ctx, sizeof ctx);
         long long step = sqlite3_column_int64(st, 1);
         double lo = sqlite3_column_double(st, 2), hi = sqlite3_column_double(st, 3);
         long long *c;
@@ -1357,14 +1504,18 @@ static int print_summary(Store *s, const char *id, FILE *f) {
     header = 0;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!header) fprintf(f, "\nsummary\n"), header = 1;
-        const char *key = col_text_or(st, 0, ""), *ctx = col_text_or(st, 1, ""),
-                   *text = col_text(st, 3);
-        char name[160];
+        const char *text = col_text(st, 3);
+        char key[96], ctx[96];
+        store_escape(col_text_or(st, 0, ""), key, sizeof key);
+        store_escape(col_text_or(st, 1, ""), ctx, sizeof ctx);
+        char name[200];
         snprintf(name, sizeof name, "%s%s%s%s", key, *ctx ? "[" : "", ctx, *ctx ? "]" : "");
         char val[32] = "-";
         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
             snprintf(val, sizeof val, "%.6g", sqlite3_column_double(st, 2));
-        fprintf(f, "  %-24s  %12s%s%s\n", name, val, text ? "  " : "", text ? text : "");
+        fprintf(f, "  %-24s  %12s%s", name, val, text ? "  " : "");
+        store_fput_escaped(f, text ? text : "");
+        fputc('\n', f);
     }
     if (r != SQLITE_DONE) {
         dbfail(s, "show: summary");
@@ -1391,7 +1542,9 @@ static int print_metric_keys(Store *s, const char *id, FILE *f) {
         char val[32] = "nan";
         if (sqlite3_column_type(st, 3) != SQLITE_NULL)
             snprintf(val, sizeof val, "%.6g", sqlite3_column_double(st, 3));
-        fprintf(f, "  %-24s  %12s  at step %lld (%lld points)\n", col_text_or(st, 0, ""), val,
+        char key[96];
+        fprintf(f, "  %-24s  %12s  at step %lld (%lld points)\n", store_escape(col_text_or(st, 0, ""), key, sizeof key),
+                val,
                 (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 1));
     }
     if (r != SQLITE_DONE) {
@@ -1418,6 +1571,13 @@ static int print_metric_keys(Store *s, const char *id, FILE *f) {
     if (fin(s, st)) return -1;
     if (nctx > 0) fprintf(f, "  (+ %lld per-layer / per-head series)\n", nctx);
     return 0;
+}
+
+/* "LABEL value\n" with the value escaped. */
+static void put_field(FILE *f, const char *label, const char *v) {
+    fputs(label, f);
+    store_fput_escaped(f, v);
+    fputc('\n', f);
 }
 
 int store_print_show(Store *s, const char *arg, FILE *f) {
@@ -1447,11 +1607,16 @@ int store_print_show(Store *s, const char *arg, FILE *f) {
     char t0[32], t1[32], th[32];
     fmt_time(started, "%Y-%m-%d %H:%M:%S", t0, sizeof t0);
     fmt_time(hb, "%Y-%m-%d %H:%M:%S", th, sizeof th);
-    fprintf(f, "run         %s\n", col_text_or(st, 0, "?"));
-    fprintf(f, "name        %s\n", col_text_or(st, 1, ""));
-    fprintf(f, "status      %s", eff);
-    if (strcmp(eff, status ? status : "") != 0)
-        fprintf(f, " (recorded '%s'; no heartbeat for %.0f s)", status ? status : "?", now - hb);
+    /* every text from the file is escaped: a merged database is untrusted */
+    put_field(f, "run         ", col_text_or(st, 0, "?"));
+    put_field(f, "name        ", col_text_or(st, 1, ""));
+    fprintf(f, "status      ");
+    store_fput_escaped(f, eff);
+    if (strcmp(eff, status ? status : "") != 0) {
+        fprintf(f, " (recorded '");
+        store_fput_escaped(f, status ? status : "?");
+        fprintf(f, "'; no heartbeat for %.0f s)", now - hb);
+    }
     fprintf(f, "\n");
     fprintf(f, "started     %s\n", t0);
     if (sqlite3_column_type(st, 17) != SQLITE_NULL) {
@@ -1461,24 +1626,25 @@ int store_print_show(Store *s, const char *arg, FILE *f) {
     } else {
         fprintf(f, "heartbeat   %s\n", th);
     }
-    if (sqlite3_column_type(st, 19) != SQLITE_NULL) fprintf(f, "error       %s\n", col_text(st, 19));
+    if (sqlite3_column_type(st, 19) != SQLITE_NULL) put_field(f, "error       ", col_text(st, 19));
     if (sqlite3_column_type(st, 20) != SQLITE_NULL)
         fprintf(f, "diverged    at step %lld\n", (long long)sqlite3_column_int64(st, 20));
     fprintf(f, "seed        %lld\n", (long long)sqlite3_column_int64(st, 4));
     fprintf(f, "threads     %d\n", sqlite3_column_int(st, 5));
-    fprintf(f, "argv        %s\n", col_text_or(st, 15, "-"));
+    put_field(f, "argv        ", col_text_or(st, 15, "-"));
     int dirty_null = sqlite3_column_type(st, 7) == SQLITE_NULL;
-    fprintf(f, "code        %s%s\n", col_text_or(st, 6, "unknown"),
-            dirty_null ? "" : sqlite3_column_int(st, 7) ? " (dirty)" : " (clean)");
-    fprintf(f, "host        %s\n", col_text_or(st, 8, ""));
-    fprintf(f, "cpu         %s\n", col_text_or(st, 9, ""));
-    fprintf(f, "compiler    %s\n", col_text_or(st, 10, ""));
-    fprintf(f, "cflags      %s\n", col_text_or(st, 11, ""));
-    fprintf(f, "openblas    %s\n", col_text_or(st, 12, ""));
-    fprintf(f, "sqlite      %s\n", col_text_or(st, 13, ""));
-    fprintf(f, "libyaml     %s\n", col_text_or(st, 14, ""));
+    fprintf(f, "code        ");
+    store_fput_escaped(f, col_text_or(st, 6, "unknown"));
+    fprintf(f, "%s\n", dirty_null ? "" : sqlite3_column_int(st, 7) ? " (dirty)" : " (clean)");
+    put_field(f, "host        ", col_text_or(st, 8, ""));
+    put_field(f, "cpu         ", col_text_or(st, 9, ""));
+    put_field(f, "compiler    ", col_text_or(st, 10, ""));
+    put_field(f, "cflags      ", col_text_or(st, 11, ""));
+    put_field(f, "openblas    ", col_text_or(st, 12, ""));
+    put_field(f, "sqlite      ", col_text_or(st, 13, ""));
+    put_field(f, "libyaml     ", col_text_or(st, 14, ""));
     fprintf(f, "environment %lld\n", (long long)sqlite3_column_int64(st, 21));
-    fprintf(f, "config      %s\n", col_text_or(st, 3, ""));
+    put_field(f, "config      ", col_text_or(st, 3, ""));
     if (fin(s, st)) goto out;
 
     if (print_summary(s, id, f) || print_metric_keys(s, id, f) || print_probes(s, id, f) ||
@@ -1525,11 +1691,17 @@ static int has_table(Store *s, const char *schema_sql, const char *name) {
 }
 
 /* Create sweep_runs where it is missing (only then, so that opening an
- * up-to-date database writes nothing). */
+ * up-to-date database writes nothing); read-only, an empty TEMP table of
+ * that name instead (the file is not touched). */
 static int ensure_sweep_schema(Store *s) {
     int h = has_table(s, "SELECT count(*) FROM main.sqlite_master WHERE type = ?1 AND name = ?2", "sweep_runs");
     if (h < 0) return -1;
-    return h ? 0 : exec(s, SWEEP_SCHEMA_SQL);
+    if (h) return 0;
+    if (!s->readonly) return exec(s, SWEEP_SCHEMA_SQL);
+    static const char temp_sql[] = "CREATE TEMP TABLE sweep_runs (sweep TEXT NOT NULL, run_id TEXT NOT NULL,"
+                                   " label TEXT NOT NULL, seed INTEGER NOT NULL, idx INTEGER NOT NULL,"
+                                   " is_baseline INTEGER NOT NULL, PRIMARY KEY (sweep, run_id))";
+    return exec(s, temp_sql);
 }
 
 const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap) {
@@ -1556,6 +1728,17 @@ static int step_done(Store *s, sqlite3_stmt *st, const char *what) {
 int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n) {
     if (!sweep || !*sweep) return fail(s, "%s: sweep_record: empty sweep name", s->path);
     if (n < 0 || (n > 0 && !runs)) return fail(s, "%s: sweep_record: bad run list", s->path);
+    char why[160], q[200];
+    if (store_name_check(sweep, why, sizeof why))
+        return fail(s, "%s: sweep_record: sweep name \"%s\" %s", s->path, store_escape(sweep, q, sizeof q), why);
+    for (int i = 0; i < n; i++) {
+        const char *bad = store_name_check(runs[i].label, why, sizeof why) ? runs[i].label
+                          : store_name_check(runs[i].run_id, why, sizeof why) ? runs[i].run_id
+                                                                               : NULL;
+        if (bad)
+            return fail(s, "%s: sweep_record: run %d: %s \"%s\" %s", s->path, i,
+                        bad == runs[i].label ? "label" : "run id", store_escape(bad, q, sizeof q), why);
+    }
     if (store_flush(s) || begin_tx(s)) return -1;
     sqlite3_stmt *del = NULL, *ins = NULL;
     int rc = run_stmt(s, NULL, "DELETE FROM sweep_runs WHERE sweep = ?1 AND idx >= ?2", "ti", sweep,
@@ -1681,6 +1864,43 @@ static int merge_check_src(Store *s, const char *src, int *has_sweeps) {
     return 0;
 }
 
+/* Every run id, run name, sweep name and label of merge_src must pass
+ * store_name_check (src is untrusted: its names reach gnuplot scripts,
+ * file names and terminals).  0 ok, -2 (message naming the row), -1 on a
+ * read error. */
+static int merge_check_names(Store *s, const char *src, int has_sweeps) {
+    static const char *const sqls[2] = {"SELECT run_id, name, NULL FROM merge_src.runs",
+                                        "SELECT run_id, sweep, label FROM merge_src.sweep_runs"};
+    static const char *const what[2][3] = {{"run id", "name", NULL}, {"run id", "sweep name", "label"}};
+    for (int q = 0; q < (has_sweeps ? 2 : 1); q++) {
+        sqlite3_stmt *st;
+        if (prep(s, &st, sqls[q])) return merge_src_fail(s, src), -2;
+        int r, rc = 0;
+        while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW)
+            for (int c = 0; c < 3 && rc == 0; c++) {
+                const char *v = col_text(st, c);
+                char why[160], qv[160], qid[64], where[96] = "";
+                if (!what[q][c] || !v || store_name_check(v, why, sizeof why) == 0) continue;
+                if (c)
+                    snprintf(where, sizeof where, "%s %s: ", q ? "sweep_runs row of run" : "run",
+                             store_escape(col_text_or(st, 0, ""), qid, sizeof qid));
+                rc = fail(s, "%s: refused, nothing merged: %s%s \"%s\" %s", src, where, what[q][c],
+                          store_escape(v, qv, sizeof qv), why);
+            }
+        if (rc) {
+            (void)sqlite3_finalize(st);
+            return -2;
+        }
+        if (r != SQLITE_DONE) {
+            merge_src_fail(s, src);
+            (void)sqlite3_finalize(st);
+            return -2;
+        }
+        if (fin(s, st)) return -1;
+    }
+    return 0;
+}
+
 /* The copy itself, in one transaction (merge_src attached). */
 static int merge_copy(Store *s, int has_sweeps) {
     if (begin_tx(s)) return -1;
@@ -1776,6 +1996,7 @@ static int merge_inner(Store *s, const char *src) {
     }
     int has_sweeps = 0;
     int rc = merge_check_src(s, src, &has_sweeps);
+    if (rc == 0) rc = merge_check_names(s, src, has_sweeps);
     if (rc == 0) rc = merge_copy(s, has_sweeps);
     char keep[sizeof s->err];
     memcpy(keep, s->err, sizeof keep);

@@ -44,6 +44,15 @@ typedef struct {
  * (in err, always NUL-terminated) names the path, e.g.
  * "results.db: not a gated database (file is not a database)". */
 int store_open(Store **s, const char *path, char *err, size_t errcap);
+/* Open an existing results database for reading only (ls, show, report,
+ * eval's look-ups, sweep --dry-run): SQLITE_OPEN_READONLY, nothing created
+ * (a missing file is an error, "PATH: no such database"), no schema, no
+ * journal-mode switch, no migration: the file's bytes stay as they are, and
+ * a read-only file or directory is fine.  The same checks as store_open
+ * (not SQLite, not gated, newer schema); an empty SQLite file is "not a
+ * gated database (empty)".  Every writing function then fails with SQLite's
+ * "attempt to write a readonly database". */
+int store_open_ro(Store **s, const char *path, char *err, size_t errcap);
 /* Flush buffered metrics (a failure is printed to stderr) and close. NULL ok. */
 void store_close(Store *s);
 
@@ -131,6 +140,30 @@ int store_print_ls(Store *s, FILE *f);
  * run matches or the argument is ambiguous. */
 int store_print_show(Store *s, const char *run_id_or_name_or_prefix, FILE *f);
 
+/* ------------------------------------------------------------------ */
+/* Untrusted text: names, labels, anything read back from a database    */
+/* ------------------------------------------------------------------ */
+
+/* Names and labels (run names, sweep names, variant labels) reach file
+ * names, gnuplot scripts, Markdown / TeX / CSV and terminals, so they must
+ * be printable text.  0 if s is; else -1 and why (always NUL-terminated),
+ * e.g. "contains a control character (\x0a at byte 2); names and labels
+ * must be printable text".  Refused: bytes 0x01-0x1f (tab included: it has
+ * no place in a name and breaks aligned output), 0x7f, C1 controls
+ * (U+0080-U+009F, written C2 80 - C2 9F in UTF-8) and bytes that are not
+ * valid UTF-8. */
+int store_name_check(const char *s, char *why, size_t cap);
+
+/* s for a terminal or a text file: every character store_name_check
+ * refuses written visibly as \xNN (each byte); the rest as is.  Into out
+ * (cap > 0; cut at a character boundary, always NUL-terminated); returns
+ * out. */
+char *store_escape(const char *s, char *out, size_t cap);
+/* The same on the heap (NULL when out of memory; NULL s gives ""). */
+char *store_escape_dup(const char *s);
+/* The same to a stream. */
+void store_fput_escaped(FILE *f, const char *s);
+
 /* The last error's message ("" if none). */
 const char *store_errmsg(Store *s);
 
@@ -165,7 +198,10 @@ long long store_count_rows(Store *s, const char *table);
 
 /* Copy everything from the gated database at src_path into dst, in one
  * transaction: environments (matched by content hash), runs, metrics,
- * summary, histograms and sweep_runs, without duplicates.  A run present
+ * summary, histograms and sweep_runs, without duplicates.  Before anything
+ * is copied, every run id, run name, sweep name and label in src must pass
+ * store_name_check (a database from elsewhere is untrusted): one that does
+ * not makes src unusable (-2, a message naming the row).  A run present
  * in both keeps the row with the better status (finished > diverged >
  * failed > killed > running), then the later ended_at, then the later
  * heartbeat; on a tie dst's row stays.  The winning run's metric, summary

@@ -409,6 +409,24 @@ static void rows_free(Row *rows, int n) {
     free(rows);
 }
 
+/* v quoted for a message (config_quote), with what a terminal could take
+ * for a control sequence (C1 controls, bytes that are not UTF-8) escaped
+ * as well. */
+static char *quote_name(const char *v, char *out, size_t cap) {
+    char q[300];
+    config_quote(v, q, sizeof q);
+    return store_escape(q, out, cap);
+}
+
+/* Names and labels reach file names, plot scripts and terminals: printable
+ * text only (store_name_check), else an error at node n for key. */
+static int check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
+    char why[200], q[400];
+    if (store_name_check(v, why, sizeof why) == 0)
+        return 0;
+    return PERR_NODE(p, n, key, "\"%s\" %s", quote_name(v, q, sizeof q), why);
+}
+
 static int parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
     static const char *const item_keys[] = {"label", "set", NULL};
     int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
@@ -461,6 +479,8 @@ static int parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
                     rc = PERR_NODE(p, vn, lwhat, "expected a name, got %s", node_kind(vn));
                 else if (is_null(vn) || !*v)
                     rc = PERR_NODE(p, vn, lwhat, "must not be empty");
+                else
+                    rc = check_name(p, vn, lwhat, v);
                 label = vn;
             } else if (strcmp(k, "set") == 0) {
                 rc = parse_set_node(p, vn, &r->ov, swhat);
@@ -753,6 +773,13 @@ static int expand_params(P *p, Param *ps, int np, int zip, int line, int col, Ro
         if (rc || !row->label) {
             rows_free(rows, (int)nrows);
             return rc ? -1 : oom(p);
+        }
+        char why[200], q[400];
+        if (store_name_check(row->label, why, sizeof why)) { /* values are checked text; kept as a guard */
+            perr(p, line, col, "parameters", "row %lld gets the label \"%s\", which %s", r,
+                 quote_name(row->label, q, sizeof q), why);
+            rows_free(rows, (int)nrows);
+            return -1;
         }
     }
     *out = rows;
@@ -1074,6 +1101,8 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         s->method = SWEEP_VARIANTS;
     }
 
+    if (check_name(p, t.name, "name", scalar(t.name)))
+        return -1;
     s->name = xstrdup(scalar(t.name));
     s->base = base_path(p->path, scalar(t.base));
     if (!s->name || !s->base)
@@ -1267,6 +1296,12 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         }
         if (!*run->name) {
             rc = perr(p, tl, tc, "run_name", "run %d gets an empty name", i);
+            goto bad;
+        }
+        char why[200], q[400];
+        if (store_name_check(run->name, why, sizeof why)) {
+            rc = perr(p, tl, tc, "run_name", "run %d gets the name \"%s\", which %s", i,
+                      quote_name(run->name, q, sizeof q), why);
             goto bad;
         }
     }

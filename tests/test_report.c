@@ -44,6 +44,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -968,4 +969,100 @@ Test(report, paper_longctx_table) {
     cr_assert_float_eq(paper_longctx[3].baseline, 31.65, 1e-12);
     cr_assert_float_eq(paper_longctx[3].gated, 58.82, 1e-12);
     for (int i = 1; i < paper_nlongctx; i++) cr_assert(paper_longctx[i].gated > paper_longctx[i].baseline);
+}
+
+/* ------------------------------------------------------------------ */
+/* untrusted text from the database                                    */
+/* ------------------------------------------------------------------ */
+
+static void fx_sql(Fx *fx, const char *sql) {
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(fx->db, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_close(db);
+}
+
+static int raw_control(const char *text) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f) return 1;
+    return 0;
+}
+
+static int lines_of(const char *text) {
+    int n = 0;
+    for (; *text; text++) n += *text == '\n';
+    return n;
+}
+
+/* A database from elsewhere (merged, or written by another tool) holds a
+ * label with a newline and a gnuplot shell line, Markdown / TeX specials, a
+ * sweep name with an escape code and an eval context whose scaling would
+ * name a plot series: no plot script gets a line of its own from them
+ * (nothing runs), and every format writes them quoted. */
+Test(report, hostile_text_is_quoted_in_every_format) {
+    Fx fx;
+    fixture(&fx);
+    fx_sql(&fx, "UPDATE sweep_runs SET label = 'G1' || char(10) || '!touch PWNED' || char(10) ||"
+                " '`x` *y* |z| $w$ <b>' WHERE sweep = 'main' AND label = 'G1-elementwise'");
+    fx_sql(&fx, "UPDATE sweep_runs SET sweep = 'lrv' || char(27) || '[2J' || char(10) || '!touch PWNED2'"
+                " WHERE sweep = 'lrv'");
+    fx_sql(&fx, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'eval_ppl',"
+                " 'split=val,len=128,scaling=a' || char(10) || '!touch PWNED3,factor=1', 100, 5"
+                " FROM sweep_runs WHERE sweep = 'main'");
+    char err[1024], *log;
+    int rc = run_report(&fx, REPORT_MD, NULL, NULL, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    char cmd[256], out[1024] = "";
+    snprintf(cmd, sizeof cmd, "find '%s' -name 'PWNED*'", fx.dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_str_eq(out, "", "gnuplot ran a shell command: %s", out);
+    /* no plot script has a line that is not the report's own */
+    snprintf(cmd, sizeof cmd, "cat '%s'/plots/*.gp", fx.out);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char line[4096];
+    int nlines = 0;
+    while (fgets(line, sizeof line, p)) {
+        nlines++;
+        cr_assert_neq(line[0], '!', "a shell line in a plot script: %s", line);
+        cr_assert(!raw_control(line), "a control byte in a plot script: %s", line);
+    }
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_gt(nlines, 50);
+    char *gp = out_file(&fx, "plots/main-val_loss.gp");
+    assert_has(gp, "title 'G1\\x0a!touch PWNED\\x0a`x` *y* |z| $w$ <b>'");
+    free(gp);
+    char *md = out_file(&fx, "report.md");
+    cr_assert(!raw_control(md), "a control byte in report.md");
+    assert_has(md, "| G1\\\\x0a!touch PWNED\\\\x0a\\`x\\` \\*y\\* \\|z\\| \\$w\\$ \\<b\\> | 3 | 0 | 1.4100 ± 0.0100 |");
+    assert_has(md, "**Gate scores of ``G1\\x0a!touch PWNED\\x0a`x` *y* |z| $w$ <b>`` per layer");
+    assert_has(md, "## Sweep `lrv\\x1b[2J\\x0a!touch PWNED2`\n");
+    assert_lacks(md, "Perplexity against context length"); /* the malformed scaling is not a series */
+    free(md);
+
+    rc = run_report(&fx, REPORT_TEX, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *t = out_file(&fx, "main.tex");
+    cr_assert(!raw_control(t), "a control byte in main.tex");
+    assert_has(t, "\nG1\\textbackslash{}x0a!touch PWNED\\textbackslash{}x0a`x` *y* |z| \\$w\\$ <b> & 3 & 0 & ");
+    free(t);
+    t = out_file(&fx, "lrv__2J__touch_PWNED2.tex"); /* the file name: [A-Za-z0-9._-] only */
+    cr_assert(!raw_control(t), "a control byte in the tex file");
+    assert_has(t, "% gated report: sweep lrv\\x1b[2J\\x0a!touch PWNED2 (20 runs");
+    free(t);
+
+    rc = run_report(&fx, REPORT_CSV, "main", "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *c = out_file(&fx, "main.csv");
+    cr_assert(!raw_control(c), "a control byte in main.csv");
+    assert_has(c, "\nmain,G1\\x0a!touch PWNED\\x0a`x` *y* |z| $w$ <b>,3,0,3,0,3,1.41,");
+    cr_assert_eq(lines_of(c), 6, "%s", c);
+    free(c);
+    fx_rm(&fx);
 }

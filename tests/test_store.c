@@ -811,3 +811,341 @@ Test(store, provenance_fill_sets_every_field) {
     raw_close(db);
     tmp_db_remove(&t);
 }
+
+/* ------------------------------------------------------------------ */
+/* untrusted text: names, labels, anything read back from a file       */
+/* ------------------------------------------------------------------ */
+
+Test(store, names_must_be_printable_text) {
+    static const struct {
+        const char *s;
+        const char *why; /* NULL: accepted */
+        const char *shown;
+    } cases[] = {
+        {"G1-elementwise", NULL, "G1-elementwise"},
+        {"lr=0.001,position=none s1", NULL, "lr=0.001,position=none s1"},
+        {"caf\xc3\xa9-\xce\xb2-\xe2\x82\xac-\xf0\x9f\x98\x80", NULL, "caf\xc3\xa9-\xce\xb2-\xe2\x82\xac-\xf0\x9f\x98\x80"},
+        {"x\n!touch PWNED\n", "contains a control character (\\x0a at byte 2)", "x\\x0a!touch PWNED\\x0a"},
+        {"a\tb", "contains a control character (\\x09 at byte 2)", "a\\x09b"},
+        {"\x1b[2Jred", "contains a control character (\\x1b at byte 1)", "\\x1b[2Jred"},
+        {"cr\r", "contains a control character (\\x0d at byte 3)", "cr\\x0d"},
+        {"del\x7f", "contains a control character (\\x7f at byte 4)", "del\\x7f"},
+        {"c1\xc2\x9b" "2J", "contains a control character (\\xc2\\x9b at byte 3)", "c1\\xc2\\x9b2J"},
+        {"bad\xff", "is not valid UTF-8 (\\xff at byte 4)", "bad\\xff"},
+        {"\xc0\xaf-overlong", "is not valid UTF-8 (\\xc0 at byte 1)", "\\xc0\\xaf-overlong"},
+        {"cut\xe2\x82", "is not valid UTF-8 (\\xe2 at byte 4)", "cut\\xe2\\x82"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char why[256], shown[256];
+        int rc = store_name_check(cases[i].s, why, sizeof why);
+        if (!cases[i].why) {
+            cr_assert_eq(rc, 0, "case %zu refused: %s", i, why);
+            cr_assert_str_eq(why, "");
+        } else {
+            cr_assert_eq(rc, -1, "case %zu accepted", i);
+            char want[256];
+            snprintf(want, sizeof want, "%s; names and labels must be printable text", cases[i].why);
+            cr_assert_str_eq(why, want, "case %zu", i);
+        }
+        cr_assert_str_eq(store_escape(cases[i].s, shown, sizeof shown), cases[i].shown, "case %zu", i);
+        char *d = store_escape_dup(cases[i].s);
+        cr_assert_not_null(d);
+        cr_assert_str_eq(d, cases[i].shown, "case %zu", i);
+        free(d);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        cr_assert_not_null(f);
+        store_fput_escaped(f, cases[i].s);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_str_eq(buf, cases[i].shown, "case %zu", i);
+        free(buf);
+    }
+    /* cut at a character boundary, always terminated */
+    char small[6];
+    cr_assert_str_eq(store_escape("abc\ndef", small, sizeof small), "abc");
+    cr_assert_str_eq(store_escape("ab\xc3\xa9\xc3\xa9", small, sizeof small), "ab\xc3\xa9");
+    cr_assert_str_eq(store_escape("x", small, 1), "");
+    char *d = store_escape_dup(NULL);
+    cr_assert_str_eq(d, "");
+    free(d);
+
+    /* the store refuses such names and labels: nothing is written */
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    Provenance p = test_prov("hostA");
+    cr_assert_eq(store_run_begin(s, RID, "x\n!touch PWNED\n", "{}", 1, 1, &p, NULL), -1);
+    cr_assert(strstr(store_errmsg(s), "run name \"x\\x0a!touch PWNED\\x0a\" contains a control character"), "%s",
+              store_errmsg(s));
+    cr_assert_eq(store_run_begin(s, "ab\x1b" "cd", "n", "{}", 1, 1, &p, NULL), -1);
+    cr_assert(strstr(store_errmsg(s), "run id \"ab\\x1bcd\""), "%s", store_errmsg(s));
+    StoreSweepRun r[2] = {{"aaaa", "ok", 1, 0, 1}, {"bbbb", "bad\nlabel", 1, 1, 0}};
+    cr_assert_eq(store_sweep_record(s, "sw", 2, r, 2), -1);
+    cr_assert(strstr(store_errmsg(s), "run 1: label \"bad\\x0alabel\" contains a control character"), "%s",
+              store_errmsg(s));
+    r[1].label = "fine";
+    cr_assert_eq(store_sweep_record(s, "sw\x1b[2J", 2, r, 2), -1);
+    cr_assert(strstr(store_errmsg(s), "sweep name \"sw\\x1b[2J\""), "%s", store_errmsg(s));
+    cr_assert_eq(store_count_rows(s, "runs"), 0);
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 0);
+    OK(store_sweep_record(s, "sw", 2, r, 2));
+    store_close(s);
+    tmp_db_remove(&t);
+}
+
+/* True if text holds a byte below 0x20 other than a newline, or 0x7f. */
+static int has_raw_control(const char *text) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f) return 1;
+    return 0;
+}
+
+static int count_lines(const char *text) {
+    int n = 0;
+    for (; *text; text++) n += *text == '\n';
+    return n;
+}
+
+/* A database written by another tool (or merged from one) may hold any
+ * text: ls and show print it escaped, never raw escape codes or line breaks. */
+Test(store, ls_and_show_escape_text_from_the_file) {
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    Provenance p = test_prov("hostA");
+    OK(store_run_begin(s, RID, "plain", "{\"seed\":1}", 1, 1, &p, "gated train x.yaml"));
+    OK(store_summary(s, RID, "note", NULL, 1, "ok"));
+    OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
+    OK(store_run_end(s, RID, "failed", "boom", -1));
+    store_close(s);
+    sqlite3 *db = raw_open(t.db);
+    raw_exec(db, "UPDATE runs SET name = 'evil' || char(27) || '[2J' || char(10) || 'line2',"
+                 " host = 'h' || char(27) || ']0;title' || char(7), argv = 'a' || char(13) || 'b',"
+                 " error_text = 'e' || char(10) || 'f', cpu_model = 'c' || char(155) || 'd'");
+    raw_exec(db, "UPDATE summary SET text = 't' || char(10) || 'u', context = 'c' || char(27)");
+    raw_exec(db, "UPDATE metrics SET key = 'k' || char(27) || '[31m'");
+    raw_close(db);
+
+    s = open_or_die(t.db);
+    char *ls = capture_ls(s);
+    cr_assert(!has_raw_control(ls), "raw control byte in ls:\n%s", ls);
+    cr_assert_eq(count_lines(ls), 2, "a name broke the table's lines:\n%s", ls);
+    cr_assert(strstr(ls, "evil\\x1b[2J\\x0aline2"), "%s", ls);
+    free(ls);
+    char *show = capture_show(s, RID);
+    cr_assert_not_null(show, "%s", store_errmsg(s));
+    cr_assert(!has_raw_control(show), "raw control byte in show:\n%s", show);
+    static const char *const want[] = {
+        "name        evil\\x1b[2J\\x0aline2\n", "host        h\\x1b]0;title\\x07\n", "argv        a\\x0db\n",
+        "error       e\\x0af\n", "cpu         c\\xc2\\x9bd\n", "note[c\\x1b]", "t\\x0au\n", "k\\x1b[31m",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_assert(strstr(show, want[i]), "show lacks '%s':\n%s", want[i], show);
+    free(show);
+    /* an argument echoed in a message is escaped too */
+    cr_assert_null(capture_show(s, "no\x1b[2Jsuch"));
+    cr_assert(strstr(store_errmsg(s), "no run matches 'no\\x1b[2Jsuch'"), "%s", store_errmsg(s));
+    store_close(s);
+    tmp_db_remove(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* read-only access                                                    */
+/* ------------------------------------------------------------------ */
+
+/* A database with one finished run and a sweep, switched to a rollback
+ * journal (as one written by an older tool, or copied); RID is the run. */
+static void rollback_db(const char *path, int with_sweeps) {
+    Store *s = open_or_die(path);
+    Provenance p = test_prov("hostA");
+    OK(store_run_begin(s, RID, "ro-run", "{\"train.lr\":0.003,\"train.seed\":1}", 1, 1, &p, NULL));
+    OK(store_metric(s, RID, "val_loss", NULL, 10, 2.5));
+    OK(store_summary(s, RID, "val_loss", NULL, 2.5, NULL));
+    OK(store_run_end(s, RID, "finished", NULL, -1));
+    StoreSweepRun r = {RID, "baseline", 1, 0, 1};
+    OK(store_sweep_record(s, "ro", 1, &r, 1));
+    store_close(s);
+    sqlite3 *db = raw_open(path);
+    if (!with_sweeps) raw_exec(db, "DROP TABLE sweep_runs");
+    char *mode = q_text(db, "PRAGMA journal_mode=DELETE", NULL);
+    cr_assert_str_eq(mode, "delete");
+    free(mode);
+    raw_close(db);
+}
+
+static int same_bytes(const unsigned char *a, size_t na, const char *path) {
+    size_t nb;
+    unsigned char *b = read_all(path, &nb);
+    int same = na == nb && memcmp(a, b, na) == 0;
+    free(b);
+    return same;
+}
+
+static void assert_no_side_files(const char *db) {
+    static const char *const sfx[] = {"-wal", "-shm", "-journal"};
+    for (int i = 0; i < 3; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
+        cr_assert(!exists(p), "%s was created", p);
+    }
+}
+
+Test(store, read_only_open_writes_nothing) {
+    TmpDb t;
+    tmp_db(&t);
+    rollback_db(t.db, 1);
+    size_t n0;
+    unsigned char *before = read_all(t.db, &n0);
+
+    Store *s = NULL;
+    char err[512];
+    cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
+    char *ls = capture_ls(s);
+    cr_assert(strstr(ls, "ro-run") && strstr(ls, "finished"), "%s", ls);
+    free(ls);
+    char *show = capture_show(s, "ro-run");
+    cr_assert_not_null(show, "%s", store_errmsg(s));
+    free(show);
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 1);
+    /* writing through it fails cleanly */
+    Provenance p = test_prov("hostA");
+    cr_assert_eq(store_run_begin(s, "ffff000000000000", "w", "{}", 1, 1, &p, NULL), -1);
+    cr_assert(strstr(store_errmsg(s), "readonly"), "%s", store_errmsg(s));
+    OK(store_metric(s, RID, "x", NULL, 1, 1.0));
+    cr_assert_eq(store_flush(s), -1);
+    store_close(s);
+    cr_assert(same_bytes(before, n0, t.db), "a read-only open changed the file");
+    assert_no_side_files(t.db);
+    sqlite3 *db = raw_open(t.db);
+    char *mode = q_text(db, "PRAGMA journal_mode", NULL);
+    cr_assert_str_eq(mode, "delete", "the journal mode was switched");
+    free(mode);
+    raw_close(db);
+    free(before);
+    tmp_db_remove(&t);
+
+    /* a database from before sweep_runs: readable (an empty table), not migrated */
+    tmp_db(&t);
+    rollback_db(t.db, 0);
+    before = read_all(t.db, &n0);
+    cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(s, "sweep_runs"), 0);
+    char (*ids)[17] = NULL;
+    int n = -1;
+    OK(store_sweep_finished(s, "ro", &ids, &n));
+    cr_assert_eq(n, 0);
+    free(ids);
+    store_close(s);
+    cr_assert(same_bytes(before, n0, t.db), "a read-only open migrated the file");
+    assert_no_side_files(t.db);
+    db = raw_open(t.db);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = ?1", ARGS("sweep_runs")), 0);
+    raw_close(db);
+    free(before);
+
+    /* where the process cannot write (not testable as root, who may write anyway) */
+    if (geteuid() != 0) {
+        cr_assert_eq(chmod(t.db, 0444), 0);
+        cr_assert_eq(chmod(t.dir, 0555), 0);
+        cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
+        ls = capture_ls(s);
+        cr_assert(strstr(ls, "ro-run"), "%s", ls);
+        free(ls);
+        store_close(s);
+        cr_assert_eq(chmod(t.dir, 0755), 0);
+        cr_assert_eq(chmod(t.db, 0644), 0);
+    }
+    tmp_db_remove(&t);
+
+    /* missing: an error, nothing created; an empty file: not a gated database, left empty */
+    tmp_db(&t);
+    s = (Store *)0x1;
+    cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), -1);
+    cr_assert_null(s);
+    char want[256];
+    snprintf(want, sizeof want, "%s: no such database", t.db);
+    cr_assert_str_eq(err, want);
+    cr_assert(!exists(t.db), "a read-only open created the database");
+    FILE *f = fopen(t.db, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: not a gated database (empty)", t.db);
+    cr_assert_str_eq(err, want);
+    struct stat sb;
+    cr_assert_eq(stat(t.db, &sb), 0);
+    cr_assert_eq(sb.st_size, 0, "the empty file was written");
+    assert_no_side_files(t.db);
+    tmp_db_remove(&t);
+}
+
+/* `gated CMD...` with output into out; the exit status (-1: no exit). */
+static int run_gated(const char *cmd_fmt, const char *a1, const char *a2, char *out, size_t cap) {
+    const char *bin = getenv("GATED_BIN");
+    char cmd[1024], body[768];
+    snprintf(body, sizeof body, cmd_fmt, a1, a2);
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, body);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {
+    }
+    int st = pclose(p);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The reading commands open the database read-only: a rollback-journal
+ * database keeps its bytes (no switch to WAL), and a missing one is an
+ * error (exit 2) that creates nothing, for eval too. */
+Test(store, reading_commands_change_and_create_nothing) {
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN is not set");
+    TmpDb t;
+    tmp_db(&t);
+    rollback_db(t.db, 1);
+    size_t n0;
+    unsigned char *before = read_all(t.db, &n0);
+    char out[8192], rep[128];
+    snprintf(rep, sizeof rep, "%s/rep", t.dir);
+    int rc = run_gated("ls --db '%s'%s", t.db, "", out, sizeof out);
+    cr_assert_eq(rc, 0, "ls: %d: %s", rc, out);
+    cr_assert(strstr(out, "ro-run"), "%s", out);
+    rc = run_gated("show ro-run --db '%s'%s", t.db, "", out, sizeof out);
+    cr_assert_eq(rc, 0, "show: %d: %s", rc, out);
+    rc = run_gated("report --db '%s' --out '%s' --no-plots", t.db, rep, out, sizeof out);
+    cr_assert_eq(rc, 0, "report: %d: %s", rc, out);
+    rc = run_gated("report --db '%s' --out '%s' --format csv --no-plots", t.db, rep, out, sizeof out);
+    cr_assert_eq(rc, 0, "report: %d: %s", rc, out);
+    /* eval's look-up by name reads the database (and then finds no checkpoint) */
+    rc = run_gated("eval ro-run --lengths 16 --db '%s' --ckpt '%s'", t.db, t.dir, out, sizeof out);
+    cr_assert_eq(rc, 2, "eval: %d: %s", rc, out);
+    cr_assert(strstr(out, "no checkpoint"), "%s", out);
+    cr_assert(same_bytes(before, n0, t.db), "a reading command changed the database");
+    assert_no_side_files(t.db);
+    free(before);
+
+    /* a missing database: exit 2, nothing created */
+    char missing[160];
+    snprintf(missing, sizeof missing, "%s/missing.db", t.dir);
+    static const char *const cmds[] = {
+        "ls --db '%s'%s", "show x --db '%s'%s", "report --db '%s' --out '%s'",
+        "eval abc --lengths 128 --db '%s'%s", "eval --sweep s --lengths 128 --db '%s'%s",
+        "sweep experiments/smoke.yaml --dry-run --db '%s'%s",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        rc = run_gated(cmds[i], missing, strstr(cmds[i], "--out") ? rep : "", out, sizeof out);
+        if (i == 5) /* a dry run of a new sweep is fine without a database */
+            cr_assert_eq(rc, 0, "%s: %d: %s", cmds[i], rc, out);
+        else {
+            cr_assert_eq(rc, 2, "%s: %d: %s", cmds[i], rc, out);
+            cr_assert(strstr(out, "no such database"), "%s: %s", cmds[i], out);
+        }
+        cr_assert(!exists(missing), "%s created the database", cmds[i]);
+        assert_no_side_files(missing);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t.dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -507,6 +507,16 @@ static const struct {
     {"name: x\nbase: base.yaml\nvariants: [{label: a}]\n---\nname: y\n",
      ":4:1: error: more than one YAML document (a sweep file holds one)"},
     {"- a\n", ":1:1: error: expected a mapping of sweep keys at the top level, got a list"},
+    /* names and labels reach plot scripts, file names and terminals: printable text only */
+    {"name: x\nbase: base.yaml\nvariants: [{label: \"x\\n!touch PWNED\\n\"}]\n",
+     ":3:20: error: variants[0].label: \"x\\x0a!touch PWNED\\x0a\" contains a control character (\\x0a at byte 2); "
+     "names and labels must be printable text"},
+    {"name: \"run\\e[2J\"\nbase: base.yaml\nvariants: [{label: a}]\n",
+     ":1:7: error: name: \"run\\x1b[2J\" contains a control character (\\x1b at byte 4); names and labels must be "
+     "printable text"},
+    {"name: x\nbase: base.yaml\nvariants: [{label: a}]\nrun_name: \"{label}\\t{seed}\"\n",
+     ":4:11: error: run_name: run 0 gets the name \"a\\x097\", which contains a control character (\\x09 at byte 2); "
+     "names and labels must be printable text"},
 };
 
 /* msg with '@' replaced by dir. */
@@ -929,5 +939,150 @@ Test(sweep, store_sweep_record_and_merge_api) {
     cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 0);
     store_close(s);
+    tmp_rm(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* hostile names and labels                                            */
+/* ------------------------------------------------------------------ */
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    cr_assert(n >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* No file named PWNED* anywhere under the test directory. */
+static void assert_not_pwned(const Tmp *t, const char *when) {
+    char cmd[256], out[1024];
+    snprintf(cmd, sizeof cmd, "find '%s' -name 'PWNED*'", t->dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(out, "", "%s: a shell command ran: %s", when, out);
+}
+
+static int count_char(const char *text, char c) {
+    int n = 0;
+    for (; *text; text++)
+        n += *text == c;
+    return n;
+}
+
+static int raw_control(const char *text) {
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f)
+            return 1;
+    return 0;
+}
+
+/* A label "x\n!touch PWNED\n" would be a gnuplot shell line if it reached a
+ * plot script: refused in a sweep file and in `gated train --name`; put
+ * into a database by SQL it is refused by `gated merge`, and `gated report`
+ * and `gated ls` on that database quote it where it is written. */
+Test(sweep, hostile_labels_and_names_run_nothing, .timeout = 120) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], cmd[1024], p[256];
+
+    /* through a sweep file, then a report */
+    write_file(&t, "s.yaml",
+               "name: h\nbase: base.yaml\nvariants:\n  - label: baseline\n  - label: \"x\\n!touch PWNED\\n\"\n"
+               "    set: {model.gate.position: sdpa}\nbaseline: baseline\n",
+               path);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep s.yaml --db r.db && '%s' report --db r.db --out rep", t.dir, bin,
+             bin);
+    cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "s.yaml:5:12: error: variants[1].label: \"x\\x0a!touch PWNED\\x0a\" contains a "
+                                   "control character (\\x0a at byte 2)"),
+                       "%s", out);
+    snprintf(p, sizeof p, "%s/r.db", t.dir);
+    cr_assert_neq(access(p, F_OK), 0, "the refused sweep created its database");
+    assert_not_pwned(&t, "sweep + report");
+
+    /* gated train --name */
+    static const char *const names[][2] = {{"a\\nb", "\"a\\x0ab\""}, {"a\\033[2Jb", "\"a\\x1b[2Jb\""}};
+    for (int i = 0; i < 2; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "train base.yaml --name \"$(printf '%s')\" --db r.db", names[i][0]);
+        cr_assert_eq(gated(bin, &t, args, out, sizeof out), 2, "%s", out);
+        char want[128];
+        snprintf(want, sizeof want, "gated train: --name: %s contains a control character", names[i][1]);
+        cr_assert_not_null(strstr(out, want), "%s", out);
+        cr_assert(!raw_control(out), "the message echoed a control character: %s", out);
+        cr_assert_neq(access(p, F_OK), 0, "a refused train created its database");
+    }
+
+    /* a real sweep, then hostile text put into its database by SQL */
+    write_file(&t, "ok.yaml",
+               "name: h\nbase: base.yaml\nvariants:\n  - label: baseline\n  - label: G1\n"
+               "    set: {model.gate.position: sdpa}\nbaseline: baseline\n",
+               path);
+    cr_assert_eq(gated(bin, &t, "sweep ok.yaml --db h.db", out, sizeof out), 0, "%s", out);
+    char h[160], m[160];
+    snprintf(h, sizeof h, "%s/h.db", t.dir);
+    snprintf(m, sizeof m, "%s/m.db", t.dir);
+    db_exec(h, "UPDATE sweep_runs SET label = 'x' || char(10) || '!touch PWNED' || char(10) WHERE label = 'G1'");
+    db_exec(h, "UPDATE runs SET name = 'n' || char(27) || '[2J' || char(10) || '!touch PWNED2' WHERE name = 'h-G1-s7'");
+
+    /* ls quotes the name: one line per run, no raw escape code */
+    cr_assert_eq(gated(bin, &t, "ls --db h.db", out, sizeof out), 0, "%s", out);
+    cr_assert(!raw_control(out), "raw control byte in ls:\n%s", out);
+    cr_assert_not_null(strstr(out, "n\\x1b[2J\\x0a!touch PWNED2"), "%s", out);
+    int lines = 0;
+    for (const char *c = out; *c; c++)
+        lines += *c == '\n';
+    cr_assert_eq(lines, 3, "%s", out);
+
+    /* report on it: the label is quoted in every plot script and table */
+    cr_assert_eq(gated(bin, &t, "report --db h.db --out rep", out, sizeof out), 0, "%s", out);
+    assert_not_pwned(&t, "report");
+    snprintf(p, sizeof p, "%s/rep/plots/h-val_loss.gp", t.dir);
+    char *gp = read_text(p);
+    cr_assert_not_null(strstr(gp, "title 'x\\x0a!touch PWNED\\x0a'"), "%s", gp);
+    cr_assert_null(strstr(gp, "\n!"), "a shell line in the plot script:\n%s", gp);
+    free(gp);
+    snprintf(p, sizeof p, "%s/rep/report.md", t.dir);
+    char *md = read_text(p);
+    cr_assert_not_null(strstr(md, "| x\\\\x0a!touch PWNED\\\\x0a |"), "%s", md);
+    cr_assert(!raw_control(md), "raw control byte in report.md");
+    free(md);
+    cr_assert_eq(gated(bin, &t, "report --db h.db --out rep --format tex", out, sizeof out), 0, "%s", out);
+    cr_assert_eq(gated(bin, &t, "report --db h.db --out rep --format csv", out, sizeof out), 0, "%s", out);
+    snprintf(p, sizeof p, "%s/rep/h.csv", t.dir);
+    char *csv = read_text(p);
+    cr_assert_not_null(strstr(csv, "\nh,x\\x0a!touch PWNED\\x0a,"), "%s", csv);
+    cr_assert_eq(count_char(csv, '\n'), 3, "%s", csv);
+    free(csv);
+    assert_not_pwned(&t, "report tex / csv");
+
+    /* merge refuses the input, naming the row; nothing is merged */
+    cr_assert_eq(gated(bin, &t, "merge m.db h.db", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "h.db: refused, nothing merged: run "), "%s", out);
+    cr_assert_not_null(strstr(out, ": name \"n\\x1b[2J\\x0a!touch PWNED2\" contains a control character"), "%s", out);
+    cr_assert(!raw_control(out), "%s", out);
+    cr_assert_eq(q_int(m, "SELECT count(*) FROM runs"), 0);
+    db_exec(h, "UPDATE runs SET name = 'h-G1-s7' WHERE name LIKE 'n%'");
+    cr_assert_eq(gated(bin, &t, "merge m.db h.db", out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, ": label \"x\\x0a!touch PWNED\\x0a\" contains a control character"), "%s", out);
+    cr_assert_eq(q_int(m, "SELECT count(*) FROM runs"), 0);
+    cr_assert_eq(q_int(m, "SELECT count(*) FROM sweep_runs"), 0);
+
+    /* other text is merged, and shown escaped */
+    db_exec(h, "UPDATE sweep_runs SET label = 'G1' WHERE label LIKE 'x%'");
+    db_exec(h, "UPDATE runs SET host = 'h' || char(27) || ']0;x' || char(7) WHERE name = 'h-G1-s7'");
+    cr_assert_eq(gated(bin, &t, "merge m.db h.db", out, sizeof out), 0, "%s", out);
+    cr_assert_eq(gated(bin, &t, "show h-G1-s7 --db m.db", out, sizeof out), 0, "%s", out);
+    cr_assert(!raw_control(out), "raw control byte in show:\n%s", out);
+    cr_assert_not_null(strstr(out, "host        h\\x1b]0;x\\x07\n"), "%s", out);
+    assert_not_pwned(&t, "merge");
     tmp_rm(&t);
 }
