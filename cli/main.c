@@ -32,7 +32,7 @@ static void usage(FILE *f) {
             "                                           dump weights, a batch, logits and gradients\n"
             "                                           for tests/torch_ref.py\n"
             "  train  CONFIG.yaml [--set key=value]... [--db PATH] [--name NAME] [--data DIR]\n"
-            "         [--resume] [--ckpt DIR] [--stop-after N]\n"
+            "         [--resume] [--ckpt DIR] [--stop-after N] [--force]\n"
             "  sweep  SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
             "         [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
             "  eval   RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... [--rope-scaling none|linear|ntk|yarn]\n"
@@ -52,7 +52,7 @@ static void usage(FILE *f) {
 /* Options that take a value, besides --set; NULL where a command has none. */
 typedef struct {
     const char *out, *db, *name, *data, *ckpt;
-    int resume;
+    int resume, force;
     long stop_after;
 } Opts;
 
@@ -92,6 +92,8 @@ static void load_config_raw(Config *c, int argc, char **argv, Opts *op, Config *
             op->ckpt = argv[++i];
         } else if (op && strcmp(argv[i], "--resume") == 0) {
             op->resume = 1;
+        } else if (op && strcmp(argv[i], "--force") == 0) {
+            op->force = 1; /* train: start even when the memory estimate exceeds what is available */
         } else if (op && i + 1 < argc && strcmp(argv[i], "--stop-after") == 0) {
             char *end;
             op->stop_after = strtol(argv[++i], &end, 10);
@@ -237,13 +239,20 @@ static int cmd_train(int argc, char **argv, int all_argc, char **all_argv) {
     Config c;
     Opts op = {0};
     load_config(&c, argc, argv, &op);
+    /* the name reaches the store, reports, plots and terminals: printable text only */
+    char why[200], q[300], shown[400];
+    if (op.name && store_name_check(op.name, why, sizeof why)) {
+        config_quote(op.name, q, sizeof q);
+        fprintf(stderr, "gated train: --name: \"%s\" %s\n", store_escape(q, shown, sizeof shown), why);
+        return EXIT_BADINPUT;
+    }
     char joined[4096] = "";
     for (int i = 0; i < all_argc; i++) {
         size_t k = strlen(joined);
         snprintf(joined + k, sizeof joined - k, "%s%s", i ? " " : "", all_argv[i]);
     }
     TrainOpts to = {op.db ? op.db : "results/gated.db", op.name, op.data ? op.data : "data", joined,
-                    isatty(2), op.resume, op.ckpt, op.stop_after};
+                    isatty(2), op.resume, op.ckpt, op.stop_after, op.force};
     return train_run(&c, &to);
 }
 
@@ -270,7 +279,8 @@ static int cmd_store(int argc, char **argv, int show) {
     }
     char err[1024];
     Store *st;
-    if (store_open(&st, db, err, sizeof err)) {
+    /* reading only: a read-only file works, and its bytes (journal mode included) stay as they are */
+    if (store_open_ro(&st, db, err, sizeof err)) {
         fprintf(stderr, "gated: %s\n", err);
         return EXIT_BADINPUT;
     }

@@ -9,8 +9,19 @@
  * checkpoint, never half of one.  The resolved config JSON is stored and
  * checked on load: a checkpoint of another configuration is refused.
  *
- * Layout (little-endian): "GATEDCKPT1\n", u32 sizeof(real), u64 json length,
- * json, u64 arena total, w, m, v (reals), TrainState (raw struct).
+ * Layout (format 2, little-endian): "GATEDCKPT2\n", u32 sizeof(real), u64
+ * json length, json, u64 arena total n, w, m, v (n reals each), then the
+ * TrainState field by field (i64 step, u64 rng state, f64 ring[100], i64
+ * spikes, f64 train_time), then a u64 checksum of every byte before it.
+ *
+ * Nothing read is trusted: on load the format, the size of a real, the
+ * configuration (it must parse and resolve), the file's exact size, the
+ * arena size, the checksum, the step (0 .. the configuration's
+ * train.steps), the spike count (0 .. step), the train time, and every
+ * weight, moment and loss-history value (finite; second moments >= 0) are
+ * checked, and a failure is an error that names the file and the field.
+ * A format-1 checkpoint (no checksum) is refused with a message.  A state
+ * that would not load (a non-finite weight, say) is not written either.
  */
 #ifndef GATED_CHECKPOINT_H
 #define GATED_CHECKPOINT_H
@@ -35,6 +46,9 @@ int checkpoint_save(const char *path, const char *config_json, const Arena *a, c
  * (malloc'd) and, when a is non-NULL, weights, AdamW moments and the
  * training state (a->total must match).  1, 0 (no file), -1 (err). */
 int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, char *err, size_t cap);
+/* The checksum a checkpoint ends with, of the n bytes before it (tests
+ * use it to forge files whose checksum is right and whose fields are not). */
+uint64_t checkpoint_checksum(const void *data, size_t n);
 /* 1 loaded, 0 no checkpoint at path, -1 error (message in err). */
 int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap);
 

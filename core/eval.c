@@ -24,7 +24,7 @@ int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, C
     } else {
         Store *st = NULL;
         char e[1024];
-        if (store_open(&st, db_path, e, sizeof e)) {
+        if (store_open_ro(&st, db_path, e, sizeof e)) {
             snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, e);
             return 2;
         }

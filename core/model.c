@@ -186,6 +186,30 @@ static size_t layout_acts(Model *m, real *base, int B, int T) {
     return c;
 }
 
+/* Backward scratch for n tokens, in reals: residual grad, dh, dP, a few
+ * head-sized buffers (*big: the width of those). */
+static size_t grad_len(const Model *m, size_t n, size_t *big_out) {
+    size_t big = (size_t)m->nq > (size_t)m->C ? (size_t)m->nq : (size_t)m->C;
+    if ((size_t)2 * m->F > big) big = (size_t)2 * m->F;
+    if ((size_t)m->Np > big) big = (size_t)m->Np;
+    *big_out = big;
+    return n * ((size_t)2 * m->C + m->Np + 6 * big + m->V);
+}
+
+int model_memory_estimate(const Config *cfg, int B, int T, ModelMemory *out) {
+    Model m;
+    memset(out, 0, sizeof *out);
+    if (model_layout(&m, cfg)) return -1;
+    size_t n = (size_t)B * T, big;
+    out->nparams = (long long)m.p.total;
+    out->params = 4 * sizeof(real) * m.p.total; /* w, g, m, v */
+    out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n;
+    out->scratch = sizeof(real) * grad_len(&m, n, &big);
+    out->total = out->params + out->activations + out->scratch;
+    model_free(&m);
+    return 0;
+}
+
 static int ensure_acts(Model *m, int B, int T) {
     if (m->actmem && m->B == B && m->T == T) return 0;
     free(m->actmem);
@@ -204,13 +228,8 @@ static int ensure_acts(Model *m, int B, int T) {
     m->targets = malloc(sizeof(int) * n);
     m->cos_t = malloc(sizeof(real) * (size_t)T * (m->dh / 2));
     m->sin_t = malloc(sizeof(real) * (size_t)T * (m->dh / 2));
-    /* backward scratch: residual grad, dh, dP, a few head-sized buffers */
-    size_t big = (size_t)m->nq > (size_t)m->C ? (size_t)m->nq : (size_t)m->C;
-    if ((size_t)2 * m->F > big) big = (size_t)2 * m->F;
-    if ((size_t)m->Np > big) big = (size_t)m->Np;
-    m->gbig = big;
     /* allocated by the first backward: evaluation never needs it */
-    m->gradlen = n * ((size_t)2 * m->C + m->Np + 6 * big + m->V);
+    m->gradlen = grad_len(m, n, &m->gbig);
     if (!m->la || !m->actmem || !m->targets || !m->cos_t || !m->sin_t) {
         errno = ENOMEM;
         return -1;

@@ -61,6 +61,17 @@ typedef struct {
  * counting); model_free releases it.  0 or -1. */
 int model_layout(Model *m, const Config *cfg);
 
+/* The memory a training step of cfg at batch B, length T allocates, in
+ * bytes: parameters (weights, gradients and the two AdamW moments), the
+ * activations one forward saves (plus targets and RoPE tables) and the
+ * backward scratch: the sizes model_init, model_forward and model_backward
+ * allocate, computed without allocating them.  0 or -1 (out of memory). */
+typedef struct {
+    long long nparams;
+    size_t params, activations, scratch, total;
+} ModelMemory;
+int model_memory_estimate(const Config *cfg, int B, int T, ModelMemory *out);
+
 /* Build a model from a resolved config (config_resolve already called);
  * parameters initialised from cfg->seed.  0 or -1 (allocation failure). */
 int model_init(Model *m, const Config *cfg);

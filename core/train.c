@@ -15,7 +15,9 @@
  */
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +70,10 @@ typedef struct {
 } Eval;
 
 /* Mean loss over fixed windows (count of them, each T+1 tokens), in
- * batches of B; probes accumulated when pr is non-NULL. */
-static double evaluate(Model *m, const int *win, int count, int B, int T, int *tok, int *tgt, Probes *pr) {
+ * batches of B, into *loss; probes accumulated when pr is non-NULL.  0, or
+ * -1 when a forward pass ran out of memory (errno ENOMEM). */
+static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok, int *tgt, Probes *pr,
+                    double *loss) {
     double sum = 0;
     int done = 0;
     for (int w0 = 0; w0 < count; w0 += B) {
@@ -79,12 +83,15 @@ static double evaluate(Model *m, const int *win, int count, int B, int T, int *t
             memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
             memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
         }
+        errno = 0;
         double l = model_forward(m, tok, tgt, nb, T);
+        if (isnan(l) && errno == ENOMEM) return -1;
         sum += l * nb;
         done += nb;
         if (pr) probes_accumulate(pr, m);
     }
-    return done ? sum / done : NAN;
+    *loss = done ? sum / done : NAN;
+    return 0;
 }
 
 static void store_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
@@ -163,6 +170,156 @@ static void mkdir_p(const char *dir) {
     mkdir(buf, 0777);
 }
 
+/* ------------------------------------------------------------ memory */
+
+/* The "KEY: N kB" field of a /proc file in bytes, or -1. */
+static long long kb_field(const char *file, const char *key) {
+    FILE *f = fopen(file, "r");
+    if (!f) return -1;
+    char line[256];
+    size_t kl = strlen(key);
+    long long v = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+            long long kb;
+            if (sscanf(line + kl + 1, "%lld", &kb) == 1 && kb >= 0 && kb < INT64_MAX / 1024) v = kb * 1024;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* A file holding one non-negative integer (a cgroup limit or usage), or -1
+ * (absent, "max", anything else). */
+static long long file_number(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char buf[64];
+    long long v = -1;
+    if (fgets(buf, sizeof buf, f)) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(buf, &end, 10);
+        if (end != buf && errno == 0 && x >= 0 && (*end == '\n' || *end == 0)) v = x;
+    }
+    fclose(f);
+    return v;
+}
+
+/* Least room under the memory limits of the cgroup at rel (inside base)
+ * and of every group above it: limit - usage.  Limits of 2^60 bytes or
+ * more mean none.  -1 when no limit is set. */
+static long long cgroup_room(const char *base, const char *rel, const char *limit_file, const char *usage_file) {
+    char dir[4096], path[4200];
+    long long best = -1;
+    snprintf(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") == 0 ? "" : rel);
+    size_t blen = strlen(base);
+    for (;;) {
+        snprintf(path, sizeof path, "%s/%s", dir, limit_file);
+        long long lim = file_number(path);
+        if (lim >= 0 && lim < (1LL << 60)) {
+            snprintf(path, sizeof path, "%s/%s", dir, usage_file);
+            long long use = file_number(path);
+            long long room = use >= 0 && use < lim ? lim - use : use >= 0 ? 0 : lim;
+            if (best < 0 || room < best) best = room;
+        }
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t)(slash - dir) < blen) break;
+        *slash = 0;
+    }
+    return best;
+}
+
+/* Bytes this process may still allocate (see train_memory_check), or -1
+ * when nothing says; src gets what binds. */
+static long long mem_available(char *src, size_t cap) {
+    long long best = kb_field("/proc/meminfo", "MemAvailable");
+    snprintf(src, cap, "%s", best >= 0 ? "MemAvailable in /proc/meminfo" : "unknown");
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long long used = kb_field("/proc/self/status", "VmSize");
+        long long room = (long long)rl.rlim_cur - (used > 0 ? used : 0);
+        if (room < 0) room = 0;
+        if (best < 0 || room < best) {
+            best = room;
+            snprintf(src, cap, "RLIMIT_AS (ulimit -v) less the %.2f GiB in use", used / 1073741824.0);
+        }
+    }
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (f) {
+        char line[4096];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            if (!c2 || c2[1] != '/') continue;
+            *c2 = 0;
+            const char *ctrl = c1 + 1, *rel = c2 + 1;
+            long long room = -1;
+            if (strcmp(line, "0") == 0 && *ctrl == 0)
+                room = cgroup_room("/sys/fs/cgroup", rel, "memory.max", "memory.current");
+            else {
+                /* v1: the memory controller, alone or in a comma list */
+                char list[256];
+                snprintf(list, sizeof list, ",%s,", ctrl);
+                if (strstr(list, ",memory,"))
+                    room = cgroup_room("/sys/fs/cgroup/memory", rel, "memory.limit_in_bytes", "memory.usage_in_bytes");
+            }
+            if (room >= 0 && (best < 0 || room < best)) {
+                best = room;
+                snprintf(src, cap, "the cgroup memory limit less its usage");
+            }
+        }
+        fclose(f);
+    }
+    return best;
+}
+
+int train_memory_check(const Config *c, char *msg, size_t cap) {
+    ModelMemory mm;
+    if (model_memory_estimate(c, c->batch, c->seq_len, &mm)) {
+        snprintf(msg, cap, "out of memory estimating the model's memory");
+        return -1;
+    }
+    char src[128];
+    long long avail = mem_available(src, sizeof src);
+    const double G = 1073741824.0;
+    int n = snprintf(msg, cap,
+                     "this run needs about %.2f GiB (%.1fM parameters with their gradients and AdamW moments %.2f "
+                     "GiB, activations of train.batch %d x model.seq_len %d %.2f GiB, backward scratch %.2f GiB); ",
+                     mm.total / G, mm.nparams / 1e6, mm.params / G, c->batch, c->seq_len, mm.activations / G,
+                     mm.scratch / G);
+    if (n >= 0 && (size_t)n < cap) {
+        if (avail < 0)
+            snprintf(msg + n, cap - n, "how much memory is available is unknown");
+        else
+            snprintf(msg + n, cap - n, "%s%.2f GiB is available (%s)", (double)mm.total > (double)avail ? "only " : "",
+                     avail / G, src);
+    }
+    return avail < 0 || (double)mm.total <= (double)avail;
+}
+
+/* ------------------------------------------------------------ the run */
+
+/* Tests only: GATED_TEST_KILL_AFTER_CKPT=N kills this process right after
+ * its Nth checkpoint (a kill at the worst moment, reproducibly). */
+static void test_kill_after_checkpoint(int nth) {
+    const char *e = getenv("GATED_TEST_KILL_AFTER_CKPT");
+    if (e && atoi(e) == nth) raise(SIGKILL);
+}
+
+/* Validation loss and probes at step, stored.  0, or -1 out of memory. */
+static int eval_and_store(Store *st, const char *id, Model *m, Probes *pr, const int *val, int nval, int B, int T,
+                          int *tok, int *tgt, long step, double *vl) {
+    probes_free(pr);
+    if (probes_init(pr, m)) return -1;
+    if (evaluate(m, val, nval, B, T, tok, tgt, pr, vl)) return -1;
+    DB(store_metric(st, id, "val_loss", "", step, *vl));
+    DB(store_metric(st, id, "val_ppl", "", step, exp(*vl)));
+    DB(store_metric(st, id, "val_bpb", "", step, *vl / log(2.0)));
+    store_probes(st, id, m, pr, step);
+    return 0;
+}
+
 /* SIGINT/SIGTERM end the run cleanly: checkpoint, status killed. */
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -170,6 +327,11 @@ static void on_signal(int sig) { stop_signal = sig; }
 int train_run(const Config *c, const TrainOpts *o) {
     char err[1024];
     ops_set_threads(c->threads); /* the one place thread counts are set for a run */
+    if (c->vocab_size < DATA_VOCAB) {
+        fprintf(stderr, "gated train: model.vocab_size: must be at least %d for byte tokens + BOS, got %d\n",
+                DATA_VOCAB, c->vocab_size);
+        return 2;
+    }
     Corpus corp;
     memset(&corp, 0, sizeof corp);
     if (c->corpus == CORPUS_SYNTHETIC) {
@@ -181,12 +343,23 @@ int train_run(const Config *c, const TrainOpts *o) {
         fprintf(stderr, "gated train: %s\n", err);
         return 2;
     }
-    if (c->vocab_size < DATA_VOCAB) {
-        fprintf(stderr, "gated train: model.vocab_size: must be at least %d for byte tokens + BOS, got %d\n",
-                DATA_VOCAB, c->vocab_size);
+    /* the model's memory, before any of it is allocated (the corpus is in
+     * what is available already) */
+    int fits = train_memory_check(c, err, sizeof err);
+    if (fits < 0) {
+        fprintf(stderr, "gated train: %s\n", err);
+        corpus_free(&corp);
+        return 1;
+    }
+    if (!fits && !o->force) {
+        fprintf(stderr,
+                "gated train: %s; use a smaller model, train.batch or model.seq_len, or pass --force to try "
+                "anyway\n",
+                err);
         corpus_free(&corp);
         return 2;
     }
+    if (!fits) fprintf(stderr, "gated train: --force: %s; trying anyway\n", err);
     int B = c->batch, T = c->seq_len, n = B * T, rc = 1;
     Model m;
     Store *st = NULL;
@@ -225,25 +398,41 @@ int train_run(const Config *c, const TrainOpts *o) {
         goto out;
     }
     const char *name = o->name ? o->name : id;
-    int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
-    if (store_run_begin(st, id, name, json, (long long)c->seed, threads, NULL, o->argv)) {
-        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
-    }
 
+    /* Everything that can refuse the run is checked before its row is
+     * touched: a failed resume leaves the stored status as it was. */
     char ckpt[4096];
     snprintf(ckpt, sizeof ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", id);
     TrainState ts;
     memset(&ts, 0, sizeof ts);
     ts.data_rng = rng_seed((uint64_t)c->seed ^ 0xDA7Aull);
+    int resumed = 0;
     if (o->resume) {
-        int r = checkpoint_load(ckpt, json, &m.p, &ts, err, sizeof err);
-        if (r < 0) {
-            fprintf(stderr, "gated train: %s\n", err);
-            store_run_end(st, id, "failed", err, -1);
+        char sbuf[16];
+        const char *stored = store_run_status(st, id, sbuf, sizeof sbuf);
+        if (stored && (strcmp(stored, "finished") == 0 || strcmp(stored, "diverged") == 0)) {
+            fprintf(stderr, "gated train: run %s (%s) is already %s: nothing to resume; its results are unchanged\n",
+                    id, name, stored);
+            printf("%s\n", id);
+            rc = 0;
             goto out;
         }
-        if (r > 0) fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
+        int r = checkpoint_load(ckpt, json, &m.p, &ts, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "gated train: %s\ngated train: nothing was resumed; run %s is %s as before (start it over "
+                            "without --resume)\n",
+                    err, id, stored ? stored : "not in the database");
+            rc = 2;
+            goto out;
+        }
+        if (r > 0) {
+            resumed = 1;
+            if (ts.step == c->steps)
+                fprintf(stderr, "resuming %s at step %lld: every step is done; evaluating and finishing\n", id,
+                        (long long)ts.step);
+            else
+                fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
+        }
     }
     /* continued training: a fresh run (step 0) starts from another run's weights */
     if (ts.step == 0 && c->init_from[0]) {
@@ -251,11 +440,15 @@ int train_run(const Config *c, const TrainOpts *o) {
         int r = trained_load_weights(&m, c->init_from, o->db_path, o->ckpt_dir, &parent_steps, err, sizeof err);
         if (r) {
             fprintf(stderr, "gated train: %s\n", err);
-            store_run_end(st, id, "failed", err, -1);
             rc = r;
             goto out;
         }
         if (!o->progress) fprintf(stderr, "starting from %s (%ld steps trained)\n", c->init_from, parent_steps);
+    }
+    int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
+    if (store_run_begin(st, id, name, json, (long long)c->seed, threads, NULL, o->argv)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+        goto out;
     }
     /* starting from step 0: rows of an earlier attempt of this run go */
     if (ts.step == 0 && store_run_reset(st, id)) {
@@ -268,9 +461,9 @@ int train_run(const Config *c, const TrainOpts *o) {
     long diverged_step = -1;
     double t0 = now(), last_beat = t0, last_log = t0, last_loss = NAN, last_val = NAN;
     db_errors = 0;
-    int ckpt_ok = 0;
+    int ckpt_ok = 0, nckpt = 0, evaluated_last = 0;
     const char *status = "finished";
-    char stop_reason[128] = "";
+    char stop_reason[128] = "", fail_reason[256] = "";
     stop_signal = 0;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -284,7 +477,14 @@ int train_run(const Config *c, const TrainOpts *o) {
             memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
             memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
         }
+        errno = 0;
         double loss = model_forward(&m, tok, tgt, B, T);
+        if (isnan(loss) && errno == ENOMEM) {
+            /* not a divergence: the step never ran */
+            snprintf(fail_reason, sizeof fail_reason, "out of memory in the forward pass of step %ld", step);
+            status = "failed";
+            break;
+        }
         last_loss = loss;
         if (!isfinite(loss) || loss > c->diverge_loss) {
             status = "diverged";
@@ -293,7 +493,11 @@ int train_run(const Config *c, const TrainOpts *o) {
             break;
         }
         model_zero_grad(&m);
-        model_backward(&m, tok);
+        if (model_backward(&m, tok)) {
+            snprintf(fail_reason, sizeof fail_reason, "out of memory in the backward pass of step %ld", step);
+            status = "failed";
+            break;
+        }
         opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
         double gn = adamw_step(&m.p, &opt, step + 1);
         ts.train_time += now() - tstart;
@@ -312,21 +516,25 @@ int train_run(const Config *c, const TrainOpts *o) {
 
         int last = step + 1 == c->steps;
         if ((step + 1) % c->eval_every == 0 || last) {
-            probes_free(&pr);
-            if (probes_init(&pr, &m)) goto out;
-            double vl = evaluate(&m, val, nval, B, T, tok, tgt, &pr);
+            double vl;
+            if (eval_and_store(st, id, &m, &pr, val, nval, B, T, tok, tgt, step + 1, &vl)) {
+                snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating at step %ld", step + 1);
+                status = "failed";
+                break;
+            }
             last_val = vl;
-            DB(store_metric(st, id, "val_loss", "", step + 1, vl));
-            DB(store_metric(st, id, "val_ppl", "", step + 1, exp(vl)));
-            DB(store_metric(st, id, "val_bpb", "", step + 1, vl / log(2.0)));
-            store_probes(st, id, &m, &pr, step + 1);
+            evaluated_last = last;
             if (!o->progress)
                 fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, loss, vl);
         }
         int stop = stop_signal || (o->stop_after > 0 && step + 1 >= o->stop_after && !last);
         if ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop) {
+            /* every row up to this step is committed before the checkpoint names it done */
+            DB(store_flush(st));
+            if (db_errors) break;
             ckpt_ok = checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err) == 0;
             if (!ckpt_ok) fprintf(stderr, "gated train: %s\n", err);
+            else test_kill_after_checkpoint(++nckpt);
         }
         double tnow = now();
         if (tnow - last_beat > 5) {
@@ -356,11 +564,26 @@ int train_run(const Config *c, const TrainOpts *o) {
     sigaction(SIGTERM, &old_term, NULL);
     if (o->progress) fputc('\n', stderr);
 
+    /* the last evaluation: done in the loop unless nothing was left to
+     * train (train.steps = 0, or resumed from the final checkpoint) */
+    if (strcmp(status, "finished") == 0 && !db_errors && !evaluated_last) {
+        if (eval_and_store(st, id, &m, &pr, val, nval, B, T, tok, tgt, (long)ts.step, &last_val)) {
+            snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating at step %lld", (long long)ts.step);
+            status = "failed";
+        }
+    }
     if (db_errors) {
         snprintf(err, sizeof err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
                  o->db_path, store_errmsg(st));
         fprintf(stderr, "gated train: %s\n", err);
         store_run_end(st, id, "failed", err, -1);
+        goto out;
+    }
+    if (strcmp(status, "failed") == 0) {
+        fprintf(stderr, "gated train: %s; the run is failed%s\n", fail_reason,
+                ckpt_ok || resumed ? " (--resume continues from its last checkpoint)" : "");
+        if (store_run_end(st, id, "failed", fail_reason, -1))
+            fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
         goto out;
     }
     if (strcmp(status, "killed") == 0) {
@@ -373,8 +596,21 @@ int train_run(const Config *c, const TrainOpts *o) {
         goto out;
     }
     if (diverged_step < 0) {
-        if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err)) fprintf(stderr, "gated train: %s\n", err);
-        double tl = evaluate(&m, test, ntest, B, T, tok, tgt, NULL);
+        DB(store_flush(st));
+        if (db_errors == 0) {
+            if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err))
+                fprintf(stderr, "gated train: %s\n", err);
+            else
+                test_kill_after_checkpoint(++nckpt);
+        }
+        double tl;
+        if (evaluate(&m, test, ntest, B, T, tok, tgt, NULL, &tl)) {
+            snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating the test split");
+            fprintf(stderr, "gated train: %s; the run is failed (--resume finishes it)\n", fail_reason);
+            if (store_run_end(st, id, "failed", fail_reason, -1))
+                fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+            goto out;
+        }
         DB(store_summary(st, id, "test_loss", "", tl, NULL));
         DB(store_summary(st, id, "test_ppl", "", exp(tl), NULL));
         DB(store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL));
@@ -382,8 +618,14 @@ int train_run(const Config *c, const TrainOpts *o) {
         DB(store_summary(st, id, "val_loss", "", vl, NULL));
         DB(store_summary(st, id, "val_ppl", "", exp(vl), NULL));
         DB(store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL));
-        fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
-                vl / log(2.0), tl);
+        if (c->steps == 0)
+            fprintf(stderr,
+                    "finished: no training steps (train.steps is 0); the initial weights give val loss %.4f (ppl "
+                    "%.3f, %.4f bits/byte), test loss %.4f\n",
+                    vl, exp(vl), vl / log(2.0), tl);
+        else
+            fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
+                    vl / log(2.0), tl);
     } else {
         fprintf(stderr, "diverged at step %ld (loss %g)\n", diverged_step, last_loss);
     }

@@ -131,7 +131,7 @@ static double metric(const char *db, const char *key, const char *ctx, int *foun
 }
 
 static void train_ok(const Config *c, const char *db, const char *name, const char *ck) {
-    TrainOpts o = {db, name, "data", "test", 0, 0, ck, 0};
+    TrainOpts o = {db, name, "data", "test", 0, 0, ck, 0, 0};
     int saved = quiet_begin();
     int rc = train_run(c, &o);
     quiet_end(saved);
@@ -223,9 +223,45 @@ Test(eval, continued_training_starts_from_the_weights, .timeout = 120) {
     bad.resolved = 0;
     bad.d_ff = 0;
     resolve_or_die(&bad);
-    TrainOpts o = {db, "bad", "data", "test", 0, 0, dir, 0};
+    TrainOpts o = {db, "bad", "data", "test", 0, 0, dir, 0, 0};
     int saved = quiet_begin();
     int rc = train_run(&bad, &o);
     quiet_end(saved);
     cr_assert_eq(rc, 2);
+}
+
+/* eval and train.init_from read checkpoints too: a corrupt one is refused
+ * (exit 2), never evaluated or trained from */
+Test(eval, a_corrupt_checkpoint_is_refused, .timeout = 120) {
+    set_threads(1);
+    char dir[] = "/tmp/gated-evck-XXXXXX", db[128], ck[160], id[17];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/e.db", dir);
+    Config c = synth(32, 10);
+    resolve_or_die(&c);
+    train_ok(&c, db, "src", dir);
+    free(store_config_json(&c, id));
+    snprintf(ck, sizeof ck, "%s/%s.ckpt", dir, id);
+    FILE *f = fopen(ck, "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, -5000, SEEK_END), 0); /* inside the second moments */
+    int byte = fgetc(f);
+    cr_assert_eq(fseek(f, -5000, SEEK_END), 0);
+    fputc(byte ^ 0x01, f);
+    cr_assert_eq(fclose(f), 0);
+    int lengths[] = {32};
+    EvalOpts o = {db, "data", dir, lengths, 1, ROPE_NONE, 0, 2, 1, 0, 0};
+    Config child = synth(32, 2);
+    snprintf(child.init_from, sizeof child.init_from, "src");
+    resolve_or_die(&child);
+    TrainOpts t = {db, "child", "data", "test", 0, 0, dir, 0, 0};
+    int saved = quiet_begin();
+    int rc_eval = eval_run("src", &o);
+    int rc_child = train_run(&child, &t);
+    quiet_end(saved);
+    cr_assert_eq(rc_eval, 2);
+    cr_assert_eq(rc_child, 2);
+    int found;
+    metric(db, "eval_loss", "split=val,len=32,scaling=none,factor=1", &found);
+    cr_assert(!found, "a corrupt checkpoint was evaluated");
 }

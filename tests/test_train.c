@@ -74,7 +74,7 @@ Test(train, synthetic_corpus_loss_falls, .timeout = 120) {
     Config c = synth_config(40);
     c.eval_every = 4;
     resolve_or_die(&c);
-    TrainOpts o = {db, "synth", "data", "test", 0, 0, dir, 0};
+    TrainOpts o = {db, "synth", "data", "test", 0, 0, dir, 0, 0};
     cr_assert_eq(run_quiet(&c, &o), 0);
     double v[16];
     int n = metric_series(db, "val_loss", v, 16);
@@ -93,13 +93,13 @@ Test(train, resume_is_bitwise_identical, .timeout = 120) {
     snprintf(ckb, sizeof ckb, "%s/ckb", dir);
     Config c = synth_config(25);
     resolve_or_die(&c);
-    TrainOpts full = {a, "full", "data", "test", 0, 0, cka, 0};
+    TrainOpts full = {a, "full", "data", "test", 0, 0, cka, 0, 0};
     cr_assert_eq(run_quiet(&c, &full), 0);
-    TrainOpts part = {b, "part", "data", "test", 0, 0, ckb, 12};
+    TrainOpts part = {b, "part", "data", "test", 0, 0, ckb, 12, 0};
     cr_assert_eq(run_quiet(&c, &part), 0);
     double la[32], lb[32];
     cr_assert_eq(metric_series(b, "train_loss", lb, 32), 12, "the interrupted run stops after 12 steps");
-    TrainOpts rest = {b, "part", "data", "test", 0, 1, ckb, 0};
+    TrainOpts rest = {b, "part", "data", "test", 0, 1, ckb, 0, 0};
     cr_assert_eq(run_quiet(&c, &rest), 0);
     int na = metric_series(a, "train_loss", la, 32), nb = metric_series(b, "train_loss", lb, 32);
     cr_assert_eq(na, 25);
