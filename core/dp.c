@@ -136,3 +136,15 @@ double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, in
     }
     return sum / nmb;
 }
+
+int dp_memory_estimate(const Config *cfg, int B, int mb, int T, ModelMemory *out) {
+    if (model_memory_estimate(cfg, B, T, out)) return -1;
+    if (mb <= 0 || mb >= B) return 0;
+    ModelMemory w;
+    if (model_memory_estimate(cfg, mb, T, &w)) return -1;
+    size_t nmb = (size_t)(B / mb), grads = w.params / 4;
+    out->activations += nmb * w.activations;
+    out->scratch = nmb * (w.scratch + grads); /* the master never runs a backward */
+    out->total = out->params + out->activations + out->scratch;
+    return 0;
+}

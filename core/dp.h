@@ -41,6 +41,13 @@ void dp_free(DataParallel *d);
  * set when the loss was computed but a backward failed. */
 double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, int *bad_backward);
 
+/* The memory of a training step of cfg with batch B cut into micro-batches
+ * of mb, in bytes: the master's parameters (4x: weights, gradients, AdamW
+ * moments) and activations for a forward over B sequences (evaluation),
+ * plus, with more than one micro-batch, each worker's gradient buffer,
+ * activations and backward scratch for mb sequences.  0 or -1. */
+int dp_memory_estimate(const Config *cfg, int B, int mb, int T, ModelMemory *out);
+
 /* The micro-batch size the config asks for: train.micro_batch, or when 0,
  * the largest divisor of the batch that is at most DP_DEFAULT_MB. */
 #define DP_DEFAULT_MB 4

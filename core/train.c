@@ -31,6 +31,7 @@
 
 #include "checkpoint.h"
 #include "data.h"
+#include "dp.h"
 #include "eval.h"
 #include "model.h"
 #include "ops.h"
@@ -276,7 +277,7 @@ static long long mem_available(char *src, size_t cap) {
 
 int train_memory_check(const Config *c, char *msg, size_t cap) {
     ModelMemory mm;
-    if (model_memory_estimate(c, c->batch, c->seq_len, &mm)) {
+    if (dp_memory_estimate(c, c->batch, dp_micro_batch(c->batch, c->micro_batch), c->seq_len, &mm)) {
         snprintf(msg, cap, "out of memory estimating the model's memory");
         return -1;
     }
@@ -285,7 +286,8 @@ int train_memory_check(const Config *c, char *msg, size_t cap) {
     const double G = 1073741824.0;
     int n = snprintf(msg, cap,
                      "this run needs about %.2f GiB (%.1fM parameters with their gradients and AdamW moments %.2f "
-                     "GiB, activations of train.batch %d x model.seq_len %d %.2f GiB, backward scratch %.2f GiB); ",
+                     "GiB, activations of train.batch %d x model.seq_len %d %.2f GiB, backward scratch and micro-batch "
+                     "gradients %.2f GiB); ",
                      mm.total / G, mm.nparams / 1e6, mm.params / G, c->batch, c->seq_len, mm.activations / G,
                      mm.scratch / G);
     if (n >= 0 && (size_t)n < cap) {
@@ -369,7 +371,10 @@ int train_run(const Config *c, const TrainOpts *o) {
     int *val = NULL, *test = NULL;
     int nval = split_eval_windows(&corp.val, T, c->bos_start, c->eval_windows, &val);
     int ntest = split_eval_windows(&corp.test, T, c->bos_start, c->eval_windows, &test);
-    if (model_init(&m, c)) {
+    DataParallel dp;
+    memset(&dp, 0, sizeof dp);
+    if (model_init(&m, c) || dp_init(&dp, &m, B, dp_micro_batch(B, c->micro_batch))) {
+        model_free(&m);
         fprintf(stderr, "gated train: out of memory for the model\n");
         free(tok), free(tgt), free(w), free(val), free(test);
         corpus_free(&corp);
@@ -478,7 +483,8 @@ int train_run(const Config *c, const TrainOpts *o) {
             memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
         }
         errno = 0;
-        double loss = model_forward(&m, tok, tgt, B, T);
+        int bad_backward = 0;
+        double loss = dp_step(&dp, tok, tgt, T, &bad_backward);
         if (isnan(loss) && errno == ENOMEM) {
             /* not a divergence: the step never ran */
             snprintf(fail_reason, sizeof fail_reason, "out of memory in the forward pass of step %ld", step);
@@ -492,8 +498,7 @@ int train_run(const Config *c, const TrainOpts *o) {
             DB(store_metric(st, id, "train_loss", "", step, isfinite(loss) ? loss : -1));
             break;
         }
-        model_zero_grad(&m);
-        if (model_backward(&m, tok)) {
+        if (bad_backward) {
             snprintf(fail_reason, sizeof fail_reason, "out of memory in the backward pass of step %ld", step);
             status = "failed";
             break;
@@ -654,6 +659,7 @@ out:
     free(json);
     store_close(st);
     probes_free(&pr);
+    dp_free(&dp);
     model_free(&m);
     free(tok), free(tgt), free(w), free(val), free(test);
     corpus_free(&corp);

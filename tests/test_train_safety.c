@@ -230,11 +230,12 @@ static int run_bin(const char *const *args, long as_mib, const char *env, char *
  * forward's 3.3 GB cannot be had inside 2 GiB; at batch 64 the forward's
  * 0.8 GB can and the backward's 3.2 GB cannot. */
 static int oom_run(const char *batch, const char *db, const char *dir, char *out, size_t cap) {
-    char bs[64];
+    char bs[64], mb[64];
     snprintf(bs, sizeof bs, "train.batch=%s", batch);
+    snprintf(mb, sizeof mb, "train.micro_batch=%s", batch); /* one micro-batch: forward, then backward */
     const char *args[] = {"train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",
                           "data.corpus=synthetic", "--set", "model.n_layer=1", "--set", "model.d_ff=16384", "--set",
-                          "model.seq_len=64", "--set", bs, "--set", "train.steps=2", "--set", "threads=1", "--db", db,
+                          "model.seq_len=64", "--set", bs, "--set", mb, "--set", "train.steps=2", "--set", "threads=1", "--db", db,
                           "--ckpt", dir, "--force", NULL};
     return run_bin(args, 2048, NULL, out, cap);
 }
