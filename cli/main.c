@@ -291,16 +291,6 @@ static int cmd_store(int argc, char **argv, int show) {
 }
 
 int main(int argc, char **argv) {
-    /* OpenMP threads that spin-wait burn the cores OpenBLAS is about to use
-     * (measured: 3.5k -> 5.6k tok/s on quick.yaml with 2 cores).  libgomp
-     * reads OMP_WAIT_POLICY when it loads, before main, so set it and
-     * re-execute once; a value the user set is kept. */
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GATED_NO_REEXEC")) {
-        setenv("OMP_WAIT_POLICY", "passive", 1);
-        setenv("GATED_NO_REEXEC", "1", 1);
-        execv("/proc/self/exe", argv);
-        /* if exec fails, continue with the default policy */
-    }
     if (argc < 2) {
         usage(stderr);
         return EXIT_BADINPUT;
