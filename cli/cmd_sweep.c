@@ -26,10 +26,29 @@
  *                               commit whose model code (core/, cli/, the
  *                               Makefile) is identical to this one's, so a
  *                               commit of docs or results invalidates nothing;
- *                               else run again; --force runs it regardless
- *   failed, killed              skip and report (exit 1), unless --rerun-failed
- *                               or --force (a killed run resumes from its checkpoint)
+ *                               else run again; --force runs it regardless;
+ *                               never rerun when it ended after this sweep
+ *                               started (another worker made it meanwhile)
+ *   killed                      run, resuming from its checkpoint (train
+ *                               --resume; from step 0 when it has none)
+ *   failed                      skip and report (exit 1), unless --rerun-failed
+ *                               or --force (rerun from step 0), and not when it
+ *                               failed after this sweep started (elsewhere)
  *   running (live heartbeat)    skip: another process is running it
+ *
+ * Several sweeps (or shards, or machines sharing a file system) may work on
+ * one database at once.  The plan above is made first from what is stored,
+ * for the listing, and made again for each run just before it starts,
+ * inside store_run_claim's one BEGIN IMMEDIATE transaction, which records
+ * a claim (owner HOST:PID of this sweep) only when the run is still to be
+ * run and not live: claimed by another process (a claim refreshed every
+ * CLAIM_REFRESH_S seconds while held, void after STORE_STALE_SECONDS) or
+ * 'running' with a fresh heartbeat.  So two sweeps of one file train each
+ * run once, and a run another worker finished after this sweep planned is
+ * not started again (its rows are never reset).  The child gets the claim's
+ * owner in GATED_RUN_OWNER; the claim ends when the run does
+ * (store_run_end) or when the child exits (store_run_release).
+ *
  * A child that dies without ending its run (a crash, SIGKILL) has the run
  * marked failed (killed, for SIGKILL / SIGTERM / SIGINT) with the reason.
  * A failed run does not stop the others unless --fail-fast (then no new
@@ -41,8 +60,9 @@
  *
  * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
  * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
- * Exit 0 when nothing failed, 1 when a run failed now or a failed/killed
- * run was skipped, 2 on bad input.
+ * Exit 0 when nothing failed, 1 when a run failed now or a failed run was
+ * skipped, 2 on bad input.  A run skipped because it is live elsewhere, or
+ * was finished elsewhere meanwhile, is not a failure.
  *
  *   gated merge OUT.db IN.db...
  *
@@ -60,6 +80,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -174,7 +195,7 @@ typedef struct {
     char why[200];   /* why it runs / is skipped */
     int run_it;      /* 1: launch */
     int resume;      /* a killed run: continue from its checkpoint */
-    int skip_failed; /* skipped although failed/killed */
+    int skip_failed; /* skipped although failed */
     Outcome outcome;
     pid_t pid;
     double t0;
@@ -232,10 +253,14 @@ static int same_code(const char *a, const char *b) {
     return same;
 }
 
-/* Decide what to do with j given its stored status and code version. */
-static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
-    char buf[16], cv[128], qv[64];
-    const char *s = st ? store_run_status(st, j->run->run_id, buf, sizeof buf) : NULL;
+/* Decide what to do with j given the run's state (status NULL: absent).
+ * t0: when this sweep started (unix seconds); a result that ended after it
+ * was made by another worker meanwhile and is never redone, not even with
+ * --force. */
+static void plan_state(Job *j, const StoreRunState *rs, const char *code, const SweepOpts *o, double t0) {
+    char qv[64];
+    const char *s = rs->status;
+    j->run_it = j->resume = j->skip_failed = 0;
     store_escape(s ? s : "-", j->stored, sizeof j->stored); /* text from the database is printed escaped */
     if (!s) {
         j->run_it = 1;
@@ -243,9 +268,11 @@ static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
         return;
     }
     if (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0) {
-        const char *v = store_run_code_version(st, j->run->run_id, cv, sizeof cv);
+        const char *v = rs->code_version;
         int same = v && same_code(v, code);
-        if (o->force) {
+        if (!isnan(rs->ended_at) && rs->ended_at >= t0) {
+            snprintf(j->why, sizeof j->why, "%s by another worker since this sweep started", s);
+        } else if (o->force) {
             j->run_it = 1;
             snprintf(j->why, sizeof j->why, "%s, rerun (--force)", s);
         } else if (!same) {
@@ -257,18 +284,50 @@ static void plan(Job *j, Store *st, const char *code, const SweepOpts *o) {
         }
         return;
     }
-    if (strcmp(s, "failed") == 0 || strcmp(s, "killed") == 0) {
-        if (o->rerun_failed || o->force) {
+    if (strcmp(s, "killed") == 0) {
+        j->run_it = j->resume = 1;
+        snprintf(j->why, sizeof j->why, "killed, resuming from its checkpoint");
+        return;
+    }
+    if (strcmp(s, "failed") == 0) {
+        if (!isnan(rs->ended_at) && rs->ended_at >= t0) {
+            j->skip_failed = 1;
+            snprintf(j->why, sizeof j->why, "failed in another worker since this sweep started");
+        } else if (o->rerun_failed || o->force) {
             j->run_it = 1;
-            j->resume = strcmp(s, "killed") == 0;
-            snprintf(j->why, sizeof j->why, "%s, rerun%s", s, j->resume ? " (resuming its checkpoint)" : "");
+            snprintf(j->why, sizeof j->why, "failed, rerun");
         } else {
             j->skip_failed = 1;
-            snprintf(j->why, sizeof j->why, "%s (pass --rerun-failed to rerun it)", s);
+            snprintf(j->why, sizeof j->why, "failed (pass --rerun-failed to rerun it)");
         }
         return;
     }
-    snprintf(j->why, sizeof j->why, "%s elsewhere (a live heartbeat)", s);
+    snprintf(j->why, sizeof j->why, "%s elsewhere (a live heartbeat or claim)", j->stored);
+}
+
+/* The plan from the stored status alone (what --dry-run shows, and the
+ * first guess of a real sweep: each run is decided again when claimed). */
+static void plan(Job *j, Store *st, const char *code, const SweepOpts *o, double t0) {
+    char buf[16], cv[128];
+    StoreRunState rs = {NULL, NULL, NAN};
+    if (st && (rs.status = store_run_status(st, j->run->run_id, buf, sizeof buf)))
+        rs.code_version = store_run_code_version(st, j->run->run_id, cv, sizeof cv);
+    plan_state(j, &rs, code, o, t0);
+}
+
+typedef struct {
+    Job *job;
+    const char *code;
+    const SweepOpts *o;
+    double t0;
+} ClaimCtx;
+
+/* store_run_claim's decision: plan again from the state seen inside the
+ * claim's transaction. */
+static int claim_decide(void *ctx, const StoreRunState *rs) {
+    ClaimCtx *c = ctx;
+    plan_state(c->job, rs, c->code, c->o, c->t0);
+    return c->job->run_it;
 }
 
 static int cpu_count(void) {
@@ -282,29 +341,36 @@ static int cpu_count(void) {
     return n > 0 ? (int)n : 1;
 }
 
-/* environ without OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, plus both set to
- * threads.  The strings of environ are shared; free only the array and
- * the two added entries (*own). */
-static char **child_env(int threads, char *own[2]) {
+/* environ without OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / GATED_RUN_OWNER,
+ * plus the first two set to threads and GATED_RUN_OWNER to owner (the
+ * sweep's claim token, so the child can accept the claim made for it).
+ * The strings of environ are shared; free only the array and the three
+ * added entries (*own). */
+static char **child_env(int threads, const char *owner, char *own[3]) {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = malloc((n + 3) * sizeof *env);
+    size_t ol = strlen(owner) + 24;
+    char **env = malloc((n + 4) * sizeof *env);
     own[0] = malloc(48);
     own[1] = malloc(48);
-    if (!env || !own[0] || !own[1]) {
-        free(env), free(own[0]), free(own[1]);
-        own[0] = own[1] = NULL;
+    own[2] = malloc(ol);
+    if (!env || !own[0] || !own[1] || !own[2]) {
+        free(env), free(own[0]), free(own[1]), free(own[2]);
+        own[0] = own[1] = own[2] = NULL;
         return NULL;
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) != 0 && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) != 0)
+        if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) != 0 && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) != 0 &&
+            strncmp(environ[i], "GATED_RUN_OWNER=", 16) != 0)
             env[k++] = environ[i];
     snprintf(own[0], 48, "OMP_NUM_THREADS=%d", threads);
     snprintf(own[1], 48, "OPENBLAS_NUM_THREADS=%d", threads);
+    snprintf(own[2], ol, "GATED_RUN_OWNER=%s", owner);
     env[k++] = own[0];
     env[k++] = own[1];
+    env[k++] = own[2];
     env[k] = NULL;
     return env;
 }
@@ -453,17 +519,23 @@ static void print_tail(const char *path, int lines) {
     }
 }
 
-/* After job j's child exited with wait status ws: read the stored status,
- * mark a run the child left 'running', report. */
-static void finish_job(Job *j, int ws, Store *st, int done, int total) {
+/* After job j's child exited with wait status ws: end the sweep's claim
+ * (marking a run the child left 'running' failed, or killed for SIGKILL /
+ * SIGTERM / SIGINT), read the stored status, report. */
+static void finish_job(Job *j, int ws, Store *st, const char *owner, int done, int total) {
     char buf[16], why[160] = "";
     const SweepRun *r = j->run;
-    const char *s = store_run_status(st, r->run_id, buf, sizeof buf);
     int sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0, code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
     if (sig)
         snprintf(why, sizeof why, "gated train was killed by signal %d (%s)", sig, strsignal(sig));
     else if (code != 0)
         snprintf(why, sizeof why, "gated train exited with status %d", code);
+    int killed = sig == SIGKILL || sig == SIGTERM || sig == SIGINT;
+    int ended = store_run_release(st, r->run_id, owner, killed ? "killed" : "failed",
+                                  *why ? why : "gated train exited 0 but left the run running");
+    if (ended < 0)
+        fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
+    const char *s = store_run_status(st, r->run_id, buf, sizeof buf);
     double dt = now_s() - j->t0;
     if (!sig && code == 0 && s && (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0)) {
         j->outcome = s[0] == 'f' ? OUT_FINISHED : OUT_DIVERGED;
@@ -473,13 +545,7 @@ static void finish_job(Job *j, int ws, Store *st, int done, int total) {
     }
     j->outcome = OUT_FAILED;
     if (!*why)
-        snprintf(why, sizeof why, "gated train exited 0 but the run is %s", s ? s : "not in the database");
-    if (s && strcmp(s, "running") == 0) {
-        int killed = sig == SIGKILL || sig == SIGTERM || sig == SIGINT;
-        if (store_run_end(st, r->run_id, killed ? "killed" : "failed", why, -1) != 0)
-            fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
-        s = killed ? "killed" : "failed";
-    }
+        snprintf(why, sizeof why, "gated train exited 0 but the run is %s", ended > 0 ? "running" : s ? s : "not in the database");
     printf("[%d/%d] FAILED %s (%.1f s): %s; status %s; log %s\n", done, total, r->name, dt, why, s ? s : "-", j->log);
     fflush(stdout);
     print_tail(j->log, 12);
@@ -487,6 +553,50 @@ static void finish_job(Job *j, int ws, Store *st, int done, int total) {
 
 static volatile sig_atomic_t stop_requested;
 static void on_stop(int sig) { stop_requested = sig; }
+
+/* Seconds between refreshes of this sweep's claims (well inside
+ * STORE_STALE_SECONDS, after which an unrefreshed claim is void). */
+#define CLAIM_REFRESH_S 5
+
+/* Wait for a child to exit, refreshing this sweep's claims every
+ * CLAIM_REFRESH_S seconds meanwhile (*last_refresh: CLOCK_MONOTONIC
+ * seconds).  The child's pid, or -1 with errno (EINTR: a stop signal
+ * arrived; check stop_requested).  SIGCHLD is blocked only in here, so
+ * children start with the mask the sweep had. */
+static pid_t wait_child(int *ws, Store *st, const char *owner, double *last_refresh, int forwarded) {
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    pid_t pid;
+    for (;;) {
+        if (now_s() - *last_refresh >= CLAIM_REFRESH_S) {
+            if (store_claim_refresh(st, owner))
+                fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
+            *last_refresh = now_s();
+        }
+        pid = waitpid(-1, ws, WNOHANG);
+        if (pid != 0)
+            break; /* a child, or an error */
+        if (stop_requested && !forwarded) {
+            errno = EINTR;
+            pid = -1;
+            break;
+        }
+        double left = CLAIM_REFRESH_S - (now_s() - *last_refresh);
+        if (left < 0.01)
+            left = 0.01;
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        if (sigtimedwait(&chld, NULL, &ts) < 0 && errno == EINTR) {
+            pid = -1;
+            break;
+        }
+    }
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
+}
 
 /* ------------------------------------------------------------------ */
 /* gated sweep                                                         */
@@ -529,7 +639,12 @@ int cmd_sweep(int argc, char **argv) {
     int rc = EXIT_RUNTIME, n = 0;
     Job *jobs = NULL;
     Store *st = NULL;
-    char **envp = NULL, *own[2] = {NULL, NULL}, *dbdir = NULL, *logdir = NULL, *ckptdir = NULL;
+    char **envp = NULL, *own[3] = {NULL, NULL, NULL}, *dbdir = NULL, *logdir = NULL, *ckptdir = NULL;
+    char owner[300];
+    store_owner_token(owner, sizeof owner);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    double t0 = (double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec; /* unix seconds, as the store's times */
     StoreSweepRun *rec = NULL;
 
     if (o.index >= sw.nruns) {
@@ -562,7 +677,7 @@ int cmd_sweep(int argc, char **argv) {
             goto out;
         }
         for (int i = 0; i < n; i++)
-            plan(&jobs[i], st, code, &o);
+            plan(&jobs[i], st, code, &o, t0);
         print_dry(&sw, jobs, n);
         rc = 0;
         goto out;
@@ -594,14 +709,14 @@ int cmd_sweep(int argc, char **argv) {
     }
     int nrun = 0;
     for (int i = 0; i < n; i++) {
-        plan(&jobs[i], st, code, &o);
+        plan(&jobs[i], st, code, &o, t0);
         nrun += jobs[i].run_it;
     }
 
     int threads = cpu_count() / (int)o.jobs;
     if (threads < 1)
         threads = 1;
-    envp = child_env(threads, own);
+    envp = child_env(threads, owner, own);
     size_t ll = strlen(dbdir) + 16;
     logdir = malloc(ll);
     ckptdir = malloc(ll);
@@ -631,7 +746,8 @@ int cmd_sweep(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    int next = 0, running = 0, done = 0, failed_now = 0, forwarded = 0;
+    int next = 0, running = 0, done = 0, failed_now = 0, forwarded = 0, total = nrun;
+    double last_refresh = now_s();
     const char *stop_why = NULL;
     for (;;) {
         if (stop_requested && !stop_why)
@@ -642,7 +758,33 @@ int cmd_sweep(int argc, char **argv) {
             Job *j = &jobs[next++];
             if (!j->run_it)
                 continue;
+            /* claim it: decided again, atomically, from what is stored now */
+            char seen[16];
+            ClaimCtx cc = {j, code, &o, t0};
+            int c = store_run_claim(st, j->run->run_id, owner, claim_decide, &cc, seen, sizeof seen);
+            if (c < 0) {
+                fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(st));
+                j->outcome = OUT_FAILED;
+                failed_now++;
+                done++;
+                if (o.fail_fast)
+                    stop_why = "--fail-fast";
+                continue;
+            }
+            if (c != STORE_CLAIMED) {
+                if (c == STORE_CLAIM_LIVE) {
+                    store_escape(seen, j->stored, sizeof j->stored);
+                    snprintf(j->why, sizeof j->why, "running elsewhere (claimed by another process)");
+                }
+                j->outcome = OUT_SKIPPED;
+                total--;
+                printf("skip %s (index %d): %s\n", j->run->name, j->run->index, j->why);
+                fflush(stdout);
+                continue;
+            }
             if (spawn_job(j, &sw, &o, envp, logdir, ckptdir) != 0) {
+                if (store_run_release(st, j->run->run_id, owner, "failed", "gated train could not be started") < 0)
+                    fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
                 j->outcome = OUT_FAILED;
                 failed_now++;
                 done++;
@@ -663,7 +805,7 @@ int cmd_sweep(int argc, char **argv) {
         if (running == 0)
             break;
         int ws;
-        pid_t pid = waitpid(-1, &ws, 0);
+        pid_t pid = wait_child(&ws, st, owner, &last_refresh, forwarded);
         if (pid < 0) {
             if (errno == EINTR)
                 continue;
@@ -674,7 +816,7 @@ int cmd_sweep(int argc, char **argv) {
             if (jobs[i].pid == pid && jobs[i].outcome == OUT_PENDING) {
                 running--;
                 done++;
-                finish_job(&jobs[i], ws, st, done, nrun);
+                finish_job(&jobs[i], ws, st, owner, done, total);
                 failed_now += jobs[i].outcome == OUT_FAILED;
                 break;
             }
@@ -696,7 +838,7 @@ int cmd_sweep(int argc, char **argv) {
         printf("%s: %d run%s not started\n", stop_why ? stop_why : "stopped", not_started,
                not_started == 1 ? "" : "s");
     if (skipped_failed)
-        printf("%d failed or killed run%s skipped (pass --rerun-failed to rerun)\n", skipped_failed,
+        printf("%d failed run%s skipped (pass --rerun-failed to rerun)\n", skipped_failed,
                skipped_failed == 1 ? "" : "s");
     printf("sweep %s: %d runs: %d finished, %d diverged, %d failed, %d skipped\n", sw.name, n, F, D, X, S);
     fflush(stdout);
@@ -714,6 +856,7 @@ out:
     free(envp);
     free(own[0]);
     free(own[1]);
+    free(own[2]);
     free(dbdir);
     free(logdir);
     free(ckptdir);

@@ -97,6 +97,21 @@
  *       PRIMARY KEY (sweep, run_id)
  *   );
  *
+ * Run claims (added later, still schema_version 1, purely additive like
+ * sweep_runs: store_open creates the table where it is missing; merge
+ * ignores it, a claim being a fact about live processes, not a result):
+ *
+ *   -- Who is about to run, or is running, a run: written by store_run_claim
+ *   -- in the transaction that decides the run may start, refreshed by the
+ *   -- claimant, deleted when the run ends.  A claim older than
+ *   -- STORE_STALE_SECONDS is void.  No foreign key: a run is claimed
+ *   -- before its row exists.
+ *   CREATE TABLE IF NOT EXISTS run_claims (
+ *       run_id      TEXT PRIMARY KEY,
+ *       owner       TEXT NOT NULL,             -- 'HOST:PID' of the claimant
+ *       claimed_at  REAL NOT NULL              -- unix seconds, refreshed while held
+ *   );
+ *
  * Connection settings: PRAGMA journal_mode=WAL, busy timeout 5000 ms,
  * PRAGMA foreign_keys=ON.  Writers use BEGIN IMMEDIATE transactions, so a
  * process killed at any point leaves every committed batch and nothing of
@@ -538,6 +553,7 @@ static int check_version(Store *s, long long v) {
 }
 
 static int ensure_sweep_schema(Store *s); /* with the sweep functions, at the end */
+static int ensure_claims_schema(Store *s); /* with the claim functions */
 
 static int open_inner(Store *s) {
     const char *path = s->path;
@@ -597,9 +613,19 @@ static int open_inner(Store *s) {
         goto statements;
     }
 
-    /* Connection settings. */
-    if (prep(s, &st, "PRAGMA journal_mode=WAL")) return -1;
-    if (sqlite3_step(st) != SQLITE_ROW) {
+    /* Connection settings.  Switching a new file to WAL takes an exclusive
+     * lock without calling the busy handler, so when several processes
+     * open a new database at once (two sweeps started together) the switch
+     * is retried for as long as the busy timeout. */
+    for (int tries = 0;; tries++) {
+        if (prep(s, &st, "PRAGMA journal_mode=WAL")) return -1;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) break;
+        if ((rc & 0xff) == SQLITE_BUSY && tries < 1000) {
+            (void)sqlite3_finalize(st);
+            sqlite3_sleep(5);
+            continue;
+        }
         dbfail(s, "set WAL journal mode");
         (void)sqlite3_finalize(st);
         return -1;
@@ -651,7 +677,7 @@ static int open_inner(Store *s) {
         }
     }
 
-    if (ensure_sweep_schema(s)) return -1;
+    if (ensure_sweep_schema(s) || ensure_claims_schema(s)) return -1;
 
 statements: /* preparing writes nothing; read-only, they fail when run */
     if (prep(s, &s->ins_metric,
@@ -863,12 +889,162 @@ int store_run_end(Store *s, const char *run_id, const char *status, const char *
     if (store_flush(s)) return -1;
     double now = now_s();
     int ch = 0;
+    if (begin_tx(s)) return -1;
     if (run_stmt(s, &ch,
                  "UPDATE runs SET status = ?2, error_text = ?3, diverged_step = ?4,"
                  " ended_at = ?5, heartbeat_at = ?5 WHERE run_id = ?1",
-                 "tttId", run_id, status, error_text, diverged_step, now))
+                 "tttId", run_id, status, error_text, diverged_step, now) ||
+        update_one(s, "run_end", run_id, ch) ||
+        run_stmt(s, NULL, "DELETE FROM run_claims WHERE run_id = ?1", "t", run_id) || commit_tx(s)) {
+        rollback_tx(s);
         return -1;
-    return update_one(s, "run_end", run_id, ch);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* claims (the run_claims table: see the schema at the top)            */
+/* ------------------------------------------------------------------ */
+
+static const char CLAIMS_SCHEMA_SQL[] = "CREATE TABLE IF NOT EXISTS run_claims (\n"
+                                        "    run_id      TEXT PRIMARY KEY,\n"
+                                        "    owner       TEXT NOT NULL,\n"
+                                        "    claimed_at  REAL NOT NULL\n"
+                                        ");\n";
+
+static int has_table(Store *s, const char *schema_sql, const char *name); /* with the sweep functions */
+
+/* Create run_claims where it is missing (only then: opening an up-to-date
+ * database writes nothing). */
+static int ensure_claims_schema(Store *s) {
+    int h = has_table(s, "SELECT count(*) FROM main.sqlite_master WHERE type = ?1 AND name = ?2", "run_claims");
+    if (h < 0) return -1;
+    return h ? 0 : exec(s, CLAIMS_SCHEMA_SQL);
+}
+
+void store_owner_token(char *out, size_t cap) {
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    snprintf(out, cap, "%s:%ld", host, (long)getpid());
+}
+
+/* The claim on run_id and the run's row, read inside the claim's
+ * transaction.  Strings are copied into the caller's buffers. */
+typedef struct {
+    int has_claim, has_run;
+    char owner[256];
+    double claimed_at;
+    char status[16], code[128];
+    double heartbeat, ended_at;
+} ClaimView;
+
+static int claim_view(Store *s, const char *run_id, ClaimView *v) {
+    memset(v, 0, sizeof *v);
+    v->ended_at = NAN;
+    sqlite3_stmt *st;
+    if (prep(s, &st, "SELECT owner, claimed_at FROM run_claims WHERE run_id = ?1")) return -1;
+    if (bind(s, st, "t", run_id)) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        v->has_claim = 1;
+        snprintf(v->owner, sizeof v->owner, "%s", col_text_or(st, 0, ""));
+        v->claimed_at = sqlite3_column_double(st, 1);
+    } else if (r != SQLITE_DONE) {
+        dbfail(s, "claim: read claim");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    if (fin(s, st)) return -1;
+    if (prep(s, &st, "SELECT status, heartbeat_at, code_version, ended_at FROM runs WHERE run_id = ?1")) return -1;
+    if (bind(s, st, "t", run_id)) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        v->has_run = 1;
+        snprintf(v->status, sizeof v->status, "%s", col_text_or(st, 0, "?"));
+        v->heartbeat = sqlite3_column_double(st, 1);
+        snprintf(v->code, sizeof v->code, "%s", col_text_or(st, 2, "unknown"));
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL) v->ended_at = sqlite3_column_double(st, 3);
+    } else if (r != SQLITE_DONE) {
+        dbfail(s, "claim: read run");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    return fin(s, st);
+}
+
+int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimDecide decide, void *ctx,
+                    char *status, size_t cap) {
+    if (status && cap) status[0] = '\0';
+    if (!run_id || !*run_id || !owner || !*owner) return fail(s, "%s: claim: empty run id or owner", s->path);
+    if (store_flush(s) || begin_tx(s)) return -1;
+    ClaimView v;
+    if (claim_view(s, run_id, &v)) goto bad;
+    double now = now_s();
+    const char *eff = v.has_run ? effective_status(v.status, v.heartbeat, now) : NULL;
+    int mine = v.has_claim && strcmp(v.owner, owner) == 0 && now - v.claimed_at <= STORE_STALE_SECONDS;
+    int rc;
+    if (mine) {
+        rc = STORE_CLAIMED; /* a claim made for this owner: already decided */
+    } else if ((v.has_claim && now - v.claimed_at <= STORE_STALE_SECONDS) ||
+               (eff && strcmp(eff, "running") == 0)) {
+        rc = STORE_CLAIM_LIVE;
+        eff = "running";
+    } else {
+        StoreRunState rs = {eff, v.has_run ? v.code : NULL, v.ended_at};
+        int yes = decide ? decide(ctx, &rs) : !(eff && (strcmp(eff, "finished") == 0 || strcmp(eff, "diverged") == 0));
+        rc = yes ? STORE_CLAIMED : STORE_CLAIM_DECLINED;
+    }
+    if (rc == STORE_CLAIMED &&
+        run_stmt(s, NULL,
+                 "INSERT INTO run_claims(run_id, owner, claimed_at) VALUES (?1, ?2, ?3)"
+                 " ON CONFLICT(run_id) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at",
+                 "ttd", run_id, owner, now))
+        goto bad;
+    if (commit_tx(s)) goto bad;
+    if (status && cap) snprintf(status, cap, "%s", eff ? eff : "-");
+    return rc;
+bad:
+    rollback_tx(s);
+    return -1;
+}
+
+int store_claim_refresh(Store *s, const char *owner) {
+    return run_stmt(s, NULL, "UPDATE run_claims SET claimed_at = ?2 WHERE owner = ?1", "td", owner, now_s());
+}
+
+int store_run_release(Store *s, const char *run_id, const char *owner, const char *status,
+                      const char *error_text) {
+    if (!status || (strcmp(status, "failed") != 0 && strcmp(status, "killed") != 0))
+        return fail(s, "%s: release: status must be failed or killed, got '%s'", s->path, status ? status : "(null)");
+    if (store_flush(s) || begin_tx(s)) return -1;
+    ClaimView v;
+    int ended = 0;
+    if (claim_view(s, run_id, &v)) goto bad;
+    if (v.has_claim && strcmp(v.owner, owner) == 0) {
+        if (v.has_run && strcmp(v.status, "running") == 0) {
+            double now = now_s();
+            if (run_stmt(s, NULL,
+                         "UPDATE runs SET status = ?2, error_text = ?3, diverged_step = NULL,"
+                         " ended_at = ?4, heartbeat_at = ?4 WHERE run_id = ?1",
+                         "tttd", run_id, status, error_text, now))
+                goto bad;
+            ended = 1;
+        }
+        if (run_stmt(s, NULL, "DELETE FROM run_claims WHERE run_id = ?1 AND owner = ?2", "tt", run_id, owner))
+            goto bad;
+    }
+    if (commit_tx(s)) goto bad;
+    return ended;
+bad:
+    rollback_tx(s);
+    return -1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -69,7 +69,8 @@ const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap
 /* Flush buffered metrics, then set the run's heartbeat_at to now. */
 int store_heartbeat(Store *s, const char *run_id);
 /* Flush buffered metrics, then end the run: status is finished, failed,
- * diverged or killed; error_text may be NULL; diverged_step < 0 is NULL. */
+ * diverged or killed; error_text may be NULL; diverged_step < 0 is NULL.
+ * Any claim on the run (store_run_claim) ends with it. */
 int store_run_end(Store *s, const char *run_id, const char *status, const char *error_text,
                   long long diverged_step);
 
@@ -166,6 +167,57 @@ void store_fput_escaped(FILE *f, const char *s);
 
 /* The last error's message ("" if none). */
 const char *store_errmsg(Store *s);
+
+/* ------------------------------------------------------------------ */
+/* Claims: who is about to run, or is running, a run (run_claims)       */
+/* ------------------------------------------------------------------ */
+
+/* Several processes (sweeps, trainers) may share one database, so a run is
+ * claimed, atomically, just before it starts: store_run_claim re-reads the
+ * run inside one BEGIN IMMEDIATE transaction and either records the claim
+ * (owner, claimed_at) or leaves the run alone.  A run is live, and never
+ * claimed by anyone else, while its claim is fresh (claimed_at within
+ * STORE_STALE_SECONDS; the claimant refreshes it with store_claim_refresh)
+ * or while it is 'running' with a fresh heartbeat.  A claim ends with the
+ * run (store_run_end deletes it) or with store_run_release. */
+
+/* What a claim sees of a run, inside its transaction. */
+typedef struct {
+    const char *status;       /* effective status (a stale 'running' reads "killed"); NULL: no such run */
+    const char *code_version; /* NULL: no such run */
+    double ended_at;          /* unix seconds; NaN when not ended or no such run */
+} StoreRunState;
+
+/* Whether to claim a run in this state: 1 yes, 0 no.  Called inside the
+ * claim's transaction, so it must not use the Store. */
+typedef int (*StoreClaimDecide)(void *ctx, const StoreRunState *state);
+
+enum { STORE_CLAIM_DECLINED = 0, STORE_CLAIMED = 1, STORE_CLAIM_LIVE = 2 };
+
+/* This process's owner token, "HOST:PID" (cut to cap, NUL-terminated). */
+void store_owner_token(char *out, size_t cap);
+
+/* Claim run_id for owner, in one BEGIN IMMEDIATE transaction:
+ *   a fresh claim by owner itself (a claim made for it)  STORE_CLAIMED, decide not asked
+ *   live otherwise: a fresh claim by another owner, or
+ *   'running' with a fresh heartbeat                     STORE_CLAIM_LIVE
+ *   else decide(ctx, state) (NULL: claim unless finished
+ *   or diverged) says 0                                  STORE_CLAIM_DECLINED
+ *   else the claim is recorded (owner, now)              STORE_CLAIMED
+ * The run's row is not touched (the claimant's store_run_begin writes it).
+ * status (cap >= 9; may be NULL) gets what was seen: the effective status,
+ * "running" when live, "-" when absent.  -1 on error (store_errmsg()). */
+int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimDecide decide, void *ctx,
+                    char *status, size_t cap);
+/* Set claimed_at to now on every claim held by owner.  0 or -1. */
+int store_claim_refresh(Store *s, const char *owner);
+/* End owner's claim on run_id (one transaction): if owner holds it and the
+ * run is still 'running' (its process died without ending it), the run is
+ * ended as status (failed or killed) with error_text; the claim is
+ * deleted.  A claim held by another owner is left alone.  1 if the run was
+ * ended here, 0 if not, -1 on error. */
+int store_run_release(Store *s, const char *run_id, const char *owner, const char *status,
+                      const char *error_text);
 
 /* Tests only: set a run's heartbeat_at to t (unix seconds). */
 int store_debug_set_heartbeat(Store *s, const char *run_id, double t);

@@ -1149,3 +1149,117 @@ Test(store, reading_commands_change_and_create_nothing) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", t.dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* ------------------------------------------------------------------ */
+/* claims                                                              */
+/* ------------------------------------------------------------------ */
+
+/* The sweep's rule for a run it planned as new: claim unless finished or
+ * diverged.  Counts its calls and keeps the status it was shown. */
+typedef struct {
+    int calls;
+    char seen[16];
+} Decide;
+
+static int decide_new(void *ctx, const StoreRunState *rs) {
+    Decide *d = ctx;
+    d->calls++;
+    snprintf(d->seen, sizeof d->seen, "%s", rs->status ? rs->status : "-");
+    return !(rs->status && (strcmp(rs->status, "finished") == 0 || strcmp(rs->status, "diverged") == 0));
+}
+
+Test(store, claims_are_atomic_and_never_restart_finished_or_live_runs) {
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db), *w = open_or_die(t.db); /* a sweep, and another worker */
+    Provenance p = test_prov("h");
+    char st[16], buf[16];
+    Decide d = {0, ""};
+    sqlite3 *db = raw_open(t.db);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", ARGS("run_claims")),
+                 1);
+
+    /* planned as new, then finished by the other worker before the claim:
+     * not claimed, and the result is untouched */
+    cr_assert_null(store_run_status(s, "r1", buf, sizeof buf));
+    cr_assert_eq(store_run_begin(w, "r1", "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(w));
+    cr_assert_eq(store_metric(w, "r1", "train_loss", NULL, 1, 2.5), 0);
+    cr_assert_eq(store_run_end(w, "r1", "finished", NULL, -1), 0, "%s", store_errmsg(w));
+    cr_assert_eq(store_run_claim(s, "r1", "A:1", decide_new, &d, st, sizeof st), STORE_CLAIM_DECLINED, "%s",
+                 store_errmsg(s));
+    cr_assert_str_eq(st, "finished");
+    cr_assert_eq(d.calls, 1);
+    cr_assert_str_eq(d.seen, "finished");
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics WHERE run_id = 'r1'", NULL), 1);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims", NULL), 0);
+    /* the default rule (no decide) declines it too */
+    cr_assert_eq(store_run_claim(s, "r1", "A:1", NULL, NULL, st, sizeof st), STORE_CLAIM_DECLINED);
+
+    /* an absent run is claimed once: another owner finds it live (and is
+     * not asked to decide); the owner itself (its child) is accepted */
+    cr_assert_eq(store_run_claim(s, "r2", "A:1", decide_new, &d, st, sizeof st), STORE_CLAIMED, "%s",
+                 store_errmsg(s));
+    cr_assert_str_eq(st, "-");
+    cr_assert_eq(d.calls, 2);
+    char *o = q_text(db, "SELECT owner FROM run_claims WHERE run_id = 'r2'", NULL);
+    cr_assert_str_eq(o, "A:1");
+    free(o);
+    cr_assert_eq(store_run_claim(w, "r2", "B:2", decide_new, &d, st, sizeof st), STORE_CLAIM_LIVE);
+    cr_assert_str_eq(st, "running");
+    cr_assert_eq(store_run_claim(w, "r2", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);
+    cr_assert_eq(store_run_claim(w, "r2", "A:1", decide_new, &d, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(d.calls, 2);
+
+    /* 'running' with a fresh heartbeat is live without any claim; with a
+     * stale one it reads killed and may be claimed */
+    cr_assert_eq(store_run_begin(w, "r2", "two", "{}", 1, 1, &p, NULL), 0);
+    raw_exec(db, "DELETE FROM run_claims");
+    cr_assert_eq(store_run_claim(w, "r2", "B:2", decide_new, &d, st, sizeof st), STORE_CLAIM_LIVE);
+    cr_assert_eq(store_debug_set_heartbeat(w, "r2", (double)time(NULL) - 2 * STORE_STALE_SECONDS), 0);
+    cr_assert_eq(store_run_claim(w, "r2", "B:2", decide_new, &d, st, sizeof st), STORE_CLAIMED);
+    cr_assert_str_eq(st, "killed");
+    cr_assert_str_eq(d.seen, "killed");
+
+    /* a claim not refreshed for STORE_STALE_SECONDS is void; a refreshed one holds */
+    raw_exec(db, "UPDATE run_claims SET claimed_at = claimed_at - 1000");
+    cr_assert_eq(store_run_claim(s, "r2", "A:1", decide_new, &d, st, sizeof st), STORE_CLAIMED);
+    raw_exec(db, "UPDATE run_claims SET claimed_at = claimed_at - 50");
+    cr_assert_eq(store_claim_refresh(s, "A:1"), 0, "%s", store_errmsg(s));
+    cr_assert_eq(q_int(db, "SELECT claimed_at > strftime('%s', 'now') - 5 FROM run_claims", NULL), 1);
+    cr_assert_eq(store_run_claim(w, "r2", "B:2", decide_new, &d, st, sizeof st), STORE_CLAIM_LIVE);
+
+    /* release: another owner's claim is left alone; the owner's ends the
+     * run its dead child left 'running', and the claim */
+    cr_assert_eq(store_run_release(w, "r2", "B:2", "killed", "not mine"), 0);
+    char *stt = q_text(db, "SELECT status FROM runs WHERE run_id = 'r2'", NULL);
+    cr_assert_str_eq(stt, "running");
+    free(stt);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims", NULL), 1);
+    cr_assert_eq(store_run_release(s, "r2", "A:1", "killed", "gone"), 1, "%s", store_errmsg(s));
+    stt = q_text(db, "SELECT status || ':' || error_text FROM runs WHERE run_id = 'r2'", NULL);
+    cr_assert_str_eq(stt, "killed:gone");
+    free(stt);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims", NULL), 0);
+    cr_assert_eq(store_run_release(s, "r2", "A:1", "finished", NULL), -1); /* only failed or killed */
+
+    /* a claim ends with its run */
+    cr_assert_eq(store_run_claim(s, "r3", "A:1", NULL, NULL, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(store_run_begin(w, "r3", "three", "{}", 1, 1, &p, NULL), 0);
+    cr_assert_eq(store_run_end(w, "r3", "finished", NULL, -1), 0);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims", NULL), 0);
+    cr_assert_eq(store_run_release(s, "r3", "A:1", "failed", "x"), 0); /* nothing left to release */
+    stt = q_text(db, "SELECT status FROM runs WHERE run_id = 'r3'", NULL);
+    cr_assert_str_eq(stt, "finished");
+    free(stt);
+
+    char tok[300];
+    store_owner_token(tok, sizeof tok);
+    char pid[32];
+    snprintf(pid, sizeof pid, ":%ld", (long)getpid());
+    cr_assert(strlen(tok) > strlen(pid) && strcmp(tok + strlen(tok) - strlen(pid), pid) == 0, "%s", tok);
+
+    raw_close(db);
+    store_close(w);
+    store_close(s);
+    tmp_db_remove(&t);
+}

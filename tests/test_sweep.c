@@ -738,7 +738,7 @@ Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
     write_file(&t, "a.yaml", "name: a\nbase: base.yaml\nvariants: [{label: a}]\nrun_name: f-a-s7\n", path);
     cr_assert_eq(gated(bin, &t, "sweep a.yaml --db r.db", out, sizeof out), 1, "%s", out);
     cr_assert_str_eq(last_line(out), "sweep a: 1 runs: 0 finished, 0 diverged, 0 failed, 1 skipped", "%s", out);
-    cr_assert_not_null(strstr(out, "1 failed or killed run skipped (pass --rerun-failed to rerun)"), "%s", out);
+    cr_assert_not_null(strstr(out, "1 failed run skipped (pass --rerun-failed to rerun)"), "%s", out);
     cr_assert_eq(gated(bin, &t, "sweep a.yaml --db r.db --rerun-failed", out, sizeof out), 0, "%s", out);
     cr_assert_str_eq(last_line(out), "sweep a: 1 runs: 1 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
     cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE name = 'f-a-s7' AND status = 'finished'"), 1);
@@ -746,6 +746,162 @@ Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
     cr_assert_eq(q_int(db, "SELECT count(DISTINCT sweep) FROM sweep_runs WHERE run_id ="
                            " (SELECT run_id FROM runs WHERE name = 'f-a-s7')"),
                  2);
+    tmp_rm(&t);
+}
+
+static char *read_text(const char *path); /* with the hostile-input tests */
+
+/* The sum of the numbers just before each occurrence of word in text
+ * (" finished," in "...: 3 finished, ..." adds 3), and the number of lines
+ * beginning with start. */
+static int sum_before(const char *text, const char *word) {
+    int sum = 0;
+    for (const char *p = text; (p = strstr(p, word)) != NULL; p++) {
+        const char *q = p;
+        while (q > text && q[-1] == ' ')
+            q--;
+        const char *e = q;
+        while (q > text && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        if (q < e)
+            sum += atoi(q);
+    }
+    return sum;
+}
+
+static int count_lines_starting(const char *text, const char *start) {
+    int n = 0;
+    size_t l = strlen(start);
+    for (const char *p = text; p; p = strchr(p, '\n')) {
+        if (*p == '\n')
+            p++;
+        if (strncmp(p, start, l) == 0)
+            n++;
+    }
+    return n;
+}
+
+/* Two sweeps of one file started together on one database: every run is
+ * trained exactly once (one "start", one set of steps), every run is
+ * finished, neither sweep fails. */
+Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], cmd[2 * PATH_MAX + 512], out[32768], db[160], a[160], b[160];
+    smoke_path(smoke);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    snprintf(a, sizeof a, "%s/a.out", t.dir);
+    snprintf(b, sizeof b, "%s/b.out", t.dir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && { '%s' sweep '%s' --db r.db > a.out 2>&1; echo \"rc $?\" >> a.out; } & "
+             "{ cd '%s' && '%s' sweep '%s' --db r.db > b.out 2>&1; echo \"rc $?\" >> b.out; } & wait",
+             t.dir, bin, smoke, t.dir, bin, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    char *ta = read_text(a), *tb = read_text(b);
+    cr_assert(ta && tb);
+    snprintf(out, sizeof out, "--- sweep 1:\n%s--- sweep 2:\n%s", ta, tb);
+    cr_assert(strstr(ta, "\nrc 0\n") && strstr(tb, "\nrc 0\n"), "%s", out);
+    int starts = count_lines_starting(ta, "start ") + count_lines_starting(tb, "start ");
+    cr_assert_eq(starts, 6, "%d runs started for 6 runs:\n%s", starts, out);
+    cr_assert_eq(sum_before(ta, " finished,") + sum_before(tb, " finished,"), 6, "%s", out);
+    cr_assert_eq(sum_before(ta, " skipped\n") + sum_before(tb, " skipped\n"), 6, "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 6, "%s", out);
+    /* each run's 12 steps, once each, from one attempt */
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM (SELECT run_id FROM metrics WHERE key = 'train_loss'"
+                           " GROUP BY run_id HAVING count(*) = 12 AND count(DISTINCT step) = 12"
+                           " AND min(step) = 0 AND max(step) = 11)"),
+                 6, "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims"), 0, "claims left behind");
+    free(ta);
+    free(tb);
+    tmp_rm(&t);
+}
+
+/* A sweep that planned a run as new does not start it when another worker
+ * finished it meanwhile.  The sweep is held (deterministically) before its
+ * first run: that run's log is a FIFO, whose opening blocks until this test
+ * reads it; the second run is finished meanwhile by another sweep. */
+Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], cmd[PATH_MAX + 256], out[16384], db[160], fifo[160];
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    write_file(&t, "p.yaml", "name: p\nbase: base.yaml\nvariants: [{label: a}, {label: b, set: {train.lr: 0.002}}]\n",
+               path);
+    snprintf(fifo, sizeof fifo, "%s/logs", t.dir);
+    cr_assert_eq(mkdir(fifo, 0777), 0);
+    snprintf(fifo, sizeof fifo, "%s/logs/p-a-s7.log", t.dir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
+
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep p.yaml --db r.db 2>&1", t.dir, bin);
+    FILE *x = popen(cmd, "r");
+    cr_assert_not_null(x);
+    char line[1024], all[8192] = "";
+    int planned = 0;
+    while (!planned && fgets(line, sizeof line, x)) {
+        strncat(all, line, sizeof all - strlen(all) - 1);
+        planned = strncmp(line, "sweep p: 2 of 2 runs selected, 2 to run", 39) == 0;
+    }
+    cr_assert(planned, "the sweep did not plan both runs:\n%s", all);
+
+    /* the other worker: run b (index 1) to the end */
+    cr_assert_eq(gated(bin, &t, "sweep p.yaml --db r.db --index 1", out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep p: 1 runs: 1 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    char before[256], after[256];
+    q_text(db, "SELECT started_at || ':' || ended_at || ':' || (SELECT count(*) FROM metrics m"
+               " WHERE m.run_id = r.run_id) FROM runs r WHERE name = 'p-b-s7'",
+           before, sizeof before);
+
+    /* let the first sweep go on: it trains a, and must leave b alone */
+    FILE *f = fopen(fifo, "r");
+    cr_assert_not_null(f, "%s: %s", fifo, strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+    }
+    fclose(f);
+    while (fgets(line, sizeof line, x))
+        strncat(all, line, sizeof all - strlen(all) - 1);
+    int ws = pclose(x);
+    cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "exit %d\n%s", ws, all);
+    cr_assert_str_eq(last_line(all), "sweep p: 2 runs: 1 finished, 0 diverged, 0 failed, 1 skipped", "%s", all);
+    cr_assert_not_null(strstr(all, "skip p-b-s7 (index 1): finished by another worker since this sweep started"),
+                       "%s", all);
+    q_text(db, "SELECT started_at || ':' || ended_at || ':' || (SELECT count(*) FROM metrics m"
+               " WHERE m.run_id = r.run_id) FROM runs r WHERE name = 'p-b-s7'",
+           after, sizeof after);
+    cr_assert_str_eq(after, before, "b was run again");
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 2);
+    tmp_rm(&t);
+}
+
+/* A killed run (here: stopped by `gated train --stop-after`, which keeps a
+ * checkpoint) is resumed by a plain rerun of its sweep, without flags, and
+ * ends with each step recorded once. */
+Test(sweep, killed_run_resumes_on_a_plain_rerun, .timeout = 120) {
+    const char *bin = gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160];
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    write_file(&t, "k.yaml", "name: k\nbase: base.yaml\nvariants: [{label: a}]\n", path);
+    gated(bin, &t, "train base.yaml --name k-a-s7 --db r.db --ckpt checkpoints --data data --stop-after 2", out,
+          sizeof out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE name = 'k-a-s7' AND status = 'killed'"), 1, "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics WHERE key = 'train_loss'"), 2);
+
+    cr_assert_eq(gated(bin, &t, "sweep k.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep k: 1 runs: 1 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "killed, resuming from its checkpoint"), "%s", out);
+    char log[256];
+    snprintf(log, sizeof log, "%s/logs/k-a-s7.log", t.dir);
+    char *l = read_text(log);
+    cr_assert(l && strstr(l, "resuming"), "not resumed: %s", l ? l : "(no log)");
+    free(l);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
+    cr_assert_eq(q_int(db, "SELECT count(*) || '/' || count(DISTINCT step) = '4/4' FROM metrics"
+                           " WHERE key = 'train_loss'"),
+                 1);
     tmp_rm(&t);
 }
 
