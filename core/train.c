@@ -322,6 +322,13 @@ static int eval_and_store(Store *st, const char *id, Model *m, Probes *pr, const
     return 0;
 }
 
+/* A plain `gated train` may start any run that is not live (rerunning a
+ * finished one is what the user asked for). */
+static int claim_always(void *ctx, const StoreRunState *state) {
+    (void)ctx, (void)state;
+    return 1;
+}
+
 /* SIGINT/SIGTERM end the run cleanly: checkpoint, status killed. */
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -450,6 +457,24 @@ int train_run(const Config *c, const TrainOpts *o) {
         }
         if (!o->progress) fprintf(stderr, "starting from %s (%ld steps trained)\n", c->init_from, parent_steps);
     }
+    /* claim the run (store.h): never start over a run another process is
+     * running; a sweep passes its own claim in GATED_RUN_OWNER */
+    char owner[160], seen[16];
+    const char *env_owner = getenv("GATED_RUN_OWNER");
+    if (env_owner && *env_owner)
+        snprintf(owner, sizeof owner, "%s", env_owner);
+    else
+        store_owner_token(owner, sizeof owner);
+    int claim = store_run_claim(st, id, owner, claim_always, NULL, seen, sizeof seen);
+    if (claim < 0) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
+        goto out;
+    }
+    if (claim == STORE_CLAIM_LIVE) {
+        fprintf(stderr, "gated train: run %s is running in another process (fresh heartbeat or claim); not started\n",
+                id);
+        goto out;
+    }
     int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
     if (store_run_begin(st, id, name, json, (long long)c->seed, threads, NULL, o->argv)) {
         fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
@@ -544,6 +569,7 @@ int train_run(const Config *c, const TrainOpts *o) {
         double tnow = now();
         if (tnow - last_beat > 5) {
             DB(store_heartbeat(st, id));
+            DB(store_claim_refresh(st, owner));
             last_beat = tnow;
             if (db_errors) break;
         }

@@ -4,7 +4,8 @@
  * no row), untrusted checkpoints (every field checked, a checksum), a
  * failed resume (the stored status stays), a model too big for the
  * machine (refused before anything is allocated), train.steps = 0 and the
- * resume of a finished run (no "nan").
+ * resume of a finished run (no "nan"), a run live elsewhere (not started
+ * over).
  *
  * In-process runs use the synthetic corpus; the CLI tests run $GATED_BIN
  * and are skipped when it is unset.  Out-of-memory is made real with
@@ -43,6 +44,11 @@
 #endif
 
 /* ------------------------------------------------------------ helpers */
+
+static int claim_yes(void *ctx, const StoreRunState *state) {
+    (void)ctx, (void)state;
+    return 1;
+}
 
 static void tmpdir(char *buf, size_t cap) {
     snprintf(buf, cap, "/tmp/gated-safe-XXXXXX");
@@ -621,4 +627,43 @@ Test(train_safety, zero_steps_evaluates_the_initial_weights, .timeout = 60) {
     double v = (double)q_int(db, "SELECT CAST(value * 1000 AS INTEGER) FROM summary WHERE key = 'val_loss'", NULL) /
                1000;
     cr_assert(fabs(v - log(257.0)) < 0.5, "val loss %g", v);
+}
+
+/* ------------------------------------------------------------ claims */
+
+/* A plain `gated train` of a run another process is running (a fresh claim
+ * by another owner) starts nothing and leaves its rows alone; once the
+ * claim is released it may run again. */
+Test(train_safety, a_live_run_is_not_started_over, .timeout = 120) {
+    char dir[64], db[128], ck[160], out[8192], id[64] = "";
+    tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/live.db", dir);
+    snprintf(ck, sizeof ck, "%s/ck", dir);
+    const char *args[] = {"train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",
+                          "data.corpus=synthetic", "--set", "train.steps=6", "--set", "threads=1", "--db", db,
+                          "--ckpt", ck, NULL};
+    cr_assert_eq(run_bin(args, 0, NULL, out, sizeof out), 0, "%s", out);
+    char buf[64];
+    snprintf(id, sizeof id, "%s", q_text(db, "SELECT run_id FROM runs", NULL, buf, sizeof buf));
+    long long rows = q_int(db, "SELECT count(*) FROM metrics", NULL);
+    char ended[64];
+    q_text(db, "SELECT ended_at FROM runs", NULL, ended, sizeof ended);
+
+    Store *st;
+    char err[512], seen[16];
+    cr_assert_eq(store_open(&st, db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_run_claim(st, id, "elsewhere:1", claim_yes, NULL, seen, sizeof seen), STORE_CLAIMED);
+    store_close(st);
+
+    int rc = run_bin(args, 0, NULL, out, sizeof out);
+    cr_assert_neq(rc, 0, "a live run was started over: %s", out);
+    cr_assert_not_null(strstr(out, "is running in another process"), "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics", NULL), rows, "rows changed");
+    cr_assert_str_eq(q_text(db, "SELECT ended_at FROM runs", NULL, buf, sizeof buf), ended);
+    cr_assert_str_eq(q_text(db, "SELECT status FROM runs", NULL, buf, sizeof buf), "finished");
+
+    cr_assert_eq(store_open(&st, db, err, sizeof err), 0, "%s", err);
+    cr_assert_geq(store_run_release(st, id, "elsewhere:1", "failed", "test"), 0);
+    store_close(st);
+    cr_assert_eq(run_bin(args, 0, NULL, out, sizeof out), 0, "after release: %s", out);
 }
