@@ -23,22 +23,7 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static void tmpdir(char *buf, size_t cap) {
-    snprintf(buf, cap, "/tmp/gated-train-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf));
-}
 
-static Config synth_config(int steps) {
-    Config c = tiny_config(257, 32, 2, 4, 2, 48, 32, 4);
-    c.corpus = CORPUS_SYNTHETIC;
-    c.steps = steps;
-    c.warmup = 3;
-    c.eval_every = 10;
-    c.eval_windows = 8;
-    c.lr = 1e-2;
-    c.min_lr = 1e-3;
-    return c;
-}
 
 /* Values of metric key (context '') ordered by step; returns the count. */
 static int metric_series(const char *db, const char *key, double *out, int cap) {
@@ -69,7 +54,7 @@ static int run_quiet(const Config *c, TrainOpts *o) {
 Test(train, synthetic_corpus_loss_falls, .timeout = 120) {
     set_threads(1);
     char dir[64], db[128];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/r.db", dir);
     Config c = synth_config(40);
     c.eval_every = 4;
@@ -86,7 +71,7 @@ Test(train, synthetic_corpus_loss_falls, .timeout = 120) {
 Test(train, resume_is_bitwise_identical, .timeout = 120) {
     set_threads(1);
     char dir[64], a[128], b[128], cka[128], ckb[128];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(a, sizeof a, "%s/a.db", dir);
     snprintf(b, sizeof b, "%s/b.db", dir);
     snprintf(cka, sizeof cka, "%s/cka", dir);
@@ -224,11 +209,6 @@ Test(probes, m_act_and_gate_statistics) {
 
 /* ------------------------------------------------------------ the CLI */
 
-static const char *gated_bin(void) {
-    const char *b = getenv("GATED_BIN");
-    if (!b || access(b, X_OK) != 0) cr_skip_test("GATED_BIN not set");
-    return b;
-}
 
 /* Run a shell command; returns exit status, stderr in err. */
 static int sh(const char *cmd, char *err, size_t cap) {
@@ -263,7 +243,7 @@ Test(train_cli, bad_config_exits_2_with_location) {
 Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120) {
     const char *bin = gated_bin();
     char dir[64], db[128];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/k.db", dir);
     pid_t pid = fork();
     cr_assert(pid >= 0);

@@ -50,22 +50,7 @@ static int claim_yes(void *ctx, const StoreRunState *state) {
     return 1;
 }
 
-static void tmpdir(char *buf, size_t cap) {
-    snprintf(buf, cap, "/tmp/gated-safe-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf));
-}
 
-static Config synth_config(int steps) {
-    Config c = tiny_config(257, 32, 2, 4, 2, 48, 32, 4);
-    c.corpus = CORPUS_SYNTHETIC;
-    c.steps = steps;
-    c.warmup = 3;
-    c.eval_every = 10;
-    c.eval_windows = 8;
-    c.lr = 1e-2;
-    c.min_lr = 1e-3;
-    return c;
-}
 
 /* One integer from a query with up to one text parameter (NULL: none). */
 static long long q_int(const char *db, const char *sql, const char *arg) {
@@ -175,11 +160,6 @@ static void reseal(char *b, size_t len) {
     memcpy(b + len - 8, &s, 8);
 }
 
-static const char *gated_bin(void) {
-    const char *b = getenv("GATED_BIN");
-    if (!b || access(b, X_OK) != 0) cr_skip_test("GATED_BIN not set");
-    return b;
-}
 
 /* Run $GATED_BIN with args (NULL-terminated) in a child: address space
  * limited to as_mib MiB when > 0 (under ASan: allocations over that size
@@ -248,7 +228,7 @@ static int oom_run(const char *batch, const char *db, const char *dir, char *out
 
 Test(train_safety, out_of_memory_in_forward_is_failed_not_diverged, .timeout = 120) {
     char dir[64], db[128], out[8192], buf[512];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/f.db", dir);
     int rc = oom_run("256", db, dir, out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
@@ -261,7 +241,7 @@ Test(train_safety, out_of_memory_in_forward_is_failed_not_diverged, .timeout = 1
 
 Test(train_safety, out_of_memory_in_backward_is_failed, .timeout = 180) {
     char dir[64], db[128], out[8192], buf[512];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/b.db", dir);
     int rc = oom_run("64", db, dir, out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
@@ -301,7 +281,7 @@ Test(train_safety, memory_estimate_is_what_a_step_allocates) {
 /* ~0.5 T parameters: no machine this runs on has 8 TB */
 Test(train_safety, a_model_bigger_than_the_machine_is_refused_with_exit_2, .timeout = 60) {
     char dir[64], db[128], out[8192];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/m.db", dir);
     const char *args[] = {"train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",
                           "data.corpus=synthetic", "--set", "model.d_model=8192", "--set", "model.n_layer=256",
@@ -319,7 +299,7 @@ Test(train_safety, a_model_bigger_than_the_machine_is_refused_with_exit_2, .time
 Test(train_safety, rlimit_as_bounds_the_memory_check, .timeout = 120) {
     if (UNDER_ASAN) cr_skip_test("RLIMIT_AS cannot be set under AddressSanitizer");
     char dir[64], db[128], out[8192];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/q.db", dir);
     const char *args[] = {"train", "experiments/quick.yaml", "--set", "data.corpus=synthetic", "--set",
                           "model.d_model=2048", "--set", "model.n_layer=8", "--set", "threads=1", "--db", db,
@@ -366,7 +346,7 @@ static void assert_complete(const char *db, int steps, int evals, const char *wh
 
 Test(train_safety, kill_right_after_a_checkpoint_then_resume_loses_nothing, .timeout = 240) {
     char dir[64], ref[128], out[8192];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(ref, sizeof ref, "%s/ref.db", dir);
     /* 40 steps, checkpoints at 10, 20, 30, 40 and the final one (the 5th) */
     const char *base[] = {"train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",
@@ -434,7 +414,7 @@ typedef struct {
 
 static void stopped_run(Stopped *s) {
     set_threads(1);
-    tmpdir(s->dir, sizeof s->dir);
+    test_tmpdir(s->dir, sizeof s->dir);
     snprintf(s->db, sizeof s->db, "%s/s.db", s->dir);
     s->c = synth_config(20);
     s->c.checkpoint_every = 5;
@@ -565,7 +545,7 @@ Test(ckpt, a_state_that_would_not_load_is_not_written) {
     memset(&ts, 0, sizeof ts);
     ts.step = 3;
     char dir[64], path[128], err[512];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/x.ckpt", dir);
     m.p.w[9] = (real)NAN;
     cr_assert_eq(checkpoint_save(path, "{}", &m.p, &ts, err, sizeof err), -1);
@@ -580,7 +560,7 @@ Test(ckpt, a_state_that_would_not_load_is_not_written) {
 Test(ckpt, resume_of_a_finished_run_changes_nothing, .timeout = 120) {
     set_threads(1);
     char dir[64], db[128], ck[160], err[8192], buf[64], id[17];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/f.db", dir);
     Config c = synth_config(12);
     resolve_or_die(&c);
@@ -611,7 +591,7 @@ Test(ckpt, resume_of_a_finished_run_changes_nothing, .timeout = 120) {
 Test(train_safety, zero_steps_evaluates_the_initial_weights, .timeout = 60) {
     set_threads(1);
     char dir[64], db[128], err[8192], buf[64];
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/z.db", dir);
     Config c = synth_config(0);
     resolve_or_die(&c);
@@ -636,7 +616,7 @@ Test(train_safety, zero_steps_evaluates_the_initial_weights, .timeout = 60) {
  * claim is released it may run again. */
 Test(train_safety, a_live_run_is_not_started_over, .timeout = 120) {
     char dir[64], db[128], ck[160], out[8192], id[64] = "";
-    tmpdir(dir, sizeof dir);
+    test_tmpdir(dir, sizeof dir);
     snprintf(db, sizeof db, "%s/live.db", dir);
     snprintf(ck, sizeof ck, "%s/ck", dir);
     const char *args[] = {"train", "experiments/tiny.yaml", "--set", "model.vocab_size=257", "--set",

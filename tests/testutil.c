@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -52,6 +53,29 @@ void resolve_or_die(Config *c) {
 }
 
 void set_threads(int n) { ops_set_threads(n); }
+
+void test_tmpdir(char *buf, size_t cap) {
+    snprintf(buf, cap, "/tmp/gated-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+Config synth_config(int steps) {
+    Config c = tiny_config(257, 32, 2, 4, 2, 48, 32, 4);
+    c.corpus = CORPUS_SYNTHETIC;
+    c.steps = steps;
+    c.warmup = 3;
+    c.eval_every = 10;
+    c.eval_windows = 8;
+    c.lr = 1e-2;
+    c.min_lr = 1e-3;
+    return c;
+}
+
+const char *gated_bin(void) {
+    const char *b = getenv("GATED_BIN");
+    if (!b || access(b, X_OK) != 0) cr_skip_test("GATED_BIN not set");
+    return b;
+}
 
 int quiet_begin(void) {
     fflush(stdout);

@@ -29,6 +29,16 @@ void resolve_or_die(Config *c);
  * else changes thread counts behind their back). */
 void set_threads(int n);
 
+/* A fresh directory /tmp/gated-test-XXXXXX in buf (asserts). */
+void test_tmpdir(char *buf, size_t cap);
+
+/* A tiny run on the synthetic corpus (vocab 257, d 32, 2 layers, batch 4
+ * x 32): steps steps, eval every 10 on 8 windows, lr 1e-2 -> 1e-3. */
+Config synth_config(int steps);
+
+/* $GATED_BIN, or the test is skipped when it is unset or not executable. */
+const char *gated_bin(void);
+
 /* Send stdout to /dev/null until quiet_end (commands print run ids and
  * result lines there; keep the test log clean).  Returns the saved fd. */
 int quiet_begin(void);
