@@ -124,6 +124,8 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -929,6 +931,25 @@ void store_owner_token(char *out, size_t cap) {
     snprintf(out, cap, "%s:%ld", host, (long)getpid());
 }
 
+/* Whether owner ("HOST:PID") is a process of this host that no longer
+ * exists: its claim, and a 'running' row it left, are dead at once rather
+ * than after STORE_STALE_SECONDS (a SIGKILLed run can be resumed right
+ * away).  Owners on other hosts are judged by their timestamps only. */
+static int owner_dead(const char *owner) {
+    const char *colon = strrchr(owner, ':');
+    if (!colon || colon == owner) return 0;
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) return 0;
+    host[sizeof host - 1] = '\0';
+    size_t hl = (size_t)(colon - owner);
+    if (hl != strlen(host) || memcmp(owner, host, hl) != 0) return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(colon + 1, &end, 10);
+    if (errno || *end || pid <= 0 || pid > INT_MAX) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
 /* The claim on run_id and the run's row, read inside the claim's
  * transaction.  Strings are copied into the caller's buffers. */
 typedef struct {
@@ -989,11 +1010,13 @@ int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimD
     double now = now_s();
     const char *eff = v.has_run ? effective_status(v.status, v.heartbeat, now) : NULL;
     int mine = v.has_claim && strcmp(v.owner, owner) == 0 && now - v.claimed_at <= STORE_STALE_SECONDS;
+    int dead = v.has_claim && !mine && owner_dead(v.owner);
+    if (dead && eff && strcmp(eff, "running") == 0) eff = "killed"; /* its process is gone */
     int rc;
     if (mine) {
         rc = STORE_CLAIMED; /* a claim made for this owner: already decided */
-    } else if ((v.has_claim && now - v.claimed_at <= STORE_STALE_SECONDS) ||
-               (eff && strcmp(eff, "running") == 0)) {
+    } else if (!dead && ((v.has_claim && now - v.claimed_at <= STORE_STALE_SECONDS) ||
+                         (eff && strcmp(eff, "running") == 0))) {
         rc = STORE_CLAIM_LIVE;
         eff = "running";
     } else {

@@ -1263,3 +1263,32 @@ Test(store, claims_are_atomic_and_never_restart_finished_or_live_runs) {
     store_close(s);
     tmp_db_remove(&t);
 }
+
+/* A claim whose owner is a process of this host that has exited is dead at
+ * once (a SIGKILLed `gated train` can be resumed right away), and so is the
+ * 'running' row it left; an owner on another host keeps its claim until it
+ * goes stale. */
+Test(store, a_claim_of_an_exited_process_is_not_live) {
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    Provenance p = test_prov("h");
+    char st[16], tok[300], dead[320];
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) _exit(0);
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    store_owner_token(tok, sizeof tok);
+    *strrchr(tok, ':') = '\0';
+    snprintf(dead, sizeof dead, "%s:%ld", tok, (long)child);
+    cr_assert_eq(store_run_claim(s, "r1", dead, NULL, NULL, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(store_run_begin(s, "r1", "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
+    /* the row says running with a fresh heartbeat, but its owner is gone */
+    cr_assert_eq(store_run_claim(s, "r1", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIMED, "%s", store_errmsg(s));
+    cr_assert_str_eq(st, "killed");
+    /* a live owner elsewhere (another host) is respected */
+    cr_assert_eq(store_run_claim(s, "r2", "some-other-host:1", NULL, NULL, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(store_run_claim(s, "r2", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);
+    store_close(s);
+    tmp_db_remove(&t);
+}
