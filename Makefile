@@ -139,3 +139,119 @@ perf-check:
 	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh
 perf-baseline:
 	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh --update
+
+# ---- fuzzing (tests/fuzz/; see tests/fuzz/README.md) ------------------------
+#
+#   make fuzz           build the libFuzzer harnesses (clang, ASan + UBSan, in
+#                       $(FUZZ_BUILD)/) and run each target for FUZZ_TIME
+#                       seconds (default 60): FUZZ_TARGETS="config sweep" picks.
+#                       Hangs over 5 s and crashes stop a target; the input is
+#                       saved under $(FUZZ_BUILD)/artifacts/TARGET/ and the
+#                       command exits 1 after the others ran.  New coverage
+#                       goes to $(FUZZ_BUILD)/corpus/TARGET/ (the committed
+#                       seeds in tests/fuzz/corpus/ are only read).
+#   make fuzz-ci        the same, FUZZ_CI_TIME (10) seconds a target: run by .ci/run
+#   make fuzz-pending   run the saved, not yet fixed inputs of tests/fuzz/crashes/
+#                       (each must stop crashing before it moves to
+#                       tests/fuzz/regress/, which `make test` replays through
+#                       tests/test_fuzz_replay.c together with the seeds)
+#   make fuzz-clean     remove $(FUZZ_BUILD)/
+# Needs clang with libFuzzer and the sanitizer runtimes (Debian:
+# clang libclang-rt-14-dev libomp-dev); `make fuzz-deps` installs them as
+# root, or prints the apt-get line and stops.
+FUZZ_BUILD    ?= build-fuzz
+FUZZ_CC       ?= clang
+FUZZ_TIME     ?= 60
+FUZZ_CI_TIME  ?= 10
+FUZZ_TARGETS  ?= config sweep checkpoint bench
+FUZZ_ARGS     ?=
+FUZZ_DEB_PKGS := clang libclang-rt-14-dev libomp-dev
+# (not in DEB_PKGS: `make test` does not need them; fuzz-build runs fuzz-deps)
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+                 $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -DGATED_CFLAGS='"fuzz: -O1 $(FUZZ_SAN)"'
+FUZZ_LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
+FUZZ_OBJ      := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/entry.o
+FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+# Per target: -max_len (the seeds' largest is ~3 KB of YAML, ~16 KB of
+# checkpoint) and the dictionary (schema keys, YAML syntax) for YAML targets.
+FUZZ_OPTS_config     := -max_len=8192 -dict=tests/fuzz/gated.dict
+FUZZ_OPTS_sweep      := -max_len=8192 -dict=tests/fuzz/gated.dict
+FUZZ_OPTS_bench      := -max_len=8192 -dict=tests/fuzz/gated.dict
+FUZZ_OPTS_checkpoint := -max_len=24576
+FUZZ_RP := )
+FUZZ_ENV := TMPDIR=$(abspath $(FUZZ_BUILD))/tmp OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+            ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+.PHONY: fuzz fuzz-ci fuzz-run fuzz-build fuzz-deps fuzz-pending fuzz-clean
+fuzz-deps:
+	@missing=""; for p in $(FUZZ_DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "fuzz-deps: installing$$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || exit 1; \
+	fi; \
+	probe=$$(mktemp -d); \
+	printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > $$probe/p.c; \
+	if ! $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -fopenmp $$probe/p.c -o $$probe/p >$$probe/log 2>&1; then \
+	  echo "fuzz: $(FUZZ_CC) cannot build a libFuzzer + ASan + UBSan + OpenMP binary:"; sed 's/^/  /' $$probe/log | head -5; \
+	  echo "fuzz: needs clang, libFuzzer and the sanitizer runtimes; on Debian run as root:"; \
+	  echo "fuzz:   apt-get update && apt-get install -y $(FUZZ_DEB_PKGS)"; \
+	  rm -rf $$probe; exit 1; \
+	fi; rm -rf $$probe
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(FUZZ_BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -DFUZZ_TARGET=$* -o $@ $^ $(FUZZ_LDLIBS)
+-include $(FUZZ_OBJ:.o=.d)
+.SECONDARY: $(FUZZ_OBJ)
+
+fuzz-build: fuzz-deps
+	$(MAKE) $(FUZZ_BINS)
+
+# One target after another; every target runs even when one fails.
+fuzz-run: fuzz-build
+	@mkdir -p $(FUZZ_BUILD)/tmp; fail=""; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+	  case $$t in $(foreach t,$(FUZZ_TARGETS),$(t)$(FUZZ_RP) opts="$(FUZZ_OPTS_$(t))";;) esac; \
+	  echo "fuzz: $$t for $(FUZZ_RUN_TIME) s"; \
+	  before=$$(ls $(FUZZ_BUILD)/artifacts/$$t | wc -l); \
+	  if $(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	       $$( [ -d tests/fuzz/regress/$$t ] && echo tests/fuzz/regress/$$t ) \
+	       $$opts -max_total_time=$(FUZZ_RUN_TIME) -timeout=5 -rss_limit_mb=2048 \
+	       -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ -print_final_stats=1 $(FUZZ_ARGS) \
+	       >$(FUZZ_BUILD)/fuzz_$$t.log 2>&1 && [ $$(ls $(FUZZ_BUILD)/artifacts/$$t | wc -l) = $$before ]; then \
+	    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|Done [0-9]+ runs)' $(FUZZ_BUILD)/fuzz_$$t.log | sed "s/^/fuzz: $$t: /"; \
+	  else \
+	    fail="$$fail $$t"; tail -n 60 $(FUZZ_BUILD)/fuzz_$$t.log; \
+	    echo "fuzz: $$t FAILED (log $(FUZZ_BUILD)/fuzz_$$t.log; new inputs under $(FUZZ_BUILD)/artifacts/$$t/:"; \
+	    ls -t $(FUZZ_BUILD)/artifacts/$$t | head -n $$(( $$(ls $(FUZZ_BUILD)/artifacts/$$t | wc -l) - before )) | sed "s|^|fuzz:   $(FUZZ_BUILD)/artifacts/$$t/|"; \
+	    echo "fuzz:   copy it to tests/fuzz/crashes/$$t/ and report it; once fixed, move it to tests/fuzz/regress/$$t/)"; \
+	  fi; \
+	done; \
+	rm -rf $(FUZZ_BUILD)/tmp; \
+	if [ -n "$$fail" ]; then echo "fuzz: failed:$$fail"; exit 1; fi; echo "fuzz: no crash, hang or leak in: $(FUZZ_TARGETS)"
+
+fuzz:
+	$(MAKE) fuzz-run FUZZ_RUN_TIME=$(FUZZ_TIME)
+fuzz-ci:
+	$(MAKE) fuzz-run FUZZ_RUN_TIME=$(FUZZ_CI_TIME)
+
+# The inputs found and not fixed yet; exits 1 while any still fails.
+fuzz-pending: fuzz-build
+	@mkdir -p $(FUZZ_BUILD)/tmp; fail=""; \
+	for t in $(FUZZ_TARGETS); do \
+	  for f in tests/fuzz/crashes/$$t/*; do \
+	    [ -f "$$f" ] || continue; \
+	    if $(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t -timeout=5 -rss_limit_mb=2048 "$$f" >$(FUZZ_BUILD)/pending.log 2>&1; \
+	    then echo "fuzz-pending: fixed: $$f (move it to tests/fuzz/regress/$$t/)"; \
+	    else echo "fuzz-pending: still fails: $$f"; grep -E 'ERROR: Address|runtime error|invariant|#[0-9]+ 0x.* in ' $(FUZZ_BUILD)/pending.log | grep -v '__sanitizer\|fuzzer::\|libc\|abort\|raise\|pthread' | head -n 3 | sed 's/^/  /'; fail=1; fi; \
+	  done; \
+	done; rm -rf $(FUZZ_BUILD)/tmp; [ -z "$$fail" ]
+
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+# ---- end of fuzzing ---------------------------------------------------------
