@@ -209,7 +209,9 @@ static int items(BL *L, yaml_node_t *v, const char *where, yaml_node_t **out, in
     if (v && v->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
             if (*n >= cap) return berr(L, v, where, "more than %d values", cap);
-            out[(*n)++] = node(L, *it);
+            yaml_node_t *e = node(L, *it);
+            if (want_scalar(L, e, where)) return -1; /* a list of lists or maps is not a list of values */
+            out[(*n)++] = e;
         }
         if (*n == 0) return berr(L, v, where, "empty list");
         return 0;

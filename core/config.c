@@ -17,7 +17,9 @@
  * in the Config, so only error locations can be affected.
  *
  * config_resolve marks the Config resolved and returns at once when called
- * again, so model.match_params shrinks d_ff exactly once.
+ * again, so model.match_params shrinks d_ff exactly once; a config read
+ * back from its stored (resolved) JSON is marked d_ff_matched, so resolving
+ * it does not shrink d_ff a second time.
  */
 #include "config.h"
 #include "json.h"
@@ -1009,7 +1011,7 @@ int config_resolve(Config *c, ConfigError *err) {
                         b);
     }
 
-    if (r.match_params) {
+    if (r.match_params && !r.d_ff_matched) {
         GateShape s = gate_shape(&r.gate, r.d_model, r.n_head, r.n_kv_head, r.d_head);
         /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
         long cut = lround((double)s.wg_params / (3.0 * r.d_model));
@@ -1020,6 +1022,7 @@ int config_resolve(Config *c, ConfigError *err) {
                             s.wg_params, r.d_ff, cut);
         r.d_ff -= (int)cut;
     }
+    r.d_ff_matched = r.match_params;
     r.resolved = 1;
     *c = r;
     return 0;
@@ -1127,7 +1130,9 @@ int config_from_json(Config *c, const char *json, ConfigError *err) {
         snprintf(label, sizeof label, "%s=%s", kq, vq);
         if (set_pair(c, key, val, label, err)) return -1;
     }
-    return *s == '}' ? 0 : fail(err, "config JSON: missing '}'");
+    if (*s != '}') return fail(err, "config JSON: missing '}'");
+    c->d_ff_matched = c->match_params; /* stored JSON is resolved: its d_ff is already cut */
+    return 0;
 }
 
 int config_same_architecture(const Config *a, const Config *b, char *why, size_t cap) {

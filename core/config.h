@@ -88,6 +88,8 @@ typedef struct {
     int threads; /* 0 = all cores */
 
     int resolved; /* set by config_resolve (not a schema key); a second call is a no-op */
+    int d_ff_matched; /* not a schema key: d_ff already holds model.match_params's cut (set by
+                         config_resolve, and by config_from_json: stored JSON is resolved) */
 } Config;
 
 typedef struct {
