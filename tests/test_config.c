@@ -50,7 +50,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 45);
+    cr_assert_eq(config_schema_len, 46);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -327,12 +327,15 @@ static const BadYaml bad_yaml[] = {
      "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
      "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
      ":7:8: error: YAML aliases expand the document past 2000000 nodes", 0},
+    /* 33: micro-batches must cut the batch evenly */
+    {"train:\n  batch: 8\n  micro_batch: 3\n",
+     ":3:3: error: train.micro_batch: must divide train.batch (batch 8, micro_batch 3)", 1},
 };
 #define N_BAD_YAML ((int)(sizeof bad_yaml / sizeof bad_yaml[0]))
 
 ParameterizedTestParameters(config, bad_yaml) {
     static int rows[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
-                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
     _Static_assert(sizeof rows / sizeof rows[0] == sizeof bad_yaml / sizeof bad_yaml[0],
                    "one parameter per bad_yaml row");
     return cr_make_param_array(int, rows, sizeof rows / sizeof rows[0]);
@@ -619,7 +622,7 @@ Test(config, print_is_nested_yaml_and_reloads) {
     cr_assert_not_null(strstr(text, "\n  match_params: true\n  gate:\n    position: sdpa\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n    control: none\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  micro_batch: 0\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\nthreads: 0\n"), "%s", text);
     cr_assert_eq(len, strlen(text));
     cr_assert_eq(text[len - 1], '\n');
