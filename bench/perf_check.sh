@@ -100,9 +100,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-# gated re-executes itself once to set OMP_WAIT_POLICY; valgrind would not
-# follow that exec, so set it here.
-export OMP_WAIT_POLICY=passive GATED_NO_REEXEC=1
 
 if [ -n "$ENV_FILE" ]; then
     cp "$ENV_FILE" "$work/env.txt"
