@@ -1,8 +1,12 @@
 # gated — build, test, data, deps.
 #
-# The core is compiled twice: in single precision (build/libgated.a, the
-# product) and in double precision (build/libgated_f64.a, used only by the
-# finite-difference gradient tests, where float32 round-off would hide bugs).
+# The core is layered (README, "Layout"): core/util < core/nn < core/run <
+# core/lab < cli; `make layers` fails when a file includes a header of a
+# higher layer.  Only the network (core/nn, the code that uses `real`) is
+# compiled twice: in single precision (build/libgated.a, the product) and in
+# double precision (build/libgated_f64.a: the f64 network plus the same
+# util/run/lab objects, used only by the finite-difference gradient tests,
+# where float32 round-off would hide bugs).
 #
 #   make            build/gated and both libraries
 #   make test       install missing packages, build, run every test
@@ -21,17 +25,18 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAG
 TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
 PYTHON  ?= /usr/bin/python3
 
-CORE_SRC := $(sort $(wildcard core/*.c))
+CORE_SRC := $(sort $(wildcard core/*/*.c))
+NN_SRC   := $(sort $(wildcard core/nn/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 T32_SRC  := $(sort $(wildcard tests/test_*.c))
 T64_SRC  := $(sort $(wildcard tests/f64_*.c))
 TUTIL    := tests/testutil.c
 
 OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
-OBJ64 := $(CORE_SRC:%.c=$(BUILD)/f64/%.o)
+OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run check sanitize deps clean xcheck
+.PHONY: all test test-run check sanitize deps clean xcheck layers
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 $(BUILD)/f32/%.o: %.c
@@ -62,8 +67,14 @@ test: deps
 
 test-run: check xcheck
 
+# No file includes a header of a higher layer (tools/check_layers.sh; its
+# --self-test plants a violation and must see it refused).
+layers:
+	tools/check_layers.sh --self-test
+	tools/check_layers.sh
+
 # The Criterion suites alone (also what `make sanitize` runs).
-check: all $(BUILD)/test_f32 $(BUILD)/test_f64
+check: layers all $(BUILD)/test_f32 $(BUILD)/test_f64
 	$(TEST_ENV) $(BUILD)/test_f32 --jobs 2
 	$(TEST_ENV) $(BUILD)/test_f64 --jobs 2
 

@@ -8,7 +8,7 @@
  *   gated bench --env
  *   gated compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]
  *
- * bench: SUITE defaults to bench/default.yaml (format in core/bench.h).
+ * bench: SUITE defaults to bench/default.yaml (format in core/lab/bench.h).
  * --filter keeps the cases whose name matches the POSIX extended regular
  * expression RE; --repetitions / --min-time override every case; --threads
  * sets OpenBLAS and OpenMP threads once, before anything runs (default: the
@@ -45,10 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "ops.h"
+#include "lab/bench.h"
+#include "nn/ops.h"
 #include "commands.h"
-#include "store.h"
+#include "run/store.h"
 
 static void bench_usage(FILE *f) {
     fprintf(f, "usage: gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH]\n"

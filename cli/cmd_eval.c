@@ -1,6 +1,6 @@
 /*
  * cmd_eval.c — `gated eval`: perplexity and F-Attn of trained models at
- * context lengths beyond their training length (core/eval.h).
+ * context lengths beyond their training length (core/run/eval.h).
  *
  *   gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,...
  *              [--rope-scaling none|linear|ntk|yarn] [--factor F]
@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "eval.h"
-#include "rope.h"
-#include "store.h"
+#include "run/eval.h"
+#include "nn/rope.h"
+#include "run/store.h"
 
 static void eval_usage(FILE *f) {
     fprintf(f, "usage: gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... "

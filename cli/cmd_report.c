@@ -1,6 +1,6 @@
 /*
  * cmd_report.c — `gated report`: tables and plots from the results store
- * (core/report.h says what is written).
+ * (core/lab/report.h says what is written).
  *
  *   gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "report.h"
+#include "lab/report.h"
 
 static void report_usage(FILE *f) {
     fprintf(f, "usage: gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]\n");

@@ -93,8 +93,8 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "store.h"
-#include "sweep.h"
+#include "run/store.h"
+#include "lab/sweep.h"
 
 extern char **environ;
 

@@ -12,13 +12,13 @@
 #include <string.h>
 
 #include "commands.h"
-#include "config.h"
-#include "dump.h"
-#include "model.h"
-#include "rng.h"
-#include "store.h"
-#include "train.h"
-#include "variant.h"
+#include "run/config.h"
+#include "run/dump.h"
+#include "nn/model.h"
+#include "nn/rng.h"
+#include "run/store.h"
+#include "run/train.h"
+#include "nn/variant.h"
 
 #include <unistd.h>
 
@@ -159,7 +159,8 @@ static int cmd_info(int argc, char **argv) {
         return EXIT_BADINPUT;
     }
     Model m, base;
-    if (model_layout(&m, &c) || model_layout(&base, &cb)) {
+    ModelCfg mc = config_model(&c), mcb = config_model(&cb);
+    if (model_layout(&m, &mc) || model_layout(&base, &mcb)) {
         fprintf(stderr, "gated: out of memory\n");
         return EXIT_RUNTIME;
     }
@@ -205,7 +206,8 @@ static int cmd_xcheck(int argc, char **argv) {
         return EXIT_BADINPUT;
     }
     Model m;
-    if (model_init(&m, &c)) {
+    ModelCfg mc = config_model(&c);
+    if (model_init(&m, &mc)) {
         fprintf(stderr, "gated: out of memory\n");
         return EXIT_RUNTIME;
     }
@@ -225,7 +227,7 @@ static int cmd_xcheck(int argc, char **argv) {
     for (int i = 0; i < n; i++) tgt[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
     double loss = model_forward(&m, tok, tgt, B, T);
     model_zero_grad(&m);
-    if (loss != loss || model_backward(&m, tok) || dump_write(out, &m, tok, tgt)) {
+    if (loss != loss || model_backward(&m, tok) || dump_write(out, &c, &m, tok, tgt)) {
         fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
         return EXIT_RUNTIME;
     }

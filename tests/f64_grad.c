@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
-#include "model.h"
-#include "ops.h"
-#include "rng.h"
+#include "nn/gate.h"
+#include "nn/model.h"
+#include "nn/ops.h"
+#include "nn/rng.h"
 #include "testutil.h"
-#include "variant.h"
+#include "nn/variant.h"
 
 _Static_assert(sizeof(real) == 8, "gradient checks need the double build");
 
@@ -309,7 +309,7 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
     c.gate = v->g;
     resolve_or_die(&c);
     Model m;
-    cr_assert(model_init(&m, &c) == 0);
+    cr_assert(cfg_model_init(&m, &c) == 0);
     Rng r = rng_seed(1000 + v->g.position * 7 + v->g.activation);
     /* move norm weights and static gates off their init, and scale the
      * weights up so every nonlinearity is exercised away from zero */

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "rng.h"
+#include "nn/ops.h"
+#include "nn/rng.h"
 #include "testutil.h"
 
 typedef struct {

@@ -25,9 +25,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "model.h"
-#include "store.h"
+#include "lab/bench.h"
+#include "nn/model.h"
+#include "run/store.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ */
@@ -319,7 +319,7 @@ Test(bench_flops, known_cases) {
     c.cfg = cfg;
     c.B = 3, c.T = 16;
     Model m;
-    cr_assert_eq(model_layout(&m, &cfg), 0);
+    cr_assert_eq(cfg_model_layout(&m, &cfg), 0);
     double f, tr;
     model_flops(&m, 16, &f, &tr);
     double attn = m.L * 2.0 * 2.0 * m.nq * (16 + 1) / 2.0;
@@ -347,7 +347,7 @@ Test(bench_flops, step_gemms_match_the_model_calls) {
         cfg.qk_norm = v[t].qk;
         resolve_or_die(&cfg);
         Model m;
-        cr_assert_eq(model_init(&m, &cfg), 0);
+        cr_assert_eq(cfg_model_init(&m, &cfg), 0);
         int n = cfg.batch * cfg.seq_len, tok[16], tgt[16];
         for (int i = 0; i < n; i++) tok[i] = i % 40, tgt[i] = (i * 7) % 40;
         nrec = 0;

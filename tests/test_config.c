@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "json.h"
-#include "store.h"
-#include "variant.h"
+#include "run/config.h"
+#include "util/json.h"
+#include "run/store.h"
+#include "nn/variant.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

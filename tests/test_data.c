@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "run/data.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

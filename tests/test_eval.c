@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "eval.h"
-#include "rope.h"
-#include "store.h"
+#include "run/config.h"
+#include "run/eval.h"
+#include "nn/rope.h"
+#include "run/store.h"
 #include "testutil.h"
-#include "train.h"
+#include "run/train.h"
 
 /* ------------------------------------------------------------ rope */
 

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dp.h"
-#include "gate.h"
-#include "model.h"
-#include "ops.h"
-#include "optim.h"
-#include "rng.h"
+#include "nn/dp.h"
+#include "nn/gate.h"
+#include "nn/model.h"
+#include "nn/ops.h"
+#include "nn/optim.h"
+#include "nn/rng.h"
 #include "testutil.h"
-#include "variant.h"
+#include "nn/variant.h"
 
 static void fill(real *x, size_t n, Rng *r) {
     for (size_t i = 0; i < n; i++) x[i] = (real)rng_normal(r);
@@ -148,7 +148,7 @@ static void train_losses(int threads, GateCfg g, int mb, double *out) {
     c.gate = g;
     resolve_or_die(&c);
     Model m;
-    cr_assert(model_init(&m, &c) == 0);
+    cr_assert(cfg_model_init(&m, &c) == 0);
     DataParallel dp;
     cr_assert(dp_init(&dp, &m, c.batch, mb) == 0);
     AdamW o = {3e-3, 0.9, 0.95, 1e-8, 0.1, 1.0};
@@ -196,7 +196,7 @@ Test(determinism, micro_batches_match_whole_batch) {
     c.gate.position = GP_SDPA;
     resolve_or_die(&c);
     Model m;
-    cr_assert(model_init(&m, &c) == 0);
+    cr_assert(cfg_model_init(&m, &c) == 0);
     int n = c.batch * c.seq_len;
     int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
     real *g1 = malloc(sizeof(real) * m.p.total);
@@ -282,7 +282,7 @@ Test(variants, model_arena_matches_gate_shape) {
         resolve_or_die(&c);
         resolve_or_die(&cb);
         Model m, mb;
-        cr_assert(model_layout(&m, &c) == 0 && model_layout(&mb, &cb) == 0);
+        cr_assert(cfg_model_layout(&m, &c) == 0 && cfg_model_layout(&mb, &cb) == 0);
         cr_expect_eq((long)(m.p.total - mb.p.total), 3 * m.gs.wg_params, "variant %d", i);
         model_free(&m), model_free(&mb);
     }

@@ -52,9 +52,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "paper.h"
-#include "report.h"
-#include "store.h"
+#include "lab/paper.h"
+#include "lab/report.h"
+#include "run/store.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

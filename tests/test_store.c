@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "run/store.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

@@ -24,9 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "store.h"
-#include "sweep.h"
+#include "run/config.h"
+#include "run/store.h"
+#include "lab/sweep.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */

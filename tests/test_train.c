@@ -15,11 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "probes.h"
-#include "store.h"
+#include "nn/model.h"
+#include "run/probes.h"
+#include "run/store.h"
 #include "testutil.h"
-#include "train.h"
+#include "run/train.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -105,7 +105,7 @@ static void probe_model(Model *m) {
     c.gate.position = GP_SDPA;
     c.qk_norm = 0;
     resolve_or_die(&c);
-    cr_assert_eq(model_init(m, &c), 0);
+    cr_assert_eq(cfg_model_init(m, &c), 0);
     int tok[4] = {1, 2, 3, 4}, tgt[4] = {2, 3, 4, 5};
     cr_assert(isfinite(model_forward(m, tok, tgt, 1, 4)));
 }

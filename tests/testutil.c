@@ -1,6 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
-#include "ops.h"
+#include "nn/ops.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -53,6 +53,16 @@ void resolve_or_die(Config *c) {
 }
 
 void set_threads(int n) { ops_set_threads(n); }
+
+int cfg_model_init(Model *m, const Config *c) {
+    ModelCfg mc = config_model(c);
+    return model_init(m, &mc);
+}
+
+int cfg_model_layout(Model *m, const Config *c) {
+    ModelCfg mc = config_model(c);
+    return model_layout(m, &mc);
+}
 
 void test_tmpdir(char *buf, size_t cap) {
     snprintf(buf, cap, "/tmp/gated-test-XXXXXX");

@@ -8,8 +8,9 @@
 #define GATED_TESTUTIL_H
 
 #include <stddef.h>
-#include "config.h"
-#include "real.h"
+#include "nn/model.h"
+#include "run/config.h"
+#include "nn/real.h"
 
 /* Worst disagreement of a against b over n values. */
 typedef struct {
@@ -24,6 +25,11 @@ Cmp cmp_arrays(const real *a, const real *b, size_t n, double floor);
 Config tiny_config(int V, int C, int L, int H, int Hk, int F, int T, int B);
 /* config_resolve, aborting with its message on error. */
 void resolve_or_die(Config *c);
+
+/* model_init / model_layout / model_memory_estimate from a run config
+ * (its network part, config_model). */
+int cfg_model_init(Model *m, const Config *c);
+int cfg_model_layout(Model *m, const Config *c);
 
 /* Set OpenBLAS and OpenMP threads (one owner: tests call this, nothing
  * else changes thread counts behind their back). */

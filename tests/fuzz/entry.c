@@ -13,12 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "bench.h"
-#include "checkpoint.h"
-#include "config.h"
-#include "store.h"
-#include "sweep.h"
+#include "nn/arena.h"
+#include "lab/bench.h"
+#include "run/checkpoint.h"
+#include "run/config.h"
+#include "run/store.h"
+#include "lab/sweep.h"
 
 /* ------------------------------------------------------------ helpers */
 

@@ -1,0 +1,1402 @@
+/*
+ * sweep.c — sweep files: parsing, validation and expansion into runs (see
+ * sweep.h).
+ *
+ * Sweep file format
+ * -----------------
+ * A sweep is a YAML mapping with these keys:
+ *
+ *   name: smoke                      # required; names the sweep in the store
+ *   base: tiny.yaml                  # required; a run config, relative to the sweep file
+ *   set:                             # optional; overrides applied to every run
+ *     data.corpus: synthetic         #   (dotted keys, or nested sections as in run files)
+ *     train: {steps: 10}
+ *
+ *   # then EITHER named variants ...
+ *   variants:
+ *     - label: baseline              # required, unique
+ *     - label: G1-headwise
+ *       set: {model.gate.position: sdpa, model.gate.granularity: headwise}
+ *
+ *   # ... OR a grid / zip over config keys
+ *   method: grid                     # grid (cartesian product) or zip (lists side by side)
+ *   parameters:
+ *     model.gate.position: {values: [sdpa, value]}
+ *     model.gate.granularity: {values: [elementwise, headwise]}
+ *     train.lr: {value: 1e-3}        # a constant: applied to every point, not in labels
+ *
+ *   seeds: [1, 2]                    # optional; each row runs once per seed (sets train.seed)
+ *   run_name: "{sweep}-{label}-s{seed}"   # optional; this is the default
+ *   baseline: baseline               # optional; the label every delta is computed against
+ *
+ * Rows.  Variants are rows in file order.  A grid's rows are the cartesian
+ * product of the `values` lists in key order, the last key varying fastest
+ * (as nested loops written in file order); a zip's row i takes element i of
+ * every list, and all lists must have the same length.  A grid or zip row's
+ * label is "leaf=value" for each swept key (constants excluded), joined by
+ * ","; the leaf is the key's last component ("position=sdpa"), or the whole
+ * key when two swept keys share a last component.  With only constants the
+ * single row is labelled "base".
+ *
+ * Runs.  Run i is (row, seed) with rows in order and seeds innermost:
+ * row 0 seed 0, row 0 seed 1, ..., row 1 seed 0, ...  Without `seeds` each
+ * row runs once with the seed of the base config (after overrides).  A run's
+ * configuration is: schema defaults, the base file, then the overrides in
+ * this order: sweep `set` (file order), the row's overrides (file order; a
+ * grid/zip row's in parameter order), then train.seed=SEED.  A key set twice
+ * takes the later value.  train.seed may not be set in `set`, a variant or
+ * `parameters` when the sweep has `seeds`.
+ *
+ * run_name.  Placeholders: {sweep} (name), {label}, {seed}, {index} (the
+ * run's 0-based position) and {KEY} for any config key, replaced by its
+ * resolved value ({model.gate.position} -> sdpa).  Names must be unique
+ * within the sweep.
+ *
+ * Text values.  In the value of a text key (train.init_from: the run whose
+ * weights a continued-training run starts from), {sweep}, {label} and
+ * {seed} are replaced by this run's, so each row and seed continues its own
+ * parent:  set: {train.init_from: "long_context-{label}-s{seed}"}.
+ *
+ * Validation, all before anything runs: unknown keys (with a did-you-mean),
+ * duplicate keys, values of the wrong type or out of range (parsed by
+ * config_set, exactly as run files and --set are), missing name or base,
+ * both variants and method/parameters, an unreadable base, empty lists,
+ * unequal zip lists, duplicate labels or seeds, a baseline naming no row,
+ * unknown run_name placeholders, two runs with the same name, two rows with
+ * the same resolved configuration (same run id), and every run's
+ * config_resolve (so a grid point such as position=dense with
+ * granularity=headwise is reported with the file position of the override
+ * at fault and the run it occurs in).  Messages read
+ * "FILE:LINE:COL: error: KEY: reason".
+ */
+#include "lab/sweep.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "run/store.h"
+#include "run/yamlfile.h"
+
+const char *const sweep_method_names[] = {"variants", "grid", "zip", NULL};
+
+/* Grids larger than this are refused (a typo like 1000 values per key). */
+#define SWEEP_MAX_RUNS 100000
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    char *text; /* "key=value" */
+    char *key;
+    int kl, kc; /* where the key is written (1-based) */
+    int vl, vc; /* where the value is written */
+} Ov;
+
+typedef struct {
+    Ov *v;
+    int n, cap;
+} OvList;
+
+typedef struct {
+    char *label;
+    char where[48]; /* "variants[2]" or "parameters" */
+    int line, col;
+    OvList ov;
+} Row;
+
+typedef struct {
+    char *key;
+    int kl, kc;
+    int is_const; /* {value: x} */
+    int n;        /* number of values */
+    char **vals;
+    int *vl, *vc;
+    char *leaf; /* label name: last component, or the whole key if ambiguous */
+} Param;
+
+typedef struct {
+    const char *path;
+    yaml_document_t *doc;
+    ConfigError *err;
+    Config scratch; /* config_set target for validating single overrides */
+} P;
+
+static int fail(ConfigError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ConfigError *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* "PATH:LINE:COL: error: KEY: reason" (no "KEY: " when key is NULL). */
+static int perr(P *p, int line, int col, const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
+    char why[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (key)
+        return fail(p->err, "%s:%d:%d: error: %s: %s", p->path, line, col, key, why);
+    return fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
+}
+
+static int nline(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+static int ncol(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
+
+#define PERR_NODE(p, n, key, ...) perr((p), nline(n), ncol(n), (key), __VA_ARGS__)
+
+static int oom(P *p) { return fail(p->err, "%s: error: out of memory", p->path); }
+
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static const char *node_kind(const yaml_node_t *n) {
+    return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list" : "a value";
+}
+
+/* A YAML null written as a scalar: empty, ~ or null (plain style). */
+static int is_null(const yaml_node_t *n) {
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+           strcmp(v, "NULL") == 0;
+}
+
+static const char *scalar(const yaml_node_t *n) {
+    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* What a node is, for "got ..." in messages: a scalar quoted, else its kind. */
+static const char *got(const yaml_node_t *n, char *buf, size_t cap) {
+    if (n->type != YAML_SCALAR_NODE)
+        return node_kind(n);
+    char q[300];
+    config_quote(scalar(n), q, sizeof q);
+    snprintf(buf, cap, "\"%s\"", q);
+    return buf;
+}
+
+/* "unknown key" plus " (did you mean X?)" for the nearest of names within 3 edits. */
+static void unknown_among(const char *key, const char *const *names, char *why, size_t cap) {
+    const char *best = NULL;
+    int bestd = 4;
+    for (int i = 0; names[i]; i++) {
+        int d = config_edit_distance(key, names[i]);
+        if (d < bestd)
+            best = names[i], bestd = d;
+    }
+    if (best)
+        snprintf(why, cap, "unknown key (did you mean %s?)", best);
+    else
+        snprintf(why, cap, "unknown key");
+}
+
+/* Growable string. */
+typedef struct {
+    char *b;
+    size_t n, cap;
+    int oom;
+} Buf;
+
+static void buf_add(Buf *b, const char *s, size_t n) {
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *nb = realloc(b->b, cap);
+        if (!nb) {
+            b->oom = 1;
+            return;
+        }
+        b->b = nb;
+        b->cap = cap;
+    }
+    memcpy(b->b + b->n, s, n);
+    b->n += n;
+    b->b[b->n] = '\0';
+}
+static void buf_str(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+/* Take the string out of b (NULL if out of memory; b is reset). */
+static char *buf_take(Buf *b) {
+    char *s = b->oom ? NULL : b->b ? b->b : xstrdup("");
+    if (b->oom)
+        free(b->b);
+    b->b = NULL;
+    b->n = b->cap = 0;
+    b->oom = 0;
+    return s;
+}
+
+static char *join_kv(const char *key, const char *val) {
+    Buf b = {0};
+    buf_str(&b, key);
+    buf_str(&b, "=");
+    buf_str(&b, val);
+    return buf_take(&b);
+}
+
+static void ov_free(OvList *l) {
+    for (int i = 0; i < l->n; i++) {
+        free(l->v[i].text);
+        free(l->v[i].key);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+/* Append a (validated) override. */
+static int ov_push(P *p, OvList *l, const char *key, const char *val, int kl, int kc, int vl, int vc) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        Ov *v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return oom(p);
+        l->v = v;
+        l->cap = cap;
+    }
+    Ov o = {join_kv(key, val), xstrdup(key), kl, kc, vl, vc};
+    if (!o.text || !o.key) {
+        free(o.text);
+        free(o.key);
+        return oom(p);
+    }
+    l->v[l->n++] = o;
+    return 0;
+}
+
+/* The part of a config_set message after "--set ASSIGNMENT: error: ". */
+static const char *set_reason(const char *msg, const char *assignment) {
+    size_t al = strlen(assignment);
+    if (strncmp(msg, "--set ", 6) == 0 && strncmp(msg + 6, assignment, al) == 0 &&
+        strncmp(msg + 6 + al, ": error: ", 9) == 0)
+        return msg + 6 + al + 9;
+    return msg;
+}
+
+/* Check one override key=val with config_set (the schema's own parser).
+ * An unknown key is reported at (kl, kc), a bad value at (vl, vc). */
+static int check_override(P *p, const char *key, const char *val, int kl, int kc, int vl, int vc) {
+    if (strchr(key, '='))
+        return perr(p, kl, kc, key, "unknown key");
+    char *a = join_kv(key, val);
+    if (!a)
+        return oom(p);
+    ConfigError e;
+    int rc = 0;
+    if (config_set(&p->scratch, a, &e) != 0) {
+        const char *why = set_reason(e.msg, a);
+        int at_key = config_find(key) == NULL;
+        size_t kn = strlen(key);
+        if (strncmp(why, key, kn) == 0 && why[kn] == ':' && why[kn + 1] == ' ')
+            rc = perr(p, at_key ? kl : vl, at_key ? kc : vc, NULL, "%s", why);
+        else
+            rc = perr(p, at_key ? kl : vl, at_key ? kc : vc, key, "%s", why);
+    }
+    free(a);
+    return rc;
+}
+
+/* Duplicate names among the scalar keys of one mapping, before pair p. */
+static int dup_in_mapping(P *p, yaml_node_t *map, yaml_node_pair_t *pair, const char *name, const char *full) {
+    for (yaml_node_pair_t *e = map->data.mapping.pairs.start; e < pair; e++) {
+        yaml_node_t *ek = yaml_document_get_node(p->doc, e->key);
+        if (ek && ek->type == YAML_SCALAR_NODE && strcmp((const char *)ek->data.scalar.value, name) == 0) {
+            yaml_node_t *kn = yaml_document_get_node(p->doc, pair->key);
+            return PERR_NODE(p, kn, full, "duplicate key (first set at line %d)", nline(ek));
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* override mappings (`set`, a variant's `set`)                        */
+/* ------------------------------------------------------------------ */
+
+/* Flatten a mapping of config keys (dotted, or nested sections as in run
+ * files) into l, validating each override.  what names the mapping in
+ * structural errors ("set", "variants[1].set"). */
+static int walk_set(P *p, yaml_node_t *map, const char *prefix, OvList *l, const char *what) {
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
+        if (!kn || !vn)
+            return fail(p->err, "%s: error: YAML: malformed document", p->path);
+        if (kn->type != YAML_SCALAR_NODE)
+            return PERR_NODE(p, kn, *prefix ? prefix : what, "expected a key name, got %s", node_kind(kn));
+        const char *name = scalar(kn);
+        Buf fb = {0};
+        if (*prefix) {
+            buf_str(&fb, prefix);
+            buf_str(&fb, ".");
+        }
+        buf_str(&fb, name);
+        char *full = buf_take(&fb);
+        if (!full)
+            return oom(p);
+        int rc = dup_in_mapping(p, map, pr, name, full);
+        /* the same key written twice in different forms (model.n_head and model: {n_head}) */
+        for (int i = 0; rc == 0 && i < l->n; i++)
+            if (strcmp(l->v[i].key, full) == 0)
+                rc = PERR_NODE(p, kn, full, "duplicate key (first set at line %d)", l->v[i].kl);
+        if (rc == 0) {
+            if (config_find(full)) {
+                if (vn->type != YAML_SCALAR_NODE)
+                    rc = PERR_NODE(p, vn, full, "expected a value, got %s", node_kind(vn));
+                else if (check_override(p, full, scalar(vn), nline(kn), ncol(kn), nline(vn), ncol(vn)) ||
+                         ov_push(p, l, full, scalar(vn), nline(kn), ncol(kn), nline(vn), ncol(vn)))
+                    rc = -1;
+            } else if (vn->type == YAML_MAPPING_NODE &&
+                       (config_is_section(full) || vn->data.mapping.pairs.top > vn->data.mapping.pairs.start)) {
+                /* a section; an unknown one fails at its first key, named in full */
+                rc = walk_set(p, vn, full, l, what);
+            } else if (config_is_section(full) && is_null(vn)) {
+                /* "model:" alone: an empty section */
+            } else {
+                /* unknown key or a section given a value: config_set says which */
+                rc = check_override(p, full, vn->type == YAML_SCALAR_NODE ? scalar(vn) : "", nline(kn), ncol(kn),
+                                    nline(vn), ncol(vn));
+                if (rc == 0)
+                    rc = PERR_NODE(p, kn, full, "unknown key");
+            }
+        }
+        free(full);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+/* `set:` value: a mapping, or null (nothing). */
+static int parse_set_node(P *p, yaml_node_t *vn, OvList *l, const char *what) {
+    if (is_null(vn))
+        return 0;
+    if (vn->type != YAML_MAPPING_NODE)
+        return PERR_NODE(p, vn, what, "expected a mapping of config keys to values, got %s", node_kind(vn));
+    return walk_set(p, vn, "", l, what);
+}
+
+/* ------------------------------------------------------------------ */
+/* variants                                                            */
+/* ------------------------------------------------------------------ */
+
+static void rows_free(Row *rows, int n) {
+    for (int i = 0; rows && i < n; i++) {
+        free(rows[i].label);
+        ov_free(&rows[i].ov);
+    }
+    free(rows);
+}
+
+/* v quoted for a message (config_quote), with what a terminal could take
+ * for a control sequence (C1 controls, bytes that are not UTF-8) escaped
+ * as well. */
+static char *quote_name(const char *v, char *out, size_t cap) {
+    char q[300];
+    config_quote(v, q, sizeof q);
+    return store_escape(q, out, cap);
+}
+
+/* Names and labels reach file names, plot scripts and terminals: printable
+ * text only (store_name_check), else an error at node n for key. */
+static int check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
+    char why[200], q[400];
+    if (store_name_check(v, why, sizeof why) == 0)
+        return 0;
+    return PERR_NODE(p, n, key, "\"%s\" %s", quote_name(v, q, sizeof q), why);
+}
+
+static int parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
+    static const char *const item_keys[] = {"label", "set", NULL};
+    int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+    if (n == 0)
+        return PERR_NODE(p, seq, "variants", "empty list (give at least one {label: NAME, set: {...}})");
+    Row *rows = calloc((size_t)n, sizeof *rows);
+    if (!rows)
+        return oom(p);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        yaml_node_t *it = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
+        Row *r = &rows[i];
+        char what[48], lwhat[64], swhat[64];
+        snprintf(what, sizeof what, "variants[%d]", i);
+        snprintf(lwhat, sizeof lwhat, "%s.label", what);
+        snprintf(swhat, sizeof swhat, "%s.set", what);
+        snprintf(r->where, sizeof r->where, "%s", what);
+        if (!it) {
+            rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+            break;
+        }
+        r->line = nline(it);
+        r->col = ncol(it);
+        if (it->type != YAML_MAPPING_NODE) {
+            rc = PERR_NODE(p, it, what, "expected a mapping {label: NAME, set: {...}}, got %s", node_kind(it));
+            break;
+        }
+        yaml_node_t *label = NULL;
+        for (yaml_node_pair_t *pr = it->data.mapping.pairs.start; pr < it->data.mapping.pairs.top && rc == 0; pr++) {
+            yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
+            yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
+            if (!kn || !vn) {
+                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+                break;
+            }
+            if (kn->type != YAML_SCALAR_NODE) {
+                rc = PERR_NODE(p, kn, what, "expected a key name, got %s", node_kind(kn));
+                break;
+            }
+            const char *k = scalar(kn);
+            char kw[128];
+            snprintf(kw, sizeof kw, "%s.%s", what, k);
+            if (dup_in_mapping(p, it, pr, k, kw)) {
+                rc = -1;
+                break;
+            }
+            if (strcmp(k, "label") == 0) {
+                const char *v = scalar(vn);
+                if (!v)
+                    rc = PERR_NODE(p, vn, lwhat, "expected a name, got %s", node_kind(vn));
+                else if (is_null(vn) || !*v)
+                    rc = PERR_NODE(p, vn, lwhat, "must not be empty");
+                else
+                    rc = check_name(p, vn, lwhat, v);
+                label = vn;
+            } else if (strcmp(k, "set") == 0) {
+                rc = parse_set_node(p, vn, &r->ov, swhat);
+            } else {
+                char why[200];
+                unknown_among(k, item_keys, why, sizeof why);
+                rc = PERR_NODE(p, kn, kw, "%s", why);
+            }
+        }
+        if (rc)
+            break;
+        if (!label) {
+            rc = PERR_NODE(p, it, lwhat, "required (each variant needs a label)");
+            break;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(rows[j].label, scalar(label)) == 0) {
+                char q[300];
+                config_quote(scalar(label), q, sizeof q);
+                rc = PERR_NODE(p, label, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
+                               rows[j].line);
+                break;
+            }
+        if (rc)
+            break;
+        r->label = xstrdup(scalar(label));
+        if (!r->label)
+            rc = oom(p);
+    }
+    if (rc) {
+        rows_free(rows, n);
+        return -1;
+    }
+    *out = rows;
+    *nout = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* grid / zip                                                          */
+/* ------------------------------------------------------------------ */
+
+static void params_free(Param *ps, int n) {
+    for (int i = 0; ps && i < n; i++) {
+        for (int j = 0; j < ps[i].n; j++)
+            free(ps[i].vals[j]);
+        free(ps[i].vals);
+        free(ps[i].vl);
+        free(ps[i].vc);
+        free(ps[i].key);
+        free(ps[i].leaf);
+    }
+    free(ps);
+}
+
+/* One value of parameter pm, checked against the schema. */
+static int param_value(P *p, Param *pm, yaml_node_t *vn, const char *what) {
+    if (vn->type != YAML_SCALAR_NODE)
+        return PERR_NODE(p, vn, what, "expected a value, got %s", node_kind(vn));
+    if (check_override(p, pm->key, scalar(vn), pm->kl, pm->kc, nline(vn), ncol(vn)))
+        return -1;
+    int i = pm->n;
+    pm->vals[i] = xstrdup(scalar(vn));
+    if (!pm->vals[i])
+        return oom(p);
+    pm->vl[i] = nline(vn);
+    pm->vc[i] = ncol(vn);
+    pm->n++;
+    return 0;
+}
+
+static int param_alloc(P *p, Param *pm, int n) {
+    pm->vals = calloc((size_t)n, sizeof *pm->vals);
+    pm->vl = calloc((size_t)n, sizeof *pm->vl);
+    pm->vc = calloc((size_t)n, sizeof *pm->vc);
+    if (!pm->vals || !pm->vl || !pm->vc)
+        return oom(p);
+    return 0;
+}
+
+static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
+    static const char *const spec_keys[] = {"values", "value", NULL};
+    int n = (int)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    if (n == 0)
+        return PERR_NODE(p, map, "parameters", "empty mapping (give config keys with {values: [...]})");
+    Param *ps = calloc((size_t)n, sizeof *ps);
+    if (!ps)
+        return oom(p);
+    int rc = 0, np = 0;
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top && rc == 0; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
+        if (!kn || !vn) {
+            rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+            break;
+        }
+        if (kn->type != YAML_SCALAR_NODE) {
+            rc = PERR_NODE(p, kn, "parameters", "expected a config key, got %s", node_kind(kn));
+            break;
+        }
+        const char *key = scalar(kn);
+        if (dup_in_mapping(p, map, pr, key, key)) {
+            rc = -1;
+            break;
+        }
+        if (!config_find(key)) { /* unknown key, or a section: config_set words it */
+            rc = check_override(p, key, "", nline(kn), ncol(kn), nline(kn), ncol(kn));
+            if (rc == 0)
+                rc = PERR_NODE(p, kn, key, "unknown key");
+            break;
+        }
+        Param *pm = &ps[np++];
+        pm->key = xstrdup(key);
+        pm->kl = nline(kn);
+        pm->kc = ncol(kn);
+        if (!pm->key) {
+            rc = oom(p);
+            break;
+        }
+        if (vn->type != YAML_MAPPING_NODE) {
+            char g[310];
+            rc = PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", got(vn, g, sizeof g));
+            break;
+        }
+        yaml_node_t *values = NULL, *value = NULL;
+        for (yaml_node_pair_t *sp = vn->data.mapping.pairs.start; sp < vn->data.mapping.pairs.top && rc == 0; sp++) {
+            yaml_node_t *sk = yaml_document_get_node(p->doc, sp->key);
+            yaml_node_t *sv = yaml_document_get_node(p->doc, sp->value);
+            char kw[400];
+            if (!sk || !sv) {
+                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+                break;
+            }
+            if (sk->type != YAML_SCALAR_NODE) {
+                rc = PERR_NODE(p, sk, key, "expected values or value, got %s", node_kind(sk));
+                break;
+            }
+            snprintf(kw, sizeof kw, "%s.%s", key, scalar(sk));
+            if (dup_in_mapping(p, vn, sp, scalar(sk), kw)) {
+                rc = -1;
+                break;
+            }
+            if (strcmp(scalar(sk), "values") == 0)
+                values = sv;
+            else if (strcmp(scalar(sk), "value") == 0)
+                value = sv;
+            else {
+                char why[200];
+                unknown_among(scalar(sk), spec_keys, why, sizeof why);
+                rc = PERR_NODE(p, sk, kw, "%s", why);
+            }
+        }
+        if (rc)
+            break;
+        if (values && value) {
+            rc = PERR_NODE(p, vn, key, "give values (a list to sweep) or value (a constant), not both");
+            break;
+        }
+        if (!values && !value) {
+            rc = PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}");
+            break;
+        }
+        if (value) {
+            pm->is_const = 1;
+            if (param_alloc(p, pm, 1) || param_value(p, pm, value, key))
+                rc = -1;
+            continue;
+        }
+        if (values->type != YAML_SEQUENCE_NODE) {
+            char g[310];
+            rc = PERR_NODE(p, values, key, "values: expected a list, got %s%s", got(values, g, sizeof g),
+                           values->type == YAML_SCALAR_NODE ? " (use value: for a constant)" : "");
+            break;
+        }
+        int nv = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
+        if (nv == 0) {
+            rc = PERR_NODE(p, values, key, "values: empty list");
+            break;
+        }
+        if (param_alloc(p, pm, nv)) {
+            rc = -1;
+            break;
+        }
+        for (int i = 0; i < nv && rc == 0; i++) {
+            yaml_node_t *it = yaml_document_get_node(p->doc, values->data.sequence.items.start[i]);
+            if (!it) {
+                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+                break;
+            }
+            rc = param_value(p, pm, it, key);
+            for (int j = 0; rc == 0 && j < i; j++)
+                if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
+                    char q[300];
+                    config_quote(pm->vals[i], q, sizeof q);
+                    rc = PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
+                                   pm->vc[j]);
+                }
+        }
+    }
+    if (rc) {
+        params_free(ps, np);
+        return -1;
+    }
+    /* label names: the leaf, unless two swept keys share it */
+    for (int i = 0; i < np; i++) {
+        const char *d = strrchr(ps[i].key, '.');
+        const char *leaf = d ? d + 1 : ps[i].key;
+        int clash = 0;
+        for (int j = 0; j < np; j++) {
+            if (j == i || ps[j].is_const || ps[i].is_const)
+                continue;
+            const char *dj = strrchr(ps[j].key, '.');
+            clash |= strcmp(leaf, dj ? dj + 1 : ps[j].key) == 0;
+        }
+        ps[i].leaf = xstrdup(clash ? ps[i].key : leaf);
+        if (!ps[i].leaf) {
+            params_free(ps, np);
+            return oom(p);
+        }
+    }
+    *out = ps;
+    *nout = np;
+    return 0;
+}
+
+/* Rows of a grid (zip = 0) or zip (zip = 1) over ps.  where/line/col: the
+ * parameters key, blamed for errors of whole rows. */
+static int expand_params(P *p, Param *ps, int np, int zip, int line, int col, Row **out, int *nout) {
+    long long nrows = 1;
+    int first = -1;
+    for (int i = 0; i < np; i++) {
+        if (ps[i].is_const)
+            continue;
+        if (zip) {
+            if (first < 0)
+                first = i, nrows = ps[i].n;
+            else if (ps[i].n != ps[first].n)
+                return perr(p, ps[i].vl[0], ps[i].vc[0], ps[i].key,
+                            "zip needs lists of equal length: %d value%s here, %d for %s", ps[i].n,
+                            ps[i].n == 1 ? "" : "s", ps[first].n, ps[first].key);
+        } else {
+            nrows *= ps[i].n;
+            if (nrows > SWEEP_MAX_RUNS)
+                return perr(p, line, col, "parameters", "the grid has more than %d points", SWEEP_MAX_RUNS);
+        }
+    }
+    Row *rows = calloc((size_t)nrows, sizeof *rows);
+    if (!rows)
+        return oom(p);
+    for (long long r = 0; r < nrows; r++) {
+        Row *row = &rows[r];
+        snprintf(row->where, sizeof row->where, "parameters");
+        row->line = line;
+        row->col = col;
+        Buf lb = {0};
+        int nswept = 0;
+        /* grid: mixed radix over the swept params, the last one fastest */
+        long long rest = r;
+        int *pick = calloc((size_t)np, sizeof *pick);
+        if (!pick) {
+            rows_free(rows, (int)nrows);
+            return oom(p);
+        }
+        for (int i = np - 1; i >= 0; i--) {
+            if (ps[i].is_const)
+                continue;
+            if (zip)
+                pick[i] = (int)r;
+            else {
+                pick[i] = (int)(rest % ps[i].n);
+                rest /= ps[i].n;
+            }
+        }
+        int rc = 0;
+        for (int i = 0; i < np && rc == 0; i++) {
+            int k = ps[i].is_const ? 0 : pick[i];
+            rc = ov_push(p, &row->ov, ps[i].key, ps[i].vals[k], ps[i].kl, ps[i].kc, ps[i].vl[k], ps[i].vc[k]);
+            if (!ps[i].is_const) {
+                if (nswept++)
+                    buf_str(&lb, ",");
+                buf_str(&lb, ps[i].leaf);
+                buf_str(&lb, "=");
+                buf_str(&lb, ps[i].vals[k]);
+            }
+        }
+        free(pick);
+        if (!nswept)
+            buf_str(&lb, "base");
+        row->label = buf_take(&lb);
+        if (rc || !row->label) {
+            rows_free(rows, (int)nrows);
+            return rc ? -1 : oom(p);
+        }
+        char why[200], q[400];
+        if (store_name_check(row->label, why, sizeof why)) { /* values are checked text; kept as a guard */
+            perr(p, line, col, "parameters", "row %lld gets the label \"%s\", which %s", r,
+                 quote_name(row->label, q, sizeof q), why);
+            rows_free(rows, (int)nrows);
+            return -1;
+        }
+    }
+    *out = rows;
+    *nout = (int)nrows;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* runs                                                                */
+/* ------------------------------------------------------------------ */
+
+/* The value of "key" in config_to_json output, unquoted, into out. */
+static void json_value(const char *json, const char *key, char *out, size_t cap) {
+    out[0] = '\0';
+    size_t kl = strlen(key);
+    for (const char *s = strchr(json, '"'); s; s = strchr(s + 1, '"')) {
+        if (strncmp(s + 1, key, kl) == 0 && s[1 + kl] == '"' && s[2 + kl] == ':') {
+            const char *v = s + 3 + kl, *e = v;
+            while (*e && *e != ',' && *e != '}')
+                e++;
+            if (*v == '"' && e > v + 1 && e[-1] == '"')
+                v++, e--;
+            snprintf(out, cap, "%.*s", (int)(e - v), v);
+            return;
+        }
+    }
+}
+
+/* Check a run_name template: "{...}" placeholders must be known. */
+static int check_template(P *p, const char *t, int line, int col) {
+    for (const char *s = t; *s; s++) {
+        if (*s != '{')
+            continue;
+        const char *e = strchr(s, '}');
+        if (!e)
+            return perr(p, line, col, "run_name", "unclosed { in \"%s\"", t);
+        char ph[256];
+        snprintf(ph, sizeof ph, "%.*s", (int)(e - s - 1), s + 1);
+        if (strcmp(ph, "sweep") && strcmp(ph, "label") && strcmp(ph, "seed") && strcmp(ph, "index") &&
+            !config_find(ph)) {
+            /* config_set's did-you-mean for config keys */
+            char *a = join_kv(ph, "");
+            if (!a)
+                return oom(p);
+            ConfigError e2;
+            char sugg[300] = "";
+            if (config_set(&p->scratch, a, &e2) != 0) {
+                const char *m = strstr(e2.msg, "(did you mean ");
+                if (m) {
+                    const char *q = m + 14, *qe = strchr(q, '?');
+                    if (qe)
+                        snprintf(sugg, sizeof sugg, " (did you mean {%.*s}?)", (int)(qe - q), q);
+                }
+            }
+            free(a);
+            return perr(p, line, col, "run_name",
+                        "unknown placeholder {%s}%s; use {sweep}, {label}, {seed}, {index} or a config key", ph,
+                        sugg);
+        }
+        s = e;
+    }
+    return 0;
+}
+
+static char *format_name(const char *t, const Sweep *s, const SweepRun *r, const char *json) {
+    Buf b = {0};
+    for (const char *c = t; *c; c++) {
+        const char *e = *c == '{' ? strchr(c, '}') : NULL;
+        if (!e) {
+            buf_add(&b, c, 1);
+            continue;
+        }
+        char ph[256], val[128];
+        snprintf(ph, sizeof ph, "%.*s", (int)(e - c - 1), c + 1);
+        if (strcmp(ph, "sweep") == 0)
+            buf_str(&b, s->name);
+        else if (strcmp(ph, "label") == 0)
+            buf_str(&b, r->label);
+        else if (strcmp(ph, "seed") == 0) {
+            snprintf(val, sizeof val, "%lld", r->seed);
+            buf_str(&b, val);
+        } else if (strcmp(ph, "index") == 0) {
+            snprintf(val, sizeof val, "%d", r->index);
+            buf_str(&b, val);
+        } else {
+            json_value(json, ph, val, sizeof val);
+            buf_str(&b, val);
+        }
+        c = e;
+    }
+    return buf_take(&b);
+}
+
+/* Point a config_resolve / config_set message at the sweep file: an
+ * override's "--set A" origin becomes the place A is written; a schema
+ * default's "config" origin becomes the row; a base-file origin stays. */
+static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *row, int index, long long seed) {
+    char ctx[400], q[300];
+    config_quote(row->label, q, sizeof q);
+    snprintf(ctx, sizeof ctx, " (run %d: %s, seed %lld)", index, q, seed);
+    if (strncmp(msg, "--set ", 6) == 0)
+        for (int i = nov - 1; i >= 0; i--) {
+            size_t al = strlen(ovs[i]->text);
+            if (strncmp(msg + 6, ovs[i]->text, al) == 0 && strncmp(msg + 6 + al, ": error: ", 9) == 0)
+                return perr(p, ovs[i]->vl, ovs[i]->vc, NULL, "%s%s", msg + 6 + al + 9, ctx);
+        }
+    if (strncmp(msg, "config: error: ", 15) == 0)
+        return perr(p, row->line, row->col, NULL, "%s%s", msg + 15, ctx);
+    char keep[sizeof p->err->msg];
+    snprintf(keep, sizeof keep, "%s", msg);
+    return fail(p->err, "%s%s", keep, ctx);
+}
+
+/* Build run r from row (and seed_ov, or NULL): overrides, resolved config,
+ * run id. */
+/* An override of a text key (train.init_from) may name another run of a
+ * sweep: {sweep}, {label} and {seed} in its value are replaced by this
+ * run's.  Other overrides are copied as they are.  NULL when out of memory. */
+static char *expand_override(const char *text, const Sweep *s, const char *label, long long seed) {
+    const char *eq = strchr(text, '=');
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - text) : 0, text);
+    const ConfigKey *k = config_find(key);
+    if (!eq || !k || k->type != CT_STRING || !strchr(eq, '{'))
+        return xstrdup(text);
+    Buf b = {0};
+    for (const char *c = text; *c; c++) {
+        char num[32];
+        if (strncmp(c, "{sweep}", 7) == 0)
+            buf_str(&b, s->name), c += 6;
+        else if (strncmp(c, "{label}", 7) == 0)
+            buf_str(&b, label), c += 6;
+        else if (strncmp(c, "{seed}", 6) == 0)
+            snprintf(num, sizeof num, "%lld", seed), buf_str(&b, num), c += 5;
+        else
+            buf_add(&b, c, 1);
+    }
+    return buf_take(&b);
+}
+
+static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed_ov, SweepRun *r) {
+    int nov = set->n + row->ov.n + (seed_ov != NULL);
+    Ov **ovs = malloc((size_t)(nov ? nov : 1) * sizeof *ovs);
+    r->overrides = calloc((size_t)(nov ? nov : 1), sizeof *r->overrides);
+    r->label = xstrdup(row->label);
+    if (!ovs || !r->overrides || !r->label) {
+        free(ovs);
+        return oom(p);
+    }
+    int k = 0;
+    for (int i = 0; i < set->n; i++)
+        ovs[k++] = &set->v[i];
+    for (int i = 0; i < row->ov.n; i++)
+        ovs[k++] = &row->ov.v[i];
+    if (seed_ov)
+        ovs[k++] = seed_ov;
+    ConfigError e;
+    Config *c = &r->config;
+    config_defaults(c);
+    int rc = 0;
+    if (config_load_file(c, s->base, &e) != 0) {
+        rc = fail(p->err, "%s", e.msg);
+    } else {
+        long long seed = seed_ov ? strtoll(strchr(seed_ov->text, '=') + 1, NULL, 10) : (long long)c->seed;
+        for (int i = 0; i < nov; i++) {
+            r->overrides[i] = expand_override(ovs[i]->text, s, row->label, seed);
+            if (!r->overrides[i]) {
+                free(ovs);
+                return oom(p);
+            }
+            r->noverrides++;
+        }
+        for (int i = 0; i < nov && rc == 0; i++)
+            if (config_set(c, r->overrides[i], &e) != 0)
+                rc = resolve_error(p, e.msg, ovs, nov, row, r->index, c->seed);
+        if (rc == 0 && config_resolve(c, &e) != 0)
+            rc = resolve_error(p, e.msg, ovs, nov, row, r->index, c->seed);
+    }
+    free(ovs);
+    if (rc)
+        return -1;
+    r->seed = (long long)c->seed;
+    char *json = store_config_json(c, r->run_id);
+    if (!json)
+        return oom(p);
+    free(json);
+    return 0;
+}
+
+static const SweepRun *cmp_runs_base;
+static int cmp_by_id(const void *a, const void *b) {
+    const SweepRun *x = &cmp_runs_base[*(const int *)a], *y = &cmp_runs_base[*(const int *)b];
+    int c = strcmp(x->run_id, y->run_id);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+static int cmp_by_name(const void *a, const void *b) {
+    const SweepRun *x = &cmp_runs_base[*(const int *)a], *y = &cmp_runs_base[*(const int *)b];
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* ------------------------------------------------------------------ */
+/* the file                                                            */
+/* ------------------------------------------------------------------ */
+
+/* base relative to the directory of the sweep file (absolute kept). */
+static char *base_path(const char *sweep_path, const char *base) {
+    const char *slash = strrchr(sweep_path, '/');
+    Buf b = {0};
+    if (base[0] != '/' && slash)
+        buf_add(&b, sweep_path, (size_t)(slash - sweep_path) + 1);
+    buf_str(&b, base);
+    return buf_take(&b);
+}
+
+typedef struct {
+    yaml_node_t *name, *base, *method, *parameters, *variants, *seeds, *run_name, *baseline, *set;
+    yaml_node_t *kmethod, *kparameters, *kvariants; /* key nodes, for conflict errors */
+} Top;
+
+static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
+    static const char *const top_keys[] = {"name",  "base",     "method",   "parameters", "variants",
+                                           "seeds", "run_name", "baseline", "set",        NULL};
+    Top t;
+    memset(&t, 0, sizeof t);
+    int rc = 0;
+    OvList set = {0};
+    Row *rows = NULL;
+    int nrows = 0;
+    Param *ps = NULL;
+    int np = 0;
+    Ov *seeds = NULL;
+    int nseeds = 0;
+    int *order = NULL;
+
+    if (!root || is_null(root))
+        return fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
+    if (root->type != YAML_MAPPING_NODE) {
+        char g[310];
+        return PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
+                         got(root, g, sizeof g));
+    }
+    for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
+        if (!kn || !vn)
+            return fail(p->err, "%s: error: YAML: malformed document", p->path);
+        if (kn->type != YAML_SCALAR_NODE)
+            return PERR_NODE(p, kn, NULL, "expected a key name, got %s", node_kind(kn));
+        const char *k = scalar(kn);
+        if (dup_in_mapping(p, root, pr, k, k))
+            return -1;
+        yaml_node_t **slot = strcmp(k, "name") == 0         ? &t.name
+                             : strcmp(k, "base") == 0       ? &t.base
+                             : strcmp(k, "method") == 0     ? &t.method
+                             : strcmp(k, "parameters") == 0 ? &t.parameters
+                             : strcmp(k, "variants") == 0   ? &t.variants
+                             : strcmp(k, "seeds") == 0      ? &t.seeds
+                             : strcmp(k, "run_name") == 0   ? &t.run_name
+                             : strcmp(k, "baseline") == 0   ? &t.baseline
+                             : strcmp(k, "set") == 0        ? &t.set
+                                                            : NULL;
+        if (!slot) {
+            char why[200];
+            if (config_find(k) || config_is_section(k))
+                snprintf(why, sizeof why, "unknown key (config keys go under set:, or in the base file)");
+            else
+                unknown_among(k, top_keys, why, sizeof why);
+            return PERR_NODE(p, kn, k, "%s", why);
+        }
+        *slot = vn;
+        if (slot == &t.method)
+            t.kmethod = kn;
+        if (slot == &t.parameters)
+            t.kparameters = kn;
+        if (slot == &t.variants)
+            t.kvariants = kn;
+        /* scalars that must be non-empty text */
+        if (slot == &t.name || slot == &t.base || slot == &t.method || slot == &t.run_name || slot == &t.baseline) {
+            if (vn->type != YAML_SCALAR_NODE)
+                return PERR_NODE(p, vn, k, "expected a value, got %s", node_kind(vn));
+            if (is_null(vn) || !*scalar(vn))
+                return PERR_NODE(p, vn, k, "must not be empty");
+        }
+    }
+
+    /* which kind of sweep */
+    if (t.variants && (t.method || t.parameters)) {
+        yaml_node_t *other = t.kmethod ? t.kmethod : t.kparameters;
+        yaml_node_t *later = nline(t.kvariants) > nline(other) ||
+                                     (nline(t.kvariants) == nline(other) && ncol(t.kvariants) > ncol(other))
+                                 ? t.kvariants
+                                 : other;
+        return PERR_NODE(p, later, scalar(later), "a sweep has either variants or method with parameters, not both");
+    }
+    if (!t.name)
+        return perr(p, nline(root), ncol(root), "name", "required (names the sweep in the results store)");
+    if (!t.base)
+        return perr(p, nline(root), ncol(root), "base", "required (a run config, relative to the sweep file)");
+    if (t.method && !t.parameters)
+        return PERR_NODE(p, t.kmethod, "parameters", "required with method (config keys with {values: [...]})");
+    if (t.parameters && !t.method)
+        return PERR_NODE(p, t.kparameters, "method", "required with parameters (grid or zip)");
+    if (!t.variants && !t.method)
+        return perr(p, nline(root), ncol(root), NULL,
+                    "expected variants (a list of {label, set}), or method (grid or zip) with parameters");
+    if (t.method) {
+        const char *m = scalar(t.method);
+        if (strcmp(m, "grid") == 0)
+            s->method = SWEEP_GRID;
+        else if (strcmp(m, "zip") == 0)
+            s->method = SWEEP_ZIP;
+        else {
+            char q[300];
+            config_quote(m, q, sizeof q);
+            return PERR_NODE(p, t.method, "method", "expected grid or zip, got \"%s\"", q);
+        }
+    } else {
+        s->method = SWEEP_VARIANTS;
+    }
+
+    if (check_name(p, t.name, "name", scalar(t.name)))
+        return -1;
+    s->name = xstrdup(scalar(t.name));
+    s->base = base_path(p->path, scalar(t.base));
+    if (!s->name || !s->base)
+        return oom(p);
+    {
+        struct stat st;
+        int se = stat(s->base, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+        if (!se && access(s->base, R_OK) != 0)
+            se = errno;
+        if (se)
+            return PERR_NODE(p, t.base, "base", "cannot open %s: %s", s->base, strerror(se));
+    }
+
+    /* overrides and rows */
+    if (t.set && parse_set_node(p, t.set, &set, "set"))
+        goto bad;
+    if (t.variants) {
+        if (t.variants->type != YAML_SEQUENCE_NODE) {
+            rc = PERR_NODE(p, t.variants, "variants", "expected a list of {label: NAME, set: {...}}, got %s",
+                           node_kind(t.variants));
+            goto bad;
+        }
+        if (parse_variants(p, t.variants, &rows, &nrows))
+            goto bad;
+    } else {
+        if (t.parameters->type != YAML_MAPPING_NODE) {
+            rc = PERR_NODE(p, t.parameters, "parameters",
+                           "expected a mapping of config keys to {values: [...]}, got %s", node_kind(t.parameters));
+            goto bad;
+        }
+        if (parse_parameters(p, t.parameters, &ps, &np) ||
+            expand_params(p, ps, np, s->method == SWEEP_ZIP, nline(t.kparameters), ncol(t.kparameters), &rows,
+                          &nrows))
+            goto bad;
+    }
+
+    /* seeds */
+    if (t.seeds) {
+        if (t.seeds->type != YAML_SEQUENCE_NODE) {
+            char g[310];
+            rc = PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got %s", got(t.seeds, g, sizeof g));
+            goto bad;
+        }
+        int n = (int)(t.seeds->data.sequence.items.top - t.seeds->data.sequence.items.start);
+        if (n == 0) {
+            rc = PERR_NODE(p, t.seeds, "seeds", "empty list (leave seeds out to use the base config's seed)");
+            goto bad;
+        }
+        seeds = calloc((size_t)n, sizeof *seeds);
+        if (!seeds) {
+            rc = oom(p);
+            goto bad;
+        }
+        for (int i = 0; i < n; i++) {
+            yaml_node_t *it = yaml_document_get_node(p->doc, t.seeds->data.sequence.items.start[i]);
+            if (!it) {
+                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
+                goto bad;
+            }
+            if (it->type != YAML_SCALAR_NODE) {
+                rc = PERR_NODE(p, it, "seeds", "expected an integer, got %s", node_kind(it));
+                goto bad;
+            }
+            /* the schema's train.seed parser, reported as seeds */
+            char *a = join_kv("train.seed", scalar(it));
+            if (!a) {
+                rc = oom(p);
+                goto bad;
+            }
+            ConfigError e;
+            if (config_set(&p->scratch, a, &e) != 0) {
+                const char *why = set_reason(e.msg, a);
+                if (strncmp(why, "train.seed: ", 12) == 0)
+                    why += 12;
+                rc = PERR_NODE(p, it, "seeds", "%s", why);
+                free(a);
+                goto bad;
+            }
+            free(a);
+            for (int j = 0; j < nseeds; j++)
+                if (strtoll(seeds[j].text + strlen("train.seed="), NULL, 10) == (long long)p->scratch.seed) {
+                    rc = PERR_NODE(p, it, "seeds", "duplicate seed %lld (also at line %d)",
+                                   (long long)p->scratch.seed, seeds[j].vl);
+                    goto bad;
+                }
+            char val[32];
+            snprintf(val, sizeof val, "%lld", (long long)p->scratch.seed);
+            seeds[nseeds].text = join_kv("train.seed", val);
+            seeds[nseeds].key = xstrdup("train.seed");
+            seeds[nseeds].kl = seeds[nseeds].vl = nline(it);
+            seeds[nseeds].kc = seeds[nseeds].vc = ncol(it);
+            nseeds++;
+            if (!seeds[nseeds - 1].text || !seeds[nseeds - 1].key) {
+                rc = oom(p);
+                goto bad;
+            }
+        }
+        /* train.seed is the seeds' to set */
+        for (int r = -1; r < nrows; r++) {
+            const OvList *l = r < 0 ? &set : &rows[r].ov;
+            for (int i = 0; i < l->n; i++)
+                if (strcmp(l->v[i].key, "train.seed") == 0) {
+                    rc = perr(p, l->v[i].kl, l->v[i].kc, "train.seed",
+                              "set by seeds (line %d); remove it here, or drop seeds", nline(t.seeds));
+                    goto bad;
+                }
+        }
+    }
+
+    /* baseline */
+    if (t.baseline) {
+        const char *b = scalar(t.baseline);
+        int found = 0;
+        for (int r = 0; r < nrows && !found; r++)
+            found = strcmp(rows[r].label, b) == 0;
+        if (!found) {
+            char q[300];
+            Buf lb = {0};
+            config_quote(b, q, sizeof q);
+            for (int r = 0; r < nrows && r < 8; r++) {
+                char ql[300];
+                config_quote(rows[r].label, ql, sizeof ql);
+                if (r)
+                    buf_str(&lb, ", ");
+                buf_str(&lb, ql);
+            }
+            if (nrows > 8)
+                buf_str(&lb, ", ...");
+            char *labels = buf_take(&lb);
+            if (!labels) {
+                rc = oom(p);
+                goto bad;
+            }
+            rc = PERR_NODE(p, t.baseline, "baseline", "no %s labelled \"%s\" (labels: %s)",
+                           s->method == SWEEP_VARIANTS ? "variant" : "row", q, labels);
+            free(labels);
+            goto bad;
+        }
+        s->baseline = xstrdup(b);
+        if (!s->baseline) {
+            rc = oom(p);
+            goto bad;
+        }
+    }
+
+    /* run_name */
+    const char *tmpl = t.run_name ? scalar(t.run_name) : "{sweep}-{label}-s{seed}";
+    int tl = t.run_name ? nline(t.run_name) : nline(root), tc = t.run_name ? ncol(t.run_name) : ncol(root);
+    if (check_template(p, tmpl, tl, tc))
+        goto bad;
+
+    /* expand */
+    long long nruns = (long long)nrows * (nseeds ? nseeds : 1);
+    if (nruns > SWEEP_MAX_RUNS) {
+        rc = perr(p, nline(root), ncol(root), NULL, "the sweep has %lld runs, more than %d", nruns, SWEEP_MAX_RUNS);
+        goto bad;
+    }
+    s->runs = calloc((size_t)nruns, sizeof *s->runs);
+    if (!s->runs) {
+        rc = oom(p);
+        goto bad;
+    }
+    s->nrows = nrows;
+    s->nseeds = nseeds;
+    for (int r = 0; r < nrows; r++)
+        for (int k = 0; k < (nseeds ? nseeds : 1); k++) {
+            SweepRun *run = &s->runs[s->nruns];
+            run->index = s->nruns;
+            run->row = r;
+            s->nruns++; /* counted before filling, so sweep_free frees a partial run */
+            if (build_run(p, s, &set, &rows[r], nseeds ? &seeds[k] : NULL, run))
+                goto bad;
+            run->is_baseline = s->baseline && strcmp(rows[r].label, s->baseline) == 0;
+        }
+
+    /* names (need every run's config for {key} placeholders) */
+    for (int i = 0; i < s->nruns; i++) {
+        SweepRun *run = &s->runs[i];
+        int n = config_to_json(&run->config, NULL, 0);
+        char *json = malloc((size_t)n + 1);
+        if (!json) {
+            rc = oom(p);
+            goto bad;
+        }
+        config_to_json(&run->config, json, (size_t)n + 1);
+        run->name = format_name(tmpl, s, run, json);
+        free(json);
+        if (!run->name) {
+            rc = oom(p);
+            goto bad;
+        }
+        if (!*run->name) {
+            rc = perr(p, tl, tc, "run_name", "run %d gets an empty name", i);
+            goto bad;
+        }
+        char why[200], q[400];
+        if (store_name_check(run->name, why, sizeof why)) {
+            rc = perr(p, tl, tc, "run_name", "run %d gets the name \"%s\", which %s", i,
+                      quote_name(run->name, q, sizeof q), why);
+            goto bad;
+        }
+    }
+
+    /* distinct names and configurations */
+    order = malloc((size_t)s->nruns * sizeof *order);
+    if (!order) {
+        rc = oom(p);
+        goto bad;
+    }
+    cmp_runs_base = s->runs;
+    for (int i = 0; i < s->nruns; i++)
+        order[i] = i;
+    qsort(order, (size_t)s->nruns, sizeof *order, cmp_by_name);
+    for (int i = 1; i < s->nruns; i++) {
+        const SweepRun *a = &s->runs[order[i - 1]], *b = &s->runs[order[i]];
+        if (strcmp(a->name, b->name) == 0) {
+            char q[300];
+            config_quote(a->name, q, sizeof q);
+            rc = perr(p, tl, tc, "run_name", "runs %d and %d are both named \"%s\" (use {label}, {seed} or {index})",
+                      a->index, b->index, q);
+            goto bad;
+        }
+    }
+    qsort(order, (size_t)s->nruns, sizeof *order, cmp_by_id);
+    for (int i = 1; i < s->nruns; i++) {
+        const SweepRun *a = &s->runs[order[i - 1]], *b = &s->runs[order[i]];
+        if (strcmp(a->run_id, b->run_id) == 0) {
+            const Row *rb = &rows[b->row];
+            char qa[300], qb[300];
+            config_quote(a->label, qa, sizeof qa);
+            config_quote(b->label, qb, sizeof qb);
+            rc = perr(p, rb->line, rb->col, rb->where,
+                      "\"%s\" resolves to the same configuration as \"%s\" (run id %s); each configuration runs once",
+                      qb, qa, a->run_id);
+            goto bad;
+        }
+    }
+    rc = 0;
+    goto out;
+bad:
+    rc = -1;
+out:
+    free(order);
+    for (int i = 0; i < nseeds; i++) {
+        free(seeds[i].text);
+        free(seeds[i].key);
+    }
+    free(seeds);
+    params_free(ps, np);
+    rows_free(rows, nrows);
+    ov_free(&set);
+    return rc;
+}
+
+int sweep_load(Sweep *s, const char *path, ConfigError *err) {
+    memset(s, 0, sizeof *s);
+    P p;
+    memset(&p, 0, sizeof p);
+    p.path = path;
+    p.err = err;
+    config_defaults(&p.scratch);
+
+    yaml_document_t doc;
+    if (yaml_file_load(path, "a sweep file", &doc, err))
+        return -1;
+    int rc = -1;
+    s->path = xstrdup(path);
+    if (!s->path) {
+        fail(err, "%s: error: out of memory", path);
+    } else {
+        p.doc = &doc;
+        rc = load_doc(&p, s, yaml_document_get_root_node(&doc));
+    }
+    yaml_document_delete(&doc);
+    if (rc)
+        sweep_free(s);
+    return rc;
+}
+
+void sweep_free(Sweep *s) {
+    if (!s)
+        return;
+    for (int i = 0; s->runs && i < s->nruns; i++) {
+        SweepRun *r = &s->runs[i];
+        free(r->label);
+        free(r->name);
+        for (int k = 0; r->overrides && k < r->noverrides; k++)
+            free(r->overrides[k]);
+        free(r->overrides);
+    }
+    free(s->runs);
+    free(s->path);
+    free(s->name);
+    free(s->base);
+    free(s->baseline);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,108 @@
+/*
+ * model.h — the decoder LM: parameters, activations, forward, backward.
+ *
+ * Pre-norm decoder: tied token embedding, RMSNorm, RoPE, causal multi-head
+ * attention with grouped KV heads and optional QK-norm, one configurable
+ * attention gate (gate.h / variant.h), SwiGLU FFN, final RMSNorm,
+ * cross-entropy.  Per layer, q | k | v | gate-logit weights are adjacent
+ * rows of one matrix and are applied with one sgemm; the SwiGLU gate | up
+ * weights likewise.
+ */
+#ifndef GATED_MODEL_H
+#define GATED_MODEL_H
+
+#include "nn/arena.h"
+#include "nn/modelcfg.h"
+#include "nn/gate.h"
+#include "nn/real.h"
+#include "nn/rope.h"
+#include "nn/variant.h"
+
+/* Parameter indices of one layer in the arena (-1 when absent). */
+typedef struct {
+    int ln1, wq, wk, wv, wg, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
+} LayerParams;
+
+/* Saved activations of one layer (pointers into Model.actmem). */
+typedef struct {
+    real *x_in, *rstd1, *h, *P;
+    real *qn, *rq, *kn, *rk;  /* QK-norm outputs and their rstd */
+    real *gy, *S;             /* gated tensor and its scores (position != none) */
+    real *qr, *kr, *o, *lse;
+    real *oc, *ro;            /* control output (silu / rmsnorm) and rstd */
+    real *og, *a, *ag, *x_mid, *rstd2, *h2, *U, *hs;
+} LayerActs;
+
+typedef struct {
+    ModelCfg cfg; /* what it was built from */
+    int C, L, H, Hk, dh, F, V;
+    int nq, nkv, ng, Np; /* fused projection widths: q, k (= v), gate logits, total */
+    GateShape gs;
+    GateOp gop;
+    Arena p;
+    int wte, ln_f;
+    LayerParams *lp;
+
+    /* activations for B x T, allocated by model_forward on demand */
+    int B, T;
+    real *actmem;
+    size_t actlen;
+    LayerActs *la;
+    real *x_out, *rstdf, *xf, *logits, *probs;
+    int *targets;
+    real *cos_t, *sin_t;
+    RopeScaling rope; /* what cos_t / sin_t hold: rope_of_config(cfg) unless model_set_rope changed it */
+    real *gradmem; /* backward scratch */
+    size_t gradlen, gbig;
+    double loss;
+} Model;
+
+/* Declare the parameter views of cfg without allocating them (for
+ * counting); model_free releases it.  0 or -1. */
+int model_layout(Model *m, const ModelCfg *cfg);
+
+/* The memory a training step of cfg at batch B, length T allocates, in
+ * bytes: parameters (weights, gradients and the two AdamW moments), the
+ * activations one forward saves (plus targets and RoPE tables) and the
+ * backward scratch: the sizes model_init, model_forward and model_backward
+ * allocate, computed without allocating them.  0 or -1 (out of memory). */
+typedef struct {
+    long long nparams;
+    size_t params, activations, scratch, total;
+} ModelMemory;
+int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out);
+
+/* Build a model from a resolved config (config_resolve already called);
+ * parameters initialised from cfg->seed.  0 or -1 (allocation failure). */
+int model_init(Model *m, const ModelCfg *cfg);
+void model_free(Model *m);
+
+/* Initialise parameters: N(0, init_std) for matrices and the embedding,
+ * ones for norm weights, zeros for static gate parameters. */
+void model_init_params(Model *m, uint64_t seed);
+
+/* Forward over tokens (B, T) with targets (B, T); returns the mean loss.
+ * targets may be NULL (no loss; logits only).  Returns NAN on allocation
+ * failure (errno set). */
+double model_forward(Model *m, const int *tokens, const int *targets, int B, int T);
+
+/* Backward of the last forward: ADDS dloss/dparam into m->p.g. */
+int model_backward(Model *m, const int *tokens);
+
+/* Use RoPE scaling r from now on (evaluation beyond the training length). */
+void model_set_rope(Model *m, const RopeScaling *r);
+
+/* Zero all gradients. */
+void model_zero_grad(Model *m);
+
+/* The gated tensor of layer l in the last forward: its input y and output
+ * (token strides sy, so).  0 when the model has no gate. */
+int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **out, int *so);
+
+/* Gate parameters added per layer and in total. */
+long model_gate_params(const Model *m);
+
+/* FLOPs per token: forward and training (forward + backward) at length T. */
+void model_flops(const Model *m, int T, double *fwd, double *train);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * variant.c — gate variant tables and shape/validity rules (see variant.h).
+ */
+#include "nn/variant.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const gate_position_names[] = {"none", "sdpa", "value", "key", "query", "dense", NULL};
+const char *const gate_granularity_names[] = {"elementwise", "headwise", NULL};
+const char *const gate_sharing_names[] = {"head_specific", "head_shared", NULL};
+const char *const gate_form_names[] = {"multiplicative", "additive", NULL};
+const char *const gate_activation_names[] = {"sigmoid", "silu", "tanh", "none", "ns_sigmoid", NULL};
+const char *const gate_input_names[] = {"hidden", "static", NULL};
+const char *const gate_control_names[] = {"none", "silu", "rmsnorm", NULL};
+
+/* One row per position.  G3/G4 gate q/k after QK-norm and before RoPE, so a
+ * headwise gate there is not erased by the per-head norm. */
+const GatePositionDef gate_positions[GP__COUNT] = {
+    [GP_NONE] = {"none", "-", "no gate", HEADS_NONE, 0, 0},
+    [GP_SDPA] = {"sdpa", "G1", "SDPA output per query head, before W_o", HEADS_Q, 1, 1},
+    [GP_VALUE] = {"value", "G2", "value projection (token j gated by X_j)", HEADS_KV, 1, 1},
+    [GP_KEY] = {"key", "G3", "key projection, after QK-norm, before RoPE", HEADS_KV, 1, 1},
+    [GP_QUERY] = {"query", "G4", "query projection, after QK-norm, before RoPE", HEADS_Q, 1, 1},
+    [GP_DENSE] = {"dense", "G5", "attention block output, after W_o", HEADS_ONE, 0, 0},
+};
+
+int name_index(const char *const *names, const char *name) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+GateCfg gate_default(void) {
+    GateCfg g = {GP_NONE, GG_ELEMENTWISE, GS_HEAD_SPECIFIC, GF_MULTIPLICATIVE, GA_SIGMOID, GI_HIDDEN, GC_NONE};
+    return g;
+}
+
+GateShape gate_shape(const GateCfg *g, int d_model, int n_head, int n_kv_head, int d_head) {
+    GateShape s = {0, 0, 0, 0, 0};
+    if (g->position <= GP_NONE || g->position >= GP__COUNT) return s;
+    switch (gate_positions[g->position].heads) {
+    case HEADS_Q: s.hpos = n_head; s.dh = d_head; break;
+    case HEADS_KV: s.hpos = n_kv_head; s.dh = d_head; break;
+    case HEADS_ONE: s.hpos = 1; s.dh = d_model; break;
+    default: return s;
+    }
+    int per_head = g->granularity == GG_HEADWISE ? 1 : s.dh;
+    if (g->input == GI_HIDDEN) {
+        /* head-shared keeps head-specific logits and averages the scores,
+         * so it adds as many weights as head-specific (paper Table 1). */
+        s.nlogit = s.hpos * per_head;
+        s.wg_params = (long)s.nlogit * d_model;
+    } else {
+        s.nstatic = (g->sharing == GS_HEAD_SHARED ? 1 : s.hpos) * per_head;
+        s.wg_params = s.nstatic;
+    }
+    return s;
+}
+
+const char *gate_validate(const GateCfg *g, const char **key) {
+    static const char *msg;
+    *key = NULL;
+    if (g->position == GP_NONE) {
+        GateCfg d = gate_default();
+        if (g->granularity != d.granularity) { *key = "model.gate.granularity"; goto ungated; }
+        if (g->sharing != d.sharing) { *key = "model.gate.sharing"; goto ungated; }
+        if (g->form != d.form) { *key = "model.gate.form"; goto ungated; }
+        if (g->activation != d.activation) { *key = "model.gate.activation"; goto ungated; }
+        if (g->input != d.input) { *key = "model.gate.input"; goto ungated; }
+        return NULL;
+    ungated:
+        msg = "has no effect when model.gate.position is none (set a position, or remove the key)";
+        return msg;
+    }
+    const GatePositionDef *p = &gate_positions[g->position];
+    if (g->granularity == GG_HEADWISE && !p->headwise_ok) {
+        *key = "model.gate.granularity";
+        msg = g->position == GP_DENSE
+                  ? "headwise is not valid with model.gate.position dense (G5 gates d_model channels; it has no heads)"
+                  : "headwise is not valid at this model.gate.position";
+        return msg;
+    }
+    if (g->sharing == GS_HEAD_SHARED && !p->shared_ok) {
+        *key = "model.gate.sharing";
+        msg = g->position == GP_DENSE
+                  ? "head_shared is not valid with model.gate.position dense (G5 has no heads to share over)"
+                  : "head_shared is not valid at this model.gate.position";
+        return msg;
+    }
+    return NULL;
+}
+
+int gate_enumerate(GateCfg *out, int cap) {
+    int n = 0;
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++)
+        for (int gr = 0; gr < GG__COUNT; gr++)
+            for (int sh = 0; sh < GS__COUNT; sh++)
+                for (int in = 0; in < GI__COUNT; in++)
+                    for (int fo = 0; fo < GF__COUNT; fo++)
+                        for (int ac = 0; ac < GA__COUNT; ac++) {
+                            GateCfg g = {p, gr, sh, fo, ac, in, GC_NONE};
+                            const char *k;
+                            if (gate_validate(&g, &k)) continue;
+                            if (n < cap) out[n] = g;
+                            n++;
+                        }
+    return n;
+}
+
+const char *gate_label(const GateCfg *g, char *buf, size_t cap) {
+    if (g->position == GP_NONE) {
+        snprintf(buf, cap, "none%s%s", g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
+        return buf;
+    }
+    snprintf(buf, cap, "%s.%s.%s.%s.%s.%s%s%s", gate_position_names[g->position],
+             gate_granularity_names[g->granularity], gate_sharing_names[g->sharing],
+             g->form == GF_MULTIPLICATIVE ? "mult" : "add", gate_activation_names[g->activation],
+             gate_input_names[g->input], g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
+    return buf;
+}

@@ -1,0 +1,72 @@
+/*
+ * variant.h — the table of gate variants: names, shape rules, validity.
+ *
+ * A gate variant is a tuple (position, granularity, sharing, form,
+ * activation, input) plus an optional no-gate control on the SDPA output.
+ * This file says which tuples are valid, what shape each gate has and how
+ * many parameters it adds; gate.h holds the math.  Tests and sweeps
+ * enumerate variants through gate_enumerate(), so a new position or
+ * activation added to the tables below is picked up everywhere.
+ *
+ * Nothing here depends on the floating-point type of the model.
+ */
+#ifndef GATED_VARIANT_H
+#define GATED_VARIANT_H
+
+#include <stddef.h>
+#include "nn/modelcfg.h"
+
+/* NULL-terminated name lists, indexed by the enums in config.h. */
+extern const char *const gate_position_names[];
+extern const char *const gate_granularity_names[];
+extern const char *const gate_sharing_names[];
+extern const char *const gate_form_names[];
+extern const char *const gate_activation_names[];
+extern const char *const gate_input_names[];
+extern const char *const gate_control_names[];
+
+/* Which heads a position's gated tensor is split into. */
+typedef enum { HEADS_NONE, HEADS_Q, HEADS_KV, HEADS_ONE } GateHeads;
+
+typedef struct {
+    const char *name;  /* config value */
+    const char *paper; /* the paper's label (G1..G5) */
+    const char *what;  /* what is gated, one line */
+    GateHeads heads;   /* head split of the gated tensor */
+    int headwise_ok;   /* headwise granularity meaningful here */
+    int shared_ok;     /* head-shared meaningful here */
+} GatePositionDef;
+extern const GatePositionDef gate_positions[GP__COUNT];
+
+/* Shape of one layer's gate, from resolved model dims. */
+typedef struct {
+    int hpos;       /* heads of the gated tensor (1 for dense) */
+    int dh;         /* per-head width of the gated tensor (d_model for dense) */
+    int nlogit;     /* gate logits per token when input = hidden (0 otherwise) */
+    int nstatic;    /* size of the static parameter when input = static */
+    long wg_params; /* parameters of this layer's gate (weights or static) */
+} GateShape;
+
+/* Shape of the gate for resolved dims (n_kv_head, d_head already resolved).
+ * All zero when position is none. */
+GateShape gate_shape(const GateCfg *g, int d_model, int n_head, int n_kv_head, int d_head);
+
+/* NULL when the combination is valid; otherwise a message naming the keys,
+ * and *key set to the dotted key most at fault. */
+const char *gate_validate(const GateCfg *g, const char **key);
+
+/* The default (ungated) GateCfg. */
+GateCfg gate_default(void);
+
+/* Every valid gated combination (position != none, control none), in a
+ * fixed order.  Writes up to cap entries, returns the total count. */
+int gate_enumerate(GateCfg *out, int cap);
+
+/* Short human label, e.g. "sdpa.elementwise.head_specific.mult.sigmoid.hidden".
+ * Returns buf. */
+const char *gate_label(const GateCfg *g, char *buf, size_t cap);
+
+/* Index of name in a NULL-terminated list, or -1. */
+int name_index(const char *const *names, const char *name);
+
+#endif

@@ -1,0 +1,363 @@
+/* checkpoint.c — see checkpoint.h. */
+#include "run/checkpoint.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run/config.h"
+
+static const char MAGIC[] = "GATEDCKPT2\n";
+static const char MAGIC_V1[] = "GATEDCKPT1\n";
+#define MAGIC_LEN (sizeof MAGIC - 1)
+#define JSON_MAX (1u << 20)
+/* step, rng, ring, spikes, train_time */
+#define STATE_BYTES (8 + 8 + 8 * 100 + 8 + 8)
+
+/* ------------------------------------------------------------ checksum */
+
+/* A 64-bit checksum of the bytes before it: four lanes of 64-bit words,
+ * each step a bijection of the lane (xor, odd multiply, xorshift), so a
+ * change of any one word always changes the result. */
+typedef struct {
+    uint64_t lane[4];
+    unsigned char buf[32];
+    size_t nbuf;
+    uint64_t len;
+} Sum;
+
+static const uint64_t SUM_K = 0x9E3779B97F4A7C15ull;
+
+static void sum_init(Sum *s) {
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < 4; i++) s->lane[i] = 0x6A09E667F3BCC908ull + (uint64_t)i * 0xBB67AE8584CAA73Bull;
+}
+
+static inline uint64_t sum_mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * SUM_K;
+    return h ^ (h >> 29);
+}
+
+static void sum_block(Sum *s, const unsigned char *p) {
+    for (int i = 0; i < 4; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * i, 8);
+        s->lane[i] = sum_mix(s->lane[i], w);
+    }
+}
+
+static void sum_add(Sum *s, const void *data, size_t n) {
+    const unsigned char *p = data;
+    s->len += n;
+    if (s->nbuf) {
+        size_t take = 32 - s->nbuf < n ? 32 - s->nbuf : n;
+        memcpy(s->buf + s->nbuf, p, take);
+        s->nbuf += take, p += take, n -= take;
+        if (s->nbuf < 32) return;
+        sum_block(s, s->buf);
+        s->nbuf = 0;
+    }
+    for (; n >= 32; p += 32, n -= 32) sum_block(s, p);
+    memcpy(s->buf, p, n);
+    s->nbuf = n;
+}
+
+static uint64_t sum_final(Sum *s) {
+    memset(s->buf + s->nbuf, 0, 32 - s->nbuf);
+    sum_block(s, s->buf);
+    uint64_t h = s->len * SUM_K;
+    for (int i = 0; i < 4; i++) {
+        h = sum_mix(h, s->lane[i]);
+        h = (h << 27 | h >> 37) * 0xBF58476D1CE4E5B9ull;
+    }
+    return h ^ (h >> 31);
+}
+
+uint64_t checkpoint_checksum(const void *data, size_t n) {
+    Sum s;
+    sum_init(&s);
+    sum_add(&s, data, n);
+    return sum_final(&s);
+}
+
+/* ------------------------------------------------------------ checks */
+
+/* The first non-finite value of x[0..n) (or a negative one, when
+ * nonneg), or -1. */
+static long long bad_value(const real *x, size_t n, int nonneg) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || (nonneg && x[i] < 0)) return (long long)i;
+    return -1;
+}
+
+/* The arena and state must be finite: moments and weights are what the
+ * next step reads, and a NaN there would resume as a "divergence".  0, or
+ * -1 with what is wrong in err. */
+static int check_values(const char *path, const Arena *a, const TrainState *ts, char *err, size_t cap) {
+    static const char *const what[3] = {"weight", "AdamW first moment", "AdamW second moment"};
+    const real *arr[3] = {a->w, a->m, a->v};
+    for (int k = 0; k < 3; k++) {
+        long long i = bad_value(arr[k], a->total, k == 2);
+        if (i >= 0) {
+            snprintf(err, cap, "%s: %s %lld of %zu is %g: not a usable training state", path, what[k], i, a->total,
+                     (double)arr[k][i]);
+            return -1;
+        }
+    }
+    for (int i = 0; i < 100; i++)
+        if (!isfinite(ts->ring[i])) {
+            snprintf(err, cap, "%s: loss history entry %d is %g: not a usable training state", path, i, ts->ring[i]);
+            return -1;
+        }
+    if (ts->step < 0 || ts->spikes < 0 || ts->spikes > ts->step || !isfinite(ts->train_time) || ts->train_time < 0) {
+        snprintf(err, cap, "%s: bad training state (step %lld, spikes %lld, train time %g s)", path,
+                 (long long)ts->step, (long long)ts->spikes, ts->train_time);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ save */
+
+typedef struct {
+    FILE *f;
+    Sum sum;
+    int ok;
+} Writer;
+
+static void put(Writer *w, const void *p, size_t n) {
+    if (!w->ok) return;
+    sum_add(&w->sum, p, n);
+    if (n && fwrite(p, 1, n, w->f) != n) w->ok = 0;
+}
+
+static void put_u64(Writer *w, uint64_t v) { put(w, &v, 8); }
+static void put_f64(Writer *w, double v) { put(w, &v, 8); }
+
+int checkpoint_save(const char *path, const char *config_json, const Arena *a, const TrainState *ts, char *err,
+                    size_t cap) {
+    size_t jl = strlen(config_json);
+    if (jl > JSON_MAX) {
+        snprintf(err, cap, "%s: cannot write checkpoint: configuration JSON of %zu bytes", path, jl);
+        return -1;
+    }
+    char why[512];
+    if (check_values(path, a, ts, why, sizeof why)) {
+        snprintf(err, cap, "not writing a checkpoint at step %lld: %s", (long long)ts->step, why);
+        return -1;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    Writer w;
+    memset(&w, 0, sizeof w);
+    w.ok = 1;
+    w.f = fopen(tmp, "wb");
+    if (!w.f) {
+        snprintf(err, cap, "%s: cannot write checkpoint: %s", tmp, strerror(errno));
+        return -1;
+    }
+    sum_init(&w.sum);
+    uint32_t rs = sizeof(real);
+    put(&w, MAGIC, MAGIC_LEN);
+    put(&w, &rs, sizeof rs);
+    put_u64(&w, jl);
+    put(&w, config_json, jl);
+    put_u64(&w, a->total);
+    put(&w, a->w, sizeof(real) * a->total);
+    put(&w, a->m, sizeof(real) * a->total);
+    put(&w, a->v, sizeof(real) * a->total);
+    put_u64(&w, (uint64_t)ts->step);
+    put_u64(&w, ts->data_rng.s);
+    for (int i = 0; i < 100; i++) put_f64(&w, ts->ring[i]);
+    put_u64(&w, (uint64_t)ts->spikes);
+    put_f64(&w, ts->train_time);
+    uint64_t sum = sum_final(&w.sum);
+    int ok = w.ok && fwrite(&sum, 8, 1, w.f) == 1 && fflush(w.f) == 0 && fsync(fileno(w.f)) == 0;
+    int e = ok ? 0 : errno;
+    if (fclose(w.f) != 0 && ok) ok = 0, e = errno;
+    if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
+    if (!ok) {
+        snprintf(err, cap, "%s: cannot write checkpoint: %s", path, e ? strerror(e) : "write error");
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ load */
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    Sum sum;
+    long long size; /* of the file */
+    char *json;
+    Config cfg; /* the checkpoint's configuration, resolved */
+    uint64_t n; /* arena total */
+} Reader;
+
+static int get(Reader *r, void *p, size_t n) {
+    if (n && fread(p, 1, n, r->f) != n) return -1;
+    sum_add(&r->sum, p, n);
+    return 0;
+}
+
+static void reader_close(Reader *r) {
+    if (r->f) fclose(r->f);
+    free(r->json);
+    r->f = NULL;
+    r->json = NULL;
+}
+
+/* Open a checkpoint and check its header: the format, the size of a real,
+ * the configuration (it must parse and resolve), the arena size against
+ * the file's size.  1 (r->f positioned at the arena), 0 absent, -1 error
+ * (message in err; nothing open). */
+static int open_header(const char *path, Reader *r, char *err, size_t cap) {
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    sum_init(&r->sum);
+    r->f = fopen(path, "rb");
+    if (!r->f) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, cap, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fileno(r->f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, cap, "%s: not a regular file", path);
+        goto bad;
+    }
+    r->size = (long long)sb.st_size;
+    char magic[MAGIC_LEN];
+    uint32_t rs = 0;
+    uint64_t jl = 0;
+    if (get(r, magic, MAGIC_LEN)) {
+        snprintf(err, cap, "%s: not a gated checkpoint (%lld bytes)", path, r->size);
+        goto bad;
+    }
+    if (memcmp(magic, MAGIC_V1, MAGIC_LEN) == 0) {
+        snprintf(err, cap,
+                 "%s: checkpoint format 1 (no checksum) is no longer read; start the run over without --resume",
+                 path);
+        goto bad;
+    }
+    if (memcmp(magic, MAGIC, MAGIC_LEN) != 0) {
+        snprintf(err, cap, "%s: not a gated checkpoint", path);
+        goto bad;
+    }
+    if (get(r, &rs, sizeof rs) || get(r, &jl, 8)) {
+        snprintf(err, cap, "%s: truncated checkpoint", path);
+        goto bad;
+    }
+    if (rs != sizeof(real)) {
+        snprintf(err, cap, "%s: written by a build with %u-byte reals (this one has %zu)", path, (unsigned)rs,
+                 sizeof(real));
+        goto bad;
+    }
+    long long fixed = (long long)MAGIC_LEN + 4 + 8 + 8 + STATE_BYTES + 8; /* all but json and arena */
+    if (jl > JSON_MAX || (long long)jl > r->size - fixed) {
+        snprintf(err, cap, "%s: corrupt checkpoint (configuration length %llu in a file of %lld bytes)", path,
+                 (unsigned long long)jl, r->size);
+        goto bad;
+    }
+    r->json = malloc(jl + 1);
+    if (!r->json) {
+        snprintf(err, cap, "%s: out of memory", path);
+        goto bad;
+    }
+    if (get(r, r->json, jl) || get(r, &r->n, 8)) {
+        snprintf(err, cap, "%s: truncated checkpoint", path);
+        goto bad;
+    }
+    r->json[jl] = 0;
+    if (memchr(r->json, 0, jl)) {
+        snprintf(err, cap, "%s: corrupt checkpoint (a NUL byte in its configuration)", path);
+        goto bad;
+    }
+    ConfigError ce;
+    config_defaults(&r->cfg);
+    if (config_from_json(&r->cfg, r->json, &ce) || config_resolve(&r->cfg, &ce)) {
+        snprintf(err, cap, "%s: corrupt checkpoint (its configuration: %s)", path, ce.msg);
+        goto bad;
+    }
+    /* the file is exactly header, 3 x n reals, state, checksum */
+    long long arena_bytes = r->size - fixed - (long long)jl;
+    if (r->n == 0 || r->n > (uint64_t)arena_bytes / (3 * sizeof(real)) ||
+        (long long)(3 * sizeof(real) * r->n) != arena_bytes) {
+        snprintf(err, cap, "%s: truncated or corrupt checkpoint (%llu parameters in a file of %lld bytes)", path,
+                 (unsigned long long)r->n, r->size);
+        goto bad;
+    }
+    return 1;
+bad:
+    reader_close(r);
+    return -1;
+}
+
+/* The arena and the training state after the header; the checksum; every
+ * field checked against the checkpoint's configuration.  0 or -1. */
+static int read_body(Reader *r, Arena *a, TrainState *ts, char *err, size_t cap) {
+    const char *path = r->path;
+    if (r->n != a->total) {
+        snprintf(err, cap, "%s: holds %llu parameters, the model has %zu", path, (unsigned long long)r->n, a->total);
+        return -1;
+    }
+    uint64_t step, rng, spikes, sum;
+    double ring[100], tt;
+    if (get(r, a->w, sizeof(real) * a->total) || get(r, a->m, sizeof(real) * a->total) ||
+        get(r, a->v, sizeof(real) * a->total) || get(r, &step, 8) || get(r, &rng, 8) || get(r, ring, sizeof ring) ||
+        get(r, &spikes, 8) || get(r, &tt, 8)) {
+        snprintf(err, cap, "%s: truncated checkpoint", path);
+        return -1;
+    }
+    uint64_t want = sum_final(&r->sum);
+    if (fread(&sum, 8, 1, r->f) != 1 || sum != want) {
+        snprintf(err, cap, "%s: checksum mismatch: the checkpoint is corrupt", path);
+        return -1;
+    }
+    memset(ts, 0, sizeof *ts);
+    ts->step = (int64_t)step;
+    ts->data_rng.s = rng;
+    memcpy(ts->ring, ring, sizeof ring);
+    ts->spikes = (int64_t)spikes;
+    ts->train_time = tt;
+    if (ts->step < 0 || ts->step > r->cfg.steps) {
+        snprintf(err, cap, "%s: corrupt checkpoint (step %lld of a %d-step run)", path, (long long)ts->step,
+                 r->cfg.steps);
+        return -1;
+    }
+    return check_values(path, a, ts, err, cap);
+}
+
+int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap) {
+    Reader r;
+    int rc = open_header(path, &r, err, cap);
+    if (rc <= 0) return rc;
+    if (strcmp(r.json, config_json) != 0) {
+        snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
+        rc = -1;
+    } else
+        rc = read_body(&r, a, ts, err, cap) ? -1 : 1;
+    reader_close(&r);
+    return rc;
+}
+
+int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, char *err, size_t cap) {
+    Reader r;
+    *json = NULL;
+    int rc = open_header(path, &r, err, cap);
+    if (rc <= 0) return rc;
+    if (a && read_body(&r, a, ts, err, cap)) {
+        reader_close(&r);
+        return -1;
+    }
+    *json = r.json;
+    r.json = NULL;
+    reader_close(&r);
+    return 1;
+}

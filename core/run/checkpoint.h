@@ -1,0 +1,55 @@
+/*
+ * checkpoint.h — save and restore a training run's full state.
+ *
+ * A checkpoint holds everything the next step depends on — weights, AdamW
+ * moments, the step counter, the data stream's RNG, the loss ring used for
+ * spike detection and the counters — so a resumed run continues bitwise
+ * identically to an uninterrupted one.  Files are written to a temporary
+ * name and renamed, so a killed run leaves either the old or the new
+ * checkpoint, never half of one.  The resolved config JSON is stored and
+ * checked on load: a checkpoint of another configuration is refused.
+ *
+ * Layout (format 2, little-endian): "GATEDCKPT2\n", u32 sizeof(real), u64
+ * json length, json, u64 arena total n, w, m, v (n reals each), then the
+ * TrainState field by field (i64 step, u64 rng state, f64 ring[100], i64
+ * spikes, f64 train_time), then a u64 checksum of every byte before it.
+ *
+ * Nothing read is trusted: on load the format, the size of a real, the
+ * configuration (it must parse and resolve), the file's exact size, the
+ * arena size, the checksum, the step (0 .. the configuration's
+ * train.steps), the spike count (0 .. step), the train time, and every
+ * weight, moment and loss-history value (finite; second moments >= 0) are
+ * checked, and a failure is an error that names the file and the field.
+ * A format-1 checkpoint (no checksum) is refused with a message.  A state
+ * that would not load (a non-finite weight, say) is not written either.
+ */
+#ifndef GATED_CHECKPOINT_H
+#define GATED_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "nn/arena.h"
+#include "nn/rng.h"
+
+typedef struct {
+    int64_t step;     /* next step to run */
+    Rng data_rng;     /* training window stream */
+    double ring[100]; /* last 100 training losses */
+    int64_t spikes;
+    double train_time; /* seconds spent in steps so far */
+} TrainState;
+
+/* 0 or -1 with a message in err. */
+int checkpoint_save(const char *path, const char *config_json, const Arena *a, const TrainState *ts, char *err,
+                    size_t cap);
+/* Any checkpoint, whatever its configuration: the config JSON into *json
+ * (malloc'd) and, when a is non-NULL, weights, AdamW moments and the
+ * training state (a->total must match).  1, 0 (no file), -1 (err). */
+int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, char *err, size_t cap);
+/* The checksum a checkpoint ends with, of the n bytes before it (tests
+ * use it to forge files whose checksum is right and whose fields are not). */
+uint64_t checkpoint_checksum(const void *data, size_t n);
+/* 1 loaded, 0 no checkpoint at path, -1 error (message in err). */
+int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap);
+
+#endif

@@ -1,0 +1,1167 @@
+/*
+ * config.c — the run configuration: schema table, YAML loading, --set
+ * overrides, resolution of automatic values, printing (see config.h).
+ *
+ * Everything walks config_schema[]: one row per key.  Values are parsed by
+ * one function (parse_value) for defaults, YAML and --set alike, so the
+ * default texts in the table are checked by the same code as user input.
+ *
+ * Origins.  To point cross-key errors found by config_resolve at the place
+ * the user wrote the key, this file keeps one piece of global mutable state:
+ * origins[], indexed like config_schema[], holding where each key was last
+ * set (schema default, FILE:LINE:COL, or a --set assignment).  It is reset by
+ * config_defaults and updated by config_load_file / config_set.  Limitation:
+ * it describes the most recently built configuration only — a program that
+ * builds two Configs at once (or from two threads) gets the locations of the
+ * last one in config_resolve's messages.  The values themselves always live
+ * in the Config, so only error locations can be affected.
+ *
+ * config_resolve marks the Config resolved and returns at once when called
+ * again, so model.match_params shrinks d_ff exactly once; a config read
+ * back from its stored (resolved) JSON is marked d_ff_matched, so resolving
+ * it does not shrink d_ff a second time.
+ */
+#include "run/config.h"
+#include "util/json.h"
+#include "nn/variant.h"
+#include "run/yamlfile.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "nn/rope.h"
+
+/* ------------------------------------------------------------------ */
+/* Schema                                                              */
+/* ------------------------------------------------------------------ */
+
+#define K(key, type, field, lo, hi, def, names, desc) \
+    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 0}
+#define KN(key, type, field, lo, hi, def, names, desc) \
+    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 1}
+#define NONAMES NULL
+
+const char *const corpus_names[] = {"brown", "synthetic", NULL};
+
+const ConfigKey config_schema[] = {
+    K("model.vocab_size", CT_INT, vocab_size, 2, 65536, "257", NONAMES,
+      "vocabulary size (256 bytes + BOS)"),
+    K("model.d_model", CT_INT, d_model, 4, 8192, "128", NONAMES, "residual stream width"),
+    K("model.n_layer", CT_INT, n_layer, 1, 256, "4", NONAMES, "number of transformer blocks"),
+    K("model.n_head", CT_INT, n_head, 1, 256, "4", NONAMES, "query heads per layer"),
+    K("model.n_kv_head", CT_INT, n_kv_head, 0, 256, "0", NONAMES,
+      "key/value heads (grouped-query attention); 0 = model.n_head"),
+    K("model.d_head", CT_INT, d_head, 0, 1024, "0", NONAMES, "width of one head; 0 = d_model / n_head"),
+    K("model.d_ff", CT_INT, d_ff, 0, 262144, "0", NONAMES,
+      "SwiGLU hidden width; 0 = 8/3 d_model rounded up to a multiple of 8"),
+    K("model.seq_len", CT_INT, seq_len, 2, 1048576, "128", NONAMES, "context length in tokens"),
+    K("model.rope_base", CT_FLOAT, rope_base, 1, 1e12, "10000", NONAMES, "RoPE frequency base"),
+    KN("model.rope_scaling", CT_ENUM, rope_scaling, 0, 0, "none", rope_scaling_names,
+       "RoPE context scaling (rope.h): none, linear (position interpolation), ntk (larger base), yarn"),
+    KN("model.rope_factor", CT_FLOAT, rope_factor, 1, 1e6, "1", NONAMES,
+       "RoPE scaling factor s: the context is s times the training length"),
+    KN("model.rope_train_len", CT_INT, rope_train_len, 0, 1048576, "0", NONAMES,
+       "the context length the weights were trained at (YaRN's ramp); 0 = model.seq_len"),
+    KN("model.yarn_alpha", CT_FLOAT, yarn_alpha, 0, 1e6, "1", NONAMES,
+       "YaRN: pairs rotating fewer times than this over the training length are interpolated"),
+    KN("model.yarn_beta", CT_FLOAT, yarn_beta, 0, 1e6, "32", NONAMES,
+       "YaRN: pairs rotating more times than this over the training length are kept"),
+    K("model.qk_norm", CT_BOOL, qk_norm, 0, 1, "true", NONAMES, "RMS-normalise queries and keys per head"),
+    K("model.norm_eps", CT_FLOAT, norm_eps, 1e-12, 1e-2, "1e-6", NONAMES, "epsilon of every RMSNorm"),
+    K("model.init_std", CT_FLOAT, init_std, 1e-6, 1, "0.02", NONAMES, "std of the normal weight init"),
+    K("model.match_params", CT_BOOL, match_params, 0, 1, "false", NONAMES,
+      "shrink d_ff so the parameter count matches the ungated model"),
+    K("model.gate.position", CT_ENUM, gate.position, 0, 0, "none", gate_position_names,
+      "where the gate acts (sdpa = G1, value = G2, key = G3, query = G4, dense = G5)"),
+    K("model.gate.granularity", CT_ENUM, gate.granularity, 0, 0, "elementwise", gate_granularity_names,
+      "one gate score per channel, or one per head"),
+    K("model.gate.sharing", CT_ENUM, gate.sharing, 0, 0, "head_specific", gate_sharing_names,
+      "gate scores per head, or shared across heads"),
+    K("model.gate.form", CT_ENUM, gate.form, 0, 0, "multiplicative", gate_form_names,
+      "multiply by the gate score, or add it"),
+    K("model.gate.activation", CT_ENUM, gate.activation, 0, 0, "sigmoid", gate_activation_names,
+      "nonlinearity applied to the gate logits"),
+    K("model.gate.input", CT_ENUM, gate.input, 0, 0, "hidden", gate_input_names,
+      "gate computed from the layer input (hidden), or a learned static parameter"),
+    K("model.gate.control", CT_ENUM, gate.control, 0, 0, "none", gate_control_names,
+      "no-gate control applied to the SDPA output"),
+    K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
+    K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
+    K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),
+    K("train.min_lr", CT_FLOAT, min_lr, 0, 10, "3e-4", NONAMES, "learning rate at the end of the cosine decay"),
+    K("train.warmup", CT_INT, warmup, 0, 1000000000, "20", NONAMES, "linear warmup steps"),
+    K("train.weight_decay", CT_FLOAT, weight_decay, 0, 10, "0.1", NONAMES, "AdamW decoupled weight decay"),
+    K("train.beta1", CT_FLOAT, beta1, 0, 0.999999, "0.9", NONAMES, "AdamW first-moment decay"),
+    K("train.beta2", CT_FLOAT, beta2, 0, 0.999999, "0.95", NONAMES, "AdamW second-moment decay"),
+    K("train.adam_eps", CT_FLOAT, adam_eps, 1e-30, 1, "1e-8", NONAMES, "AdamW epsilon"),
+    K("train.grad_clip", CT_FLOAT, grad_clip, 0, 1e6, "1.0", NONAMES, "global gradient-norm clip; 0 = off"),
+    K("train.seed", CT_INT, seed, 0, 9007199254740992.0, "1234", NONAMES, "random seed (init and data order)"),
+    KN("train.init_from", CT_STRING, init_from, 0, 255, "", NONAMES,
+       "continued training: start from the weights of this run (name or id in the database) or checkpoint "
+       "file; the architecture must match, seq_len and RoPE settings may differ; \"\" = random init"),
+    KN("train.micro_batch", CT_INT, micro_batch, 0, 1000000, "0", NONAMES,
+       "sequences per data-parallel micro-batch (each runs whole on one thread; must divide train.batch); "
+       "0 = the largest divisor of train.batch up to 4. Part of the numerics, never derived from threads"),
+    K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
+    K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
+      "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
+    K("train.checkpoint_every", CT_INT, checkpoint_every, 0, 1000000000, "0", NONAMES,
+      "steps between checkpoints (a run can --resume from the last); 0 = only at the end"),
+    K("train.spike_threshold", CT_FLOAT, spike_threshold, 0, 1000, "0.3", NONAMES,
+      "a loss spike: loss above the median of the previous 100 steps by more than this"),
+    K("train.diverge_loss", CT_FLOAT, diverge_loss, 0, 1e9, "20", NONAMES,
+      "a loss above this (or NaN/inf) ends the run with status diverged"),
+    K("data.corpus", CT_ENUM, corpus, 0, 0, "brown", corpus_names,
+      "training text: the Brown corpus, or a generated synthetic corpus"),
+    K("data.bos_start", CT_BOOL, bos_start, 0, 1, "true", NONAMES,
+      "every window starts with BOS, then T tokens from a random offset (else T+1 raw tokens)"),
+    K("threads", CT_INT, threads, 0, 256, "0", NONAMES, "worker threads; 0 = all cores"),
+};
+
+#undef K
+#undef KN
+#undef NONAMES
+
+#define NKEYS (sizeof config_schema / sizeof config_schema[0])
+const int config_schema_len = (int)NKEYS;
+
+const ConfigKey *config_find(const char *key) {
+    if (!key) return NULL;
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(config_schema[i].key, key) == 0) return &config_schema[i];
+    return NULL;
+}
+
+static int key_index(const char *key) {
+    const ConfigKey *k = config_find(key);
+    return k ? (int)(k - config_schema) : 0;
+}
+
+/* CT_INT rows are int fields except train.seed, an int64_t (config.h fixes
+ * the struct; ConfigKey has no width, so decide by field offset). */
+static int int_is_64(const ConfigKey *k) { return k->offset == offsetof(Config, seed); }
+
+/* True when some schema key lives under "name." (model, model.gate, train). */
+int config_is_section(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0) return 0;
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strncmp(config_schema[i].key, name, n) == 0 && config_schema[i].key[n] == '.') return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Origins (see the header comment)                                    */
+/* ------------------------------------------------------------------ */
+
+typedef enum { ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_SET } OriginKind;
+typedef struct {
+    OriginKind kind;
+    int line, col;  /* 1-based, ORIGIN_FILE only */
+    char src[512];  /* file path, or the --set assignment */
+} Origin;
+static Origin origins[NKEYS];
+
+static void origin_set(int idx, OriginKind kind, const char *src, int line, int col) {
+    origins[idx].kind = kind;
+    origins[idx].line = line;
+    origins[idx].col = col;
+    snprintf(origins[idx].src, sizeof origins[idx].src, "%s", src ? src : "");
+}
+
+/* "FILE:LINE:COL", "--set KEY=VALUE" or "config". */
+static void origin_text(int idx, char *buf, size_t cap) {
+    const Origin *o = &origins[idx];
+    switch (o->kind) {
+    case ORIGIN_FILE: snprintf(buf, cap, "%s:%d:%d", o->src, o->line, o->col); break;
+    case ORIGIN_SET: snprintf(buf, cap, "--set %s", o->src); break;
+    default: snprintf(buf, cap, "config"); break;
+    }
+}
+
+/* The key to blame for a rule over two keys: the first one the user set,
+ * else a. */
+static int blame(int a, int b) {
+    if (origins[a].kind != ORIGIN_DEFAULT) return a;
+    if (origins[b].kind != ORIGIN_DEFAULT) return b;
+    return a;
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                            */
+/* ------------------------------------------------------------------ */
+
+static int fail(ConfigError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ConfigError *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* "LOC: error: KEY: reason" with LOC the origin of schema key idx. */
+static int fail_key(ConfigError *err, int idx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_key(ConfigError *err, int idx, const char *fmt, ...) {
+    if (err) {
+        char loc[600], why[600];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof why, fmt, ap);
+        va_end(ap);
+        origin_text(idx, loc, sizeof loc);
+        fail(err, "%s: error: %s: %s", loc, config_schema[idx].key, why);
+    }
+    return -1;
+}
+
+/* The n bytes at s as they go in a message: control bytes as \xNN, '"' and
+ * '\' escaped when quote is set, at most keep bytes of s (a cut backs off
+ * to the start of a UTF-8 sequence) and then "...". */
+static void clip(const char *s, size_t n, size_t keep, int quote, char *out, size_t cap) {
+    size_t o = 0, end = n;
+    if (cap == 0) return;
+    if (end > keep) {
+        end = keep;
+        while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
+    }
+    size_t i = 0;
+    for (; i < end && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (quote && (ch == '"' || ch == '\\')) {
+            out[o++] = '\\';
+            out[o++] = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    if (i < n && o + 4 <= cap) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}
+
+/* s as it goes between double quotes in a message: '"' and '\' escaped,
+ * control bytes as \xNN, long text cut with "...".  Not JSON (json.h). */
+void config_quote(const char *s, char *out, size_t cap) { clip(s, strlen(s), 64, 1, out, cap); }
+
+/* An assignment as messages show it: "KEY=VALUE" with each side cut at 64
+ * bytes, so that a long value cannot push the reason out of the message. */
+static void assignment_label(const char *a, char *out, size_t cap) {
+    const char *eq = strchr(a, '=');
+    if (!eq) {
+        clip(a, strlen(a), 64, 0, out, cap);
+        return;
+    }
+    char k[300], v[300];
+    clip(a, (size_t)(eq - a), 64, 0, k, sizeof k);
+    clip(eq + 1, strlen(eq + 1), 64, 0, v, sizeof v);
+    snprintf(out, cap, "%s=%s", k, v);
+}
+
+/* "expected ..., got "TEXT"" for key k. */
+static void expected(const ConfigKey *k, const char *text, char *why, size_t cap) {
+    char q[400];
+    config_quote(text, q, sizeof q);
+    switch (k->type) {
+    case CT_INT: snprintf(why, cap, "expected integer in [%.0f, %.0f], got \"%s\"", k->min, k->max, q); break;
+    case CT_FLOAT: snprintf(why, cap, "expected number in [%g, %g], got \"%s\"", k->min, k->max, q); break;
+    case CT_BOOL: snprintf(why, cap, "expected true or false, got \"%s\"", q); break;
+    case CT_STRING:
+        snprintf(why, cap, "expected text of at most %.0f bytes without control characters, got \"%s\"", k->max, q);
+        break;
+    case CT_ENUM: {
+        size_t o = (size_t)snprintf(why, cap, "expected one of ");
+        for (int i = 0; k->names[i] && o < cap; i++)
+            o += (size_t)snprintf(why + o, cap - o, "%s%s", i ? ", " : "", k->names[i]);
+        if (o < cap) snprintf(why + o, cap - o, ", got \"%s\"", q);
+        break;
+    }
+    }
+}
+
+/* Levenshtein distance; long strings count as far apart. */
+int config_edit_distance(const char *a, const char *b) {
+    enum { MAXLEN = 255 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > MAXLEN || lb > MAXLEN) return 1 << 20;
+    int prev[MAXLEN + 1], cur[MAXLEN + 1];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+    }
+    return prev[lb];
+}
+
+static const char *leaf(const char *key) {
+    const char *d = strrchr(key, '.');
+    return d ? d + 1 : key;
+}
+
+/* The schema key nearest to an unknown one: within 3 edits, else one with
+ * the same last component; NULL when nothing is close. */
+static const char *suggest(const char *key) {
+    int best = -1, bestd = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        int d = config_edit_distance(key, config_schema[i].key);
+        if (best < 0 || d < bestd) best = (int)i, bestd = d;
+    }
+    if (best >= 0 && bestd <= 3) return config_schema[best].key;
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(leaf(key), leaf(config_schema[i].key)) == 0) return config_schema[i].key;
+    return NULL;
+}
+
+/* "unknown key" or "unknown key (did you mean X?)". */
+static void unknown_key(const char *key, char *why, size_t cap) {
+    const char *s = suggest(key);
+    if (s)
+        snprintf(why, cap, "unknown key (did you mean %s?)", s);
+    else
+        snprintf(why, cap, "unknown key");
+}
+
+/* ------------------------------------------------------------------ */
+/* Values                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Parse text as key k's value and store it in c.  On failure c is
+ * untouched and why holds the reason ("expected ..., got ..."). */
+static int parse_value(const ConfigKey *k, const char *text, Config *c, char *why, size_t cap) {
+    char *field = (char *)c + k->offset;
+    char *end = NULL;
+    const char *note = ""; /* why the text is out of range, after the "got" */
+    /* No leading blanks (strtol/strtod would skip them) and no empty text. */
+    int blank = text[0] == '\0' || text[0] == ' ' || text[0] == '\t' || text[0] == '\n' || text[0] == '\r' ||
+                text[0] == '\f' || text[0] == '\v';
+    switch (k->type) {
+    case CT_INT: {
+        if (blank) break;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (errno == ERANGE && !*end) note = " (out of the range of a 64-bit integer)";
+        if (errno || *end || v < (long long)k->min || v > (long long)k->max) break;
+        if (int_is_64(k))
+            *(int64_t *)(void *)field = (int64_t)v;
+        else
+            *(int *)(void *)field = (int)v;
+        return 0;
+    }
+    case CT_FLOAT: {
+        if (blank) break;
+        errno = 0;
+        double v = strtod(text, &end);
+        /* ERANGE: overflow (inf) or underflow (0 or a subnormal, not what
+         * was written) */
+        if (errno == ERANGE && !*end) {
+            note = fabs(v) > 1 ? " (out of the range of a double: overflow)"
+                               : " (out of the range of a double: underflow)";
+            break;
+        }
+        if (*end || !(v >= k->min && v <= k->max)) break; /* also rejects NaN */
+        *(double *)(void *)field = v;
+        return 0;
+    }
+    case CT_BOOL:
+        if (strcmp(text, "true") == 0) {
+            *(int *)(void *)field = 1;
+            return 0;
+        }
+        if (strcmp(text, "false") == 0) {
+            *(int *)(void *)field = 0;
+            return 0;
+        }
+        break;
+    case CT_ENUM: {
+        int i = name_index(k->names, text);
+        if (i < 0) break;
+        *(int *)(void *)field = i;
+        return 0;
+    }
+    case CT_STRING: {
+        size_t n = strlen(text);
+        int ctl = 0;
+        for (size_t i = 0; i < n; i++) ctl |= (unsigned char)text[i] < 0x20 || text[i] == 0x7f;
+        if (n > (size_t)k->max || ctl) break;
+        memcpy(field, text, n + 1);
+        return 0;
+    }
+    }
+    expected(k, text, why, cap);
+    if (*note) {
+        size_t n = strlen(why);
+        snprintf(why + n, cap - n, "%s", note);
+    }
+    return -1;
+}
+
+/* %g when that reads back as v, else the shortest %.Ng that does (N <= 17,
+ * which always does). */
+static void format_double(double v, char *buf, size_t cap, int json) {
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "%s", json ? "null" : isnan(v) ? ".nan" : v > 0 ? ".inf" : "-.inf");
+        return;
+    }
+    for (int p = 6; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+/* Room for any value as text: a CT_STRING of 255 bytes, each escaped as
+ * \u00XX, between quotes. */
+enum { VALUE_CAP = 2 + 6 * 255 + 1 + 64 };
+
+/* Key k's value in c as text (YAML and JSON share it, except that JSON
+ * quotes enum names). */
+static void format_value(const ConfigKey *k, const Config *c, char *buf, size_t cap, int json) {
+    const char *field = (const char *)c + k->offset;
+    switch (k->type) {
+    case CT_INT:
+        if (int_is_64(k))
+            snprintf(buf, cap, "%lld", (long long)*(const int64_t *)(const void *)field);
+        else
+            snprintf(buf, cap, "%d", *(const int *)(const void *)field);
+        break;
+    case CT_FLOAT: format_double(*(const double *)(const void *)field, buf, cap, json); break;
+    case CT_BOOL: snprintf(buf, cap, "%s", *(const int *)(const void *)field ? "true" : "false"); break;
+    case CT_STRING: {
+        /* JSON, and YAML wherever a plain scalar could be misread: quoted
+         * (json_quote's escapes are YAML's too), never cut */
+        size_t n = strlen(field);
+        int plain = !json && n && !strpbrk(field, ":#'\"{}[],&*!|>%@`?\\") && field[0] != '-' && field[0] != ' ' &&
+                    field[n - 1] != ' ';
+        for (size_t i = 0; plain && i < n; i++) plain = (unsigned char)field[i] >= 0x20 && field[i] != 0x7f;
+        if (plain)
+            snprintf(buf, cap, "%s", field);
+        else
+            json_quote(field, buf, cap);
+        break;
+    }
+    case CT_ENUM: {
+        int v = *(const int *)(const void *)field, n = 0;
+        while (k->names[n]) n++;
+        if (v >= 0 && v < n)
+            snprintf(buf, cap, json ? "\"%s\"" : "%s", k->names[v]);
+        else
+            snprintf(buf, cap, "%d", v); /* not a valid value; show what is there */
+        break;
+    }
+    }
+}
+
+void config_defaults(Config *c) {
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < NKEYS; i++) {
+        char why[512];
+        if (parse_value(&config_schema[i], config_schema[i].def, c, why, sizeof why) != 0) {
+            fprintf(stderr, "config.c: bad schema default: %s: %s\n", config_schema[i].key, why);
+            abort();
+        }
+        origin_set((int)i, ORIGIN_DEFAULT, NULL, 0, 0);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* YAML                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *path;
+    yaml_document_t *doc;
+    Config *c;          /* staging copy, committed on success */
+    int line[NKEYS];    /* 1-based line where each key was set in this file; 0 = not set */
+    int col[NKEYS];
+    ConfigError *err;
+} Loader;
+
+static const char *node_kind(const yaml_node_t *n) {
+    return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a sequence" : "a value";
+}
+
+/* A YAML null written as a scalar: empty, ~ or null (plain style). */
+static int is_null_scalar(const yaml_node_t *n) {
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
+    const char *v = (const char *)n->data.scalar.value;
+    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+           strcmp(v, "NULL") == 0;
+}
+
+static int fail_node(Loader *L, const yaml_node_t *n, const char *key, const char *why) {
+    if (key && *key)
+        return fail(L->err, "%s:%zu:%zu: error: %s: %s", L->path, n->start_mark.line + 1, n->start_mark.column + 1,
+                    key, why);
+    return fail(L->err, "%s:%zu:%zu: error: %s", L->path, n->start_mark.line + 1, n->start_mark.column + 1, why);
+}
+
+static int walk_mapping(Loader *L, yaml_node_t *map, const char *prefix) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = yaml_document_get_node(L->doc, p->key);
+        yaml_node_t *vn = yaml_document_get_node(L->doc, p->value);
+        char why[800], q[400], full[512];
+        if (!kn || !vn) return fail(L->err, "%s: error: YAML: malformed document", L->path);
+        if (kn->type != YAML_SCALAR_NODE) {
+            snprintf(why, sizeof why, "expected a key name, got %s", node_kind(kn));
+            return fail_node(L, kn, *prefix ? prefix : NULL, why);
+        }
+        const char *name = (const char *)kn->data.scalar.value;
+        int n = *prefix ? snprintf(full, sizeof full, "%s.%s", prefix, name) : snprintf(full, sizeof full, "%s", name);
+        if (n < 0 || (size_t)n >= sizeof full) {
+            config_quote(name, q, sizeof q);
+            snprintf(why, sizeof why, "key too long: \"%s\"", q);
+            return fail_node(L, kn, NULL, why);
+        }
+        /* The same name twice in one mapping (a section or a key). */
+        for (yaml_node_pair_t *e = map->data.mapping.pairs.start; e < p; e++) {
+            yaml_node_t *ek = yaml_document_get_node(L->doc, e->key);
+            if (ek && ek->type == YAML_SCALAR_NODE && strcmp((const char *)ek->data.scalar.value, name) == 0) {
+                snprintf(why, sizeof why, "duplicate key (first set at line %zu)", ek->start_mark.line + 1);
+                return fail_node(L, kn, full, why);
+            }
+        }
+        const ConfigKey *k = config_find(full);
+        if (k) {
+            int idx = (int)(k - config_schema);
+            if (L->line[idx]) { /* e.g. model.n_head: and model: {n_head:} */
+                snprintf(why, sizeof why, "duplicate key (first set at line %d)", L->line[idx]);
+                return fail_node(L, kn, full, why);
+            }
+            if (vn->type != YAML_SCALAR_NODE) {
+                snprintf(why, sizeof why, "expected a value, got %s", node_kind(vn));
+                return fail_node(L, vn, full, why);
+            }
+            const char *text = (const char *)vn->data.scalar.value;
+            if (strlen(text) != vn->data.scalar.length) { /* an embedded NUL */
+                expected(k, text, why, sizeof why);
+                return fail_node(L, vn, full, why);
+            }
+            if (parse_value(k, text, L->c, why, sizeof why) != 0) return fail_node(L, vn, full, why);
+            L->line[idx] = (int)kn->start_mark.line + 1;
+            L->col[idx] = (int)kn->start_mark.column + 1;
+        } else if (config_is_section(full)) {
+            if (vn->type == YAML_MAPPING_NODE) {
+                if (walk_mapping(L, vn, full) != 0) return -1;
+            } else if (!is_null_scalar(vn)) { /* "model:" alone is an empty section */
+                if (vn->type == YAML_SCALAR_NODE) {
+                    config_quote((const char *)vn->data.scalar.value, q, sizeof q);
+                    snprintf(why, sizeof why, "expected a mapping (section), got \"%s\"", q);
+                } else {
+                    snprintf(why, sizeof why, "expected a mapping (section), got %s", node_kind(vn));
+                }
+                return fail_node(L, vn, full, why);
+            }
+        } else if (vn->type == YAML_MAPPING_NODE && vn->data.mapping.pairs.top > vn->data.mapping.pairs.start) {
+            /* An unknown section: name its first key in full, for a better
+             * suggestion (modle: {n_head: 4} -> model.n_head). */
+            if (walk_mapping(L, vn, full) != 0) return -1;
+            return fail(L->err, "%s: error: internal: unknown section %s accepted", L->path, full);
+        } else {
+            unknown_key(full, why, sizeof why);
+            return fail_node(L, kn, full, why);
+        }
+    }
+    return 0;
+}
+
+static int yaml_problem(const char *path, const yaml_parser_t *p, ConfigError *err) {
+    const char *problem = p->problem ? p->problem : "unknown error";
+    switch (p->error) {
+    case YAML_MEMORY_ERROR: return fail(err, "%s: error: out of memory while reading YAML", path);
+    case YAML_READER_ERROR:
+        return fail(err, "%s: error: YAML syntax: %s (at byte %zu)", path, problem, p->problem_offset);
+    default:
+        return fail(err, "%s:%zu:%zu: error: YAML syntax: %s", path, p->problem_mark.line + 1,
+                    p->problem_mark.column + 1, problem);
+    }
+}
+
+/* ---- bounds checked before libyaml builds a document ---- */
+
+/* Far above any real file (the deepest shipped one nests 6 levels, the
+ * largest is a few KiB); a text within them loads in milliseconds. */
+enum { YAML_MAX_BYTES = 1 << 20, YAML_MAX_DEPTH = 64, YAML_MAX_NODES = 2000000 };
+
+/* Anchors seen so far and the size of the node each names (-1 while that
+ * node is still open), in an open-addressing hash table. */
+typedef struct {
+    char *name;
+    long long size;
+} Anchor;
+typedef struct {
+    Anchor *a;
+    size_t cap, n; /* cap: a power of two */
+} Anchors;
+
+static size_t anchor_hash(const char *s) { /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+/* The slot of name (found or empty). */
+static Anchor *anchor_slot(Anchors *t, const char *name) {
+    size_t i = anchor_hash(name) & (t->cap - 1);
+    while (t->a[i].name && strcmp(t->a[i].name, name) != 0) i = (i + 1) & (t->cap - 1);
+    return &t->a[i];
+}
+
+static Anchor *anchor_find(Anchors *t, const char *name) {
+    if (!t->cap) return NULL;
+    Anchor *a = anchor_slot(t, name);
+    return a->name ? a : NULL;
+}
+
+/* Set name's size (a later anchor of the same name replaces it).  0 / -1
+ * (out of memory). */
+static int anchor_put(Anchors *t, const char *name, long long size) {
+    if (2 * (t->n + 1) > t->cap) {
+        Anchors g = {calloc(t->cap ? 2 * t->cap : 64, sizeof(Anchor)), t->cap ? 2 * t->cap : 64, t->n};
+        if (!g.a) return -1;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->a[i].name) *anchor_slot(&g, t->a[i].name) = t->a[i];
+        free(t->a);
+        *t = g;
+    }
+    Anchor *a = anchor_slot(t, name);
+    if (!a->name) {
+        if (!(a->name = strdup(name))) return -1;
+        t->n++;
+    }
+    a->size = size;
+    return 0;
+}
+
+static void anchors_free(Anchors *t) {
+    for (size_t i = 0; i < t->cap; i++) free(t->a[i].name);
+    free(t->a);
+}
+
+/* Walk the events of the text: fail (with the place) on a syntax error,
+ * nesting deeper than YAML_MAX_DEPTH, an alias inside the node it names (a
+ * cycle) or aliases that expand the document past YAML_MAX_NODES nodes.
+ * libyaml's time grows with the square of the depth, and the readers walk
+ * an alias's node once per use, so these bounds keep every reader fast. */
+static int yaml_bounds(const char *path, const unsigned char *text, size_t len, ConfigError *err) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) return fail(err, "%s: error: out of memory", path);
+    yaml_parser_set_input_string(&parser, text, len);
+    struct {
+        char *anchor; /* of the open collection, or NULL */
+        long long start;
+    } open[YAML_MAX_DEPTH + 1];
+    int depth = 0, rc = 0;
+    long long nodes = 0; /* with every alias expanded */
+    Anchors anchors = {NULL, 0, 0};
+    for (int done = 0; !done && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = yaml_problem(path, &parser, err);
+            break;
+        }
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        const yaml_char_t *anchor = NULL;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        case YAML_SCALAR_EVENT:
+            nodes++;
+            if (ev.data.scalar.anchor && anchor_put(&anchors, (const char *)ev.data.scalar.anchor, 1))
+                rc = fail(err, "%s: error: out of memory", path);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            anchor = ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor : ev.data.mapping_start.anchor;
+            nodes++;
+            if (depth == YAML_MAX_DEPTH) {
+                rc = fail(err, "%s:%zu:%zu: error: YAML nesting depth exceeds %d levels", path, line, col,
+                          YAML_MAX_DEPTH);
+                break;
+            }
+            open[depth].anchor = NULL;
+            open[depth].start = nodes;
+            if (anchor) {
+                if (anchor_put(&anchors, (const char *)anchor, -1) ||
+                    !(open[depth].anchor = strdup((const char *)anchor))) {
+                    rc = fail(err, "%s: error: out of memory", path);
+                    break;
+                }
+            }
+            depth++;
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            if (depth > 0) {
+                depth--;
+                if (open[depth].anchor) {
+                    if (anchor_put(&anchors, open[depth].anchor, nodes - open[depth].start + 1))
+                        rc = fail(err, "%s: error: out of memory", path);
+                    free(open[depth].anchor);
+                    open[depth].anchor = NULL;
+                }
+            }
+            break;
+        case YAML_ALIAS_EVENT: {
+            const char *name = (const char *)ev.data.alias.anchor;
+            Anchor *a = anchor_find(&anchors, name);
+            char q[400];
+            if (a && a->size < 0) {
+                config_quote(name, q, sizeof q);
+                rc = fail(err, "%s:%zu:%zu: error: YAML alias *%s refers to a node that contains it (a cycle)", path,
+                          line, col, q);
+            } else {
+                nodes += a ? a->size : 1; /* an unknown anchor is libyaml's error, later */
+            }
+            break;
+        }
+        default: break;
+        }
+        if (rc == 0 && nodes > YAML_MAX_NODES)
+            rc = fail(err, "%s:%zu:%zu: error: YAML aliases expand the document past %d nodes", path, line, col,
+                      YAML_MAX_NODES);
+        yaml_event_delete(&ev);
+    }
+    for (int d = 0; d < depth; d++) free(open[d].anchor);
+    anchors_free(&anchors);
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* The whole of f, at most YAML_MAX_BYTES, into *text (malloc'd). */
+static int read_bounded(FILE *f, const char *path, const char *kind, unsigned char **text, size_t *len,
+                        ConfigError *err) {
+    size_t cap = 4096, n = 0;
+    unsigned char *b = malloc(cap);
+    if (!b) return fail(err, "%s: error: out of memory", path);
+    for (;;) {
+        if (n == cap) {
+            if (cap > YAML_MAX_BYTES) {
+                free(b);
+                return fail(err, "%s: error: larger than %d MiB (too large for %s)", path, YAML_MAX_BYTES >> 20,
+                            kind);
+            }
+            unsigned char *g = realloc(b, 2 * cap);
+            if (!g) {
+                free(b);
+                return fail(err, "%s: error: out of memory", path);
+            }
+            b = g;
+            cap *= 2;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(b);
+        return fail(err, "%s: error: cannot read: %s", path, strerror(e));
+    }
+    if (n > YAML_MAX_BYTES) {
+        free(b);
+        return fail(err, "%s: error: larger than %d MiB (too large for %s)", path, YAML_MAX_BYTES >> 20, kind);
+    }
+    *text = b;
+    *len = n;
+    return 0;
+}
+
+int yaml_file_load(const char *path, const char *kind, yaml_document_t *doc, ConfigError *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, "%s: error: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return fail(err, "%s: error: cannot open: %s", path, strerror(EISDIR));
+    }
+    unsigned char *text = NULL;
+    size_t len = 0;
+    int r = read_bounded(f, path, kind, &text, &len, err);
+    fclose(f);
+    if (r) return -1;
+    if (yaml_bounds(path, text, len, err)) {
+        free(text);
+        return -1;
+    }
+    yaml_parser_t parser;
+    int rc = -1;
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        return fail(err, "%s: error: out of memory", path);
+    }
+    yaml_parser_set_input_string(&parser, text, len);
+    if (!yaml_parser_load(&parser, doc)) {
+        yaml_problem(path, &parser, err);
+    } else {
+        /* a second document would be silently ignored: refuse it */
+        yaml_document_t extra;
+        if (!yaml_parser_load(&parser, &extra)) {
+            yaml_problem(path, &parser, err);
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                fail(err, "%s:%zu:%zu: error: more than one YAML document (%s holds one)", path,
+                     extra.start_mark.line + 1, extra.start_mark.column + 1, kind);
+            else
+                rc = 0;
+            yaml_document_delete(&extra);
+        }
+        if (rc) yaml_document_delete(doc);
+    }
+    yaml_parser_delete(&parser);
+    free(text);
+    return rc;
+}
+
+int config_load_file(Config *c, const char *path, ConfigError *err) {
+    yaml_document_t doc;
+    if (yaml_file_load(path, "a run file", &doc, err)) return -1;
+    Loader *L = calloc(1, sizeof *L);
+    Config *stage = malloc(sizeof *stage);
+    if (!L || !stage) {
+        free(L);
+        free(stage);
+        yaml_document_delete(&doc);
+        return fail(err, "%s: error: out of memory", path);
+    }
+    *stage = *c;
+    L->path = path;
+    L->c = stage;
+    L->err = err;
+    L->doc = &doc;
+
+    int rc = -1;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root || is_null_scalar(root)) {
+        rc = 0; /* empty file: nothing set */
+    } else if (root->type != YAML_MAPPING_NODE) {
+        char why[600], q[400];
+        if (root->type == YAML_SCALAR_NODE) {
+            config_quote((const char *)root->data.scalar.value, q, sizeof q);
+            snprintf(why, sizeof why, "expected a mapping of keys at the top level, got \"%s\"", q);
+        } else {
+            snprintf(why, sizeof why, "expected a mapping of keys at the top level, got %s", node_kind(root));
+        }
+        fail_node(L, root, NULL, why);
+    } else {
+        rc = walk_mapping(L, root, "");
+    }
+    yaml_document_delete(&doc);
+    if (rc == 0) {
+        *c = *stage;
+        for (size_t i = 0; i < NKEYS; i++)
+            if (L->line[i]) origin_set((int)i, ORIGIN_FILE, path, L->line[i], L->col[i]);
+    }
+    free(stage);
+    free(L);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* --set                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Set key to val as --set does; label is the assignment as messages show
+ * it (assignment_label) and becomes the key's origin. */
+static int set_pair(Config *c, const char *key, const char *val, const char *label, ConfigError *err) {
+    char why[800], kq[300];
+    const ConfigKey *k = config_find(key);
+    if (!k) {
+        clip(key, strlen(key), 64, 0, kq, sizeof kq);
+        if (config_is_section(key)) {
+            const char *eg = "";
+            for (size_t i = 0; i < NKEYS && !*eg; i++)
+                if (strncmp(config_schema[i].key, key, strlen(key)) == 0) eg = config_schema[i].key;
+            snprintf(why, sizeof why, "is a section, not a key (set one of its keys, e.g. %s)", eg);
+        } else
+            unknown_key(key, why, sizeof why);
+        return fail(err, "--set %s: error: %s: %s", label, kq, why);
+    }
+    if (parse_value(k, val, c, why, sizeof why) != 0) return fail(err, "--set %s: error: %s: %s", label, key, why);
+    origin_set((int)(k - config_schema), ORIGIN_SET, label, 0, 0);
+    return 0;
+}
+
+int config_set(Config *c, const char *assignment, ConfigError *err) {
+    const char *eq = strchr(assignment, '=');
+    char key[256], label[700];
+    assignment_label(assignment, label, sizeof label);
+    if (!eq) return fail(err, "--set %s: error: expected key=value", label);
+    const char *ks = assignment, *ke = eq, *vs = eq + 1, *ve = eq + strlen(eq);
+    while (ks < ke && (*ks == ' ' || *ks == '\t')) ks++;
+    while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+    while (vs < ve && (*vs == ' ' || *vs == '\t')) vs++;
+    while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+    if (ke == ks) return fail(err, "--set %s: error: expected key=value", label);
+    if ((size_t)(ke - ks) >= sizeof key) { /* longer than any key */
+        char kq[300];
+        clip(ks, (size_t)(ke - ks), 64, 0, kq, sizeof kq);
+        return fail(err, "--set %s: error: %s: unknown key", label, kq);
+    }
+    memcpy(key, ks, (size_t)(ke - ks));
+    key[ke - ks] = '\0';
+    char *val = malloc((size_t)(ve - vs) + 1);
+    if (!val) return fail(err, "--set %s: error: out of memory", label);
+    memcpy(val, vs, (size_t)(ve - vs));
+    val[ve - vs] = '\0';
+    int rc = set_pair(c, key, val, label, err);
+    free(val);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Resolution                                                          */
+/* ------------------------------------------------------------------ */
+
+int config_resolve(Config *c, ConfigError *err) {
+    if (c->resolved) return 0;
+    Config r = *c; /* committed only on success */
+    const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
+    const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
+    const int i_d_ff = key_index("model.d_ff"), i_match = key_index("model.match_params");
+    const int i_lr = key_index("train.lr"), i_min_lr = key_index("train.min_lr");
+
+    /* Every value in range, also for a Config filled in by code rather than
+     * by config_load_file / config_set: print it and parse it back. */
+    for (size_t i = 0; i < NKEYS; i++) {
+        char text[64], why[800];
+        Config scratch = r;
+        if (config_schema[i].type == CT_STRING) {
+            const char *v = (const char *)&r + config_schema[i].offset;
+            if (parse_value(&config_schema[i], v, &scratch, why, sizeof why) != 0) return fail_key(err, (int)i, "%s", why);
+            continue;
+        }
+        format_value(&config_schema[i], &r, text, sizeof text, 0);
+        if (parse_value(&config_schema[i], text, &scratch, why, sizeof why) != 0)
+            return fail_key(err, (int)i, "%s", why);
+    }
+    if (!(r.yarn_alpha < r.yarn_beta)) {
+        char a[32], b[32];
+        format_double(r.yarn_alpha, a, sizeof a, 0);
+        format_double(r.yarn_beta, b, sizeof b, 0);
+        return fail_key(err, blame(key_index("model.yarn_alpha"), key_index("model.yarn_beta")),
+                        "model.yarn_alpha must be below model.yarn_beta (alpha %s, beta %s)", a, b);
+    }
+    if (r.n_kv_head == 0) r.n_kv_head = r.n_head;
+    if (r.d_head == 0) {
+        if (r.d_model % r.n_head != 0)
+            return fail_key(err, blame(i_n_head, i_d_model),
+                            "model.d_model (%d) is not divisible by model.n_head (%d); "
+                            "change one of them or set model.d_head",
+                            r.d_model, r.n_head);
+        r.d_head = r.d_model / r.n_head;
+        if (r.d_head % 2 != 0)
+            return fail_key(err, blame(i_n_head, i_d_model),
+                            "model.d_head = model.d_model / model.n_head = %d / %d = %d must be even "
+                            "(RoPE rotates pairs of dimensions)",
+                            r.d_model, r.n_head, r.d_head);
+    }
+    if (r.d_ff == 0) r.d_ff = (r.d_model + 2) / 3 * 8; /* ceil(8/3 d_model / 8) * 8 */
+
+    if (r.n_kv_head < 1 || r.n_head % r.n_kv_head != 0)
+        return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r.n_head, r.n_kv_head);
+    if (r.d_head % 2 != 0)
+        return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r.d_head);
+    /* token counts are ints in the model: B*T, and B*T times the widest
+     * per-token row (logits, SwiGLU, the fused projection), must fit */
+    {
+        long long bt = (long long)r.batch * r.seq_len, wide = r.vocab_size;
+        long long proj = (long long)(r.n_head + 2 * r.n_kv_head) * r.d_head + (long long)r.n_head * r.d_head;
+        if (2LL * r.d_ff > wide) wide = 2LL * r.d_ff;
+        if (proj > wide) wide = proj;
+        if (r.d_model > wide) wide = r.d_model;
+        if (bt * wide > INT_MAX)
+            return fail_key(err, key_index("train.batch"),
+                            "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
+                            "(at most %lld)",
+                            bt, (long long)INT_MAX / wide);
+    }
+
+    if (r.micro_batch > 0 && (r.micro_batch > r.batch || r.batch % r.micro_batch))
+        return fail_key(err, key_index("train.micro_batch"), "must divide train.batch (batch %d, micro_batch %d)",
+                        r.batch, r.micro_batch);
+
+    const char *gkey = NULL;
+    const char *gmsg = gate_validate(&r.gate, &gkey);
+    if (gmsg) {
+        const ConfigKey *gk = config_find(gkey);
+        int gi = gk ? (int)(gk - config_schema) : key_index("model.gate.position");
+        return fail_key(err, gi, "%s", gmsg);
+    }
+
+    if (!(r.min_lr <= r.lr)) {
+        char a[32], b[32];
+        format_double(r.min_lr, a, sizeof a, 0);
+        format_double(r.lr, b, sizeof b, 0);
+        return fail_key(err, blame(i_min_lr, i_lr), "train.min_lr must not exceed train.lr (min_lr %s, lr %s)", a,
+                        b);
+    }
+
+    if (r.match_params && !r.d_ff_matched) {
+        GateShape s = gate_shape(&r.gate, r.d_model, r.n_head, r.n_kv_head, r.d_head);
+        /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
+        long cut = lround((double)s.wg_params / (3.0 * r.d_model));
+        if ((long)r.d_ff - cut < 1)
+            return fail_key(err, blame(i_match, i_d_ff),
+                            "the gate adds %ld parameters per layer, more than model.d_ff (%d) can give back "
+                            "(%ld SwiGLU units)",
+                            s.wg_params, r.d_ff, cut);
+        r.d_ff -= (int)cut;
+    }
+    r.d_ff_matched = r.match_params;
+    r.resolved = 1;
+    *c = r;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Split a dotted key into its components (at most 8). */
+static int split_key(const char *key, char parts[8][64]) {
+    int n = 0;
+    const char *s = key;
+    for (;;) {
+        const char *d = strchr(s, '.');
+        size_t len = d ? (size_t)(d - s) : strlen(s);
+        if (n < 8) snprintf(parts[n++], 64, "%.*s", (int)len, s);
+        if (!d) break;
+        s = d + 1;
+    }
+    return n;
+}
+
+void config_print(const Config *c, FILE *f) {
+    char prev[8][64], cur[8][64], val[VALUE_CAP];
+    int nprev = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        int n = split_key(config_schema[i].key, cur);
+        int same = 0; /* leading sections shared with the previous key */
+        while (same < n - 1 && same < nprev - 1 && strcmp(prev[same], cur[same]) == 0) same++;
+        for (int j = same; j < n - 1; j++) fprintf(f, "%*s%s:\n", 2 * j, "", cur[j]);
+        format_value(&config_schema[i], c, val, sizeof val, 0);
+        fprintf(f, "%*s%s: %s\n", 2 * (n - 1), "", cur[n - 1], val);
+        memcpy(prev, cur, sizeof prev);
+        nprev = n;
+    }
+}
+
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} Out;
+
+static void out_str(Out *o, const char *s) {
+    size_t n = strlen(s);
+    if (o->cap > 0 && o->len < o->cap - 1) {
+        size_t room = o->cap - 1 - o->len;
+        memcpy(o->buf + o->len, s, n < room ? n : room);
+    }
+    o->len += n;
+}
+
+int config_to_json(const Config *c, char *buf, size_t cap) {
+    Out o = {buf, cap, 0};
+    char val[VALUE_CAP];
+    int first = 1;
+    out_str(&o, "{");
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (config_schema[i].omit_default) {
+            Config d;
+            char why[512];
+            memset(&d, 0, sizeof d);
+            parse_value(&config_schema[i], config_schema[i].def, &d, why, sizeof why);
+            format_value(&config_schema[i], &d, val, sizeof val, 1);
+            char cur[VALUE_CAP];
+            format_value(&config_schema[i], c, cur, sizeof cur, 1);
+            if (strcmp(val, cur) == 0) continue;
+        }
+        if (!first) out_str(&o, ",");
+        first = 0;
+        out_str(&o, "\"");
+        out_str(&o, config_schema[i].key);
+        out_str(&o, "\":");
+        format_value(&config_schema[i], c, val, sizeof val, 1);
+        out_str(&o, val);
+    }
+    out_str(&o, "}");
+    if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
+    return (int)o.len;
+}
+
+int config_from_json(Config *c, const char *json, ConfigError *err) {
+    const char *s = json;
+    while (*s == ' ') s++;
+    if (*s++ != '{') return fail(err, "config JSON: expected '{'");
+    while (*s && *s != '}') {
+        char key[256], val[VALUE_CAP], label[700];
+        if (*s == ',') s++;
+        const char *at = s;
+        if (!(s = json_unquote(s, key, sizeof key)) || *s++ != ':')
+            return fail(err, "config JSON: expected \"key\": near offset %ld", (long)(at - json));
+        if (*s == '"') {
+            if (!(s = json_unquote(s, val, sizeof val)))
+                return fail(err, "config JSON: %s: bad or too long string", key);
+        } else {
+            size_t n = strcspn(s, ",}");
+            if (n >= sizeof val) return fail(err, "config JSON: %s: value too long", key);
+            memcpy(val, s, n);
+            val[n] = 0;
+            s += n;
+        }
+        char kq[300], vq[300];
+        clip(key, strlen(key), 64, 0, kq, sizeof kq);
+        clip(val, strlen(val), 64, 0, vq, sizeof vq);
+        snprintf(label, sizeof label, "%s=%s", kq, vq);
+        if (set_pair(c, key, val, label, err)) return -1;
+    }
+    if (*s != '}') return fail(err, "config JSON: missing '}'");
+    c->d_ff_matched = c->match_params; /* stored JSON is resolved: its d_ff is already cut */
+    return 0;
+}
+
+int config_same_architecture(const Config *a, const Config *b, char *why, size_t cap) {
+    /* keys that may differ between a checkpoint and the run continuing it */
+    static const char *const free_keys[] = {"model.seq_len", "model.rope_base", "model.rope_scaling",
+                                             "model.rope_factor", "model.rope_train_len", "model.yarn_alpha",
+                                             "model.yarn_beta", NULL};
+    for (size_t i = 0; i < NKEYS; i++) {
+        const ConfigKey *k = &config_schema[i];
+        if (strncmp(k->key, "model.", 6) != 0 || name_index(free_keys, k->key) >= 0) continue;
+        char va[VALUE_CAP], vb[VALUE_CAP];
+        format_value(k, a, va, sizeof va, 0);
+        format_value(k, b, vb, sizeof vb, 0);
+        if (strcmp(va, vb) != 0) {
+            snprintf(why, cap, "%s differs (%s vs %s)", k->key, va, vb);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+RopeScaling rope_of_config(const Config *c) {
+    RopeScaling r = {c->rope_scaling, c->rope_base, c->rope_factor, c->rope_train_len > 0 ? c->rope_train_len : c->seq_len,
+                     c->yarn_alpha, c->yarn_beta};
+    return r;
+}
+
+ModelCfg config_model(const Config *c) {
+    ModelCfg m = {c->vocab_size, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_head, c->d_ff,
+                  c->seq_len, c->qk_norm, c->norm_eps, c->init_std, c->seed, c->gate, rope_of_config(c)};
+    return m;
+}

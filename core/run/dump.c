@@ -1,0 +1,63 @@
+/* dump.c — see dump.h. */
+#include "run/dump.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put_tensor(FILE *f, const char *name, const char *type, int ndim, const int *dims, const void *data,
+                       size_t n) {
+    fprintf(f, "tensor %s %s %d", name, type, ndim);
+    for (int i = 0; i < ndim; i++) fprintf(f, " %d", dims[i]);
+    fputc('\n', f);
+    if (strcmp(type, "f32") == 0 && sizeof(real) != 4) {
+        const real *r = data;
+        for (size_t i = 0; i < n; i++) {
+            float v = (float)r[i];
+            fwrite(&v, 4, 1, f);
+        }
+    } else {
+        fwrite(data, 4, n, f);
+    }
+    fputc('\n', f);
+}
+
+int dump_write(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    fprintf(f, "GATED-DUMP 1\n");
+    char json[8192];
+    config_to_json(c, json, sizeof json);
+    /* one "cfg key value" line per key, taken from the canonical JSON so
+     * there is a single formatter of config values */
+    for (char *p = json + 1; *p && *p != '}';) {
+        char *k = strchr(p, '"'), *ke = k ? strchr(k + 1, '"') : NULL;
+        if (!ke) break;
+        char *v = ke + 2, *ve = v;
+        if (*v == '"') {
+            ve = strchr(v + 1, '"');
+            if (!ve) break;
+            fprintf(f, "cfg %.*s %.*s\n", (int)(ke - k - 1), k + 1, (int)(ve - v - 1), v + 1);
+            ve++;
+        } else {
+            while (*ve && *ve != ',' && *ve != '}') ve++;
+            fprintf(f, "cfg %.*s %.*s\n", (int)(ke - k - 1), k + 1, (int)(ve - v), v);
+        }
+        p = *ve == ',' ? ve + 1 : ve;
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->p.n; i++) {
+            const Tensor *t = &m->p.t[i];
+            char name[80];
+            snprintf(name, sizeof name, "%s.%s", pass ? "grad" : "param", t->name);
+            put_tensor(f, name, "f32", t->ndim, t->shape, (pass ? m->p.g : m->p.w) + t->off, t->n);
+        }
+    int bt[2] = {m->B, m->T}, btv[3] = {m->B, m->T, m->V}, one[1] = {1};
+    put_tensor(f, "input.tokens", "i32", 2, bt, tokens, (size_t)m->B * m->T);
+    put_tensor(f, "input.targets", "i32", 2, bt, targets, (size_t)m->B * m->T);
+    put_tensor(f, "out.logits", "f32", 3, btv, m->logits, (size_t)m->B * m->T * m->V);
+    real loss = (real)m->loss;
+    put_tensor(f, "out.loss", "f32", 1, one, &loss, 1);
+    fprintf(f, "end\n");
+    return fclose(f) ? -1 : 0;
+}

@@ -1,0 +1,217 @@
+/* eval.c — see eval.h. */
+#include "run/eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run/checkpoint.h"
+#include "run/data.h"
+#include "run/probes.h"
+#include "nn/rope.h"
+#include "run/store.h"
+
+int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, Config *cfg, char *path, size_t pcap,
+                   char id[17], char *err, size_t cap) {
+    struct stat sb;
+    char *json = NULL;
+    if (stat(arg, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(path, pcap, "%s", arg);
+    } else {
+        Store *st = NULL;
+        char e[1024];
+        if (store_open_ro(&st, db_path, e, sizeof e)) {
+            snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, e);
+            return 2;
+        }
+        char rid[17];
+        if (store_find_run(st, arg, rid, NULL)) {
+            snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, store_errmsg(st));
+            store_close(st);
+            return 2;
+        }
+        store_close(st);
+        if (ckpt_dir)
+            snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir, rid);
+        else {
+            /* where `gated sweep` puts them (beside the database), else where `gated train` does */
+            const char *slash = strrchr(db_path, '/');
+            snprintf(path, pcap, "%.*s%scheckpoints/%s.ckpt", slash ? (int)(slash - db_path) : 0, db_path,
+                     slash ? "/" : "", rid);
+            if (access(path, F_OK) != 0) snprintf(path, pcap, "checkpoints/%s.ckpt", rid);
+        }
+    }
+    int r = checkpoint_read(path, &json, NULL, NULL, err, cap);
+    if (r == 0) snprintf(err, cap, "%s: no checkpoint (the run never finished or saved one)", path);
+    if (r <= 0) return 2;
+    ConfigError ce;
+    config_defaults(cfg);
+    if (config_from_json(cfg, json, &ce) || config_resolve(cfg, &ce)) {
+        snprintf(err, cap, "%s: its configuration: %s", path, ce.msg);
+        free(json);
+        return 2;
+    }
+    store_run_id(json, id);
+    free(json);
+    return 0;
+}
+
+int trained_load_weights(Model *m, const Config *cfg, const char *arg, const char *db_path, const char *ckpt_dir, long *steps, char *err,
+                         size_t cap) {
+    Config src;
+    char path[4096], id[17], why[700], e[1024];
+    int rc = trained_locate(arg, db_path, ckpt_dir, &src, path, sizeof path, id, err, cap);
+    if (rc) return rc;
+    if (!config_same_architecture(cfg, &src, why, sizeof why)) {
+        snprintf(err, cap, "train.init_from: %s: another architecture: %s", path, why);
+        return 2;
+    }
+    TrainState ts;
+    char *json = NULL;
+    if (checkpoint_read(path, &json, &m->p, &ts, e, sizeof e) <= 0) {
+        snprintf(err, cap, "train.init_from: %s", e);
+        return 2;
+    }
+    free(json);
+    memset(m->p.m, 0, sizeof(real) * m->p.total);
+    memset(m->p.v, 0, sizeof(real) * m->p.total);
+    if (steps) *steps = (long)ts.step;
+    return 0;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Mean loss and F-Attn over windows (count x (T+1)), one window per forward. */
+static int eval_windows(Model *m, const int *win, int count, int T, double *loss, double *fattn) {
+    Probes pr;
+    if (probes_init(&pr, m)) return -1;
+    double sum = 0;
+    for (int w = 0; w < count; w++) {
+        const int *x = win + (size_t)w * (T + 1);
+        double l = model_forward(m, x, x + 1, 1, T);
+        if (isnan(l)) {
+            probes_free(&pr);
+            return -1;
+        }
+        sum += l;
+        probes_accumulate(&pr, m);
+    }
+    double f = 0;
+    for (int l = 0; l < m->L; l++) f += probe_fattn(&pr, l);
+    probes_free(&pr);
+    *loss = sum / count;
+    *fattn = f / m->L;
+    return 0;
+}
+
+int eval_run(const char *arg, const EvalOpts *o) {
+    Config cfg;
+    char path[4096], id[17], err[1024];
+    int rc = trained_locate(arg, o->db_path, o->ckpt_dir, &cfg, path, sizeof path, id, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        return rc;
+    }
+    Corpus corp;
+    memset(&corp, 0, sizeof corp);
+    if (cfg.corpus == CORPUS_SYNTHETIC ? corpus_synthetic(&corp, (uint64_t)cfg.seed, 200, 4000)
+                                       : corpus_load_brown(&corp, o->data_dir, err, sizeof err)) {
+        fprintf(stderr, "gated eval: %s\n", cfg.corpus == CORPUS_SYNTHETIC ? "out of memory" : err);
+        return cfg.corpus == CORPUS_SYNTHETIC ? 1 : 2;
+    }
+    Model m;
+    Store *st = NULL;
+    int *win = NULL;
+    long steps = 0;
+    rc = 1;
+    ModelCfg mc = config_model(&cfg);
+    if (model_init(&m, &mc)) {
+        fprintf(stderr, "gated eval: out of memory for the model\n");
+        corpus_free(&corp);
+        return 1;
+    }
+    TrainState ts;
+    char *json = NULL;
+    if (checkpoint_read(path, &json, &m.p, &ts, err, sizeof err) <= 0) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    free(json);
+    steps = (long)ts.step;
+    if (store_open(&st, o->db_path, err, sizeof err)) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    char found[17];
+    if (store_find_run(st, id, found, NULL)) {
+        fprintf(stderr, "gated eval: %s: run %s (of %s) is not in this database; use the --db it was trained with\n",
+                o->db_path, id, path);
+        rc = 2;
+        goto out;
+    }
+    int Ltrain = cfg.seq_len;
+    for (int q = 0; q < 2; q++) {
+        if (!(q == 0 ? o->val : o->test)) continue;
+        const char *split = q == 0 ? "val" : "test";
+        for (int i = 0; i < o->nlengths; i++) {
+            int L = o->lengths[i];
+            int n = split_doc_windows(q == 0 ? &corp.val : &corp.test, L, o->windows, &win);
+            if (n < 0) {
+                fprintf(stderr, "gated eval: out of memory\n");
+                goto out;
+            }
+            if (n == 0) {
+                fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
+                rc = 2;
+                goto out;
+            }
+            RopeScaling r = rope_of_config(&cfg);
+            r.kind = o->scaling;
+            r.train_len = Ltrain;
+            r.factor = o->scaling == ROPE_NONE ? 1 : o->factor > 0 ? o->factor : L > Ltrain ? (double)L / Ltrain : 1;
+            model_set_rope(&m, &r);
+            double t0 = now(), loss, fattn;
+            if (o->progress) fprintf(stderr, "\r%s L=%d %s s=%g: %d windows ...", split, L, rope_scaling_names[r.kind],
+                                     r.factor, n);
+            if (eval_windows(&m, win, n, L, &loss, &fattn)) {
+                fprintf(stderr, "gated eval: out of memory at length %d\n", L);
+                goto out;
+            }
+            if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
+            char ctx[160];
+            snprintf(ctx, sizeof ctx, "split=%s,len=%d,scaling=%s,factor=%g", split, L, rope_scaling_names[r.kind],
+                     r.factor);
+            int bad = store_metric(st, id, "eval_loss", ctx, steps, loss) |
+                      store_metric(st, id, "eval_ppl", ctx, steps, exp(loss)) |
+                      store_metric(st, id, "eval_f_attn", ctx, steps, fattn) |
+                      store_metric(st, id, "eval_windows", ctx, steps, n) | store_flush(st);
+            if (bad) {
+                fprintf(stderr, "gated eval: %s: %s\n", o->db_path, store_errmsg(st));
+                goto out;
+            }
+            printf("%s  %-5s len %6d (%5.2gx)  %-6s s=%-6g loss %.4f  ppl %9.3f  F-Attn %.4f  windows %d  %.1fs\n", id,
+                   split, L, (double)L / Ltrain, rope_scaling_names[r.kind], r.factor, loss, exp(loss), fattn, n,
+                   now() - t0);
+            fflush(stdout);
+            free(win);
+            win = NULL;
+        }
+    }
+    rc = 0;
+out:
+    free(win);
+    store_close(st);
+    model_free(&m);
+    corpus_free(&corp);
+    return rc;
+}

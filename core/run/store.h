@@ -1,0 +1,297 @@
+/*
+ * store.h — the SQLite results store: runs, their provenance, metrics,
+ * summaries and histograms, in one database file (results.db).
+ *
+ * The schema is documented (in SQL) at the top of store.c.  The database is
+ * opened in WAL mode with a 5 s busy timeout and foreign keys on, so several
+ * training processes may share one file and a process killed at any moment
+ * leaves a readable database holding every committed row.
+ *
+ * Functions returning int give 0 on success and -1 on failure; the reason
+ * is then in store_errmsg().  Strings passed in are copied (never kept).
+ * Every value reaches SQLite through bound parameters.  NaN values are
+ * stored as SQL NULL (SQLite has no NaN); ±Inf are stored as such.
+ */
+#ifndef GATED_STORE_H
+#define GATED_STORE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "run/config.h"
+
+/* Schema version written to / required of meta.schema_version. */
+#define STORE_SCHEMA_VERSION 1
+/* A 'running' run whose heartbeat is older than this is reported 'killed'. */
+#define STORE_STALE_SECONDS 60
+/* Buffered metric rows are written automatically once this many are held. */
+#define STORE_FLUSH_ROWS 512
+
+typedef struct Store Store;
+
+/* Where a run ran.  store_provenance_fill() sets every field; git_dirty is
+ * 1 (uncommitted changes), 0 (clean) or -1 (unknown: not a git checkout).
+ * NULL strings are stored as "unknown". */
+typedef struct {
+    const char *host, *cpu_model, *compiler, *cflags, *openblas_version, *sqlite_version,
+        *libyaml_version, *code_version;
+    int git_dirty;
+} Provenance;
+
+/* Open (creating if absent) the results database at path.  Refuses, without
+ * writing to it, a file that is not a SQLite database, a SQLite database
+ * that is not a gated one, or one with a newer schema version; the message
+ * (in err, always NUL-terminated) names the path, e.g.
+ * "results.db: not a gated database (file is not a database)". */
+int store_open(Store **s, const char *path, char *err, size_t errcap);
+/* Open an existing results database for reading only (ls, show, report,
+ * eval's look-ups, sweep --dry-run): SQLITE_OPEN_READONLY, nothing created
+ * (a missing file is an error, "PATH: no such database"), no schema, no
+ * journal-mode switch, no migration: the file's bytes stay as they are, and
+ * a read-only file or directory is fine.  The same checks as store_open
+ * (not SQLite, not gated, newer schema); an empty SQLite file is "not a
+ * gated database (empty)".  Every writing function then fails with SQLite's
+ * "attempt to write a readonly database". */
+int store_open_ro(Store **s, const char *path, char *err, size_t errcap);
+/* Flush buffered metrics (a failure is printed to stderr) and close. NULL ok. */
+void store_close(Store *s);
+
+/* Insert a run as 'running' or, for an existing run id, reset it to
+ * 'running' (a resume: old metrics are kept, started_at is kept, ended_at /
+ * error_text / diverged_step are cleared, provenance and argv are updated).
+ * p NULL means store_provenance_fill().  argv_joined may be NULL. */
+int store_run_begin(Store *s, const char *run_id, const char *name, const char *config_json,
+                    long long seed, int threads, const Provenance *p, const char *argv_joined);
+/* The run's status into buf (cap >= 9 holds them all); NULL if absent (or
+ * on error: store_errmsg() then says which).  A 'running' run whose
+ * heartbeat is older than STORE_STALE_SECONDS is reported 'killed'. */
+const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap);
+/* Flush buffered metrics, then set the run's heartbeat_at to now. */
+int store_heartbeat(Store *s, const char *run_id);
+/* Flush buffered metrics, then end the run: status is finished, failed,
+ * diverged or killed; error_text may be NULL; diverged_step < 0 is NULL.
+ * Any claim on the run (store_run_claim) ends with it. */
+int store_run_end(Store *s, const char *run_id, const char *status, const char *error_text,
+                  long long diverged_step);
+
+/* Buffer one metric row (context NULL means ''); written by store_flush.
+ * A rewritten (run, key, context, step) replaces the old value. */
+int store_metric(Store *s, const char *run_id, const char *key, const char *context,
+                 long long step, double value);
+/* Write buffered metrics in one transaction; also done automatically every
+ * STORE_FLUSH_ROWS rows and at close.  On failure the batch is rolled back
+ * and dropped (the message says how many rows). */
+int store_flush(Store *s);
+/* Set (replace) a summary value for (run, key, context); text may be NULL. */
+int store_summary(Store *s, const char *run_id, const char *key, const char *context,
+                  double value, const char *text);
+/* Set (replace) a histogram: nbins equal-width bins over [lo, hi], counts
+ * stored as a JSON array of integers. */
+int store_histogram(Store *s, const char *run_id, const char *key, const char *context,
+                    long long step, double lo, double hi, const long long *counts, int nbins);
+
+/* Fill p for this process: host (gethostname), CPU model (/proc/cpuinfo),
+ * compiler (__VERSION__), cflags (GATED_CFLAGS if defined, else "unknown"),
+ * OpenBLAS / SQLite / libyaml versions, and the git commit and dirty flag of
+ * the current directory ("unknown" / -1 if not a git checkout).  The strings
+ * are static storage, overwritten by the next call. */
+void store_provenance_fill(Provenance *p);
+
+/* The pieces of that, for other records of the machine (gated bench --env):
+ * the value of the first "KEY<blanks>: value" line of /proc/cpuinfo ("" if
+ * none; cut to cap), the CPU's name (the first of "model name", "Model",
+ * "Hardware", "cpu model", "Processor" present, else "unknown"), the
+ * compiler ("gcc 12.2.0"), and t without trailing blanks and newlines. */
+void store_cpuinfo(const char *key, char *out, size_t cap);
+void store_cpu_model(char *out, size_t cap);
+const char *store_compiler(void);
+void store_trim(char *t);
+
+/* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
+ * lowercase hex digits plus NUL. */
+void store_run_id(const char *config_json, char out[17]);
+
+/* The canonical JSON of a run's resolved config (malloc'd; NULL when out of
+ * memory) and its run id.  Runtime settings that cannot change results
+ * (`threads`: losses are bitwise identical at any thread count) are written
+ * as their defaults, so they do not change the id.  The one function train
+ * and sweep both use, so their ids always agree. */
+char *store_config_json(const Config *c, char id[17]);
+
+/* Delete a run's metrics, summary and histograms (one transaction): a run
+ * that starts again from step 0 must not keep rows of an earlier attempt. */
+int store_run_reset(Store *s, const char *run_id);
+
+/* The finished runs of a sweep, in sweep order: *ids (malloc'd, *n of
+ * them; NULL when none).  0, or -1 (store_errmsg()). */
+int store_sweep_finished(Store *s, const char *sweep, char (**ids)[17], int *n);
+
+/* Find a run by exact run id, exact name or unique run id prefix: its id
+ * into id and, when config_json is non-NULL, its resolved config JSON
+ * (malloc'd).  0, or -1 (no match, ambiguous: store_errmsg() says which). */
+int store_find_run(Store *s, const char *arg, char id[17], char **config_json);
+
+/* Table of runs, oldest first: run id, name, status (killed if stale),
+ * steps done (highest metric step), final val loss, start time. */
+int store_print_ls(Store *s, FILE *f);
+/* Everything about one run, found by exact run id, exact name or unique run
+ * id prefix: config, provenance, final val/test results, summary values,
+ * per-layer probes (f_attn, m_act at context 'layer=N', last step) and the
+ * latest 'gate' histogram(s) as text bars.  Fails (printing nothing) if no
+ * run matches or the argument is ambiguous. */
+int store_print_show(Store *s, const char *run_id_or_name_or_prefix, FILE *f);
+
+/* ------------------------------------------------------------------ */
+/* Untrusted text: names, labels, anything read back from a database    */
+/* ------------------------------------------------------------------ */
+
+/* Names and labels (run names, sweep names, variant labels) reach file
+ * names, gnuplot scripts, Markdown / TeX / CSV and terminals, so they must
+ * be printable text.  0 if s is; else -1 and why (always NUL-terminated),
+ * e.g. "contains a control character (\x0a at byte 2); names and labels
+ * must be printable text".  Refused: bytes 0x01-0x1f (tab included: it has
+ * no place in a name and breaks aligned output), 0x7f, C1 controls
+ * (U+0080-U+009F, written C2 80 - C2 9F in UTF-8) and bytes that are not
+ * valid UTF-8. */
+int store_name_check(const char *s, char *why, size_t cap);
+
+/* s for a terminal or a text file: every character store_name_check
+ * refuses written visibly as \xNN (each byte); the rest as is.  Into out
+ * (cap > 0; cut at a character boundary, always NUL-terminated); returns
+ * out. */
+char *store_escape(const char *s, char *out, size_t cap);
+/* The same on the heap (NULL when out of memory; NULL s gives ""). */
+char *store_escape_dup(const char *s);
+/* The same to a stream. */
+void store_fput_escaped(FILE *f, const char *s);
+
+/* The last error's message ("" if none). */
+const char *store_errmsg(Store *s);
+
+/* ------------------------------------------------------------------ */
+/* Claims: who is about to run, or is running, a run (run_claims)       */
+/* ------------------------------------------------------------------ */
+
+/* Several processes (sweeps, trainers) may share one database, so a run is
+ * claimed, atomically, just before it starts: store_run_claim re-reads the
+ * run inside one BEGIN IMMEDIATE transaction and either records the claim
+ * (owner, claimed_at) or leaves the run alone.  A run is live, and never
+ * claimed by anyone else, while its claim is fresh (claimed_at within
+ * STORE_STALE_SECONDS; the claimant refreshes it with store_claim_refresh)
+ * or while it is 'running' with a fresh heartbeat.  A claim ends with the
+ * run (store_run_end deletes it) or with store_run_release. */
+
+/* What a claim sees of a run, inside its transaction. */
+typedef struct {
+    const char *status;       /* effective status (a stale 'running' reads "killed"); NULL: no such run */
+    const char *code_version; /* NULL: no such run */
+    double ended_at;          /* unix seconds; NaN when not ended or no such run */
+} StoreRunState;
+
+/* Whether to claim a run in this state: 1 yes, 0 no.  Called inside the
+ * claim's transaction, so it must not use the Store. */
+typedef int (*StoreClaimDecide)(void *ctx, const StoreRunState *state);
+
+enum { STORE_CLAIM_DECLINED = 0, STORE_CLAIMED = 1, STORE_CLAIM_LIVE = 2 };
+
+/* This process's owner token, "HOST:PID" (cut to cap, NUL-terminated). */
+void store_owner_token(char *out, size_t cap);
+
+/* Claim run_id for owner, in one BEGIN IMMEDIATE transaction:
+ *   a fresh claim by owner itself (a claim made for it)  STORE_CLAIMED, decide not asked
+ *   live otherwise: a fresh claim by another owner, or
+ *   'running' with a fresh heartbeat                     STORE_CLAIM_LIVE
+ *   else decide(ctx, state) (NULL: claim unless finished
+ *   or diverged) says 0                                  STORE_CLAIM_DECLINED
+ *   else the claim is recorded (owner, now)              STORE_CLAIMED
+ * The run's row is not touched (the claimant's store_run_begin writes it).
+ * status (cap >= 9; may be NULL) gets what was seen: the effective status,
+ * "running" when live, "-" when absent.  -1 on error (store_errmsg()). */
+int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimDecide decide, void *ctx,
+                    char *status, size_t cap);
+/* Set claimed_at to now on every claim held by owner.  0 or -1. */
+int store_claim_refresh(Store *s, const char *owner);
+/* End owner's claim on run_id (one transaction): if owner holds it and the
+ * run is still 'running' (its process died without ending it), the run is
+ * ended as status (failed or killed) with error_text; the claim is
+ * deleted.  A claim held by another owner is left alone.  1 if the run was
+ * ended here, 0 if not, -1 on error. */
+int store_run_release(Store *s, const char *run_id, const char *owner, const char *status,
+                      const char *error_text);
+
+/* Tests only: set a run's heartbeat_at to t (unix seconds). */
+int store_debug_set_heartbeat(Store *s, const char *run_id, double t);
+
+/* ------------------------------------------------------------------ */
+/* Sweeps and merging (the sweep_runs table: see store.c's schema).     */
+/* ------------------------------------------------------------------ */
+
+/* One run of a sweep, as recorded in sweep_runs. */
+typedef struct {
+    const char *run_id, *label;
+    long long seed;
+    int idx, is_baseline;
+} StoreSweepRun;
+
+/* Record, in one transaction, that runs[0..n) belong to sweep `sweep`,
+ * which has nruns runs in all: each (sweep, run_id) row is inserted or
+ * updated; a row of this sweep at one of these idx values but with another
+ * run id, and every row with idx >= nruns, is removed (the sweep file
+ * changed since they were written). */
+int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n);
+
+/* The code_version recorded for a run into buf; NULL if the run is absent
+ * (or on error: store_errmsg() then says which). */
+const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap);
+
+/* Rows in one of the store's tables (meta, environments, runs, metrics,
+ * summary, histograms, sweep_runs); -1 on error or another name. */
+long long store_count_rows(Store *s, const char *table);
+
+/* Copy everything from the gated database at src_path into dst, in one
+ * transaction: environments (matched by content hash), runs, metrics,
+ * summary, histograms and sweep_runs, without duplicates.  Before anything
+ * is copied, every run id, run name, sweep name and label in src must pass
+ * store_name_check (a database from elsewhere is untrusted): one that does
+ * not makes src unusable (-2, a message naming the row).  A run present
+ * in both keeps the row with the better status (finished > diverged >
+ * failed > killed > running), then the later ended_at, then the later
+ * heartbeat; on a tie dst's row stays.  The winning run's metric, summary
+ * and histogram rows replace dst's on the same key; the other runs' rows
+ * only fill keys dst lacks.  Merging the same input twice changes nothing.
+ * src is only read.  Returns 0; -2 when src is not usable (missing, not a
+ * gated database, a newer schema, or dst itself); -1 on a failure while
+ * copying (nothing of that input is kept).  The message is in err
+ * (always NUL-terminated; "" on success). */
+int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
+
+/* The underlying SQLite connection, for read-only queries by other modules
+ * (core/report.c).  Flushes nothing; callers must bind every value. */
+struct sqlite3;
+struct sqlite3 *store_db(Store *s);
+
+
+/* ------------------------------------------------------------------ */
+/* Benchmarks (the bench table: see store.c, after the sweep functions) */
+/* ------------------------------------------------------------------ */
+
+/* One benchmarked case of one `gated bench` invocation.  Times are
+ * seconds per iteration; NaN values are stored as NULL. */
+typedef struct {
+    const char *name, *kind;
+    int repetitions;
+    long long iterations; /* per repetition, summed over repetitions */
+    double median_s, mean_s, stddev_s, cv, cpu_median_s;
+    double flops, gflops, pct_ceiling, tokens_per_s;
+    const double *samples; /* nsamples seconds per iteration, one per repetition */
+    int nsamples;
+} StoreBenchRow;
+
+/* Record rows[0..n) of one invocation in one transaction, creating the
+ * bench table if it is missing.  bench_id names the invocation (e.g. a
+ * timestamp); suite, argv may be NULL; p NULL means
+ * store_provenance_fill().  A rewritten (bench_id, name) replaces the row. */
+int store_bench_record(Store *s, const char *bench_id, const char *suite, int threads, const Provenance *p,
+                       const char *argv_joined, const StoreBenchRow *rows, int n);
+
+#endif
