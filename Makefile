@@ -46,10 +46,11 @@ $(BUILD)/f64/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DGATED_REAL_DOUBLE -MMD -MP -c $< -o $@
 
+# rm first: `ar r` never drops a member, so a deleted source would stay linked.
 $(BUILD)/libgated.a: $(OBJ32)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libgated_f64.a: $(OBJ64)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
@@ -121,7 +122,7 @@ data:
 	tools/fetch_brown.sh data
 .PHONY: data
 
-# ---- benchmarks and the perf gate (suites in bench/, format in core/bench.h)
+# ---- benchmarks and the perf gate (suites in bench/, format in core/lab/bench.h)
 #
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"

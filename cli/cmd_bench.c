@@ -88,188 +88,193 @@ static int parse_pos_int(const char *opt, const char *v, long lo, long hi, long 
     return 0;
 }
 
-int cmd_bench(int argc, char **argv) {
-    const char *suite_path = NULL, *filter = NULL, *json = NULL, *db = NULL;
-    long reps = 0, threads = 0;
-    double min_time = -1;
-    int list = 0, callgrind = 0, interleave = 0, paced = 0;
+/* The command line of `gated bench`. */
+typedef struct {
+    const char *suite_path, *filter, *json, *db;
+    long reps, threads;
+    double min_time;
+    int list, callgrind, interleave, paced;
+} BenchArgs;
+
+/* Parse argv into a.  -1: go on; else the exit status (--env and --help
+ * act as soon as they are read; 2 for a bad option). */
+static int bench_args(int argc, char **argv, BenchArgs *a) {
+    static const char *const withval[] = {"--filter", "--repetitions", "--min-time", "--json", "--db", "--threads"};
+    *a = (BenchArgs){.min_time = -1};
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        const char *withval[] = {"--filter", "--repetitions", "--min-time", "--json", "--db", "--threads"};
+        const char *arg = argv[i], *val = NULL;
         int which = -1;
         for (int k = 0; k < 6 && which < 0; k++) {
             size_t n = strlen(withval[k]);
-            if (strcmp(a, withval[k]) == 0 && i + 1 < argc)
+            if (strcmp(arg, withval[k]) == 0 && i + 1 < argc)
                 which = k, val = argv[++i];
-            else if (strncmp(a, withval[k], n) == 0 && a[n] == '=')
-                which = k, val = a + n + 1;
+            else if (strncmp(arg, withval[k], n) == 0 && arg[n] == '=')
+                which = k, val = arg + n + 1;
         }
         if (which == 0) {
-            filter = val;
+            a->filter = val;
         } else if (which == 1) {
-            if (parse_pos_int("--repetitions", val, 1, 100000, &reps)) return 2;
+            if (parse_pos_int("--repetitions", val, 1, 100000, &a->reps)) return 2;
         } else if (which == 2) {
             char *end;
-            min_time = strtod(val, &end);
-            if (!*val || *end || !(min_time >= 0 && min_time <= 3600)) {
+            a->min_time = strtod(val, &end);
+            if (!*val || *end || !(a->min_time >= 0 && a->min_time <= 3600)) {
                 fprintf(stderr, "gated bench: --min-time: expected seconds in [0, 3600], got \"%s\"\n", val);
                 return 2;
             }
         } else if (which == 3) {
-            json = val;
+            a->json = val;
         } else if (which == 4) {
-            db = val;
+            a->db = val;
         } else if (which == 5) {
-            if (parse_pos_int("--threads", val, 1, 256, &threads)) return 2;
-        } else if (strcmp(a, "--list") == 0) {
-            list = 1;
-        } else if (strcmp(a, "--callgrind") == 0) {
-            callgrind = 1;
-        } else if (strcmp(a, "--interleave") == 0) {
-            interleave = 1;
-        } else if (strcmp(a, "--paced") == 0) {
-            interleave = paced = 1;
-        } else if (strcmp(a, "--env") == 0) {
+            if (parse_pos_int("--threads", val, 1, 256, &a->threads)) return 2;
+        } else if (strcmp(arg, "--list") == 0) {
+            a->list = 1;
+        } else if (strcmp(arg, "--callgrind") == 0) {
+            a->callgrind = 1;
+        } else if (strcmp(arg, "--interleave") == 0) {
+            a->interleave = 1;
+        } else if (strcmp(arg, "--paced") == 0) {
+            a->interleave = a->paced = 1;
+        } else if (strcmp(arg, "--env") == 0) {
             BenchEnv e;
             bench_env_fill(&e);
             bench_env_write_json(stdout, &e);
             return fflush(stdout) == 0 ? 0 : 1;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             bench_usage(stdout);
             return 0;
-        } else if (a[0] != '-' && !suite_path) {
-            suite_path = a;
+        } else if (arg[0] != '-' && !a->suite_path) {
+            a->suite_path = arg;
         } else {
-            fprintf(stderr, "gated bench: unknown or incomplete option '%s'\n", a);
+            fprintf(stderr, "gated bench: unknown or incomplete option '%s'\n", arg);
             bench_usage(stderr);
             return 2;
         }
     }
-    if (!suite_path) suite_path = "bench/default.yaml";
-    ops_set_threads((int)threads); /* the one place a bench sets thread counts, before any work */
+    if (!a->suite_path) a->suite_path = "bench/default.yaml";
+    return -1;
+}
 
-    char err[2048];
-    BenchSuite s;
-    if (bench_load_file(&s, suite_path, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 2;
-    }
-    int *sel = calloc((size_t)s.n, sizeof *sel);
-    BenchResult *res = calloc((size_t)s.n, sizeof *res);
-    if (!sel || !res) {
-        fprintf(stderr, "gated bench: out of memory\n");
-        free(sel), free(res);
-        bench_suite_free(&s);
-        return 1;
-    }
-    int nsel = 0, rc = 0;
+/* sel[i] = 1 for the cases --filter keeps (all without one); their count
+ * in *nsel.  0, or 2 (a bad expression, or nothing matches). */
+static int bench_select(const BenchSuite *s, const BenchArgs *a, int *sel, int *nsel) {
     regex_t re;
-    if (filter) {
-        int e = regcomp(&re, filter, REG_EXTENDED | REG_NOSUB);
+    *nsel = 0;
+    if (a->filter) {
+        int e = regcomp(&re, a->filter, REG_EXTENDED | REG_NOSUB);
         if (e) {
             char m[256];
             regerror(e, &re, m, sizeof m);
-            fprintf(stderr, "gated bench: --filter: bad regular expression \"%s\": %s\n", filter, m);
-            rc = 2;
-            goto out;
+            fprintf(stderr, "gated bench: --filter: bad regular expression \"%s\": %s\n", a->filter, m);
+            return 2;
         }
     }
-    for (int i = 0; i < s.n; i++) {
-        sel[i] = !filter || regexec(&re, s.c[i].name, 0, NULL, 0) == 0;
-        nsel += sel[i];
+    for (int i = 0; i < s->n; i++) {
+        sel[i] = !a->filter || regexec(&re, s->c[i].name, 0, NULL, 0) == 0;
+        *nsel += sel[i];
     }
-    if (filter) regfree(&re);
-    if (nsel == 0) {
-        fprintf(stderr, "gated bench: %s: no case matches --filter \"%s\" (see --list)\n", suite_path, filter);
-        rc = 2;
-        goto out;
+    if (a->filter) regfree(&re);
+    if (*nsel == 0) {
+        fprintf(stderr, "gated bench: %s: no case matches --filter \"%s\" (see --list)\n", a->suite_path, a->filter);
+        return 2;
     }
-    if (list) {
-        for (int i = 0; i < s.n; i++)
-            if (sel[i]) printf("%s\n", s.c[i].name);
-        goto out;
-    }
+    return 0;
+}
 
-    BenchRunOpts ro = {(int)reps, min_time, callgrind, interleave};
+/* Each selected case in turn, all its repetitions at once.  0, or 1. */
+static int bench_run_in_order(const BenchSuite *s, const int *sel, int nsel, const BenchRunOpts *ro,
+                              BenchResult *res) {
+    char err[2048];
     int done = 0;
-    if (!interleave) {
-        for (int i = 0; i < s.n; i++) {
-            if (!sel[i]) continue;
-            fprintf(stderr, "[%d/%d] %s ...", ++done, nsel, s.c[i].name);
-            fflush(stderr);
-            if (bench_run_case(&s.c[i], &ro, &res[i], err, sizeof err)) {
-                fprintf(stderr, "\ngated bench: %s\n", err);
-                rc = 1;
-                goto out;
-            }
-            char t[32];
-            fmt_time(t, sizeof t, res[i].rs.median);
-            fprintf(stderr, " %s (cv %.1f%%)\n", t, 100 * res[i].rs.cv);
+    for (int i = 0; i < s->n; i++) {
+        if (!sel[i]) continue;
+        fprintf(stderr, "[%d/%d] %s ...", ++done, nsel, s->c[i].name);
+        fflush(stderr);
+        if (bench_run_case(&s->c[i], ro, &res[i], err, sizeof err)) {
+            fprintf(stderr, "\ngated bench: %s\n", err);
+            return 1;
         }
-    } else {
-        /* every case set up and warmed up first, then one repetition of each in turn */
-        BenchRun **runs = calloc((size_t)s.n, sizeof *runs);
-        if (!runs) {
-            fprintf(stderr, "gated bench: out of memory\n");
-            rc = 1;
-            goto out;
-        }
-        int more = 1, round = 0;
-        for (int i = 0; i < s.n && !rc; i++) {
-            if (!sel[i]) continue;
-            fprintf(stderr, "set up %s\n", s.c[i].name);
-            if (bench_case_begin(&s.c[i], &ro, &runs[i], &res[i], err, sizeof err)) {
-                fprintf(stderr, "gated bench: %s\n", err);
-                rc = 1;
-            }
-        }
-        if (paced && !rc) {
-            printf("ready\n");
-            fflush(stdout);
-        }
-        char line[256];
-        while (!rc && more) {
-            if (paced && !fgets(line, sizeof line, stdin)) break; /* the driver is done */
-            more = 0;
-            round++;
-            for (int i = 0; i < s.n && !rc; i++) {
-                if (!runs[i]) continue;
-                int r = bench_case_rep(runs[i], &res[i], err, sizeof err);
-                if (r < 0) {
-                    fprintf(stderr, "gated bench: %s\n", err);
-                    rc = 1;
-                }
-                if (r != 0) continue;
-                more++;
-                if (paced) {
-                    const BenchResult *q = &res[i];
-                    int k = q->n - 1;
-                    printf("rep\t%s\t%d\t%.9g\t%.9g\t%ld\t%.9g\t%.9g\n", s.c[i].name, k, q->real[k], q->cpu[k],
-                           q->iters[k], q->tokens > 0 ? q->tokens / q->real[k] : NAN, q->flops);
-                }
-            }
-            if (paced) {
-                printf("round\t%d\t%d\n", round, more);
-                fflush(stdout);
-                if (!more) break;
-            } else if (more) {
-                fprintf(stderr, "round %d done\n", round);
-            }
-        }
-        for (int i = 0; i < s.n; i++)
-            if (runs[i]) bench_case_end(runs[i], &res[i], !rc);
-        free(runs);
-        if (rc) goto out;
+        char t[32];
+        fmt_time(t, sizeof t, res[i].rs.median);
+        fprintf(stderr, " %s (cv %.1f%%)\n", t, 100 * res[i].rs.cv);
     }
+    return 0;
+}
 
-    /* the table */
+/* One round of --interleave: a repetition of every case not yet done.
+ * The number of cases that ran in *more; 0, or 1 on an error. */
+static int bench_round(const BenchSuite *s, BenchRun **runs, BenchResult *res, int paced, int *more) {
+    char err[2048];
+    *more = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!runs[i]) continue;
+        int r = bench_case_rep(runs[i], &res[i], err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "gated bench: %s\n", err);
+            return 1;
+        }
+        if (r != 0) continue;
+        ++*more;
+        if (paced) {
+            const BenchResult *q = &res[i];
+            int k = q->n - 1;
+            printf("rep\t%s\t%d\t%.9g\t%.9g\t%ld\t%.9g\t%.9g\n", s->c[i].name, k, q->real[k], q->cpu[k], q->iters[k],
+                   q->tokens > 0 ? q->tokens / q->real[k] : NAN, q->flops);
+        }
+    }
+    return 0;
+}
+
+/* --interleave (and --paced): every selected case set up and warmed up
+ * first, then one repetition of each in turn.  0, or 1. */
+static int bench_run_interleaved(const BenchSuite *s, const int *sel, const BenchRunOpts *ro, int paced,
+                                 BenchResult *res) {
+    char err[2048];
+    BenchRun **runs = calloc((size_t)s->n, sizeof *runs);
+    if (!runs) {
+        fprintf(stderr, "gated bench: out of memory\n");
+        return 1;
+    }
+    int rc = 0, more = 1, round = 0;
+    for (int i = 0; i < s->n && !rc; i++) {
+        if (!sel[i]) continue;
+        fprintf(stderr, "set up %s\n", s->c[i].name);
+        if (bench_case_begin(&s->c[i], ro, &runs[i], &res[i], err, sizeof err)) {
+            fprintf(stderr, "gated bench: %s\n", err);
+            rc = 1;
+        }
+    }
+    if (paced && !rc) {
+        printf("ready\n");
+        fflush(stdout);
+    }
+    char line[256];
+    while (!rc && more) {
+        if (paced && !fgets(line, sizeof line, stdin)) break; /* the driver is done */
+        round++;
+        rc = bench_round(s, runs, res, paced, &more); /* on an error, the round is still reported */
+        if (paced) {
+            printf("round\t%d\t%d\n", round, more);
+            fflush(stdout);
+        } else if (more) {
+            fprintf(stderr, "round %d done\n", round);
+        }
+    }
+    for (int i = 0; i < s->n; i++)
+        if (runs[i]) bench_case_end(runs[i], &res[i], !rc);
+    free(runs);
+    return rc;
+}
+
+/* The results as a table on stdout. */
+static void bench_table(const BenchSuite *s, const int *sel, const BenchResult *res) {
     int w = 24;
-    for (int i = 0; i < s.n; i++)
-        if (sel[i] && (int)strlen(s.c[i].name) > w) w = (int)strlen(s.c[i].name);
+    for (int i = 0; i < s->n; i++)
+        if (sel[i] && (int)strlen(s->c[i].name) > w) w = (int)strlen(s->c[i].name);
     printf("%-*s %4s %6s %11s %11s %10s %6s %9s %7s %10s\n", w, "case", "reps", "iters", "median", "mean", "stddev",
            "cv", "GFLOP/s", "%ceil", "tokens/s");
-    for (int i = 0; i < s.n; i++) {
+    for (int i = 0; i < s->n; i++) {
         if (!sel[i] || !res[i].ran) continue; /* --paced: input may end before a case ran */
         const BenchResult *r = &res[i];
         long long it = 0;
@@ -279,91 +284,134 @@ int cmd_bench(int argc, char **argv) {
         fmt_time(mn, sizeof mn, r->rs.mean);
         fmt_time(sd, sizeof sd, r->rs.stddev);
         fmt_num(cv, sizeof cv, 100 * r->rs.cv, "%.1f%%");
-        fmt_num(gf, sizeof gf, bench_gflops(&s, res, i), "%.2f");
-        fmt_num(pc, sizeof pc, bench_pct_ceiling(&s, res, i), "%.1f%%");
+        fmt_num(gf, sizeof gf, bench_gflops(s, res, i), "%.2f");
+        fmt_num(pc, sizeof pc, bench_pct_ceiling(s, res, i), "%.1f%%");
         fmt_num(tk, sizeof tk, r->tokens > 0 ? r->tokens / r->rs.median : NAN, "%.0f");
-        printf("%-*s %4d %6lld %11s %11s %10s %6s %9s %7s %10s\n", w, s.c[i].name, r->n, it / (r->n ? r->n : 1), md,
+        printf("%-*s %4d %6lld %11s %11s %10s %6s %9s %7s %10s\n", w, s->c[i].name, r->n, it / (r->n ? r->n : 1), md,
                mn, sd, cv, gf, pc, tk);
     }
     fflush(stdout);
+}
 
-    Provenance pv;
-    store_provenance_fill(&pv);
-    if (json) {
-        FILE *f = strcmp(json, "-") == 0 ? stdout : fopen(json, "w");
-        if (!f) {
-            fprintf(stderr, "gated bench: %s: %s\n", json, strerror(errno));
-            rc = 1;
-            goto out;
-        }
-        BenchContext ctx = {"gated bench", suite_path, pv.code_version, pv.cflags, pv.openblas_version, (int)threads,
-                            pv.git_dirty};
-        int wr = bench_write_json(f, &s, res, &ctx);
-        if (f != stdout && fclose(f) != 0) wr = -1;
-        if (wr) {
-            fprintf(stderr, "gated bench: %s: write failed\n", json);
-            rc = 1;
-            goto out;
-        }
+/* --json PATH ("-": stdout).  0, or 1. */
+static int bench_write(const BenchArgs *a, const BenchSuite *s, const BenchResult *res, const Provenance *pv) {
+    FILE *f = strcmp(a->json, "-") == 0 ? stdout : fopen(a->json, "w");
+    if (!f) {
+        fprintf(stderr, "gated bench: %s: %s\n", a->json, strerror(errno));
+        return 1;
     }
-    if (db) {
-        Store *st;
-        if (store_open(&st, db, err, sizeof err)) {
-            fprintf(stderr, "gated bench: %s\n", err);
-            rc = 2;
-            goto out;
-        }
-        StoreBenchRow *rows = calloc((size_t)nsel, sizeof *rows);
-        if (!rows) {
-            fprintf(stderr, "gated bench: out of memory\n");
-            store_close(st);
-            rc = 1;
-            goto out;
-        }
-        int k = 0;
-        for (int i = 0; i < s.n; i++) {
-            if (!sel[i] || !res[i].ran) continue;
-            const BenchResult *r = &res[i];
-            long long it = 0;
-            for (int q = 0; q < r->n; q++) it += r->iters[q];
-            rows[k++] = (StoreBenchRow){s.c[i].name,
-                                        bench_kind_names[s.c[i].kind],
-                                        r->n,
-                                        it,
-                                        r->rs.median,
-                                        r->rs.mean,
-                                        r->rs.stddev,
-                                        r->rs.cv,
-                                        r->cs.median,
-                                        r->flops,
-                                        bench_gflops(&s, res, i),
-                                        bench_pct_ceiling(&s, res, i),
-                                        r->tokens > 0 ? r->tokens / r->rs.median : NAN,
-                                        r->real,
-                                        r->n};
-        }
-        char id[64], when[32];
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(id, sizeof id, "%s-%ld", when, (long)getpid());
-        char joined[4096] = "gated bench";
-        for (int i = 0; i < argc; i++) {
-            size_t m = strlen(joined);
-            snprintf(joined + m, sizeof joined - m, " %s", argv[i]);
-        }
-        if (store_bench_record(st, id, s.name, (int)threads, &pv, joined, rows, k)) {
-            fprintf(stderr, "gated bench: %s\n", store_errmsg(st));
-            rc = 1;
-        } else {
-            fprintf(stderr, "recorded %d cases as bench %s in %s\n", k, id, db);
-        }
-        free(rows);
+    BenchContext ctx = {"gated bench", a->suite_path, pv->code_version, pv->cflags, pv->openblas_version,
+                        (int)a->threads, pv->git_dirty};
+    int wr = bench_write_json(f, s, res, &ctx);
+    if (f != stdout && fclose(f) != 0) wr = -1;
+    if (wr) {
+        fprintf(stderr, "gated bench: %s: write failed\n", a->json);
+        return 1;
+    }
+    return 0;
+}
+
+/* The store's row of case i. */
+static StoreBenchRow bench_row(const BenchSuite *s, const BenchResult *res, int i) {
+    const BenchResult *r = &res[i];
+    long long it = 0;
+    for (int q = 0; q < r->n; q++) it += r->iters[q];
+    return (StoreBenchRow){s->c[i].name,
+                           bench_kind_names[s->c[i].kind],
+                           r->n,
+                           it,
+                           r->rs.median,
+                           r->rs.mean,
+                           r->rs.stddev,
+                           r->rs.cv,
+                           r->cs.median,
+                           r->flops,
+                           bench_gflops(s, res, i),
+                           bench_pct_ceiling(s, res, i),
+                           r->tokens > 0 ? r->tokens / r->rs.median : NAN,
+                           r->real,
+                           r->n};
+}
+
+/* --db PATH: one bench record, a row per case that ran.  0, 1 or 2 (the
+ * store cannot be opened). */
+static int bench_record(const BenchArgs *a, int argc, char **argv, const BenchSuite *s, const int *sel, int nsel,
+                        const BenchResult *res, const Provenance *pv) {
+    char err[2048];
+    Store *st;
+    if (store_open(&st, a->db, err, sizeof err)) {
+        fprintf(stderr, "gated bench: %s\n", err);
+        return 2;
+    }
+    StoreBenchRow *rows = calloc((size_t)nsel, sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "gated bench: out of memory\n");
         store_close(st);
+        return 1;
     }
-out:
-    for (int i = 0; i < s.n; i++) bench_result_free(&res[i]);
+    int k = 0, rc = 0;
+    for (int i = 0; i < s->n; i++)
+        if (sel[i] && res[i].ran) rows[k++] = bench_row(s, res, i);
+    char id[64], when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(id, sizeof id, "%s-%ld", when, (long)getpid());
+    char joined[4096] = "gated bench";
+    for (int i = 0; i < argc; i++) {
+        size_t m = strlen(joined);
+        snprintf(joined + m, sizeof joined - m, " %s", argv[i]);
+    }
+    if (store_bench_record(st, id, s->name, (int)a->threads, pv, joined, rows, k)) {
+        fprintf(stderr, "gated bench: %s\n", store_errmsg(st));
+        rc = 1;
+    } else {
+        fprintf(stderr, "recorded %d cases as bench %s in %s\n", k, id, a->db);
+    }
+    free(rows);
+    store_close(st);
+    return rc;
+}
+
+/* The phases: options, threads, the suite, the selection (--list stops
+ * there), the runs, the table, then --json and --db. */
+int cmd_bench(int argc, char **argv) {
+    BenchArgs a;
+    int rc = bench_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    ops_set_threads((int)a.threads); /* the one place a bench sets thread counts, before any work */
+
+    char err[2048];
+    BenchSuite s;
+    if (bench_load_file(&s, a.suite_path, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    int *sel = calloc((size_t)s.n, sizeof *sel), nsel = 0;
+    BenchResult *res = calloc((size_t)s.n, sizeof *res);
+    if (!sel || !res) {
+        fprintf(stderr, "gated bench: out of memory\n");
+        rc = 1;
+    } else {
+        rc = bench_select(&s, &a, sel, &nsel);
+    }
+    if (!rc && a.list) {
+        for (int i = 0; i < s.n; i++)
+            if (sel[i]) printf("%s\n", s.c[i].name);
+    } else if (!rc) {
+        BenchRunOpts ro = {(int)a.reps, a.min_time, a.callgrind, a.interleave};
+        rc = a.interleave ? bench_run_interleaved(&s, sel, &ro, a.paced, res)
+                          : bench_run_in_order(&s, sel, nsel, &ro, res);
+        Provenance pv;
+        if (!rc) {
+            bench_table(&s, sel, res);
+            store_provenance_fill(&pv);
+        }
+        if (!rc && a.json) rc = bench_write(&a, &s, res, &pv);
+        if (!rc && a.db) rc = bench_record(&a, argc, argv, &s, sel, nsel, res, &pv);
+    }
+    for (int i = 0; res && i < s.n; i++) bench_result_free(&res[i]);
     free(res);
     free(sel);
     bench_suite_free(&s);

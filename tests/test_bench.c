@@ -1,5 +1,5 @@
 /*
- * test_bench.c — `gated bench` and `gated compare` (core/bench.h): the exact
+ * test_bench.c — `gated bench` and `gated compare` (core/lab/bench.h): the exact
  * message of each kind of bad suite file (and exit 2 from the command), the
  * Google-Benchmark JSON a run writes (parsed back, and by Python's json
  * module when it is there), compare's verdicts (a regression over the
@@ -9,8 +9,9 @@
  * OpenBLAS), statistics, and bench rows in the store; repetitions in turn
  * (--interleave) and the --paced protocol, the perf environment (--env),
  * bench/perf_check.sh skipping on a baseline from another environment,
- * and bench/peer_torch.py's alternation (with a stub peer, no torch).  All
- * shapes are tiny; nothing here judges a time.
+ * and bench/peer_torch.py's alternation (with a stub peer, no torch); the
+ * JSON's strings escaped by json_fput.  The JSON reader itself is tested in
+ * test_json.c.  All shapes are tiny; nothing here judges a time.
  */
 #include <criterion/criterion.h>
 
@@ -29,6 +30,7 @@
 #include "nn/model.h"
 #include "run/store.h"
 #include "testutil.h"
+#include "util/json.h"
 
 /* ------------------------------------------------------------------ */
 /* cblas_sgemm interposer                                               */
@@ -435,33 +437,33 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
     cr_assert_eq(bench_write_json(f, &s, res, &ctx), 0);
     cr_assert_eq(fclose(f), 0);
 
-    BenchJson *j = bench_json_parse_file(jpath, e, sizeof e);
+    Json *j = json_parse_file(jpath, e, sizeof e);
     cr_assert_not_null(j, "%s", e);
-    const BenchJson *cx = bench_json_get(j, "context"), *b = bench_json_get(j, "benchmarks");
-    cr_assert(cx && cx->type == BJ_OBJ && b && b->type == BJ_ARR);
+    const Json *cx = json_get(j, "context"), *b = json_get(j, "benchmarks");
+    cr_assert(cx && cx->type == JSON_OBJ && b && b->type == JSON_ARR);
     const char *ckeys[] = {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
                            "caches", "load_avg", "library_build_type"};
-    for (int i = 0; i < 9; i++) cr_expect_not_null(bench_json_get(cx, ckeys[i]), "context.%s", ckeys[i]);
+    for (int i = 0; i < 9; i++) cr_expect_not_null(json_get(cx, ckeys[i]), "context.%s", ckeys[i]);
     cr_assert_eq(b->n, s.n * (3 + 4));
     int aggs[4] = {0}, iters = 0, with_items = 0;
     for (int i = 0; i < b->n; i++) {
-        const BenchJson *r = b->v[i];
+        const Json *r = b->v[i];
         const char *req[] = {"name", "run_name", "run_type", "repetitions", "threads", "iterations",
                              "real_time", "cpu_time", "time_unit", "family_index", "per_family_instance_index"};
-        for (int k = 0; k < 11; k++) cr_expect_not_null(bench_json_get(r, req[k]), "benchmarks[%d].%s", i, req[k]);
-        const BenchJson *rt = bench_json_get(r, "run_type"), *tu = bench_json_get(r, "time_unit");
-        cr_assert(rt && rt->type == BJ_STR && tu && tu->type == BJ_STR);
+        for (int k = 0; k < 11; k++) cr_expect_not_null(json_get(r, req[k]), "benchmarks[%d].%s", i, req[k]);
+        const Json *rt = json_get(r, "run_type"), *tu = json_get(r, "time_unit");
+        cr_assert(rt && rt->type == JSON_STR && tu && tu->type == JSON_STR);
         cr_expect(strcmp(tu->str, "ns") == 0 || strcmp(tu->str, "us") == 0 || strcmp(tu->str, "ms") == 0 ||
                   strcmp(tu->str, "s") == 0);
-        const BenchJson *rn = bench_json_get(r, "run_name"), *nm = bench_json_get(r, "name");
+        const Json *rn = json_get(r, "run_name"), *nm = json_get(r, "name");
         if (strcmp(rt->str, "iteration") == 0) {
             iters++;
-            cr_expect_not_null(bench_json_get(r, "repetition_index"));
+            cr_expect_not_null(json_get(r, "repetition_index"));
             cr_expect_str_eq(nm->str, rn->str);
         } else {
             cr_assert_str_eq(rt->str, "aggregate");
-            const BenchJson *an = bench_json_get(r, "aggregate_name"), *au = bench_json_get(r, "aggregate_unit");
-            cr_assert(an && an->type == BJ_STR && au && au->type == BJ_STR);
+            const Json *an = json_get(r, "aggregate_name"), *au = json_get(r, "aggregate_unit");
+            cr_assert(an && an->type == JSON_STR && au && au->type == JSON_STR);
             const char *names[] = {"median", "mean", "stddev", "cv"};
             int hit = 0;
             for (int k = 0; k < 4; k++)
@@ -472,7 +474,7 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
             cr_expect_str_eq(nm->str, want);
             cr_expect_str_eq(au->str, strcmp(an->str, "cv") == 0 ? "percentage" : "time");
         }
-        const BenchJson *ips = bench_json_get(r, "items_per_second");
+        const Json *ips = json_get(r, "items_per_second");
         if (ips) {
             with_items++;
             cr_expect(strncmp(rn->str, "step/", 5) == 0, "%s has items_per_second", rn->str);
@@ -481,7 +483,7 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
     cr_expect_eq(iters, s.n * 3);
     for (int k = 0; k < 4; k++) cr_expect_eq(aggs[k], s.n);
     cr_expect_eq(with_items, 3 + 4); /* the step: 3 iterations and 4 aggregates */
-    bench_json_free(j);
+    json_free(j);
 
     /* an independent parser, when there is one */
     if (access("/usr/bin/python3", X_OK) == 0) {
@@ -645,13 +647,13 @@ Test(bench_env, keys_values_and_cli) {
     bench_env_write_json(f, &e);
     fclose(f);
     char err[300];
-    BenchJson *j = bench_json_parse(buf, err, sizeof err);
+    Json *j = json_parse(buf, err, sizeof err);
     cr_assert_not_null(j, "%s: %s", err, buf);
     for (int i = 0; i < BENCH_ENV_N; i++) {
-        const BenchJson *v = bench_json_get(j, keys[i]);
-        cr_expect(v && v->type == BJ_STR && !strcmp(v->str, e.val[i]), "%s", keys[i]);
+        const Json *v = json_get(j, keys[i]);
+        cr_expect(v && v->type == JSON_STR && !strcmp(v->str, e.val[i]), "%s", keys[i]);
     }
-    bench_json_free(j);
+    json_free(j);
     /* one member a line: bench/perf_check.sh reads it with sed */
     int lines = 0;
     for (const char *p = buf; *p; p++) lines += *p == '\n';
@@ -668,10 +670,10 @@ Test(bench_env, keys_values_and_cli) {
     size_t n = fread(text, 1, sizeof text - 1, p);
     text[n] = '\0';
     cr_expect_eq(pclose(p), 0);
-    j = bench_json_parse(text, err, sizeof err);
+    j = json_parse(text, err, sizeof err);
     cr_assert_not_null(j, "%s: %s", err, text);
-    for (int i = 0; i < BENCH_ENV_N; i++) cr_expect_not_null(bench_json_get(j, keys[i]), "%s", keys[i]);
-    bench_json_free(j);
+    for (int i = 0; i < BENCH_ENV_N; i++) cr_expect_not_null(json_get(j, keys[i]), "%s", keys[i]);
+    json_free(j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -753,17 +755,17 @@ Test(bench_perf_check, another_environment_is_skipped, .init = mk_tmp, .fini = r
     text[n] = '\0';
     fclose(f);
     char e[300];
-    BenchJson *j = bench_json_parse(text, e, sizeof e);
+    Json *j = json_parse(text, e, sizeof e);
     cr_assert_not_null(j, "%s", e);
-    const BenchJson *pe = bench_json_get(bench_json_get(j, "context"), "perf_env");
-    cr_assert(pe && pe->type == BJ_OBJ, "bench/baseline.json has no context.perf_env");
+    const Json *pe = json_get(json_get(j, "context"), "perf_env");
+    cr_assert(pe && pe->type == JSON_OBJ, "bench/baseline.json has no context.perf_env");
     const char *need[] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config", "openblas_coretype", "compiler",
                           "libc", "valgrind"};
     for (int i = 0; i < 9; i++) {
-        const BenchJson *v = bench_json_get(pe, need[i]);
-        cr_expect(v && v->type == BJ_STR && v->str[0], "perf_env.%s", need[i]);
+        const Json *v = json_get(pe, need[i]);
+        cr_expect(v && v->type == JSON_STR && v->str[0], "perf_env.%s", need[i]);
     }
-    bench_json_free(j);
+    json_free(j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -808,26 +810,26 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     /* every sample kept: 4 of ours per variant, 4 of each peer; the stub's rate */
     char e[300];
     snprintf(cmd, sizeof cmd, "%s/peer.json", tmpdir);
-    BenchJson *j = bench_json_parse_file(cmd, e, sizeof e);
+    Json *j = json_parse_file(cmd, e, sizeof e);
     cr_assert_not_null(j, "%s", e);
-    const BenchJson *v = bench_json_get(bench_json_get(j, "variants"), "G1-headwise");
+    const Json *v = json_get(json_get(j, "variants"), "G1-headwise");
     cr_assert_not_null(v);
-    const BenchJson *o = bench_json_get(v, "ours_tokens_per_s");
-    cr_expect(o && o->type == BJ_ARR && o->n == 4);
-    const BenchJson *pt = bench_json_get(bench_json_get(v, "peer_tokens_per_s"), "2");
-    cr_expect(pt && pt->type == BJ_ARR && pt->n == 4 && pt->v[0]->num == 1000);
-    const BenchJson *r = bench_json_get(v, "ratio_ours_over_peer");
-    const BenchJson *om = bench_json_get(v, "ours_median");
+    const Json *o = json_get(v, "ours_tokens_per_s");
+    cr_expect(o && o->type == JSON_ARR && o->n == 4);
+    const Json *pt = json_get(json_get(v, "peer_tokens_per_s"), "2");
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1000);
+    const Json *r = json_get(v, "ratio_ours_over_peer");
+    const Json *om = json_get(v, "ours_median");
     cr_expect(r && om && fabs(r->num - om->num / 1000) < 1e-9 * om->num, "ratio of medians");
     /* the sgemm ceiling, timed in ours' turn of every round */
-    const BenchJson *cs = bench_json_get(v, "ceiling_tokens_per_s"), *cm = bench_json_get(v, "ceiling_median"),
-                    *cr = bench_json_get(v, "ratio_ceiling_over_peer");
-    cr_expect(cs && cs->type == BJ_ARR && cs->n == 4 && cs->v[0]->num > 0, "ceiling samples");
+    const Json *cs = json_get(v, "ceiling_tokens_per_s"), *cm = json_get(v, "ceiling_median"),
+                    *cr = json_get(v, "ratio_ceiling_over_peer");
+    cr_expect(cs && cs->type == JSON_ARR && cs->n == 4 && cs->v[0]->num > 0, "ceiling samples");
     cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1000) < 1e-9 * cm->num, "ceiling over peer");
     cr_expect(strstr(out, "ceil/peer"), "%s", out);
-    const BenchJson *ord = bench_json_get(j, "order");
-    cr_expect(ord && ord->type == BJ_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
-    bench_json_free(j);
+    const Json *ord = json_get(j, "order");
+    cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
+    json_free(j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -953,23 +955,33 @@ Test(bench_compare, integer_counters_exact_and_missing, .init = mk_tmp, .fini = 
 #undef CNT
 }
 
-Test(bench_json, parser_accepts_json_and_gb_specials) {
-    char e[300];
-    BenchJson *j = bench_json_parse("{\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\n\"], \"b\": NaN, \"c\": -Infinity}",
-                                    e, sizeof e);
-    cr_assert_not_null(j, "%s", e);
-    const BenchJson *a = bench_json_get(j, "a");
-    cr_assert(a && a->type == BJ_ARR && a->n == 6);
-    cr_expect_eq(a->v[1]->num, -2500);
-    cr_expect_str_eq(a->v[5]->str, "x\xc3\xa9\n");
-    cr_expect(isnan(bench_json_get(j, "b")->num));
-    cr_expect(isinf(bench_json_get(j, "c")->num));
-    bench_json_free(j);
-    const char *bad[] = {"{", "[1,]", "{\"a\" 1}", "01", "\"abc", "[1] x", "{\"a\": .5}"};
-    for (int i = 0; i < 7; i++) {
-        j = bench_json_parse(bad[i], e, sizeof e);
-        cr_expect_null(j, "accepted %s", bad[i]);
-        cr_expect(strncmp(e, "line 1 col ", 11) == 0, "%s: %s", bad[i], e);
-        bench_json_free(j);
-    }
+/* Every string bench_write_json writes goes through json_fput: what it
+ * wrote reads back equal, and in json_quote's form. */
+Test(bench_json, strings_are_escaped_by_json_fput) {
+    BenchSuite s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "n\"ame");
+    const char *path = "dir \"q\"\\x\r\n\t\x01\x7f\xc3\xa9.yaml";
+    BenchContext ctx = {"gated bench", path, "v\\1", "-O2 \"x\"", "ob\n", 3, 0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(bench_write_json(f, &s, NULL, &ctx), 0);
+    cr_assert_eq(fclose(f), 0);
+    char e[300], q[256];
+    json_quote(path, q, sizeof q);
+    cr_expect_not_null(strstr(text, q), "%s not in %s", q, text);
+    Json *j = json_parse(text, e, sizeof e);
+    cr_assert_not_null(j, "%s\n%s", e, text);
+    const Json *cx = json_get(j, "context");
+    cr_expect_str_eq(json_text(json_get(cx, "gated_suite_path")), path);
+    cr_expect_str_eq(json_text(json_get(cx, "gated_suite")), "n\"ame");
+    cr_expect_str_eq(json_text(json_get(cx, "gated_code_version")), "v\\1");
+    cr_expect_str_eq(json_text(json_get(cx, "gated_cflags")), "-O2 \"x\"");
+    cr_expect_str_eq(json_text(json_get(cx, "gated_openblas")), "ob\n");
+    const Json *b = json_get(j, "benchmarks");
+    cr_expect(b && b->type == JSON_ARR && b->n == 0);
+    json_free(j);
+    free(text);
 }

@@ -3,6 +3,11 @@
  * repetitions, FLOPs counted analytically, results as a table, Google-
  * Benchmark JSON and store rows; and the comparison of two such JSON files.
  *
+ * Implemented in three files: bench_suite.c (loading and validating a
+ * suite), bench_run.c (FLOPs, the step's gemms, set-up, iterations, timing,
+ * statistics) and bench_json.c (the perf environment, JSON out, compare).
+ * JSON is read and escaped by util/json.h, the project's one JSON code.
+ *
  * A suite file (bench/default.yaml is the reference; bench/perf.yaml the
  * callgrind set) is a mapping:
  *
@@ -221,32 +226,12 @@ typedef struct {
     int fail_missing;    /* a case in base but not in head counts as a regression */
 } BenchCompareOpts;
 
-/* Compare two Google-Benchmark JSON files by name: a case's value is its
- * "median" aggregate's metric (times converted from time_unit to
- * seconds), else the median over its iteration rows.  Prints one line per
- * case to out (base, head, change, verdict) and names regressions and
- * missing cases.  Returns 0 (no regression), 3 (a regression) or 2 (a
+/* Compare two Google-Benchmark JSON files (read by util/json.h's
+ * json_parse_file) by name: a case's value is its "median" aggregate's
+ * metric (times converted from time_unit to seconds), else the median over
+ * its iteration rows.  Prints one line per case to out (base, head,
+ * change, verdict) and names regressions and missing cases.  Returns 0 (no regression), 3 (a regression) or 2 (a
  * file is unreadable or not benchmark JSON; message to errf). */
 int bench_compare_files(const char *base, const char *head, const BenchCompareOpts *o, FILE *out, FILE *errf);
-
-/* ------------------------------------------------------- a small JSON DOM */
-
-typedef enum { BJ_NULL, BJ_BOOL, BJ_NUM, BJ_STR, BJ_ARR, BJ_OBJ } BenchJsonType;
-typedef struct BenchJson BenchJson;
-struct BenchJson {
-    BenchJsonType type;
-    double num;      /* BJ_NUM, BJ_BOOL */
-    char *str;       /* BJ_STR */
-    char **keys;     /* BJ_OBJ: n keys */
-    BenchJson **v;   /* BJ_ARR / BJ_OBJ: n values */
-    int n;
-};
-/* Parse text (RFC 8259, plus NaN / Infinity / -Infinity as Google Benchmark
- * writes them).  NULL with err on failure ("line L col C: ..."). */
-BenchJson *bench_json_parse(const char *text, char *err, size_t cap);
-BenchJson *bench_json_parse_file(const char *path, char *err, size_t cap);
-void bench_json_free(BenchJson *j);
-/* Member of an object, or NULL. */
-const BenchJson *bench_json_get(const BenchJson *o, const char *key);
 
 #endif

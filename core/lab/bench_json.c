@@ -1,0 +1,467 @@
+/*
+ * bench_json.c — benchmark results as JSON and back (see bench.h): the
+ * perf environment (`gated bench --env`), Google-Benchmark JSON out (every
+ * string through util/json.h's json_fput), and `gated compare`, which reads
+ * two such files with util/json.h's reader.
+ */
+#include "lab/bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
+
+#include "nn/real.h"
+#include "run/store.h"
+#include "util/json.h"
+
+/* ==================================================================== */
+/* the perf environment                                                  */
+/* ==================================================================== */
+
+void bench_env_fill(BenchEnv *e) {
+    static const char *const keys[BENCH_ENV_N] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config",
+                                                  "openblas_coretype", "compiler", "libc"};
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < BENCH_ENV_N; i++) e->key[i] = keys[i];
+    struct utsname u;
+    snprintf(e->val[0], sizeof e->val[0], "%s", uname(&u) == 0 ? u.machine : "unknown");
+    store_cpu_model(e->val[1], sizeof e->val[1]);
+    /* x86: vendor, family, model, stepping (a virtual machine's name is often generic);
+     * arm: implementer, part, revision */
+    char v[64], fam[32], mod[32], step[32];
+    store_cpuinfo("vendor_id", v, sizeof v);
+    store_cpuinfo("cpu family", fam, sizeof fam);
+    store_cpuinfo("model", mod, sizeof mod);
+    store_cpuinfo("stepping", step, sizeof step);
+    if (fam[0])
+        snprintf(e->val[2], sizeof e->val[2], "%s family %s model %s stepping %s", v, fam, mod, step);
+    else {
+        store_cpuinfo("CPU implementer", v, sizeof v);
+        store_cpuinfo("CPU part", mod, sizeof mod);
+        store_cpuinfo("CPU revision", step, sizeof step);
+        if (v[0] || mod[0]) snprintf(e->val[2], sizeof e->val[2], "implementer %s part %s revision %s", v, mod, step);
+    }
+    if (!e->val[2][0]) snprintf(e->val[2], sizeof e->val[2], "unknown");
+    const char *cn = openblas_get_corename(), *cf = openblas_get_config();
+    snprintf(e->val[3], sizeof e->val[3], "%s", cn ? cn : "unknown");
+    snprintf(e->val[4], sizeof e->val[4], "%s", cf ? cf : "unknown");
+    store_trim(e->val[3]);
+    store_trim(e->val[4]);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    snprintf(e->val[5], sizeof e->val[5], "%s", ct ? ct : "(unset)");
+    snprintf(e->val[6], sizeof e->val[6], "%s", store_compiler());
+#ifdef __GLIBC__
+    snprintf(e->val[7], sizeof e->val[7], "glibc %s", gnu_get_libc_version());
+#else
+    snprintf(e->val[7], sizeof e->val[7], "unknown");
+#endif
+}
+
+void bench_env_write_json(FILE *f, const BenchEnv *e) {
+    fputs("{\n", f);
+    for (int i = 0; i < BENCH_ENV_N; i++) {
+        fputs("  ", f);
+        json_fput(e->key[i], f);
+        fputs(": ", f);
+        json_fput(e->val[i], f);
+        fputs(i + 1 < BENCH_ENV_N ? ",\n" : "\n", f);
+    }
+    fputs("}\n", f);
+}
+
+/* ==================================================================== */
+/* Google-Benchmark JSON out                                             */
+/* ==================================================================== */
+
+static void jnum(FILE *f, double x) {
+    if (isnan(x))
+        fputs("NaN", f);
+    else if (isinf(x))
+        fputs(x < 0 ? "-Infinity" : "Infinity", f);
+    else
+        fprintf(f, "%.17g", x);
+}
+
+/* A time unit for a case: the largest of s, ms, us, ns under its median. */
+static const char *unit_for(double sec, double *scale) {
+    if (sec >= 1) return *scale = 1, "s";
+    if (sec >= 1e-3) return *scale = 1e3, "ms";
+    if (sec >= 1e-6) return *scale = 1e6, "us";
+    return *scale = 1e9, "ns";
+}
+
+/* The first line of a file (trimmed), or "". */
+static void read_line(const char *path, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (!fgets(out, (int)cap, f)) out[0] = '\0';
+    fclose(f);
+    store_trim(out);
+}
+
+/* What one row reports: times in the case's unit, rates and counters
+ * (NAN: the row leaves the field out). */
+typedef struct {
+    double rt, ct, ips, gf, pct;
+    long long iters;
+    const char *aunit; /* aggregate_unit */
+} RowVals;
+
+/* An iteration row: repetition rep of case i. */
+static void iteration_vals(const BenchSuite *s, const BenchResult *res, int i, int rep, double scale, RowVals *v) {
+    const BenchResult *r = &res[i];
+    int j = s->c[i].ceiling;
+    *v = (RowVals){r->real[rep] * scale, r->cpu[rep] * scale, NAN, r->flops / r->real[rep] * 1e-9, NAN,
+                   r->iters[rep], "time"};
+    if (r->tokens > 0) v->ips = r->tokens / r->real[rep];
+    if (j >= 0 && res[j].ran && res[j].rs.median > 0)
+        v->pct = 100.0 * (r->flops / r->real[rep]) / (res[j].flops / res[j].rs.median);
+}
+
+/* An aggregate row (agg: median, mean, stddev or cv) of case i. */
+static void aggregate_vals(const BenchSuite *s, const BenchResult *res, int i, const char *agg, double scale,
+                           RowVals *v) {
+    const BenchResult *r = &res[i];
+    /* counters aggregate like GB: the statistic of the per-repetition rates */
+    double *rates = malloc(sizeof(double) * (size_t)r->n * 2);
+    BenchStats tok = {NAN, NAN, NAN, NAN}, fl = {NAN, NAN, NAN, NAN};
+    if (rates) {
+        for (int k = 0; k < r->n; k++) {
+            rates[k] = r->tokens / r->real[k];
+            rates[r->n + k] = r->flops / r->real[k] * 1e-9;
+        }
+        bench_stats(rates, r->n, &tok);
+        bench_stats(rates + r->n, r->n, &fl);
+        free(rates);
+    }
+    *v = (RowVals){NAN, NAN, NAN, NAN, NAN, r->n, "time"};
+    if (strcmp(agg, "median") == 0) {
+        v->rt = r->rs.median * scale, v->ct = r->cs.median * scale, v->ips = tok.median, v->gf = fl.median;
+        v->pct = bench_pct_ceiling(s, res, i);
+    } else if (strcmp(agg, "mean") == 0) {
+        v->rt = r->rs.mean * scale, v->ct = r->cs.mean * scale, v->ips = tok.mean, v->gf = fl.mean;
+    } else if (strcmp(agg, "stddev") == 0) {
+        v->rt = r->rs.stddev * scale, v->ct = r->cs.stddev * scale, v->ips = tok.stddev, v->gf = fl.stddev;
+    } else {
+        v->rt = r->rs.cv, v->ct = r->cs.cv, v->ips = tok.cv, v->gf = fl.cv;
+        v->aunit = "percentage";
+    }
+    if (r->tokens <= 0) v->ips = NAN;
+}
+
+/* ",\n      \"name\": x", unless x is NAN. */
+static void opt_num(FILE *f, const char *name, double x) {
+    if (isnan(x)) return;
+    fprintf(f, ",\n      \"%s\": ", name);
+    jnum(f, x);
+}
+
+/* One benchmark row.  agg NULL: an iteration row for repetition rep. */
+static void row(FILE *f, const BenchSuite *s, const BenchResult *res, int i, int family, const char *agg, int rep,
+                int *first) {
+    const BenchCase *c = &s->c[i];
+    const BenchResult *r = &res[i];
+    double scale;
+    const char *unit = unit_for(r->rs.median, &scale);
+    RowVals v;
+    if (agg)
+        aggregate_vals(s, res, i, agg, scale, &v);
+    else
+        iteration_vals(s, res, i, rep, scale, &v);
+    fprintf(f, "%s    {\n      \"name\": ", *first ? "" : ",\n");
+    *first = 0;
+    if (agg) {
+        char nm[256];
+        snprintf(nm, sizeof nm, "%s_%s", c->name, agg);
+        json_fput(nm, f);
+    } else {
+        json_fput(c->name, f);
+    }
+    fprintf(f, ",\n      \"family_index\": %d,\n      \"per_family_instance_index\": 0,\n      \"run_name\": ", family);
+    json_fput(c->name, f);
+    fprintf(f, ",\n      \"run_type\": \"%s\",\n      \"repetitions\": %d,\n", agg ? "aggregate" : "iteration", r->n);
+    if (!agg) fprintf(f, "      \"repetition_index\": %d,\n", rep);
+    fprintf(f, "      \"threads\": 1,\n");
+    if (agg) fprintf(f, "      \"aggregate_name\": \"%s\",\n      \"aggregate_unit\": \"%s\",\n", agg, v.aunit);
+    fprintf(f, "      \"iterations\": %lld,\n      \"real_time\": ", v.iters);
+    jnum(f, v.rt);
+    fprintf(f, ",\n      \"cpu_time\": ");
+    jnum(f, v.ct);
+    fprintf(f, ",\n      \"time_unit\": \"%s\"", unit);
+    opt_num(f, "items_per_second", v.ips);
+    opt_num(f, "gflops", v.gf);
+    opt_num(f, "pct_of_ceiling", v.pct);
+    fprintf(f, ",\n      \"label\": ");
+    json_fput(bench_kind_names[c->kind], f);
+    fprintf(f, "\n    }");
+}
+
+int bench_write_json(FILE *f, const BenchSuite *s, const BenchResult *res, const BenchContext *ctx) {
+    char date[64], host[256], mhz[64], gov[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", &tm);
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    store_cpuinfo("cpu MHz", mhz, sizeof mhz);
+    read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov, sizeof gov);
+    double la[3] = {0, 0, 0};
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (fscanf(lf, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3) la[0] = la[1] = la[2] = 0;
+        fclose(lf);
+    }
+    fprintf(f, "{\n  \"context\": {\n    \"date\": ");
+    json_fput(date, f);
+    fprintf(f, ",\n    \"host_name\": ");
+    json_fput(host, f);
+    fprintf(f, ",\n    \"executable\": ");
+    json_fput(ctx && ctx->executable ? ctx->executable : "gated", f);
+    fprintf(f, ",\n    \"num_cpus\": %ld,\n    \"mhz_per_cpu\": %.0f,\n", sysconf(_SC_NPROCESSORS_ONLN),
+            *mhz ? atof(mhz) : 0.0);
+    fprintf(f, "    \"cpu_scaling_enabled\": %s,\n", *gov && strcmp(gov, "performance") != 0 ? "true" : "false");
+    fprintf(f, "    \"caches\": [],\n    \"load_avg\": [%g, %g, %g],\n", la[0], la[1], la[2]);
+    fprintf(f, "    \"library_build_type\": \"release\",\n    \"gated_suite\": ");
+    json_fput(s->name, f);
+    fprintf(f, ",\n    \"gated_suite_path\": ");
+    json_fput(ctx && ctx->suite_path ? ctx->suite_path : s->path, f);
+    fprintf(f, ",\n    \"gated_code_version\": ");
+    json_fput(ctx && ctx->code_version ? ctx->code_version : "unknown", f);
+    fprintf(f, ",\n    \"gated_git_dirty\": %d,\n    \"gated_cflags\": ", ctx ? ctx->git_dirty : -1);
+    json_fput(ctx && ctx->cflags ? ctx->cflags : "unknown", f);
+    fprintf(f, ",\n    \"gated_openblas\": ");
+    json_fput(ctx && ctx->openblas ? ctx->openblas : "unknown", f);
+    fprintf(f, ",\n    \"gated_threads\": %d,\n    \"gated_real\": \"%s\"\n  },\n  \"benchmarks\": [\n",
+            ctx ? ctx->threads : 0, GATED_REAL_NAME);
+    int first = 1, family = 0;
+    static const char *const aggs[] = {"median", "mean", "stddev", "cv"};
+    for (int i = 0; i < s->n; i++) {
+        if (!res[i].ran) continue;
+        for (int k = 0; k < res[i].n; k++) row(f, s, res, i, family, NULL, k, &first);
+        for (int a = 0; a < 4; a++) row(f, s, res, i, family, aggs[a], 0, &first);
+        family++;
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return ferror(f) ? -1 : 0;
+}
+
+/* ==================================================================== */
+/* compare                                                               */
+/* ==================================================================== */
+
+typedef struct {
+    const char *name;
+    double median; /* the "median" aggregate, NAN if none */
+    double *it;    /* iteration values */
+    int nit, cap;
+    int is_time;
+} CmpCase;
+
+typedef struct {
+    CmpCase *c;
+    int n, cap;
+    Json *root;
+} CmpSet;
+
+static void cmpset_free(CmpSet *s) {
+    for (int i = 0; i < s->n; i++) free(s->c[i].it);
+    free(s->c);
+    json_free(s->root);
+}
+
+static double unit_seconds(const char *u) {
+    if (!u || strcmp(u, "ns") == 0) return 1e-9;
+    if (strcmp(u, "us") == 0) return 1e-6;
+    if (strcmp(u, "ms") == 0) return 1e-3;
+    if (strcmp(u, "s") == 0) return 1;
+    return NAN;
+}
+
+static const char *jtext(const Json *o, const char *key) {
+    const Json *v = json_get(o, key);
+    return v && v->type == JSON_STR ? v->str : NULL;
+}
+
+static CmpCase *cmp_case(CmpSet *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->c[i].name, name) == 0) return &s->c[i];
+    if (s->n == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 32;
+        CmpCase *nv = realloc(s->c, sizeof *nv * (size_t)nc);
+        if (!nv) return NULL;
+        s->c = nv;
+        s->cap = nc;
+    }
+    CmpCase *c = &s->c[s->n++];
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->median = NAN;
+    return c;
+}
+
+static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf) {
+    char err[600];
+    memset(s, 0, sizeof *s);
+    s->root = json_parse_file(path, err, sizeof err);
+    if (!s->root) {
+        fprintf(errf, "gated compare: %s\n", err);
+        return -1;
+    }
+    const Json *b = json_get(s->root, "benchmarks");
+    if (!b || b->type != JSON_ARR) {
+        fprintf(errf, "gated compare: %s: not Google-Benchmark JSON (no \"benchmarks\" array)\n", path);
+        return -1;
+    }
+    int is_time = strcmp(metric, "real_time") == 0 || strcmp(metric, "cpu_time") == 0;
+    for (int i = 0; i < b->n; i++) {
+        const Json *e = b->v[i];
+        const char *name = jtext(e, "run_name");
+        if (!name) name = jtext(e, "name");
+        if (!name) {
+            fprintf(errf, "gated compare: %s: benchmarks[%d] has no name\n", path, i);
+            return -1;
+        }
+        const Json *err_occ = json_get(e, "error_occurred");
+        if (err_occ && err_occ->type == JSON_BOOL && err_occ->num) continue;
+        const char *rt = jtext(e, "run_type");
+        const char *agg = jtext(e, "aggregate_name");
+        int aggregate = (rt && strcmp(rt, "aggregate") == 0) || agg;
+        if (aggregate && (!agg || strcmp(agg, "median") != 0)) continue;
+        const Json *v = json_get(e, metric);
+        if (!v || v->type != JSON_NUM) continue;
+        double x = v->num;
+        if (is_time) {
+            double u = unit_seconds(jtext(e, "time_unit"));
+            if (isnan(u)) {
+                fprintf(errf, "gated compare: %s: %s: unknown time_unit \"%s\"\n", path, name, jtext(e, "time_unit"));
+                return -1;
+            }
+            x *= u;
+        }
+        CmpCase *c = cmp_case(s, name);
+        if (!c) {
+            fprintf(errf, "gated compare: out of memory\n");
+            return -1;
+        }
+        c->is_time = is_time;
+        if (aggregate) {
+            c->median = x;
+        } else {
+            if (c->nit == c->cap) {
+                int nc = c->cap ? 2 * c->cap : 8;
+                double *nv = realloc(c->it, sizeof *nv * (size_t)nc);
+                if (!nv) {
+                    fprintf(errf, "gated compare: out of memory\n");
+                    return -1;
+                }
+                c->it = nv;
+                c->cap = nc;
+            }
+            c->it[c->nit++] = x;
+        }
+    }
+    return 0;
+}
+
+/* The "median" aggregate, else the median of the iteration rows (NAN if none). */
+static double cmp_value(const CmpCase *c) {
+    if (!isnan(c->median)) return c->median;
+    BenchStats st;
+    bench_stats(c->it, c->nit, &st);
+    return st.median;
+}
+
+static void fmt_val(char *buf, size_t cap, double x, int is_time) {
+    if (isnan(x)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    if (!is_time) {
+        if (x == floor(x) && fabs(x) < 1e15)
+            snprintf(buf, cap, "%.0f", x); /* counts, exactly */
+        else
+            snprintf(buf, cap, "%.6g", x);
+        return;
+    }
+    double sc;
+    const char *u = unit_for(x, &sc);
+    snprintf(buf, cap, "%.4g %s", x * sc, u);
+}
+
+int bench_compare_files(const char *base, const char *head, const BenchCompareOpts *o, FILE *out, FILE *errf) {
+    const char *metric = o && o->metric ? o->metric : "real_time";
+    double thr = o ? o->threshold : 5;
+    CmpSet A, B;
+    int la = load_cmp(base, metric, &A, errf), lb = la ? -1 : load_cmp(head, metric, &B, errf);
+    if (la || lb) {
+        cmpset_free(&A);
+        if (!la) cmpset_free(&B);
+        return 2;
+    }
+    if (A.n == 0) {
+        fprintf(errf, "gated compare: %s: no benchmark has a value for %s\n", base, metric);
+        cmpset_free(&A);
+        cmpset_free(&B);
+        return 2;
+    }
+    int w = 40;
+    for (int i = 0; i < A.n; i++)
+        if ((int)strlen(A.c[i].name) > w) w = (int)strlen(A.c[i].name);
+    fprintf(out, "%-*s %14s %14s %9s  %s\n", w, "case", "base", "head", "change", "verdict");
+    int nreg = 0, nmiss = 0;
+    char regs[4096] = "", miss[4096] = "";
+    for (int i = 0; i < A.n; i++) {
+        const CmpCase *a = &A.c[i];
+        const CmpCase *b = NULL;
+        for (int k = 0; k < B.n; k++)
+            if (strcmp(B.c[k].name, a->name) == 0) b = &B.c[k];
+        double va = cmp_value(a), vb = b ? cmp_value(b) : NAN;
+        char sa[32], sb[32];
+        fmt_val(sa, sizeof sa, va, a->is_time);
+        fmt_val(sb, sizeof sb, vb, a->is_time);
+        if (!b || isnan(vb)) {
+            nmiss++;
+            size_t m = strlen(miss);
+            snprintf(miss + m, sizeof miss - m, "%s%s", m ? ", " : "", a->name);
+            fprintf(out, "%-*s %14s %14s %9s  %s\n", w, a->name, sa, "-", "", "MISSING in head");
+            continue;
+        }
+        double ch = va > 0 ? 100.0 * (vb - va) / va : (vb > va ? INFINITY : 0);
+        const char *verdict = "ok";
+        if (ch > thr) {
+            verdict = "REGRESSION";
+            nreg++;
+            size_t m = strlen(regs);
+            snprintf(regs + m, sizeof regs - m, "%s%s (%+.1f%%)", m ? ", " : "", a->name, ch);
+        } else if (ch < -thr) {
+            verdict = "faster";
+        }
+        fprintf(out, "%-*s %14s %14s %+8.1f%%  %s\n", w, a->name, sa, sb, ch, verdict);
+    }
+    int nnew = 0;
+    for (int k = 0; k < B.n; k++) {
+        int found = 0;
+        for (int i = 0; i < A.n && !found; i++) found = strcmp(A.c[i].name, B.c[k].name) == 0;
+        if (!found) {
+            char sb[32];
+            fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].is_time);
+            fprintf(out, "%-*s %14s %14s %9s  %s\n", w, B.c[k].name, "-", sb, "", "new in head");
+            nnew++;
+        }
+    }
+    if (nreg) fprintf(out, "regressions over %.3g%% (%s): %s\n", thr, metric, regs);
+    if (nmiss) fprintf(out, "missing in %s: %s\n", head, miss);
+    if (!nreg && !nmiss) fprintf(out, "no regression over %.3g%% (%s) in %d cases\n", thr, metric, A.n);
+    cmpset_free(&A);
+    cmpset_free(&B);
+    return nreg || (nmiss && o && o->fail_missing) ? 3 : 0;
+}
