@@ -3,6 +3,7 @@
  *
  *   gated info   CONFIG.yaml [--set key=value]...
  *   gated xcheck CONFIG.yaml [--set key=value]... --out FILE
+ *   gated xcheck --list
  *
  * Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input.
  */
@@ -31,6 +32,7 @@ static void usage(FILE *f) {
             "  xcheck CONFIG.yaml [--set key=value]... --out FILE\n"
             "                                           dump weights, a batch, logits and gradients\n"
             "                                           for tests/torch_ref.py\n"
+            "  xcheck --list                            the cases tests/xcheck.sh runs (LABEL|KEY=VALUE ...)\n"
             "  train  CONFIG.yaml [--set key=value]... [--db PATH] [--name NAME] [--data DIR]\n"
             "         [--resume] [--ckpt DIR] [--stop-after N] [--force]\n"
             "  sweep  SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
@@ -123,24 +125,11 @@ static void shape_text(const Tensor *t, char *buf, size_t cap) {
         snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
 }
 
-/* The paper's formula for the weights a gate adds per layer (paper.md,
- * "Positions"), written out independently of gate_shape(). */
+/* The paper's formula for the weights a gate adds per layer: the text in
+ * the position's row (GATE_POSITIONS in nn/modelcfg.h), evaluated by
+ * gate_paper_params() independently of gate_shape(). */
 static long paper_gate_params(const Config *c, const char **formula) {
-    const GateCfg *g = &c->gate;
-    long C = c->d_model, H = c->n_head, Hk = c->n_kv_head, dh = c->d_head;
-    int hw = g->granularity == GG_HEADWISE;
-    if (g->input == GI_STATIC) {
-        *formula = "static: one learned score per gated (head, channel)";
-        return -1;
-    }
-    switch (g->position) {
-    case GP_SDPA:
-    case GP_QUERY: *formula = hw ? "d_model x n_head" : "d_model x n_head x d_head"; return hw ? C * H : C * H * dh;
-    case GP_VALUE:
-    case GP_KEY: *formula = hw ? "d_model x n_kv_head" : "d_model x n_kv_head x d_head"; return hw ? C * Hk : C * Hk * dh;
-    case GP_DENSE: *formula = "d_model x d_model"; return C * C;
-    default: *formula = "no gate"; return 0;
-    }
+    return gate_paper_params(&c->gate, c->d_model, c->n_head, c->n_kv_head, c->d_head, formula);
 }
 
 static int cmd_info(int argc, char **argv) {
@@ -196,7 +185,81 @@ static int cmd_info(int argc, char **argv) {
     return 0;
 }
 
+/* Append to buf the --set overrides of g's keys that differ from the default. */
+static void gate_sets(const GateCfg *g, char *buf, size_t cap) {
+    GateCfg d = gate_default();
+    const struct {
+        const char *key;
+        const char *const *names;
+        int v, dv;
+    } ax[] = {
+        {"position", gate_position_names, g->position, d.position},
+        {"granularity", gate_granularity_names, g->granularity, d.granularity},
+        {"sharing", gate_sharing_names, g->sharing, d.sharing},
+        {"form", gate_form_names, g->form, d.form},
+        {"activation", gate_activation_names, g->activation, d.activation},
+        {"input", gate_input_names, g->input, d.input},
+        {"control", gate_control_names, g->control, d.control},
+    };
+    for (size_t i = 0; i < sizeof ax / sizeof ax[0]; i++) {
+        size_t k = strlen(buf);
+        if (ax[i].v != ax[i].dv && k < cap)
+            snprintf(buf + k, cap - k, "%smodel.gate.%s=%s", k ? " " : "", ax[i].key, ax[i].names[ax[i].v]);
+    }
+}
+
+/* One cross-check case: "LABEL|KEY=VALUE KEY=VALUE" (tests/xcheck.sh). */
+static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
+    char lab[128], all[512];
+    snprintf(all, sizeof all, "%s", sets);
+    gate_sets(&g, all, sizeof all);
+    GateCfg d = gate_default();
+    int plain = memcmp(&g, &d, sizeof g) == 0;
+    printf("%s%s|%s\n", prefix, plain ? "baseline" : gate_label(&g, lab, sizeof lab), all);
+}
+
+/* `gated xcheck --list`: the cases tests/xcheck.sh runs, from the tables:
+ * the baseline, gate_covering() (every value of every gate list), each
+ * control alone and before a G1 gate, every position under GQA (n_kv_head
+ * 2, and 1 with a headwise gate where the position splits into KV heads)
+ * and without QK-norm, and match_params. */
+static void xcheck_list(void) {
+    GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
+    int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
+    xcheck_case("", "", d);
+    for (int i = 0; i < n; i++) xcheck_case("", "", cov[i]);
+    for (int c = GC_NONE + 1; c < GC__COUNT; c++) {
+        g = d, g.control = c;
+        xcheck_case("", "", g);
+        g.position = GP_SDPA;
+        xcheck_case("", "", g);
+    }
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) {
+        g = d, g.position = p;
+        xcheck_case("kv2-", "model.n_kv_head=2", g);
+    }
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++)
+        if (gate_positions[p].heads == HEADS_KV && gate_positions[p].headwise_ok) {
+            g = d, g.position = p, g.granularity = GG_HEADWISE;
+            xcheck_case("kv1-", "model.n_kv_head=1", g);
+        }
+    for (int p = GP_NONE; p < GP__COUNT; p++) {
+        g = d, g.position = p;
+        xcheck_case("noqk-", "model.qk_norm=false", g);
+    }
+    g = d, g.position = GP_SDPA;
+    xcheck_case("matched-", "model.match_params=true", g);
+}
+
 static int cmd_xcheck(int argc, char **argv) {
+    if (argc >= 1 && strcmp(argv[0], "--list") == 0) {
+        if (argc > 1) {
+            fprintf(stderr, "usage: gated xcheck --list\n");
+            return EXIT_BADINPUT;
+        }
+        xcheck_list();
+        return 0;
+    }
     Config c;
     Opts op = {0};
     load_config(&c, argc, argv, &op);

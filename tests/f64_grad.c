@@ -358,13 +358,18 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
 }
 
 /* The variant list covers what the issue asks: at least 40 configurations,
- * every gated position, both controls. */
+ * every position, activation and control in the tables, and every valid
+ * gated combination (gate_enumerate). */
 Test(model_fd, coverage) {
     static Variant v[MAX_VARIANTS];
-    int n = make_variants(v), pos[GP__COUNT] = {0}, ctl[GC__COUNT] = {0};
-    for (int i = 0; i < n; i++) pos[v[i].g.position]++, ctl[v[i].g.control]++;
+    static GateCfg all[MAX_VARIANTS];
+    int n = make_variants(v), pos[GP__COUNT] = {0}, act[GA__COUNT] = {0}, ctl[GC__COUNT] = {0};
+    int ng = gate_enumerate(all, MAX_VARIANTS);
+    cr_assert_leq(ng, MAX_VARIANTS, "MAX_VARIANTS (%d) is below gate_enumerate's %d", MAX_VARIANTS, ng);
+    for (int i = 0; i < n; i++) pos[v[i].g.position]++, act[v[i].g.activation]++, ctl[v[i].g.control]++;
     cr_assert_geq(n, 40);
+    cr_assert_geq(n, ng);
     for (int p = 0; p < GP__COUNT; p++) cr_assert_gt(pos[p], 0, "no variant at position %s", gate_position_names[p]);
-    cr_assert_gt(ctl[GC_SILU], 0);
-    cr_assert_gt(ctl[GC_RMSNORM], 0);
+    for (int a = 0; a < GA__COUNT; a++) cr_assert_gt(act[a], 0, "no variant with activation %s", gate_activation_names[a]);
+    for (int c = 0; c < GC__COUNT; c++) cr_assert_gt(ctl[c], 0, "no variant with control %s", gate_control_names[c]);
 }

@@ -305,3 +305,142 @@ Test(variants, nonsense_combinations_rejected) {
     g.position = GP_SDPA;
     cr_assert(gate_validate(&g, &key) == NULL);
 }
+
+/* ------------------------------------------- the variant lists (modelcfg.h) */
+
+/* A NULL-terminated name list of exactly n distinct names. */
+static void check_names(const char *const *names, int n, const char *what) {
+    int k = 0;
+    while (names[k]) k++;
+    cr_expect_eq(k, n, "%s: %d names for %d enum values", what, k, n);
+    for (int i = 0; i < k; i++) {
+        cr_expect(names[i][0] != '\0', "%s[%d]: empty name", what, i);
+        cr_expect_eq(name_index(names, names[i]), i, "%s: \"%s\" is not unique", what, names[i]);
+    }
+}
+
+Test(variants, every_name_has_a_row_and_every_row_a_name) {
+    check_names(gate_position_names, GP__COUNT, "positions");
+    check_names(gate_granularity_names, GG__COUNT, "granularities");
+    check_names(gate_sharing_names, GS__COUNT, "sharings");
+    check_names(gate_form_names, GF__COUNT, "forms");
+    check_names(gate_form_labels, GF__COUNT, "form labels");
+    check_names(gate_activation_names, GA__COUNT, "activations");
+    check_names(gate_input_names, GI__COUNT, "inputs");
+    check_names(gate_control_names, GC__COUNT, "controls");
+    for (int p = 0; p < GP__COUNT; p++) {
+        const GatePositionDef *r = &gate_positions[p];
+        cr_assert(r->name && r->paper && r->what, "position %d: incomplete row", p);
+        cr_expect_str_eq(r->name, gate_position_names[p]);
+        if (p == GP_NONE) continue;
+        cr_expect(r->heads != HEADS_NONE, "%s: no head split", r->name);
+        cr_expect(r->paper_elem != NULL, "%s: no paper formula", r->name);
+        cr_expect((r->paper_head != NULL) == (r->headwise_ok != 0), "%s: headwise formula vs headwise_ok", r->name);
+    }
+    for (int a = 0; a < GA__COUNT; a++) {
+        const GateAct *r = &gate_acts[a];
+        cr_assert(r->name && r->f && r->df, "activation %d: incomplete row", a);
+        cr_expect_str_eq(r->name, gate_activation_names[a]);
+        cr_expect(isfinite(r->hist_lo) && isfinite(r->hist_hi) && r->hist_lo < r->hist_hi,
+                  "%s: histogram range [%g, %g] not set", r->name, r->hist_lo, r->hist_hi);
+        /* the range holds the activation's scores near 0 */
+        real s = r->f(0);
+        cr_expect(s >= r->hist_lo && s <= r->hist_hi, "%s: act(0) = %g outside [%g, %g]", r->name, (double)s,
+                  r->hist_lo, r->hist_hi);
+        if (r->dfy)
+            for (double x = -3; x <= 3; x += 0.5)
+                cr_expect(fabs((double)r->dfy(r->f((real)x)) - (double)r->df((real)x)) < 1e-5,
+                          "%s: dfy(f(%g)) != df(%g)", r->name, x, x);
+    }
+}
+
+/* The names at their values, as configs, gate_enumerate's order and the
+ * probes' histograms have them (new values are appended after these). */
+Test(variants, names_values_and_ranges_pinned) {
+    static const char *const pos[] = {"none", "sdpa", "value", "key", "query", "dense"};
+    static const char *const act[] = {"sigmoid", "silu", "tanh", "none", "ns_sigmoid"};
+    static const char *const ctl[] = {"none", "silu", "rmsnorm"};
+    static const double lo[] = {0, -2, -2, -2, 0}, hi[] = {1, 2, 2, 2, 1};
+    cr_assert_geq(GP__COUNT, 6);
+    cr_assert_geq(GA__COUNT, 5);
+    for (int i = 0; i < 6; i++) cr_expect_str_eq(gate_position_names[i], pos[i]);
+    for (int i = 0; i < 5; i++) {
+        cr_expect_str_eq(gate_activation_names[i], act[i]);
+        cr_expect(gate_acts[i].hist_lo == lo[i] && gate_acts[i].hist_hi == hi[i], "%s: histogram range", act[i]);
+    }
+    for (int i = 0; i < 3; i++) cr_expect_str_eq(gate_control_names[i], ctl[i]);
+    cr_expect(GP_SDPA == 1 && GP_VALUE == 2 && GP_KEY == 3 && GP_QUERY == 4 && GP_DENSE == 5);
+    cr_expect(GA_SILU == 1 && GA_TANH == 2 && GA_NONE == 3 && GA_NS_SIGMOID == 4);
+    cr_expect(GG_HEADWISE == 1 && GS_HEAD_SHARED == 1 && GF_ADDITIVE == 1 && GI_STATIC == 1 && GC_RMSNORM == 2);
+    cr_expect_str_eq(gate_granularity_names[GG_HEADWISE], "headwise");
+    cr_expect_str_eq(gate_sharing_names[GS_HEAD_SHARED], "head_shared");
+    cr_expect_str_eq(gate_form_names[GF_ADDITIVE], "additive");
+    cr_expect_str_eq(gate_form_labels[GF_MULTIPLICATIVE], "mult");
+    cr_expect_str_eq(gate_input_names[GI_STATIC], "static");
+}
+
+/* The paper's formulas in the position rows agree with gate_shape() for
+ * every valid hidden-input variant (static gates have no formula). */
+Test(variants, paper_formulas_match_gate_shape) {
+    GateCfg gates[400];
+    int n = gate_enumerate(gates, 400);
+    long C = 96, H = 6, Hk = 2, dh = 16;
+    for (int i = 0; i < n; i++) {
+        const char *f = NULL;
+        char lab[128];
+        long p = gate_paper_params(&gates[i], C, H, Hk, dh, &f);
+        cr_assert(f != NULL);
+        gate_label(&gates[i], lab, sizeof lab);
+        if (gates[i].input == GI_STATIC) {
+            cr_expect_eq(p, -1, "%s: a static gate has no paper formula", lab);
+            continue;
+        }
+        GateShape s = gate_shape(&gates[i], (int)C, (int)H, (int)Hk, (int)dh);
+        cr_expect_eq(p, s.wg_params, "%s: paper (%s) %ld vs gate_shape %ld", lab, f, p, s.wg_params);
+    }
+    const char *f;
+    GateCfg none = gate_default();
+    cr_expect_eq(gate_paper_params(&none, C, H, Hk, dh, &f), 0);
+    cr_expect_str_eq(f, "no gate");
+    GateCfg g1 = none;
+    g1.position = GP_SDPA;
+    cr_expect_eq(gate_paper_params(&g1, C, H, Hk, dh, &f), C * H * dh);
+    cr_expect_str_eq(f, "d_model x n_head x d_head");
+}
+
+/* The cross-check's cases (gated xcheck --list) cover every value of every
+ * list, every activation in both forms, and every structural combination. */
+Test(variants, covering_has_every_value) {
+    GateCfg all[400], cov[400];
+    int na = gate_enumerate(all, 400), nc = gate_covering(cov, 400);
+    cr_assert(nc > 0 && nc <= 400 && nc < na);
+    int pos[GP__COUNT] = {0}, gr[GG__COUNT] = {0}, sh[GS__COUNT] = {0}, in[GI__COUNT] = {0};
+    int actform[GA__COUNT][GF__COUNT] = {{0}}, actavg[GA__COUNT] = {0};
+    for (int i = 0; i < nc; i++) {
+        const GateCfg *g = &cov[i];
+        int found = 0;
+        for (int j = 0; j < na && !found; j++) found = memcmp(g, &all[j], sizeof *g) == 0;
+        cr_expect(found, "covering case %d is not a valid variant", i);
+        pos[g->position]++, gr[g->granularity]++, sh[g->sharing]++, in[g->input]++;
+        actform[g->activation][g->form]++;
+        if (g->sharing == GS_HEAD_SHARED && g->input == GI_HIDDEN) actavg[g->activation]++;
+    }
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) cr_expect(pos[p], "no case at position %s", gate_position_names[p]);
+    for (int i = 0; i < GG__COUNT; i++) cr_expect(gr[i], "no %s case", gate_granularity_names[i]);
+    for (int i = 0; i < GS__COUNT; i++) cr_expect(sh[i], "no %s case", gate_sharing_names[i]);
+    for (int i = 0; i < GI__COUNT; i++) cr_expect(in[i], "no %s case", gate_input_names[i]);
+    for (int a = 0; a < GA__COUNT; a++) {
+        for (int f = 0; f < GF__COUNT; f++)
+            cr_expect(actform[a][f], "no %s %s case", gate_activation_names[a], gate_form_names[f]);
+        cr_expect(actavg[a], "no head-shared hidden %s case (act' from the logits)", gate_activation_names[a]);
+    }
+    /* every valid position x granularity x sharing x input, default form and activation */
+    GateCfg d = gate_default();
+    for (int j = 0; j < na; j++) {
+        if (all[j].form != d.form || all[j].activation != d.activation) continue;
+        int found = 0;
+        for (int i = 0; i < nc && !found; i++) found = memcmp(&cov[i], &all[j], sizeof cov[i]) == 0;
+        char lab[128];
+        cr_expect(found, "%s is not cross-checked", gate_label(&all[j], lab, sizeof lab));
+    }
+}

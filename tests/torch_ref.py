@@ -18,7 +18,9 @@ Dump format (little-endian):
     end\\n
 
 Exit status: 0 all comparisons pass, 1 any mismatch (or self-test failure),
-2 malformed dump / usage error.
+2 malformed dump / usage error, 3 a gate variant this reference has no math
+for (a value of model.gate.* missing from the tuples below: a new position
+or activation in the C tables must be written here too, independently).
 
 Needs only torch (Debian python3-torch 1.13 is enough; no
 scaled_dot_product_attention is used) and numpy.
@@ -39,6 +41,9 @@ TOL_LOGITS_REL = 1e-4
 TOL_GRAD_REL = 2e-3
 TOL_ZERO_ABS = 1e-7
 
+# The gate variants this reference implements (its own lists, not read from
+# the C code; `gated xcheck --list` may name any C variant, and one missing
+# here fails with exit 3).
 POSITIONS = ("none", "sdpa", "value", "key", "query", "dense")
 GRANULARITIES = ("elementwise", "headwise")
 SHARINGS = ("head_specific", "head_shared")
@@ -54,6 +59,10 @@ class Malformed(Exception):
 
 class Mismatch(Exception):
     """The C model disagrees structurally with the reference (exit 1)."""
+
+
+class Unsupported(Exception):
+    """The dump names a gate variant this reference has no math for (exit 3)."""
 
 
 # --------------------------------------------------------------------------
@@ -182,12 +191,14 @@ def _bool(s):
     raise ValueError(s)
 
 
-def _enum(choices):
-    def conv(s):
-        if s not in choices:
-            raise ValueError(s)
-        return s
-    return conv
+def _variant(cfg, key, choices, default):
+    """A model.gate.* value; one outside choices is a variant the reference lacks."""
+    s = cfg.get(key, default)
+    if s not in choices:
+        raise Unsupported("%s = %r: torch_ref.py has no reference for it (it knows %s); "
+                          "write its math here, independently of the C code"
+                          % (key, s, ", ".join(choices)))
+    return s
 
 
 def model_config(cfg):
@@ -203,13 +214,13 @@ def model_config(cfg):
         "rope_base": _get(cfg, "model.rope_base", float),
         "eps": _get(cfg, "model.norm_eps", float),
         "qk_norm": _get(cfg, "model.qk_norm", _bool),
-        "position": _get(cfg, "model.gate.position", _enum(POSITIONS), "none"),
-        "granularity": _get(cfg, "model.gate.granularity", _enum(GRANULARITIES), "elementwise"),
-        "sharing": _get(cfg, "model.gate.sharing", _enum(SHARINGS), "head_specific"),
-        "form": _get(cfg, "model.gate.form", _enum(FORMS), "multiplicative"),
-        "activation": _get(cfg, "model.gate.activation", _enum(ACTIVATIONS), "sigmoid"),
-        "input": _get(cfg, "model.gate.input", _enum(INPUTS), "hidden"),
-        "control": _get(cfg, "model.gate.control", _enum(CONTROLS), "none"),
+        "position": _variant(cfg, "model.gate.position", POSITIONS, "none"),
+        "granularity": _variant(cfg, "model.gate.granularity", GRANULARITIES, "elementwise"),
+        "sharing": _variant(cfg, "model.gate.sharing", SHARINGS, "head_specific"),
+        "form": _variant(cfg, "model.gate.form", FORMS, "multiplicative"),
+        "activation": _variant(cfg, "model.gate.activation", ACTIVATIONS, "sigmoid"),
+        "input": _variant(cfg, "model.gate.input", INPUTS, "hidden"),
+        "control": _variant(cfg, "model.gate.control", CONTROLS, "none"),
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -446,7 +457,7 @@ def _fmt_idx(t):
 
 
 def check_dump(path, label=None, tol_grad=TOL_GRAD_REL, out=sys.stdout):
-    """Compare one dump.  Returns 0 (OK), 1 (mismatch); raises Malformed."""
+    """Compare one dump.  Returns 0 (OK), 1 (mismatch); raises Malformed, Mismatch, Unsupported."""
     if label is None:
         label = os.path.splitext(os.path.basename(path))[0]
     cfg, tens = read_dump(path)
@@ -752,10 +763,17 @@ def self_test():
             rc_extra = 0
         except Mismatch:
             rc_extra = 1
-    rt_ok = rc_good == 0 and rc_bad == 1 and rc_trunc == 2 and rc_extra == 1
+        unknown = os.path.join(d, "unknown.bin")
+        write_dump(unknown, _tiny_cfg(gate__activation="no_such_activation"), tens)
+        try:
+            check_dump(unknown, "roundtrip_unknown", out=io.StringIO())
+            rc_unknown = 0
+        except Unsupported:
+            rc_unknown = 3
+    rt_ok = rc_good == 0 and rc_bad == 1 and rc_trunc == 2 and rc_extra == 1 and rc_unknown == 3
     print("  self-test dump round trip: good rc %d (want 0), corrupted rc %d (want 1), "
-          "truncated rc %d (want 2), extra param rc %d (want 1) : %s"
-          % (rc_good, rc_bad, rc_trunc, rc_extra, "OK" if rt_ok else "FAIL"))
+          "truncated rc %d (want 2), extra param rc %d (want 1), unknown variant rc %d (want 3) : %s"
+          % (rc_good, rc_bad, rc_trunc, rc_extra, rc_unknown, "OK" if rt_ok else "FAIL"))
     if not rt_ok:
         sys.stdout.write(buf.getvalue())
         sys.stdout.write(buf2.getvalue())
@@ -834,6 +852,10 @@ def main(argv):
         print("torch_ref.py: %s: %s" % (path, e), file=sys.stderr)
         print("XCHECK %s worst_grad_rel - (-) logits_abs - loss_abs - : FAIL (%s)" % (lab, e))
         return 1
+    except Unsupported as e:
+        print("torch_ref.py: %s: %s" % (path, e), file=sys.stderr)
+        print("XCHECK %s worst_grad_rel - (-) logits_abs - loss_abs - : FAIL (no reference: %s)" % (lab, e))
+        return 3
 
 
 if __name__ == "__main__":

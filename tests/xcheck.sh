@@ -2,7 +2,8 @@
 # xcheck.sh GATED_BIN PYTHON
 #
 # Cross-checks the C model against the independent float64 PyTorch reference
-# (tests/torch_ref.py) on every gate variant: for each case, `GATED_BIN xcheck`
+# (tests/torch_ref.py) on the cases `GATED_BIN xcheck --list` prints (every
+# value of every gate variant list, from the C tables): for each, `GATED_BIN xcheck`
 # writes a dump (config, params, batch, C logits/loss/grads) and torch_ref.py
 # recomputes and compares.  All cases run; the script fails at the end if any
 # case failed.
@@ -35,45 +36,33 @@ if ! "$PYTHON" tests/torch_ref.py --self-test; then
     exit 1
 fi
 
-G=model.gate
-# label | overrides (space-separated K=V)
-CASES=(
-    "baseline|"
-    "g1_elem_sigmoid|$G.position=sdpa"
-    "g1_head_sigmoid|$G.position=sdpa $G.granularity=headwise"
-    "g1_silu|$G.position=sdpa $G.activation=silu"
-    "g1_tanh|$G.position=sdpa $G.activation=tanh"
-    "g1_identity|$G.position=sdpa $G.activation=none"
-    "g1_additive_silu|$G.position=sdpa $G.form=additive $G.activation=silu"
-    "g1_additive_identity|$G.position=sdpa $G.form=additive $G.activation=none"
-    "g1_shared|$G.position=sdpa $G.sharing=head_shared"
-    "g1_head_shared_headwise|$G.position=sdpa $G.granularity=headwise $G.sharing=head_shared"
-    "g1_static|$G.position=sdpa $G.input=static"
-    "g1_static_headwise|$G.position=sdpa $G.input=static $G.granularity=headwise"
-    "g1_ns_sigmoid|$G.position=sdpa $G.activation=ns_sigmoid"
-    "g2_elem|$G.position=value"
-    "g2_head|$G.position=value $G.granularity=headwise"
-    "g2_shared|$G.position=value $G.sharing=head_shared"
-    "g3|$G.position=key"
-    "g4|$G.position=query"
-    "g4_head|$G.position=query $G.granularity=headwise"
-    "g5|$G.position=dense"
-    "g5_static|$G.position=dense $G.input=static"
-    "ctrl_silu|$G.control=silu"
-    "ctrl_rmsnorm|$G.control=rmsnorm"
-    "gqa_g1|model.n_kv_head=2 $G.position=sdpa"
-    "gqa_g2|model.n_kv_head=2 $G.position=value"
-    "gqa_g3_head|model.n_kv_head=1 $G.position=key $G.granularity=headwise"
-    "noqk_g1|model.qk_norm=false $G.position=sdpa"
-    "noqk_baseline|model.qk_norm=false"
-    "matched_g1|model.match_params=true $G.position=sdpa"
-)
+# The cases come from the C tables (`gated xcheck --list`: every value of every
+# gate list, controls, GQA, no QK-norm, match_params), one per line:
+#   label|overrides (space-separated K=V)
+# so a new position or activation is cross-checked without editing a list here.
+if ! list=$("$GATED_BIN" xcheck --list); then
+    echo "xcheck: '$GATED_BIN xcheck --list' failed" >&2
+    exit 1
+fi
+mapfile -t CASES <<<"$list"
+if [ "${#CASES[@]}" -lt 2 ] || [ -z "${CASES[0]}" ]; then
+    echo "xcheck: '$GATED_BIN xcheck --list' listed no cases" >&2
+    exit 1
+fi
+echo "== ${#CASES[@]} cases from '$GATED_BIN xcheck --list'"
 
 labels=()
 worsts=()
 results=()
 nfail=0
 for c in "${CASES[@]}"; do
+    case $c in
+        *'|'*) ;;
+        *)
+            echo "xcheck: malformed case line from 'xcheck --list': $c" >&2
+            exit 1
+            ;;
+    esac
     label=${c%%|*}
     over=${c#*|}
     args=()
@@ -97,6 +86,7 @@ for c in "${CASES[@]}"; do
         case $rc in
             0) status=OK ;;
             2) status="FAIL (malformed dump)" ;;
+            3) status="FAIL (no torch reference for this variant)" ;;
             *) status=FAIL ;;
         esac
     fi
@@ -107,9 +97,9 @@ for c in "${CASES[@]}"; do
 done
 
 echo
-printf '%-26s %-14s %s\n' label worst_grad_rel result
+printf '%-60s %-14s %s\n' label worst_grad_rel result
 for i in "${!labels[@]}"; do
-    printf '%-26s %-14s %s\n' "${labels[$i]}" "${worsts[$i]}" "${results[$i]}"
+    printf '%-60s %-14s %s\n' "${labels[$i]}" "${worsts[$i]}" "${results[$i]}"
 done
 echo
 if [ "$nfail" -ne 0 ]; then

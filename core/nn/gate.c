@@ -44,13 +44,11 @@ static real dact_identity(real x) {
 static real act_ns_sigmoid(real x) { return (real)0.5 + (real)0.5 * act_sigmoid(x); }
 static real dact_ns_sigmoid(real x) { return (real)0.5 * dact_sigmoid(x); }
 
-const GateAct gate_acts[GA__COUNT] = {
-    [GA_SIGMOID] = {"sigmoid", act_sigmoid, dact_sigmoid, dact_sigmoid_y},
-    [GA_SILU] = {"silu", act_silu, dact_silu, NULL},
-    [GA_TANH] = {"tanh", act_tanh, dact_tanh, dact_tanh_y},
-    [GA_NONE] = {"none", act_identity, dact_identity, NULL},
-    [GA_NS_SIGMOID] = {"ns_sigmoid", act_ns_sigmoid, dact_ns_sigmoid, NULL},
-};
+/* The rows come from GATE_ACTIVATIONS (modelcfg.h): one per activation,
+ * naming the functions above. */
+#define ACT_ROW_(id, name, f, df, dfy, lo, hi) [GA_##id] = {name, f, df, dfy, lo, hi},
+const GateAct gate_acts[GA__COUNT] = {GATE_ACTIVATIONS(ACT_ROW_)};
+#undef ACT_ROW_
 
 /* ------------------------------------------------------------- geometry */
 

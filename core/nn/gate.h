@@ -16,9 +16,11 @@
  *                                 L = P, one learned tensor for all tokens
  *
  * The activations are a table (gate_acts[]): a value and a derivative (and,
- * optionally, the derivative from the value, which backward then uses).
- * Adding an activation = one row there plus its two functions; adding a
- * position = one row in variant.c plus where the model calls gate_forward.
+ * optionally, the derivative from the value, which backward then uses), and
+ * the range of the probes' score histogram.  Adding an activation = one row
+ * in GATE_ACTIVATIONS (modelcfg.h) plus its functions in gate.c; adding a
+ * position = one row in GATE_POSITIONS plus where the model calls
+ * gate_forward / gate_backward (README, "adding a variant").
  */
 #ifndef GATED_GATE_H
 #define GATED_GATE_H
@@ -32,7 +34,9 @@ typedef struct {
     real (*df)(real x);  /* act'(x) */
     real (*dfy)(real y); /* act'(x) from y = act(x) (the saved score), where that
                             is cheaper (sigmoid, tanh: no second exp); or NULL */
+    double hist_lo, hist_hi; /* the range of probes' score histogram */
 } GateAct;
+/* One row per activation, generated from GATE_ACTIVATIONS (modelcfg.h). */
 extern const GateAct gate_acts[GA__COUNT];
 
 /* Geometry of one gate application. */

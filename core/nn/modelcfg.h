@@ -12,16 +12,65 @@
 
 #include <stdint.h>
 
-/* Gate enums.  The names users write are in the name tables
- * (variant.c: gate_position_names[] etc.), indexed by these values. */
-typedef enum { GP_NONE, GP_SDPA, GP_VALUE, GP_KEY, GP_QUERY, GP_DENSE, GP__COUNT } GatePosition;
-typedef enum { GG_ELEMENTWISE, GG_HEADWISE, GG__COUNT } GateGranularity;
-typedef enum { GS_HEAD_SPECIFIC, GS_HEAD_SHARED, GS__COUNT } GateSharing;
-typedef enum { GF_MULTIPLICATIVE, GF_ADDITIVE, GF__COUNT } GateForm;
-typedef enum { GA_SIGMOID, GA_SILU, GA_TANH, GA_NONE, GA_NS_SIGMOID, GA__COUNT } GateActivation;
-typedef enum { GI_HIDDEN, GI_STATIC, GI__COUNT } GateInput;
+/* The gate variant lists: each is the one source of its enum (GP_NONE ...),
+ * its names (variant.c: gate_position_names[] ...) and its table rows
+ * (variant.c: gate_positions[]; gate.c: gate_acts[]), expanded with
+ * X-macros, so a value cannot exist without its name and its row.  Append
+ * new rows at the end: configs are stored by name, but the values fix
+ * gate_enumerate()'s order (and so the tests' variant lists and seeds).
+ *
+ * Positions:  X(ID, "name", paper label, what is gated, head split,
+ *               headwise ok, head-shared ok,
+ *               paper's added weights per layer: elementwise, headwise)
+ * The formulas are products of d_model, n_head, n_kv_head, d_head joined
+ * by " x " (gate_paper_params() evaluates them, independently of
+ * gate_shape()); NULL where the granularity is not valid. */
+#define GATE_POSITIONS(X)                                                                                    \
+    X(NONE, "none", "-", "no gate", HEADS_NONE, 0, 0, NULL, NULL)                                            \
+    X(SDPA, "sdpa", "G1", "SDPA output per query head, before W_o", HEADS_Q, 1, 1,                           \
+      "d_model x n_head x d_head", "d_model x n_head")                                                      \
+    X(VALUE, "value", "G2", "value projection (token j gated by X_j)", HEADS_KV, 1, 1,                      \
+      "d_model x n_kv_head x d_head", "d_model x n_kv_head")                                                \
+    X(KEY, "key", "G3", "key projection, after QK-norm, before RoPE", HEADS_KV, 1, 1,                       \
+      "d_model x n_kv_head x d_head", "d_model x n_kv_head")                                                \
+    X(QUERY, "query", "G4", "query projection, after QK-norm, before RoPE", HEADS_Q, 1, 1,                  \
+      "d_model x n_head x d_head", "d_model x n_head")                                                      \
+    X(DENSE, "dense", "G5", "attention block output, after W_o", HEADS_ONE, 0, 0, "d_model x d_model", NULL)
+
+/* Activations:  X(ID, "name", act(x), act'(x), act'(x) from y = act(x) or
+ *                 NULL, histogram range [lo, hi] of its scores for probes)
+ * The functions are defined in gate.c (the table's row is built there).
+ * Sigmoid-like scores live in [0, 1]; the others get a symmetric range,
+ * with out-of-range values in the end bins. */
+#define GATE_ACTIVATIONS(X)                                                                                 \
+    X(SIGMOID, "sigmoid", act_sigmoid, dact_sigmoid, dact_sigmoid_y, 0, 1)                                   \
+    X(SILU, "silu", act_silu, dact_silu, NULL, -2, 2)                                                        \
+    X(TANH, "tanh", act_tanh, dact_tanh, dact_tanh_y, -2, 2)                                                 \
+    X(NONE, "none", act_identity, dact_identity, NULL, -2, 2)                                                \
+    X(NS_SIGMOID, "ns_sigmoid", act_ns_sigmoid, dact_ns_sigmoid, NULL, 0, 1)
+
+/* The other axes:  X(ID, "name") (forms also carry gate_label's short word). */
+#define GATE_GRANULARITIES(X) X(ELEMENTWISE, "elementwise") X(HEADWISE, "headwise")
+#define GATE_SHARINGS(X) X(HEAD_SPECIFIC, "head_specific") X(HEAD_SHARED, "head_shared")
+#define GATE_FORMS(X) X(MULTIPLICATIVE, "multiplicative", "mult") X(ADDITIVE, "additive", "add")
+#define GATE_INPUTS(X) X(HIDDEN, "hidden") X(STATIC, "static")
 /* The paper's no-gate controls on the SDPA output (G1 position). */
-typedef enum { GC_NONE, GC_SILU, GC_RMSNORM, GC__COUNT } GateControl;
+#define GATE_CONTROLS(X) X(NONE, "none") X(SILU, "silu") X(RMSNORM, "rmsnorm")
+
+#define GATE_ENUM_GP_(id, ...) GP_##id,
+#define GATE_ENUM_GG_(id, ...) GG_##id,
+#define GATE_ENUM_GS_(id, ...) GS_##id,
+#define GATE_ENUM_GF_(id, ...) GF_##id,
+#define GATE_ENUM_GA_(id, ...) GA_##id,
+#define GATE_ENUM_GI_(id, ...) GI_##id,
+#define GATE_ENUM_GC_(id, ...) GC_##id,
+typedef enum { GATE_POSITIONS(GATE_ENUM_GP_) GP__COUNT } GatePosition;
+typedef enum { GATE_GRANULARITIES(GATE_ENUM_GG_) GG__COUNT } GateGranularity;
+typedef enum { GATE_SHARINGS(GATE_ENUM_GS_) GS__COUNT } GateSharing;
+typedef enum { GATE_FORMS(GATE_ENUM_GF_) GF__COUNT } GateForm;
+typedef enum { GATE_ACTIVATIONS(GATE_ENUM_GA_) GA__COUNT } GateActivation;
+typedef enum { GATE_INPUTS(GATE_ENUM_GI_) GI__COUNT } GateInput;
+typedef enum { GATE_CONTROLS(GATE_ENUM_GC_) GC__COUNT } GateControl;
 
 typedef struct {
     int position;    /* GatePosition */

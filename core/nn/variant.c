@@ -6,24 +6,25 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const gate_position_names[] = {"none", "sdpa", "value", "key", "query", "dense", NULL};
-const char *const gate_granularity_names[] = {"elementwise", "headwise", NULL};
-const char *const gate_sharing_names[] = {"head_specific", "head_shared", NULL};
-const char *const gate_form_names[] = {"multiplicative", "additive", NULL};
-const char *const gate_activation_names[] = {"sigmoid", "silu", "tanh", "none", "ns_sigmoid", NULL};
-const char *const gate_input_names[] = {"hidden", "static", NULL};
-const char *const gate_control_names[] = {"none", "silu", "rmsnorm", NULL};
+#define NAME_(id, name, ...) name,
+const char *const gate_position_names[] = {GATE_POSITIONS(NAME_) NULL};
+const char *const gate_granularity_names[] = {GATE_GRANULARITIES(NAME_) NULL};
+const char *const gate_sharing_names[] = {GATE_SHARINGS(NAME_) NULL};
+const char *const gate_form_names[] = {GATE_FORMS(NAME_) NULL};
+const char *const gate_activation_names[] = {GATE_ACTIVATIONS(NAME_) NULL};
+const char *const gate_input_names[] = {GATE_INPUTS(NAME_) NULL};
+const char *const gate_control_names[] = {GATE_CONTROLS(NAME_) NULL};
+#undef NAME_
+#define FORM_LABEL_(id, name, label) label,
+const char *const gate_form_labels[] = {GATE_FORMS(FORM_LABEL_) NULL};
+#undef FORM_LABEL_
 
 /* One row per position.  G3/G4 gate q/k after QK-norm and before RoPE, so a
  * headwise gate there is not erased by the per-head norm. */
-const GatePositionDef gate_positions[GP__COUNT] = {
-    [GP_NONE] = {"none", "-", "no gate", HEADS_NONE, 0, 0},
-    [GP_SDPA] = {"sdpa", "G1", "SDPA output per query head, before W_o", HEADS_Q, 1, 1},
-    [GP_VALUE] = {"value", "G2", "value projection (token j gated by X_j)", HEADS_KV, 1, 1},
-    [GP_KEY] = {"key", "G3", "key projection, after QK-norm, before RoPE", HEADS_KV, 1, 1},
-    [GP_QUERY] = {"query", "G4", "query projection, after QK-norm, before RoPE", HEADS_Q, 1, 1},
-    [GP_DENSE] = {"dense", "G5", "attention block output, after W_o", HEADS_ONE, 0, 0},
-};
+#define POSITION_(id, name, paper, what, heads, hw_ok, sh_ok, f_elem, f_head) \
+    [GP_##id] = {name, paper, what, heads, hw_ok, sh_ok, f_elem, f_head},
+const GatePositionDef gate_positions[GP__COUNT] = {GATE_POSITIONS(POSITION_)};
+#undef POSITION_
 
 int name_index(const char *const *names, const char *name) {
     for (int i = 0; names[i]; i++)
@@ -108,6 +109,51 @@ int gate_enumerate(GateCfg *out, int cap) {
     return n;
 }
 
+int gate_covering(GateCfg *out, int cap) {
+    GateCfg all[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
+    int nall = gate_enumerate(all, (int)(sizeof all / sizeof all[0])), n = 0;
+    GateCfg d = gate_default();
+    for (int i = 0; i < nall; i++) {
+        const GateCfg *g = &all[i];
+        int structural = g->form == d.form && g->activation == d.activation;
+        int g1 = g->position == GP_SDPA && g->input == GI_HIDDEN;
+        int g1_plain = g1 && g->granularity == GG_ELEMENTWISE && g->sharing == GS_HEAD_SPECIFIC;
+        int g1_avg = g1 && g->granularity == GG_HEADWISE && g->sharing == GS_HEAD_SHARED && g->form == d.form;
+        if (!structural && !g1_plain && !g1_avg) continue;
+        if (n < cap) out[n] = *g;
+        n++;
+    }
+    return n;
+}
+
+long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_head, long d_head,
+                       const char **formula) {
+    if (g->position <= GP_NONE || g->position >= GP__COUNT) {
+        *formula = "no gate";
+        return 0;
+    }
+    if (g->input == GI_STATIC) {
+        *formula = "static: one learned score per gated (head, channel)";
+        return -1;
+    }
+    const GatePositionDef *p = &gate_positions[g->position];
+    const char *f = g->granularity == GG_HEADWISE ? p->paper_head : p->paper_elem;
+    *formula = f ? f : "no paper formula";
+    if (!f) return -1;
+    static const char *const dims[] = {"d_model", "n_head", "n_kv_head", "d_head", NULL};
+    long val[] = {d_model, n_head, n_kv_head, d_head}, r = 1;
+    for (const char *s = f;;) {
+        const char *e = strstr(s, " x ");
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        int k = 0;
+        while (dims[k] && (strlen(dims[k]) != len || strncmp(dims[k], s, len) != 0)) k++;
+        if (!dims[k]) return -1; /* a factor that is not a dimension */
+        r *= val[k];
+        if (!e) return r;
+        s = e + 3;
+    }
+}
+
 const char *gate_label(const GateCfg *g, char *buf, size_t cap) {
     if (g->position == GP_NONE) {
         snprintf(buf, cap, "none%s%s", g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
@@ -115,7 +161,7 @@ const char *gate_label(const GateCfg *g, char *buf, size_t cap) {
     }
     snprintf(buf, cap, "%s.%s.%s.%s.%s.%s%s%s", gate_position_names[g->position],
              gate_granularity_names[g->granularity], gate_sharing_names[g->sharing],
-             g->form == GF_MULTIPLICATIVE ? "mult" : "add", gate_activation_names[g->activation],
+             gate_form_labels[g->form], gate_activation_names[g->activation],
              gate_input_names[g->input], g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
     return buf;
 }

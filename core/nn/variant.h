@@ -6,7 +6,7 @@
  * This file says which tuples are valid, what shape each gate has and how
  * many parameters it adds; gate.h holds the math.  Tests and sweeps
  * enumerate variants through gate_enumerate(), so a new position or
- * activation added to the tables below is picked up everywhere.
+ * activation added to the lists in modelcfg.h is picked up everywhere.
  *
  * Nothing here depends on the floating-point type of the model.
  */
@@ -16,11 +16,13 @@
 #include <stddef.h>
 #include "nn/modelcfg.h"
 
-/* NULL-terminated name lists, indexed by the enums in config.h. */
+/* NULL-terminated name lists, indexed by the enums in modelcfg.h and
+ * generated from its lists (GATE_POSITIONS etc.). */
 extern const char *const gate_position_names[];
 extern const char *const gate_granularity_names[];
 extern const char *const gate_sharing_names[];
 extern const char *const gate_form_names[];
+extern const char *const gate_form_labels[]; /* gate_label's short words: "mult", "add" */
 extern const char *const gate_activation_names[];
 extern const char *const gate_input_names[];
 extern const char *const gate_control_names[];
@@ -28,13 +30,16 @@ extern const char *const gate_control_names[];
 /* Which heads a position's gated tensor is split into. */
 typedef enum { HEADS_NONE, HEADS_Q, HEADS_KV, HEADS_ONE } GateHeads;
 
+/* One row per position, from GATE_POSITIONS (modelcfg.h). */
 typedef struct {
-    const char *name;  /* config value */
-    const char *paper; /* the paper's label (G1..G5) */
-    const char *what;  /* what is gated, one line */
-    GateHeads heads;   /* head split of the gated tensor */
-    int headwise_ok;   /* headwise granularity meaningful here */
-    int shared_ok;     /* head-shared meaningful here */
+    const char *name;       /* config value */
+    const char *paper;      /* the paper's label (G1..G5) */
+    const char *what;       /* what is gated, one line */
+    GateHeads heads;        /* head split of the gated tensor */
+    int headwise_ok;        /* headwise granularity meaningful here */
+    int shared_ok;          /* head-shared meaningful here */
+    const char *paper_elem; /* the paper's added weights per layer, elementwise (NULL: none) */
+    const char *paper_head; /* the same, headwise (NULL: not valid here) */
 } GatePositionDef;
 extern const GatePositionDef gate_positions[GP__COUNT];
 
@@ -61,6 +66,24 @@ GateCfg gate_default(void);
 /* Every valid gated combination (position != none, control none), in a
  * fixed order.  Writes up to cap entries, returns the total count. */
 int gate_enumerate(GateCfg *out, int cap);
+
+/* The subset of gate_enumerate() that tests/xcheck.sh cross-checks against
+ * PyTorch (through `gated xcheck --list`), in gate_enumerate()'s order:
+ * every position x granularity x sharing x input with the default form and
+ * activation, and every activation x form at G1 (elementwise,
+ * head-specific, hidden), plus every activation multiplicative at G1
+ * headwise head-shared (the path that takes act' from the logits).  So every
+ * value of every list is covered.  Writes up to cap entries, returns the
+ * total count. */
+int gate_covering(GateCfg *out, int cap);
+
+/* The weights a hidden-input gate adds per layer by the paper's formula
+ * (the position row's paper_elem / paper_head text, evaluated here,
+ * independently of gate_shape()); *formula gets the text.  0 ("no gate")
+ * when position is none; -1 for a static gate (its parameter is not a
+ * weight matrix) or where the row has no formula. */
+long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_head, long d_head,
+                       const char **formula);
 
 /* Short human label, e.g. "sdpa.elementwise.head_specific.mult.sigmoid.hidden".
  * Returns buf. */

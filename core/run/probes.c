@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/gate.h"
+
 int probes_init(Probes *p, const Model *m) {
     memset(p, 0, sizeof *p);
     p->L = m->L;
@@ -18,14 +20,13 @@ int probes_init(Probes *p, const Model *m) {
         probes_free(p);
         return -1;
     }
-    int act = m->cfg.gate.activation;
+    /* the histogram's range is an attribute of the activation (gate_acts[]);
+     * out-of-range scores go into the end bins */
+    const GateAct *act = &gate_acts[m->cfg.gate.activation];
     for (int l = 0; l < m->L; l++) {
         p->lp[l].head_sum = p->head_mem + (size_t)l * p->hpos;
-        /* sigmoid-like scores live in [0, 1]; other activations get a
-         * symmetric range, with out-of-range values in the end bins */
-        int unit = act == GA_SIGMOID || act == GA_NS_SIGMOID;
-        p->lp[l].hist_lo = unit ? 0 : -2;
-        p->lp[l].hist_hi = unit ? 1 : 2;
+        p->lp[l].hist_lo = act->hist_lo;
+        p->lp[l].hist_hi = act->hist_hi;
         p->lp[l].mact = -1;
     }
     return 0;
