@@ -19,6 +19,7 @@
 #include "nn/rng.h"
 #include "run/store.h"
 #include "run/train.h"
+#include "store_show.h"
 #include "nn/variant.h"
 
 #include <unistd.h>
@@ -349,8 +350,8 @@ static int cmd_store(int argc, char **argv, int show) {
         fprintf(stderr, "gated: %s\n", err);
         return EXIT_BADINPUT;
     }
-    int rc = show ? store_print_show(st, run, stdout) : store_print_ls(st, stdout);
-    if (rc) fprintf(stderr, "gated: %s\n", store_errmsg(st));
+    int rc = show ? show_run(st, run, stdout, err, sizeof err) : show_ls(st, stdout, err, sizeof err);
+    if (rc) fprintf(stderr, "gated: %s\n", err);
     store_close(st);
     return rc ? EXIT_BADINPUT : 0;
 }

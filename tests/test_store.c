@@ -2,11 +2,14 @@
  * test_store.c — the SQLite results store: schema, round trips of every
  * table, bound parameters, metric idempotence, environment dedup, crash
  * safety under SIGKILL, refusal of corrupt / foreign / newer databases,
- * and the ls / show reports.
+ * reading runs back (the query functions ls / show use), and the `gated
+ * ls` / `gated show` reports themselves (cli/store_show.c, run through
+ * $GATED_BIN), system info (util/sysinfo.h) and lab/merge.h's merge_from.
  */
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -18,7 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lab/merge.h"
 #include "run/store.h"
+#include "util/sysinfo.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */
@@ -137,30 +143,85 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-static char *capture_ls(Store *s) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cr_assert_not_null(f);
-    cr_assert_eq(store_print_ls(s, f), 0, "ls: %s", store_errmsg(s));
-    cr_assert_eq(fclose(f), 0);
+/* The whole of an open stream, from its start (malloc'd). */
+static char *slurp(FILE *f) {
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    cr_assert(len >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)len + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+    buf[len] = '\0';
     return buf;
 }
 
-/* show's output, or NULL (with nothing printed) if it failed. */
-static char *capture_show(Store *s, const char *arg) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cr_assert_not_null(f);
-    int rc = store_print_show(s, arg, f);
-    cr_assert_eq(fclose(f), 0);
-    if (rc != 0) {
-        cr_assert_eq(len, 0, "failed show printed: %s", buf);
-        free(buf);
-        return NULL;
+/* `$GATED_BIN CMD [ARG] --db DB` (the test is skipped without GATED_BIN),
+ * run directly, not through a shell, so ARG may hold any byte: its stdout
+ * into *out (malloc'd), its stderr into err; the exit status. */
+static int gated_run(const char *cmd, const char *arg, const char *db, char **out, char *err, size_t cap) {
+    const char *bin = gated_bin();
+    char *argv[6];
+    int k = 0;
+    argv[k++] = (char *)bin;
+    argv[k++] = (char *)cmd;
+    if (arg) argv[k++] = (char *)arg;
+    argv[k++] = "--db";
+    argv[k++] = (char *)db;
+    argv[k] = NULL;
+    FILE *o = tmpfile(), *e = tmpfile();
+    cr_assert(o && e);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(fileno(o), 1);
+        dup2(fileno(e), 2);
+        execv(bin, argv);
+        _exit(127);
     }
-    return buf;
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    *out = slurp(o);
+    char *es = slurp(e);
+    snprintf(err, cap, "%s", es);
+    free(es);
+    fclose(o);
+    fclose(e);
+    cr_assert(WIFEXITED(st), "gated %s did not exit", cmd);
+    return WEXITSTATUS(st);
+}
+
+/* `gated ls --db DB`: its output (malloc'd). */
+static char *capture_ls(const char *db) {
+    char *out, err[1024];
+    int rc = gated_run("ls", NULL, db, &out, err, sizeof err);
+    cr_assert_eq(rc, 0, "ls: exit %d: %s", rc, err);
+    cr_assert_str_eq(err, "", "ls wrote to stderr");
+    return out;
+}
+
+/* `gated show ARG --db DB`: its output, or NULL (having asserted that it
+ * exited 2 and printed nothing on stdout) with its message in err. */
+static char *capture_show(const char *db, const char *arg, char *err, size_t cap) {
+    char *out;
+    int rc = gated_run("show", arg, db, &out, err, cap);
+    if (rc == 0) {
+        cr_assert_str_eq(err, "", "show wrote to stderr");
+        return out;
+    }
+    cr_assert_eq(rc, 2, "show %s: exit %d: %s", arg, rc, err);
+    cr_assert_str_eq(out, "", "failed show printed: %s", out);
+    free(out);
+    return NULL;
+}
+
+/* The listed row of run id (asserts there is one). */
+static const StoreRunRow *list_find(const StoreRunList *l, const char *id) {
+    for (int i = 0; i < l->n; i++)
+        if (l->rows[i].run_id && strcmp(l->rows[i].run_id, id) == 0) return &l->rows[i];
+    cr_assert_fail("run %s is not listed", id);
+    return NULL;
 }
 
 static const char RID[] = "0123456789abcdef";
@@ -487,10 +548,15 @@ Test(store, values_are_bound_never_spliced) {
     long long c[2] = {1, 2};
     OK(store_histogram(s, evil_id, evil, evil, 0, 0, 1, c, 2));
     OK(store_run_end(s, evil_id, "failed", evil, -1));
-    char *out = capture_show(s, evil); /* by name */
-    cr_assert_not_null(out, "%s", store_errmsg(s));
-    cr_assert(strstr(out, evil), "%s", out);
-    free(out);
+    char *id = store_resolve_run(s, evil); /* by name */
+    cr_assert_str_eq(id, evil_id, "%s", store_errmsg(s));
+    StoreRunInfo r;
+    OK(store_run_info(s, id, &r));
+    cr_assert_str_eq(r.name, evil);
+    cr_assert_str_eq(r.argv, evil);
+    cr_assert_str_eq(r.error_text, evil);
+    store_run_info_free(&r);
+    free(id);
     store_close(s);
 
     sqlite3 *db = raw_open(t.db);
@@ -664,9 +730,12 @@ Test(store, sigkill_mid_run_leaves_a_readable_database, .timeout = 120) {
     cr_assert_str_eq(store_run_status(s, RID, buf, sizeof buf), "running"); /* fresh heartbeat */
     OK(store_debug_set_heartbeat(s, RID, (double)time(NULL) - 2 * STORE_STALE_SECONDS));
     cr_assert_str_eq(store_run_status(s, RID, buf, sizeof buf), "killed");
-    char *ls = capture_ls(s);
-    cr_assert(strstr(ls, "killme") && strstr(ls, "killed"), "%s", ls);
-    free(ls);
+    StoreRunList l;
+    OK(store_list_runs(s, &l));
+    const StoreRunRow *row = list_find(&l, RID);
+    cr_assert_str_eq(row->name, "killme");
+    cr_assert_str_eq(row->status, "killed");
+    store_run_list_free(&l);
     store_close(s);
     tmp_db_remove(&t);
 }
@@ -675,16 +744,14 @@ Test(store, sigkill_mid_run_leaves_a_readable_database, .timeout = 120) {
 /* reports                                                             */
 /* ------------------------------------------------------------------ */
 
-Test(store, ls_and_show_report_runs) {
-    TmpDb t;
-    tmp_db(&t);
-    Store *s = open_or_die(t.db);
-    char *empty = capture_ls(s);
-    cr_assert(strstr(empty, "(no runs"), "%s", empty);
-    free(empty);
+static const char RUN_A[] = "aaaa111122223333", RUN_B[] = "aaaa999988887777";
 
+/* Two runs: A (finished, with every kind of row ls / show read) and B
+ * (running, one metric), both flushed; the store is left open. */
+static Store *two_runs(const char *db) {
+    Store *s = open_or_die(db);
     Provenance p = test_prov("hostA");
-    static const char A[] = "aaaa111122223333", B[] = "aaaa999988887777";
+    const char *A = RUN_A, *B = RUN_B;
     OK(store_run_begin(s, A, "sdpa-elementwise", "{\"model\":{\"gate\":\"sdpa\"}}", 42, 2, &p,
                        "gated train sdpa.yaml"));
     OK(store_run_begin(s, B, "baseline", "{\"model\":{\"gate\":\"none\"}}", 43, 2, &p, NULL));
@@ -706,8 +773,129 @@ Test(store, ls_and_show_report_runs) {
     OK(store_run_end(s, A, "finished", NULL, -1));
     OK(store_metric(s, B, "train_loss", NULL, 7, 5.0));
     OK(store_flush(s));
+    return s;
+}
 
-    char *ls = capture_ls(s);
+/* The query functions behind ls and show, in process. */
+Test(store, runs_read_back) {
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    StoreRunList l;
+    OK(store_list_runs(s, &l));
+    cr_assert_eq(l.n, 0);
+    cr_assert_eq(l.name_width, 0);
+    store_run_list_free(&l);
+    store_close(s);
+    s = two_runs(t.db);
+    const char *A = RUN_A, *B = RUN_B;
+
+    /* the list: oldest first, effective status, highest step, final val loss */
+    OK(store_list_runs(s, &l));
+    cr_assert_eq(l.n, 2);
+    cr_assert_str_eq(l.rows[0].run_id, A);
+    cr_assert_str_eq(l.rows[1].run_id, B);
+    cr_assert_eq(l.name_width, (int)strlen("sdpa-elementwise"));
+    cr_assert_str_eq(l.rows[0].status, "finished");
+    cr_assert(l.rows[0].has_steps && l.rows[0].steps == 30);
+    cr_assert_float_eq(l.rows[0].val_loss, 3.1234, 1e-12); /* the summary's, not the metric's 3.25 */
+    cr_assert_str_eq(l.rows[1].status, "running");
+    cr_assert(l.rows[1].has_steps && l.rows[1].steps == 7);
+    cr_assert(isnan(l.rows[1].val_loss));
+    store_run_list_free(&l);
+
+    /* by name, by exact id and by unique prefix */
+    static const char *const args[] = {"sdpa-elementwise", RUN_A, "aaaa1"};
+    for (int i = 0; i < 3; i++) {
+        char *id = store_resolve_run(s, args[i]);
+        cr_assert_str_eq(id, A, "%s: %s", args[i], store_errmsg(s));
+        free(id);
+    }
+    StoreRunInfo r;
+    OK(store_run_info(s, A, &r));
+    cr_assert_str_eq(r.name, "sdpa-elementwise");
+    cr_assert_str_eq(r.effective_status, "finished");
+    cr_assert_str_eq(r.argv, "gated train sdpa.yaml");
+    cr_assert_str_eq(r.cpu_model, "Test CPU @ 1.00GHz");
+    cr_assert(r.seed == 42 && r.threads == 2 && r.git_dirty == 1 && !r.has_diverged && !r.error_text);
+    cr_assert(!isnan(r.ended_at) && r.ended_at >= r.started_at);
+    store_run_info_free(&r);
+
+    StoreSummaryRow *u;
+    int n;
+    OK(store_read_summary(s, A, &u, &n));
+    cr_assert_eq(n, 7);
+    cr_assert_str_eq(u[0].key, "f_attn"); /* by key */
+    cr_assert_str_eq(u[2].key, "test_loss");
+    cr_assert_str_eq(u[3].key, "tokens_per_s");
+    cr_assert_str_eq(u[3].text, "fast");
+    cr_assert_null(u[2].text);
+    store_summary_free(u, n);
+
+    StoreSeries *m;
+    long long other;
+    OK(store_read_series(s, A, &m, &n, &other));
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(m[0].key, "train_loss");
+    cr_assert(m[0].points == 30 && m[0].last_step == 30);
+    cr_assert_float_eq(m[0].last_value, 3.0, 1e-9);
+    cr_assert_eq(other, 2); /* f_attn and m_act at layer=1 */
+    store_series_free(m, n);
+
+    /* probes: layer 0 from summary, layer 1 from the last metric step */
+    StoreProbe *pr;
+    OK(store_read_probes(s, A, &pr, &n));
+    cr_assert_eq(n, 2);
+    cr_assert(pr[0].layer == 0 && pr[0].has_f && pr[0].has_m && pr[0].f_attn == 0.375 && pr[0].m_act == 12.5);
+    cr_assert(pr[1].layer == 1 && pr[1].f_attn == 0.625 && pr[1].m_act == 77.5);
+    free(pr);
+
+    StoreHist *h;
+    OK(store_read_histograms(s, A, "gate", &h, &n));
+    cr_assert_eq(n, 1);
+    cr_assert(h[0].step == 30 && h[0].nbins == 4 && h[0].counts[1] == 40 && h[0].hi == 1);
+    store_histograms_free(h, n);
+
+    /* errors: unknown, ambiguous prefix, empty */
+    cr_assert_null(store_resolve_run(s, "nosuch"));
+    cr_assert(strstr(store_errmsg(s), "no run matches 'nosuch'"), "%s", store_errmsg(s));
+    cr_assert_null(store_resolve_run(s, "aaaa"));
+    cr_assert(strstr(store_errmsg(s), "'aaaa' is ambiguous") && strstr(store_errmsg(s), A) &&
+                  strstr(store_errmsg(s), B),
+              "%s", store_errmsg(s));
+    cr_assert_null(store_resolve_run(s, ""));
+    cr_assert_null(store_resolve_run(s, "no\x1b[2Jsuch"));
+    cr_assert(strstr(store_errmsg(s), "no run matches 'no\\x1b[2Jsuch'"), "%s", store_errmsg(s));
+    cr_assert_eq(store_run_info(s, "nosuch", &r), -1);
+
+    /* a stale running run reads as killed */
+    OK(store_debug_set_heartbeat(s, B, 1000.0));
+    OK(store_list_runs(s, &l));
+    cr_assert_str_eq(list_find(&l, B)->status, "killed");
+    store_run_list_free(&l);
+    OK(store_run_info(s, B, &r));
+    cr_assert_str_eq(r.effective_status, "killed");
+    cr_assert_str_eq(r.status, "running");
+    cr_assert(isnan(r.ended_at));
+    store_run_info_free(&r);
+    store_close(s);
+    tmp_db_remove(&t);
+}
+
+/* `gated ls` and `gated show` on the same runs. */
+Test(store, ls_and_show_report_runs) {
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    store_close(s);
+    char *empty = capture_ls(t.db);
+    cr_assert(strstr(empty, "(no runs"), "%s", empty);
+    free(empty);
+    s = two_runs(t.db);
+    const char *A = RUN_A, *B = RUN_B;
+    Provenance p = test_prov("hostA");
+
+    char *ls = capture_ls(t.db);
     cr_assert(strstr(ls, "run id") && strstr(ls, "status") && strstr(ls, "val loss"), "%s", ls);
     const char *la = strstr(ls, A), *lb = strstr(ls, B);
     cr_assert(la && lb && la < lb, "%s", ls);
@@ -723,9 +911,10 @@ Test(store, ls_and_show_report_runs) {
     free(ls);
 
     /* by name, by exact id and by unique prefix: the same report */
-    char *show = capture_show(s, "sdpa-elementwise");
-    cr_assert_not_null(show, "%s", store_errmsg(s));
-    char *by_id = capture_show(s, A), *by_prefix = capture_show(s, "aaaa1");
+    char err[1024];
+    char *show = capture_show(t.db, "sdpa-elementwise", err, sizeof err);
+    cr_assert_not_null(show, "%s", err);
+    char *by_id = capture_show(t.db, A, err, sizeof err), *by_prefix = capture_show(t.db, "aaaa1", err, sizeof err);
     cr_assert_not_null(by_id);
     cr_assert_not_null(by_prefix);
     cr_assert_str_eq(show, by_id);
@@ -753,30 +942,28 @@ Test(store, ls_and_show_report_runs) {
     cr_assert(first && !strstr(first + 1, "val_ppl"), "%s", show);
     free(show);
 
-    /* errors: unknown, ambiguous prefix, empty; nothing printed */
-    cr_assert_null(capture_show(s, "nosuch"));
-    cr_assert(strstr(store_errmsg(s), "no run matches 'nosuch'"), "%s", store_errmsg(s));
-    cr_assert_null(capture_show(s, "aaaa"));
-    cr_assert(strstr(store_errmsg(s), "'aaaa' is ambiguous") && strstr(store_errmsg(s), A) &&
-                  strstr(store_errmsg(s), B),
-              "%s", store_errmsg(s));
-    cr_assert_null(capture_show(s, ""));
+    /* errors: unknown, ambiguous prefix, empty; nothing printed (capture_show asserts it) */
+    cr_assert_null(capture_show(t.db, "nosuch", err, sizeof err));
+    cr_assert(strstr(err, "no run matches 'nosuch'"), "%s", err);
+    cr_assert_null(capture_show(t.db, "aaaa", err, sizeof err));
+    cr_assert(strstr(err, "'aaaa' is ambiguous") && strstr(err, A) && strstr(err, B), "%s", err);
+    cr_assert_null(capture_show(t.db, "", err, sizeof err));
 
     /* a name shared by two runs is ambiguous too */
     OK(store_run_begin(s, "cccc000000000000", "baseline", "{\"seed\":44}", 44, 1, &p, NULL));
-    cr_assert_null(capture_show(s, "baseline"));
-    cr_assert(strstr(store_errmsg(s), "name matches 2 runs"), "%s", store_errmsg(s));
-    char *b = capture_show(s, "aaaa9");
-    cr_assert_not_null(b);
+    cr_assert_null(capture_show(t.db, "baseline", err, sizeof err));
+    cr_assert(strstr(err, "name matches 2 runs"), "%s", err);
+    char *b = capture_show(t.db, "aaaa9", err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
     cr_assert(strstr(b, "status      running"), "%s", b);
     free(b);
 
     /* a stale running run reads as killed in both reports */
     OK(store_debug_set_heartbeat(s, B, 1000.0));
-    b = capture_show(s, B);
-    cr_assert(strstr(b, "status      killed (recorded 'running'"), "%s", b);
+    b = capture_show(t.db, B, err, sizeof err);
+    cr_assert(b && strstr(b, "status      killed (recorded 'running'"), "%s", b ? b : err);
     free(b);
-    ls = capture_ls(s);
+    ls = capture_ls(t.db);
     lb = strstr(ls, B);
     cr_assert(lb && strstr(lb, "killed"), "%s", ls);
     free(ls);
@@ -815,6 +1002,71 @@ Test(store, provenance_fill_sets_every_field) {
 /* ------------------------------------------------------------------ */
 /* untrusted text: names, labels, anything read back from a file       */
 /* ------------------------------------------------------------------ */
+
+/* util/sysinfo.h, and the old store_* names bench still uses. */
+Test(store, sysinfo_reads_the_machine) {
+    char t[] = "value \t\r\n", out[256], alias[256];
+    sysinfo_trim(t);
+    cr_assert_str_eq(t, "value");
+    cr_assert(sysinfo_compiler()[0]);
+#if defined(__GNUC__) && !defined(__clang__)
+    cr_assert_eq(strncmp(sysinfo_compiler(), "gcc ", 4), 0, "%s", sysinfo_compiler());
+#endif
+    cr_assert_str_eq(store_compiler(), sysinfo_compiler());
+    sysinfo_cpu_model(out, sizeof out);
+    store_cpu_model(alias, sizeof alias);
+    cr_assert(out[0]);
+    cr_assert_str_eq(out, alias);
+    sysinfo_cpuinfo("no such key", out, sizeof out);
+    cr_assert_str_eq(out, "");
+    sysinfo_host(out, sizeof out);
+    cr_assert(out[0]);
+    int any = -1;
+    cr_assert_eq(sysinfo_command("printf 'one  \\ntwo\\n'", out, sizeof out, &any), 0);
+    cr_assert_str_eq(out, "one");
+    cr_assert_eq(any, 1);
+    cr_assert_eq(sysinfo_command("true", out, sizeof out, &any), 0);
+    cr_assert(out[0] == '\0' && any == 0);
+    cr_assert_eq(sysinfo_command("exit 3", out, sizeof out, NULL), -1);
+}
+
+/* lab/merge.h: an input with a name that is not printable text is refused
+ * whole; dst itself is refused; a clean input merges once. */
+Test(store, merge_from_checks_its_input) {
+    TmpDb a, b;
+    tmp_db(&a);
+    tmp_db(&b);
+    Store *s = open_or_die(a.db);
+    Provenance p = test_prov("hostA");
+    OK(store_run_begin(s, RID, "ok-name", "{\"seed\":1}", 1, 1, &p, NULL));
+    OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
+    OK(store_run_end(s, RID, "finished", NULL, -1));
+    store_close(s);
+    sqlite3 *db = raw_open(a.db);
+    raw_exec(db, "UPDATE runs SET name = 'bad' || char(27) || 'name'");
+    raw_close(db);
+
+    Store *d = open_or_die(b.db);
+    char err[1024];
+    cr_assert_eq(merge_from(d, a.db, err, sizeof err), -2);
+    cr_assert(strstr(err, "refused, nothing merged: run 0123456789abcdef: name \"bad\\x1bname\""), "%s", err);
+    cr_assert_eq(store_count_rows(d, "runs"), 0);
+    cr_assert_eq(store_count_rows(d, "metrics"), 0);
+    cr_assert_eq(merge_from(d, b.db, err, sizeof err), -2);
+    cr_assert(strstr(err, "is the output database"), "%s", err);
+
+    db = raw_open(a.db);
+    raw_exec(db, "UPDATE runs SET name = 'fixed'");
+    raw_close(db);
+    cr_assert_eq(merge_from(d, a.db, err, sizeof err), 0, "%s", err);
+    cr_assert_str_eq(err, "");
+    cr_assert_eq(store_merge_from(d, a.db, err, sizeof err), 0, "%s", err); /* the old name; idempotent */
+    cr_assert_eq(store_count_rows(d, "runs"), 1);
+    cr_assert_eq(store_count_rows(d, "metrics"), 1);
+    store_close(d);
+    tmp_db_remove(&a);
+    tmp_db_remove(&b);
+}
 
 Test(store, names_must_be_printable_text) {
     static const struct {
@@ -927,14 +1179,14 @@ Test(store, ls_and_show_escape_text_from_the_file) {
     raw_exec(db, "UPDATE metrics SET key = 'k' || char(27) || '[31m'");
     raw_close(db);
 
-    s = open_or_die(t.db);
-    char *ls = capture_ls(s);
+    char *ls = capture_ls(t.db);
     cr_assert(!has_raw_control(ls), "raw control byte in ls:\n%s", ls);
     cr_assert_eq(count_lines(ls), 2, "a name broke the table's lines:\n%s", ls);
     cr_assert(strstr(ls, "evil\\x1b[2J\\x0aline2"), "%s", ls);
     free(ls);
-    char *show = capture_show(s, RID);
-    cr_assert_not_null(show, "%s", store_errmsg(s));
+    char err[1024];
+    char *show = capture_show(t.db, RID, err, sizeof err);
+    cr_assert_not_null(show, "%s", err);
     cr_assert(!has_raw_control(show), "raw control byte in show:\n%s", show);
     static const char *const want[] = {
         "name        evil\\x1b[2J\\x0aline2\n", "host        h\\x1b]0;title\\x07\n", "argv        a\\x0db\n",
@@ -944,9 +1196,9 @@ Test(store, ls_and_show_escape_text_from_the_file) {
         cr_assert(strstr(show, want[i]), "show lacks '%s':\n%s", want[i], show);
     free(show);
     /* an argument echoed in a message is escaped too */
-    cr_assert_null(capture_show(s, "no\x1b[2Jsuch"));
-    cr_assert(strstr(store_errmsg(s), "no run matches 'no\\x1b[2Jsuch'"), "%s", store_errmsg(s));
-    store_close(s);
+    cr_assert_null(capture_show(t.db, "no\x1b[2Jsuch", err, sizeof err));
+    cr_assert(strstr(err, "no run matches 'no\\x1b[2Jsuch'"), "%s", err);
+    cr_assert(!has_raw_control(err), "raw control byte in the message: %s", err);
     tmp_db_remove(&t);
 }
 
@@ -991,6 +1243,38 @@ static void assert_no_side_files(const char *db) {
     }
 }
 
+/* Everything ls and show read, through a read-only store (RID, "ro-run"). */
+static void ro_read_all(Store *s) {
+    StoreRunList l;
+    OK(store_list_runs(s, &l));
+    cr_assert_eq(l.n, 1);
+    cr_assert_str_eq(l.rows[0].name, "ro-run");
+    cr_assert_str_eq(l.rows[0].status, "finished");
+    store_run_list_free(&l);
+    char *id = store_resolve_run(s, "ro-run");
+    cr_assert_str_eq(id, RID, "%s", store_errmsg(s));
+    free(id);
+    StoreRunInfo r;
+    OK(store_run_info(s, RID, &r));
+    store_run_info_free(&r);
+    StoreSummaryRow *u;
+    StoreSeries *m;
+    StoreProbe *p;
+    StoreHist *h;
+    int n;
+    long long other;
+    OK(store_read_summary(s, RID, &u, &n));
+    cr_assert_eq(n, 1);
+    store_summary_free(u, n);
+    OK(store_read_series(s, RID, &m, &n, &other));
+    cr_assert_eq(n, 1);
+    store_series_free(m, n);
+    OK(store_read_probes(s, RID, &p, &n));
+    free(p);
+    OK(store_read_histograms(s, RID, "gate", &h, &n));
+    store_histograms_free(h, n);
+}
+
 Test(store, read_only_open_writes_nothing) {
     TmpDb t;
     tmp_db(&t);
@@ -1001,12 +1285,7 @@ Test(store, read_only_open_writes_nothing) {
     Store *s = NULL;
     char err[512];
     cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
-    char *ls = capture_ls(s);
-    cr_assert(strstr(ls, "ro-run") && strstr(ls, "finished"), "%s", ls);
-    free(ls);
-    char *show = capture_show(s, "ro-run");
-    cr_assert_not_null(show, "%s", store_errmsg(s));
-    free(show);
+    ro_read_all(s);
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 1);
     /* writing through it fails cleanly */
     Provenance p = test_prov("hostA");
@@ -1049,9 +1328,7 @@ Test(store, read_only_open_writes_nothing) {
         cr_assert_eq(chmod(t.db, 0444), 0);
         cr_assert_eq(chmod(t.dir, 0555), 0);
         cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
-        ls = capture_ls(s);
-        cr_assert(strstr(ls, "ro-run"), "%s", ls);
-        free(ls);
+        ro_read_all(s);
         store_close(s);
         cr_assert_eq(chmod(t.dir, 0755), 0);
         cr_assert_eq(chmod(t.db, 0644), 0);

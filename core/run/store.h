@@ -2,10 +2,13 @@
  * store.h — the SQLite results store: runs, their provenance, metrics,
  * summaries and histograms, in one database file (results.db).
  *
- * The schema is documented (in SQL) at the top of store.c.  The database is
- * opened in WAL mode with a 5 s busy timeout and foreign keys on, so several
- * training processes may share one file and a process killed at any moment
- * leaves a readable database holding every committed row.
+ * The schema is documented (in SQL) at the top of store.c; store_impl.h
+ * lists the files the store is split into.  The database is opened in WAL
+ * mode with a 5 s busy timeout and foreign keys on, so several training
+ * processes may share one file and a process killed at any moment leaves
+ * a readable database holding every committed row.  `gated ls` / `show`
+ * print what the read functions below give (cli/store_show.c); `gated
+ * merge` is lab/merge.h.
  *
  * Functions returning int give 0 on success and -1 on failure; the reason
  * is then in store_errmsg().  Strings passed in are copied (never kept).
@@ -19,6 +22,7 @@
 #include <stdio.h>
 
 #include "run/config.h"
+#include "util/sysinfo.h"
 
 /* Schema version written to / required of meta.schema_version. */
 #define STORE_SCHEMA_VERSION 1
@@ -90,22 +94,20 @@ int store_summary(Store *s, const char *run_id, const char *key, const char *con
 int store_histogram(Store *s, const char *run_id, const char *key, const char *context,
                     long long step, double lo, double hi, const long long *counts, int nbins);
 
-/* Fill p for this process: host (gethostname), CPU model (/proc/cpuinfo),
- * compiler (__VERSION__), cflags (GATED_CFLAGS if defined, else "unknown"),
- * OpenBLAS / SQLite / libyaml versions, and the git commit and dirty flag of
- * the current directory ("unknown" / -1 if not a git checkout).  The strings
- * are static storage, overwritten by the next call. */
+/* Fill p for this process: host, CPU model and compiler (util/sysinfo.h),
+ * cflags (GATED_CFLAGS if defined, else "unknown"), OpenBLAS / SQLite /
+ * libyaml versions, and the git commit and dirty flag of the current
+ * directory ("unknown" / -1 if not a git checkout).  The strings are
+ * static storage, overwritten by the next call. */
 void store_provenance_fill(Provenance *p);
 
-/* The pieces of that, for other records of the machine (gated bench --env):
- * the value of the first "KEY<blanks>: value" line of /proc/cpuinfo ("" if
- * none; cut to cap), the CPU's name (the first of "model name", "Model",
- * "Hardware", "cpu model", "Processor" present, else "unknown"), the
- * compiler ("gcc 12.2.0"), and t without trailing blanks and newlines. */
-void store_cpuinfo(const char *key, char *out, size_t cap);
-void store_cpu_model(char *out, size_t cap);
-const char *store_compiler(void);
-void store_trim(char *t);
+/* Old names of util/sysinfo.h's functions, thin aliases kept while the
+ * bench code (core/lab/bench*.c) still calls them; new code calls
+ * sysinfo_* directly.  Remove once it has switched. */
+static inline void store_cpuinfo(const char *key, char *out, size_t cap) { sysinfo_cpuinfo(key, out, cap); }
+static inline void store_cpu_model(char *out, size_t cap) { sysinfo_cpu_model(out, cap); }
+static inline const char *store_compiler(void) { return sysinfo_compiler(); }
+static inline void store_trim(char *t) { sysinfo_trim(t); }
 
 /* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
  * lowercase hex digits plus NUL. */
@@ -130,16 +132,96 @@ int store_sweep_finished(Store *s, const char *sweep, char (**ids)[17], int *n);
  * into id and, when config_json is non-NULL, its resolved config JSON
  * (malloc'd).  0, or -1 (no match, ambiguous: store_errmsg() says which). */
 int store_find_run(Store *s, const char *arg, char id[17], char **config_json);
+/* The same look-up, giving the whole run id (malloc'd: a run id in a
+ * merged file may be longer than 16 bytes), or NULL (store_errmsg()). */
+char *store_resolve_run(Store *s, const char *arg);
 
-/* Table of runs, oldest first: run id, name, status (killed if stale),
- * steps done (highest metric step), final val loss, start time. */
-int store_print_ls(Store *s, FILE *f);
-/* Everything about one run, found by exact run id, exact name or unique run
- * id prefix: config, provenance, final val/test results, summary values,
- * per-layer probes (f_attn, m_act at context 'layer=N', last step) and the
- * latest 'gate' histogram(s) as text bars.  Fails (printing nothing) if no
- * run matches or the argument is ambiguous. */
-int store_print_show(Store *s, const char *run_id_or_name_or_prefix, FILE *f);
+/* ------------------------------------------------------------------ */
+/* Reading runs back (gated ls and show: cli/store_show.c)            */
+/* ------------------------------------------------------------------ */
+
+/* Strings are the file's text as is (malloc'd; NULL where SQL NULL): a
+ * merged database is untrusted, so escape them (store_escape) for a
+ * terminal.  A value that is SQL NULL reads as NaN.  Each function gives 0,
+ * or -1 (store_errmsg()) with nothing to free. */
+
+/* One run as ls lists it. */
+typedef struct {
+    char *run_id, *name;
+    char *status;      /* effective: a stale 'running' reads "killed"; never NULL */
+    int has_steps;     /* whether it has metrics */
+    long long steps;   /* its highest metric step */
+    double val_loss;   /* summary val_loss (context ''), else its last val_loss metric */
+    double started_at; /* unix seconds */
+} StoreRunRow;
+
+/* Every run, oldest first (started_at, then run id), and the longest name
+ * in characters (as SQLite's length() counts them; 0 without runs). */
+typedef struct {
+    StoreRunRow *rows;
+    int n, name_width;
+} StoreRunList;
+int store_list_runs(Store *s, StoreRunList *out);
+void store_run_list_free(StoreRunList *l);
+
+/* A run's row of the runs table (store.c's schema), every column. */
+typedef struct {
+    char *run_id, *name, *status, *config_json, *code_version, *host, *cpu_model, *compiler, *cflags,
+        *openblas_version, *sqlite_version, *libyaml_version, *argv;
+    char *error_text;             /* NULL: none (SQL NULL) */
+    const char *effective_status; /* status as read at read_at ("killed" when stale, "?" when NULL) */
+    long long seed, diverged_step, env_id;
+    int has_diverged;             /* diverged_step is set */
+    int threads, git_dirty;       /* git_dirty: 1, 0, or -1 (unknown) */
+    double started_at, ended_at, heartbeat_at; /* unix seconds; ended_at NaN while not ended */
+    double read_at;               /* when it was read */
+} StoreRunInfo;
+/* The run with this exact run id (store_find_run resolves names and
+ * prefixes); free with store_run_info_free. */
+int store_run_info(Store *s, const char *run_id, StoreRunInfo *out);
+void store_run_info_free(StoreRunInfo *r);
+
+/* A run's summary rows (value NaN when NULL; text NULL when none), by key,
+ * then context, shorter contexts first. */
+typedef struct {
+    char *key, *context, *text;
+    double value;
+} StoreSummaryRow;
+int store_read_summary(Store *s, const char *run_id, StoreSummaryRow **rows, int *n);
+void store_summary_free(StoreSummaryRow *rows, int n);
+
+/* A run's metric series at context '', by key: number of points, last step
+ * and the value there; *n_other: how many (key, context) series it has at
+ * other contexts (per layer / per head). */
+typedef struct {
+    char *key;
+    long long points, last_step;
+    double last_value;
+} StoreSeries;
+int store_read_series(Store *s, const char *run_id, StoreSeries **rows, int *n, long long *n_other);
+void store_series_free(StoreSeries *rows, int n);
+
+/* A run's per-layer probes f_attn and m_act (context exactly 'layer=N'), by
+ * layer: the summary's value, else the metric's at its last step.  free(). */
+typedef struct {
+    long long layer;
+    double f_attn, m_act;
+    int has_f, has_m;
+} StoreProbe;
+int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n);
+
+/* A run's latest histogram of key for each context, shorter contexts
+ * first: its step, [lo, hi] and counts (nbins of them; nbins -1 and counts
+ * NULL when the stored counts are not a JSON array of integers). */
+typedef struct {
+    char *context;
+    long long step;
+    double lo, hi;
+    long long *counts;
+    int nbins;
+} StoreHist;
+int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHist **rows, int *n);
+void store_histograms_free(StoreHist *rows, int n);
 
 /* ------------------------------------------------------------------ */
 /* Untrusted text: names, labels, anything read back from a database    */
@@ -223,7 +305,7 @@ int store_run_release(Store *s, const char *run_id, const char *owner, const cha
 int store_debug_set_heartbeat(Store *s, const char *run_id, double t);
 
 /* ------------------------------------------------------------------ */
-/* Sweeps and merging (the sweep_runs table: see store.c's schema).     */
+/* Sweeps (the sweep_runs table: see store.c's schema)                 */
 /* ------------------------------------------------------------------ */
 
 /* One run of a sweep, as recorded in sweep_runs. */
@@ -248,31 +330,24 @@ const char *store_run_code_version(Store *s, const char *run_id, char *buf, size
  * summary, histograms, sweep_runs); -1 on error or another name. */
 long long store_count_rows(Store *s, const char *table);
 
-/* Copy everything from the gated database at src_path into dst, in one
- * transaction: environments (matched by content hash), runs, metrics,
- * summary, histograms and sweep_runs, without duplicates.  Before anything
- * is copied, every run id, run name, sweep name and label in src must pass
- * store_name_check (a database from elsewhere is untrusted): one that does
- * not makes src unusable (-2, a message naming the row).  A run present
- * in both keeps the row with the better status (finished > diverged >
- * failed > killed > running), then the later ended_at, then the later
- * heartbeat; on a tie dst's row stays.  The winning run's metric, summary
- * and histogram rows replace dst's on the same key; the other runs' rows
- * only fill keys dst lacks.  Merging the same input twice changes nothing.
- * src is only read.  Returns 0; -2 when src is not usable (missing, not a
- * gated database, a newer schema, or dst itself); -1 on a failure while
- * copying (nothing of that input is kept).  The message is in err
- * (always NUL-terminated; "" on success). */
+/* Old name of merge_from (lab/merge.h: `gated merge` folds in untrusted
+ * databases, so it lives in the lab), defined there as a thin alias while
+ * cli/cmd_sweep.c (cmd_merge) and tests/test_sweep.c still call it; new
+ * code includes lab/merge.h.  Remove once they switch. */
 int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
 
-/* The underlying SQLite connection, for read-only queries by other modules
- * (core/report.c).  Flushes nothing; callers must bind every value. */
+/* The database file's path, as given to store_open / store_open_ro. */
+const char *store_path(Store *s);
+
+/* The underlying SQLite connection, for queries by the lab (lab/report.c
+ * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must
+ * bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);
 
 
 /* ------------------------------------------------------------------ */
-/* Benchmarks (the bench table: see store.c, after the sweep functions) */
+/* Benchmarks (the bench table: see store_bench.c)                      */
 /* ------------------------------------------------------------------ */
 
 /* One benchmarked case of one `gated bench` invocation.  Times are

@@ -1,0 +1,366 @@
+/*
+ * merge.c — `gated merge` (see merge.h).
+ *
+ * The input is ATTACHed to dst's connection (store_db) as merge_src and
+ * copied with INSERT ... SELECT, every value bound.  Its messages name the
+ * input; SQLite failures name dst's path, as the store's own do.
+ */
+#include "lab/merge.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* One merge into dst: its connection, and the first error's message. */
+typedef struct {
+    Store *dst;
+    sqlite3 *db;
+    const char *path; /* dst's path */
+    char err[1024];
+} Merge;
+
+/* ------------------------------------------------------------------ */
+/* statements (the store's helpers, for the attached connection)       */
+/* ------------------------------------------------------------------ */
+
+__attribute__((format(printf, 2, 3))) static int mg_fail(Merge *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int mg_dbfail(Merge *s, const char *what) {
+    return mg_fail(s, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+static int mg_prep(Merge *s, sqlite3_stmt **st, const char *sql) {
+    *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
+        mg_fail(s, "%s: prepare \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        *st = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Bind parameters 1.. from types, each 't' (a const char *; merging binds
+ * only text). */
+static int mg_vbind(Merge *s, sqlite3_stmt *st, const char *types, va_list ap) {
+    int rc = SQLITE_OK;
+    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
+        if (types[i] != 't') return mg_fail(s, "%s: internal: bad bind type '%c'", s->path, types[i]);
+        rc = sqlite3_bind_text(st, i + 1, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+    }
+    if (rc != SQLITE_OK) return mg_dbfail(s, "bind");
+    return 0;
+}
+
+static int mg_bind(Merge *s, sqlite3_stmt *st, const char *types, ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = mg_vbind(s, st, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int mg_fin(Merge *s, sqlite3_stmt *st) {
+    if (sqlite3_finalize(st) != SQLITE_OK) return mg_dbfail(s, "finalize");
+    return 0;
+}
+
+/* Prepare, bind, step once expecting SQLITE_DONE, finalize. */
+static int mg_run(Merge *s, const char *sql, const char *types, ...) {
+    sqlite3_stmt *st;
+    if (mg_prep(s, &st, sql)) return -1;
+    va_list ap;
+    va_start(ap, types);
+    int rc = mg_vbind(s, st, types, ap);
+    va_end(ap);
+    if (rc) goto bad;
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        mg_fail(s, "%s: \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        goto bad;
+    }
+    return mg_fin(s, st);
+bad:
+    (void)sqlite3_finalize(st); /* the error is already recorded */
+    return -1;
+}
+
+/* Constant SQL without values. */
+static int mg_exec(Merge *s, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        mg_fail(s, "%s: \"%.40s\": %s", s->path, sql, msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int mg_begin(Merge *s) { return mg_exec(s, "BEGIN IMMEDIATE"); }
+static int mg_commit(Merge *s) { return mg_exec(s, "COMMIT"); }
+/* Roll back after an error, keeping the first error's message. */
+static void mg_rollback(Merge *s) {
+    if (sqlite3_get_autocommit(s->db)) return; /* nothing open */
+    char keep[sizeof s->err];
+    memcpy(keep, s->err, sizeof keep);
+    if (mg_exec(s, "ROLLBACK") != 0) {
+        size_t n = strlen(keep);
+        snprintf(keep + n, sizeof keep - n, " (and rollback failed: %.400s)", s->err);
+    }
+    memcpy(s->err, keep, sizeof keep);
+}
+
+static const char *mg_text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
+static const char *mg_text_or(sqlite3_stmt *st, int i, const char *dflt) {
+    const char *t = mg_text(st, i);
+    return t ? t : dflt;
+}
+
+/* 1 if the schema that schema_sql counts in (?1 'table', ?2 name) has a
+ * table called name, 0 if not, -1 on error. */
+static int mg_has_table(Merge *s, const char *schema_sql, const char *name) {
+    sqlite3_stmt *st;
+    if (mg_prep(s, &st, schema_sql)) return -1;
+    if (mg_bind(s, st, "tt", "table", name)) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        mg_dbfail(s, "read schema");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    int n = sqlite3_column_int(st, 0) > 0;
+    if (mg_fin(s, st)) return -1;
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* checking and copying the input                                      */
+/* ------------------------------------------------------------------ */
+
+/* Rank of a run's status for merging (t: table alias); ?1..?4 bind
+ * finished, diverged, failed, killed.  running (and anything else) is 0. */
+#define MERGE_RANK(t) "(CASE " t ".status WHEN ?1 THEN 4 WHEN ?2 THEN 3 WHEN ?3 THEN 2 WHEN ?4 THEN 1 ELSE 0 END)"
+#define MERGE_ENDED(t) "coalesce(" t ".ended_at, -1.0)"
+
+#define RUN_COLS                                                                                         \
+    "run_id, name, status, config_json, seed, threads, code_version, git_dirty, host, cpu_model,"       \
+    " compiler, cflags, openblas_version, sqlite_version, libyaml_version, argv, started_at, ended_at," \
+    " heartbeat_at, error_text, diverged_step"
+
+/* A message for a failure reading the attached input: not a database, or
+ * some other read error. */
+static int merge_src_fail(Merge *s, const char *src) {
+    if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB)
+        return mg_fail(s, "%s: not a gated database (%s)", src, sqlite3_errmsg(s->db));
+    return mg_fail(s, "%s: cannot read (%s)", src, sqlite3_errmsg(s->db));
+}
+
+/* Check that merge_src is a gated database this build can read.  0 ok,
+ * -2 not (message set), *has_sweeps whether it has sweep_runs. */
+static int merge_check_src(Merge *s, const char *src, int *has_sweeps) {
+    static const char *const q = "SELECT count(*) FROM merge_src.sqlite_master WHERE type = ?1 AND name = ?2";
+    int meta = mg_has_table(s, q, "meta");
+    if (meta < 0) return merge_src_fail(s, src), -2;
+    if (!meta) return mg_fail(s, "%s: not a gated database (no meta table)", src), -2;
+    sqlite3_stmt *st;
+    if (mg_prep(s, &st, "SELECT value FROM merge_src.meta WHERE key = ?1")) return merge_src_fail(s, src), -2;
+    if (mg_bind(s, st, "t", "schema_version")) {
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    long long v = 0;
+    int found = 0, r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        const char *t = mg_text(st, 0);
+        char *end;
+        if (t && *t) {
+            errno = 0;
+            v = strtoll(t, &end, 10);
+            found = !errno && *end == '\0';
+        }
+    } else if (r != SQLITE_DONE) {
+        merge_src_fail(s, src);
+        (void)sqlite3_finalize(st);
+        return -2;
+    }
+    if (mg_fin(s, st)) return -1;
+    if (!found) return mg_fail(s, "%s: not a gated database (no schema_version in meta)", src), -2;
+    if (v > STORE_SCHEMA_VERSION)
+        return mg_fail(s, "%s: schema version %lld is newer than this build supports (%d); use a newer gated", src, v,
+                    STORE_SCHEMA_VERSION),
+               -2;
+    if (v < 1) return mg_fail(s, "%s: not a gated database (schema_version %lld)", src, v), -2;
+    static const char *const need[] = {"environments", "runs", "metrics", "summary", "histograms"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        int h = mg_has_table(s, q, need[i]);
+        if (h < 0) return merge_src_fail(s, src), -2;
+        if (!h) return mg_fail(s, "%s: not a gated database (no %s table)", src, need[i]), -2;
+    }
+    int h = mg_has_table(s, q, "sweep_runs");
+    if (h < 0) return merge_src_fail(s, src), -2;
+    *has_sweeps = h;
+    return 0;
+}
+
+/* Every run id, run name, sweep name and label of merge_src must pass
+ * store_name_check (src is untrusted: its names reach gnuplot scripts,
+ * file names and terminals).  0 ok, -2 (message naming the row), -1 on a
+ * read error. */
+static int merge_check_names(Merge *s, const char *src, int has_sweeps) {
+    static const char *const sqls[2] = {"SELECT run_id, name, NULL FROM merge_src.runs",
+                                        "SELECT run_id, sweep, label FROM merge_src.sweep_runs"};
+    static const char *const what[2][3] = {{"run id", "name", NULL}, {"run id", "sweep name", "label"}};
+    for (int q = 0; q < (has_sweeps ? 2 : 1); q++) {
+        sqlite3_stmt *st;
+        if (mg_prep(s, &st, sqls[q])) return merge_src_fail(s, src), -2;
+        int r, rc = 0;
+        while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW)
+            for (int c = 0; c < 3 && rc == 0; c++) {
+                const char *v = mg_text(st, c);
+                char why[160], qv[160], qid[64], where[96] = "";
+                if (!what[q][c] || !v || store_name_check(v, why, sizeof why) == 0) continue;
+                if (c)
+                    snprintf(where, sizeof where, "%s %s: ", q ? "sweep_runs row of run" : "run",
+                             store_escape(mg_text_or(st, 0, ""), qid, sizeof qid));
+                rc = mg_fail(s, "%s: refused, nothing merged: %s%s \"%s\" %s", src, where, what[q][c],
+                          store_escape(v, qv, sizeof qv), why);
+            }
+        if (rc) {
+            (void)sqlite3_finalize(st);
+            return -2;
+        }
+        if (r != SQLITE_DONE) {
+            merge_src_fail(s, src);
+            (void)sqlite3_finalize(st);
+            return -2;
+        }
+        if (mg_fin(s, st)) return -1;
+    }
+    return 0;
+}
+
+/* The copy itself, in one transaction (merge_src attached). */
+static int merge_copy(Merge *s, int has_sweeps) {
+    if (mg_begin(s)) return -1;
+    int rc = mg_exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
+    if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
+    /* environments, by content hash (env_id differs between files) */
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT INTO main.environments(env_hash, host, cpu_model, compiler, cflags,"
+                      " openblas_version, sqlite_version, libyaml_version)"
+                      " SELECT env_hash, host, cpu_model, compiler, cflags, openblas_version, sqlite_version,"
+                      " libyaml_version FROM merge_src.environments WHERE true"
+                      " ON CONFLICT(env_hash) DO NOTHING",
+                      "");
+    /* runs the input wins: new ones, and ones with a better status, or the
+     * same status and a later end (then a later heartbeat) */
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT OR IGNORE INTO temp.merge_win(run_id)"
+                      " SELECT r.run_id FROM merge_src.runs r LEFT JOIN main.runs d ON d.run_id = r.run_id"
+                      " WHERE d.run_id IS NULL"
+                      " OR " MERGE_RANK("r") " > " MERGE_RANK("d") //
+                      " OR (" MERGE_RANK("r") " = " MERGE_RANK("d") //
+                      "     AND (" MERGE_ENDED("r") " > " MERGE_ENDED("d") //
+                      "          OR (" MERGE_ENDED("r") " = " MERGE_ENDED("d") //
+                      "              AND r.heartbeat_at > d.heartbeat_at)))",
+                      "tttt", "finished", "diverged", "failed", "killed");
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT INTO main.runs(" RUN_COLS ", env_id)"
+                      " SELECT " RUN_COLS ", (SELECT d.env_id FROM main.environments d"
+                      "   JOIN merge_src.environments e ON e.env_hash = d.env_hash WHERE e.env_id = r.env_id)"
+                      " FROM merge_src.runs r WHERE r.run_id IN (SELECT run_id FROM temp.merge_win)"
+                      " ON CONFLICT(run_id) DO UPDATE SET name = excluded.name, status = excluded.status,"
+                      " config_json = excluded.config_json, seed = excluded.seed, threads = excluded.threads,"
+                      " code_version = excluded.code_version, git_dirty = excluded.git_dirty,"
+                      " host = excluded.host, cpu_model = excluded.cpu_model, compiler = excluded.compiler,"
+                      " cflags = excluded.cflags, openblas_version = excluded.openblas_version,"
+                      " sqlite_version = excluded.sqlite_version, libyaml_version = excluded.libyaml_version,"
+                      " argv = excluded.argv, started_at = excluded.started_at, ended_at = excluded.ended_at,"
+                      " heartbeat_at = excluded.heartbeat_at, error_text = excluded.error_text,"
+                      " diverged_step = excluded.diverged_step, env_id = excluded.env_id",
+                      "");
+    /* a winning run's rows replace the output's on the same key; every
+     * other run's rows only fill gaps */
+    static const char *const rows_sql[] = {
+        "INSERT OR REPLACE INTO main.metrics(run_id, key, context, step, value)"
+        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.metrics(run_id, key, context, step, value)"
+        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR REPLACE INTO main.summary(run_id, key, context, value, text)"
+        " SELECT run_id, key, context, value, text FROM merge_src.summary"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.summary(run_id, key, context, value, text)"
+        " SELECT run_id, key, context, value, text FROM merge_src.summary"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR REPLACE INTO main.histograms(run_id, key, context, step, lo, hi, counts)"
+        " SELECT run_id, key, context, step, lo, hi, counts FROM merge_src.histograms"
+        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
+        "INSERT OR IGNORE INTO main.histograms(run_id, key, context, step, lo, hi, counts)"
+        " SELECT run_id, key, context, step, lo, hi, counts FROM merge_src.histograms"
+        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
+    };
+    for (size_t i = 0; rc == 0 && i < sizeof rows_sql / sizeof rows_sql[0]; i++)
+        rc = mg_run(s, rows_sql[i], "");
+    if (rc == 0 && has_sweeps)
+        rc = mg_run(s,
+                      "INSERT OR IGNORE INTO main.sweep_runs(sweep, run_id, label, seed, idx, is_baseline)"
+                      " SELECT sweep, run_id, label, seed, idx, is_baseline FROM merge_src.sweep_runs",
+                      "");
+    if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
+    if (rc == 0) rc = mg_commit(s);
+    if (rc) mg_rollback(s);
+    return rc;
+}
+
+static int merge_inner(Merge *s, const char *src) {
+    struct stat st;
+    if (!src || !*src) return mg_fail(s, "merge: empty input path"), -2;
+    if (stat(src, &st) != 0) return mg_fail(s, "%s: %s", src, strerror(errno)), -2;
+    if (S_ISDIR(st.st_mode)) return mg_fail(s, "%s: %s", src, strerror(EISDIR)), -2;
+    char *a = realpath(src, NULL), *b = realpath(s->path, NULL);
+    int same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    if (same) return mg_fail(s, "%s: is the output database", src), -2;
+    if (store_flush(s->dst)) return mg_fail(s, "%s", store_errmsg(s->dst));
+    if (mg_run(s, "ATTACH DATABASE ?1 AS merge_src", "t", src)) {
+        if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB) merge_src_fail(s, src);
+        return -2;
+    }
+    int has_sweeps = 0;
+    int rc = merge_check_src(s, src, &has_sweeps);
+    if (rc == 0) rc = merge_check_names(s, src, has_sweeps);
+    if (rc == 0) rc = merge_copy(s, has_sweeps);
+    char keep[sizeof s->err];
+    memcpy(keep, s->err, sizeof keep);
+    if (mg_exec(s, "DETACH DATABASE merge_src") && rc == 0) return -1;
+    if (rc) memcpy(s->err, keep, sizeof keep); /* the first error's message */
+    return rc;
+}
+
+int merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
+    Merge m = {.dst = dst, .db = store_db(dst), .path = store_path(dst)};
+    int rc = dst && m.db ? merge_inner(&m, src_path) : mg_fail(&m, "merge: no output database");
+    if (err && cap) snprintf(err, cap, "%s", rc ? m.err : "");
+    return rc;
+}
+
+/* The old name (run/store.h), until its last callers switch to merge_from. */
+int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
+    return merge_from(dst, src_path, err, cap);
+}
