@@ -20,6 +20,7 @@
 #include "nn/real.h"
 #include "run/store.h"
 #include "util/json.h"
+#include "util/sysinfo.h"
 
 /* ==================================================================== */
 /* the perf environment                                                  */
@@ -32,31 +33,31 @@ void bench_env_fill(BenchEnv *e) {
     for (int i = 0; i < BENCH_ENV_N; i++) e->key[i] = keys[i];
     struct utsname u;
     snprintf(e->val[0], sizeof e->val[0], "%s", uname(&u) == 0 ? u.machine : "unknown");
-    store_cpu_model(e->val[1], sizeof e->val[1]);
+    sysinfo_cpu_model(e->val[1], sizeof e->val[1]);
     /* x86: vendor, family, model, stepping (a virtual machine's name is often generic);
      * arm: implementer, part, revision */
     char v[64], fam[32], mod[32], step[32];
-    store_cpuinfo("vendor_id", v, sizeof v);
-    store_cpuinfo("cpu family", fam, sizeof fam);
-    store_cpuinfo("model", mod, sizeof mod);
-    store_cpuinfo("stepping", step, sizeof step);
+    sysinfo_cpuinfo("vendor_id", v, sizeof v);
+    sysinfo_cpuinfo("cpu family", fam, sizeof fam);
+    sysinfo_cpuinfo("model", mod, sizeof mod);
+    sysinfo_cpuinfo("stepping", step, sizeof step);
     if (fam[0])
         snprintf(e->val[2], sizeof e->val[2], "%s family %s model %s stepping %s", v, fam, mod, step);
     else {
-        store_cpuinfo("CPU implementer", v, sizeof v);
-        store_cpuinfo("CPU part", mod, sizeof mod);
-        store_cpuinfo("CPU revision", step, sizeof step);
+        sysinfo_cpuinfo("CPU implementer", v, sizeof v);
+        sysinfo_cpuinfo("CPU part", mod, sizeof mod);
+        sysinfo_cpuinfo("CPU revision", step, sizeof step);
         if (v[0] || mod[0]) snprintf(e->val[2], sizeof e->val[2], "implementer %s part %s revision %s", v, mod, step);
     }
     if (!e->val[2][0]) snprintf(e->val[2], sizeof e->val[2], "unknown");
     const char *cn = openblas_get_corename(), *cf = openblas_get_config();
     snprintf(e->val[3], sizeof e->val[3], "%s", cn ? cn : "unknown");
     snprintf(e->val[4], sizeof e->val[4], "%s", cf ? cf : "unknown");
-    store_trim(e->val[3]);
-    store_trim(e->val[4]);
+    sysinfo_trim(e->val[3]);
+    sysinfo_trim(e->val[4]);
     const char *ct = getenv("OPENBLAS_CORETYPE");
     snprintf(e->val[5], sizeof e->val[5], "%s", ct ? ct : "(unset)");
-    snprintf(e->val[6], sizeof e->val[6], "%s", store_compiler());
+    snprintf(e->val[6], sizeof e->val[6], "%s", sysinfo_compiler());
 #ifdef __GLIBC__
     snprintf(e->val[7], sizeof e->val[7], "glibc %s", gnu_get_libc_version());
 #else
@@ -104,7 +105,7 @@ static void read_line(const char *path, char *out, size_t cap) {
     if (!f) return;
     if (!fgets(out, (int)cap, f)) out[0] = '\0';
     fclose(f);
-    store_trim(out);
+    sysinfo_trim(out);
 }
 
 /* What one row reports: times in the case's unit, rates and counters
@@ -212,7 +213,7 @@ int bench_write_json(FILE *f, const BenchSuite *s, const BenchResult *res, const
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", &tm);
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = '\0';
-    store_cpuinfo("cpu MHz", mhz, sizeof mhz);
+    sysinfo_cpuinfo("cpu MHz", mhz, sizeof mhz);
     read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov, sizeof gov);
     double la[3] = {0, 0, 0};
     FILE *lf = fopen("/proc/loadavg", "r");

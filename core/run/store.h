@@ -101,13 +101,6 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
  * static storage, overwritten by the next call. */
 void store_provenance_fill(Provenance *p);
 
-/* Old names of util/sysinfo.h's functions, thin aliases kept while the
- * bench code (core/lab/bench*.c) still calls them; new code calls
- * sysinfo_* directly.  Remove once it has switched. */
-static inline void store_cpuinfo(const char *key, char *out, size_t cap) { sysinfo_cpuinfo(key, out, cap); }
-static inline void store_cpu_model(char *out, size_t cap) { sysinfo_cpu_model(out, cap); }
-static inline const char *store_compiler(void) { return sysinfo_compiler(); }
-static inline void store_trim(char *t) { sysinfo_trim(t); }
 
 /* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
  * lowercase hex digits plus NUL. */
