@@ -54,6 +54,7 @@
 
 #include "lab/paper.h"
 #include "lab/report.h"
+#include "lab/stats.h"
 #include "run/store.h"
 
 /* ------------------------------------------------------------------ */
@@ -353,56 +354,60 @@ static char *out_file(Fx *fx, const char *name) {
 
 Test(report, t_distribution) {
     /* regularized incomplete beta */
-    cr_assert_float_eq(report_betainc(2, 3, 0.5), 0.6875, 1e-12);
-    cr_assert_float_eq(report_betainc(0.5, 5, 0.3), 0.934737753831091821, 1e-12);
-    cr_assert_float_eq(report_betainc(10, 0.5, 0.9), 0.151640909634709969, 1e-12);
-    cr_assert_eq(report_betainc(2, 3, 0), 0);
-    cr_assert_eq(report_betainc(2, 3, 1), 1);
-    cr_assert(isnan(report_betainc(-1, 3, 0.5)));
+    cr_assert_float_eq(stats_betainc(2, 3, 0.5), 0.6875, 1e-12);
+    cr_assert_float_eq(stats_betainc(0.5, 5, 0.3), 0.934737753831091821, 1e-12);
+    cr_assert_float_eq(stats_betainc(10, 0.5, 0.9), 0.151640909634709969, 1e-12);
+    cr_assert_eq(stats_betainc(2, 3, 0), 0);
+    cr_assert_eq(stats_betainc(2, 3, 1), 1);
+    cr_assert(isnan(stats_betainc(-1, 3, 0.5)));
     /* two-sided p-values */
-    cr_assert_float_eq(report_t_p2(2.0, 5), 0.101939478829858369, 1e-10);
-    cr_assert_float_eq(report_t_p2(-2.0, 5), 0.101939478829858369, 1e-10);
-    cr_assert_float_eq(report_t_p2(2.776, 4), 0.0500227783199764076, 1e-10);
-    cr_assert_float_eq(report_t_p2(1.0, 1), 0.5, 1e-12);  /* Cauchy */
-    cr_assert_float_eq(report_t_p2(1.96, 1e6), 0.0499960675828293641, 1e-9);
-    cr_assert_float_eq(report_t_p2(0, 3), 1.0, 1e-15);
-    cr_assert_eq(report_t_p2(INFINITY, 3), 0);
+    cr_assert_float_eq(stats_t_p2(2.0, 5), 0.101939478829858369, 1e-10);
+    cr_assert_float_eq(stats_t_p2(-2.0, 5), 0.101939478829858369, 1e-10);
+    cr_assert_float_eq(stats_t_p2(2.776, 4), 0.0500227783199764076, 1e-10);
+    cr_assert_float_eq(stats_t_p2(1.0, 1), 0.5, 1e-12);  /* Cauchy */
+    cr_assert_float_eq(stats_t_p2(1.96, 1e6), 0.0499960675828293641, 1e-9);
+    cr_assert_float_eq(stats_t_p2(0, 3), 1.0, 1e-15);
+    cr_assert_eq(stats_t_p2(INFINITY, 3), 0);
     /* CDF and quantiles */
-    cr_assert_float_eq(report_t_cdf(2.0, 5), 1 - 0.101939478829858369 / 2, 1e-10);
-    cr_assert_float_eq(report_t_cdf(-2.0, 5), 0.101939478829858369 / 2, 1e-10);
-    cr_assert_float_eq(report_t_cdf(0, 7), 0.5, 1e-15);
-    cr_assert_float_eq(report_t_quantile(0.975, 4), 2.77644510519779349, 1e-9);
-    cr_assert_float_eq(report_t_quantile(0.975, 10), 2.22813885198627422, 1e-9);
-    cr_assert_float_eq(report_t_quantile(0.025, 10), -2.22813885198627422, 1e-9);
-    cr_assert_float_eq(report_t_quantile(0.5, 3), 0, 1e-12);
+    cr_assert_float_eq(stats_t_cdf(2.0, 5), 1 - 0.101939478829858369 / 2, 1e-10);
+    cr_assert_float_eq(stats_t_cdf(-2.0, 5), 0.101939478829858369 / 2, 1e-10);
+    cr_assert_float_eq(stats_t_cdf(0, 7), 0.5, 1e-15);
+    cr_assert_float_eq(stats_t_quantile(0.975, 4), 2.77644510519779349, 1e-9);
+    cr_assert_float_eq(stats_t_quantile(0.975, 10), 2.22813885198627422, 1e-9);
+    cr_assert_float_eq(stats_t_quantile(0.025, 10), -2.22813885198627422, 1e-9);
+    cr_assert_float_eq(stats_t_quantile(0.5, 3), 0, 1e-12);
 }
 
 Test(report, welch) {
     const double base[3] = {1.50, 1.52, 1.54}, g1[3] = {1.40, 1.41, 1.42}, hw[3] = {1.49, 1.53, 1.57};
     double m, sd;
-    report_mean_std(base, 3, &m, &sd);
+    stats_mean_std(base, 3, &m, &sd);
     cr_assert_float_eq(m, 1.52, 1e-12);
     cr_assert_float_eq(sd, 0.02, 1e-12);
-    report_mean_std(base, 1, &m, &sd);
+    stats_mean_std(base, 1, &m, &sd);
     cr_assert(m == 1.50 && isnan(sd));
-    Welch w;
-    cr_assert_eq(report_welch(g1, 3, base, 3, &w), 0);
+    stats_mean_std(base, 0, &m, &sd);
+    cr_assert(isnan(m) && isnan(sd));
+    stats_mean_std(base, 3, NULL, &sd); /* either output may be NULL */
+    cr_assert_float_eq(sd, 0.02, 1e-12);
+    TTest w;
+    cr_assert_eq(stats_welch(g1, 3, base, 3, &w), 0);
     cr_assert_float_eq(w.diff, -0.11, 1e-12);
     cr_assert_float_eq(w.t, -8.52056336165631654, 1e-9);
     cr_assert_float_eq(w.df, 2.94117647058823529, 1e-9); /* 50/17 */
     cr_assert_float_eq(w.p, 0.00365995558368264891, 1e-10);
     cr_assert_float_eq(w.lo, -0.151553995031825180, 1e-9);
     cr_assert_float_eq(w.hi, -0.0684460049681750155, 1e-9);
-    cr_assert_eq(report_welch(hw, 3, base, 3, &w), 0);
+    cr_assert_eq(stats_welch(hw, 3, base, 3, &w), 0);
     cr_assert_float_eq(w.p, 0.724856169924420301, 1e-10);
     cr_assert_float_eq(w.lo, -0.0731079900636501556, 1e-9);
     cr_assert_float_eq(w.hi, 0.0931079900636501734, 1e-9);
     /* too few runs; zero variance */
-    cr_assert_eq(report_welch(hw, 1, base, 3, &w), -1);
+    cr_assert_eq(stats_welch(hw, 1, base, 3, &w), -1);
     const double c1[2] = {1, 1}, c2[2] = {2, 2};
-    cr_assert_eq(report_welch(c1, 2, c2, 2, &w), 0);
+    cr_assert_eq(stats_welch(c1, 2, c2, 2, &w), 0);
     cr_assert(w.p == 0 && w.lo == -1 && w.hi == -1);
-    cr_assert_eq(report_welch(c1, 2, c1, 2, &w), 0);
+    cr_assert_eq(stats_welch(c1, 2, c1, 2, &w), 0);
     cr_assert(w.p == 1);
 }
 
@@ -410,58 +415,64 @@ Test(report, paired_holm_fisher) {
     /* paired: the per-seed differences, not the two samples' spreads */
     const double base[3] = {1.50, 1.52, 1.54}, g1[3] = {1.40, 1.41, 1.42}, silu[3] = {1.48, 1.49, 1.50};
     TTest w;
-    cr_assert_eq(report_paired(g1, base, 3, &w), 0);
+    cr_assert_eq(stats_paired(g1, base, 3, &w), 0);
     cr_assert_float_eq(w.diff, -0.11, 1e-12);
     cr_assert_float_eq(w.t, -19.0525588832576502, 1e-8);
     cr_assert_eq(w.df, 2);
     cr_assert_float_eq(w.p, 0.00274348939442592404, 1e-11);
     cr_assert_float_eq(w.lo, -0.134841377117503311, 1e-9);
     cr_assert_float_eq(w.hi, -0.0851586228824966893, 1e-9);
-    cr_assert_eq(report_paired(silu, base, 3, &w), 0);
+    cr_assert_eq(stats_paired(silu, base, 3, &w), 0);
     cr_assert_float_eq(w.t, -5.19615242270663188, 1e-9);
     cr_assert_float_eq(w.p, 0.0350987186459846505, 1e-10);
     cr_assert_float_eq(w.lo, -0.0548413771175033107, 1e-9);
     cr_assert_float_eq(w.hi, -0.00515862288249668929, 1e-9);
-    cr_assert_eq(report_welch(silu, 3, base, 3, &w), 0); /* unpaired, the same data: far weaker */
+    cr_assert_eq(stats_welch(silu, 3, base, 3, &w), 0); /* unpaired, the same data: far weaker */
     cr_assert_float_eq(w.p, 0.104478886684721866, 1e-10);
     const double a2[2] = {1.80, 1.85}, b2[2] = {2.50, 2.60}; /* df = 1 */
-    cr_assert_eq(report_paired(a2, b2, 2, &w), 0);
+    cr_assert_eq(stats_paired(a2, b2, 2, &w), 0);
     cr_assert_float_eq(w.diff, -0.725, 1e-12);
     cr_assert_float_eq(w.t, -29.0, 1e-9);
     cr_assert_float_eq(w.p, 0.0219437112320219625, 1e-10);
     cr_assert_float_eq(w.lo, -1.04265511840436762, 1e-8);
     cr_assert_float_eq(w.hi, -0.407344881595632384, 1e-8);
-    cr_assert_eq(report_paired(a2, b2, 1, &w), -1);
+    cr_assert_eq(stats_paired(a2, b2, 1, &w), -1);
     const double c1[2] = {1, 2}, c2[2] = {2, 3};
-    cr_assert_eq(report_paired(c1, c2, 2, &w), 0); /* constant differences */
+    cr_assert_eq(stats_paired(c1, c2, 2, &w), 0); /* constant differences */
     cr_assert(w.p == 0 && w.lo == -1 && w.hi == -1);
-    cr_assert_eq(report_paired(c1, c1, 2, &w), 0);
+    cr_assert_eq(stats_paired(c1, c1, 2, &w), 0);
     cr_assert(w.p == 1 && w.diff == 0);
 
     /* Holm: sorted 0.005 0.01 0.03 0.04 -> 4x, 3x, 2x, then the running maximum */
     double p[6] = {0.01, NAN, 0.04, 0.03, 0.005, NAN}, adj[6];
-    cr_assert_eq(report_holm(p, 6, adj), 0);
+    cr_assert_eq(stats_holm(p, 6, adj), 0);
     cr_assert_float_eq(adj[0], 0.03, 1e-15);
     cr_assert(isnan(adj[1]) && isnan(adj[5]));
     cr_assert_float_eq(adj[2], 0.06, 1e-15); /* 1 x 0.04 < 0.06 */
     cr_assert_float_eq(adj[3], 0.06, 1e-15);
     cr_assert_float_eq(adj[4], 0.02, 1e-15);
     double q[3] = {0.6, 0.5, 0.02};
-    cr_assert_eq(report_holm(q, 3, q), 0); /* in place; capped at 1 */
+    cr_assert_eq(stats_holm(q, 3, q), 0); /* in place; capped at 1 */
     cr_assert(q[0] == 1 && q[1] == 1);
     cr_assert_float_eq(q[2], 0.06, 1e-15);
+    double one = 0.03, none = NAN;
+    cr_assert_eq(stats_holm(&one, 1, &one), 0); /* a family of one: unadjusted */
+    cr_assert_eq(one, 0.03);
+    cr_assert_eq(stats_holm(&none, 1, &none), 0);
+    cr_assert(isnan(none));
+    cr_assert_eq(stats_holm(p, 0, adj), 0); /* no p-values: nothing to do */
 
     /* Fisher, two-sided (exact fractions) */
-    cr_assert_float_eq(report_fisher_exact(3, 1, 1, 3), 17.0 / 35, 1e-12);       /* the tea-tasting table */
-    cr_assert_float_eq(report_fisher_exact(1, 9, 11, 3), 41.0 / 14858, 1e-12);
-    cr_assert_float_eq(report_fisher_exact(6, 2, 1, 4), 4.0 / 39, 1e-12);
-    cr_assert_float_eq(report_fisher_exact(2, 7, 8, 2), 1063.0 / 46189, 1e-12);
-    cr_assert_float_eq(report_fisher_exact(0, 5, 5, 0), 1.0 / 126, 1e-12);
-    cr_assert_float_eq(report_fisher_exact(0, 4, 2, 2), 3.0 / 7, 1e-12);        /* the lr sweep's */
-    cr_assert_float_eq(report_fisher_exact(10, 0, 0, 1), 1.0 / 11, 1e-12);
-    cr_assert_eq(report_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
-    cr_assert(isnan(report_fisher_exact(0, 0, 1, 3)));
-    cr_assert(isnan(report_fisher_exact(-1, 2, 1, 3)));
+    cr_assert_float_eq(stats_fisher_exact(3, 1, 1, 3), 17.0 / 35, 1e-12);       /* the tea-tasting table */
+    cr_assert_float_eq(stats_fisher_exact(1, 9, 11, 3), 41.0 / 14858, 1e-12);
+    cr_assert_float_eq(stats_fisher_exact(6, 2, 1, 4), 4.0 / 39, 1e-12);
+    cr_assert_float_eq(stats_fisher_exact(2, 7, 8, 2), 1063.0 / 46189, 1e-12);
+    cr_assert_float_eq(stats_fisher_exact(0, 5, 5, 0), 1.0 / 126, 1e-12);
+    cr_assert_float_eq(stats_fisher_exact(0, 4, 2, 2), 3.0 / 7, 1e-12);        /* the lr sweep's */
+    cr_assert_float_eq(stats_fisher_exact(10, 0, 0, 1), 1.0 / 11, 1e-12);
+    cr_assert_eq(stats_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
+    cr_assert(isnan(stats_fisher_exact(0, 0, 1, 3)));
+    cr_assert(isnan(stats_fisher_exact(-1, 2, 1, 3)));
 }
 
 Test(report, paper_table) {
@@ -1064,5 +1075,92 @@ Test(report, hostile_text_is_quoted_in_every_format) {
     assert_has(c, "\nmain,G1\\x0a!touch PWNED\\x0a`x` *y* |z| $w$ <b>,3,0,3,0,3,1.41,");
     cr_assert_eq(lines_of(c), 6, "%s", c);
     free(c);
+    fx_rm(&fx);
+}
+
+/* ------------------------------------------------------------------ */
+/* stored JSON                                                         */
+/* ------------------------------------------------------------------ */
+
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* Stored JSON is read as JSON (SQLite's JSON functions), not scanned as
+ * text: run configs that differ only in whitespace are one configuration
+ * (the lr sweep's series, lr-matched references and Fisher tests stay as
+ * they are without the spaces); a config that is not JSON, or whose
+ * train.lr is a string, has no lr; histogram counts may hold whitespace,
+ * and counts that are not a JSON array of 64-bit integers are skipped with
+ * a warning. */
+Test(report, stored_json_is_read_as_json) {
+    Fx fx;
+    fixture(&fx);
+    fx_sql(&fx, "UPDATE runs SET config_json = replace(replace(config_json, ',', ' , '), ':', ': ')"
+                " WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'lr' AND idx % 2 = 0)");
+    fx_sql(&fx, "UPDATE runs SET config_json = 'not JSON {\"train.lr\":0.003' WHERE name = 'main-more-q-heads-s4'");
+    fx_sql(&fx, "UPDATE runs SET config_json = replace(config_json, '\"train.lr\":0.003', '\"train.lr\":\"0.003\"')"
+                " WHERE name = 'main-G1-silu-s1'");
+    static const char *const counts[][3] = {
+        {"main-G1-elementwise-s1", "layer=0", "[ 1 ,2,\n 3,4 ] "}, /* the same counts, spaced */
+        {"main-G1-headwise-s1", "layer=0", "[1,2,\"3\",4]"},
+        {"main-G1-headwise-s3", "layer=0", "[1.5,2,3,4]"},
+        {"main-G1-headwise-s2", "layer=1", "[1,2,3"},
+        {"main-G1-silu-s1", "layer=1", "[4,2,99999999999999999999,0]"},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "UPDATE histograms SET counts = '%s' WHERE key = 'gate' AND context = '%s' AND step = 100 AND"
+                 " run_id = (SELECT run_id FROM runs WHERE name = '%s')",
+                 counts[i][2], counts[i][1], counts[i][0]);
+        fx_sql(&fx, sql);
+    }
+    char err[1024], *log;
+    int rc = run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    cr_assert_eq(count_of(log, ": bad counts; skipped\n"), 4, "%s", log);
+
+    /* the lr sweep as in Test(report, csv) and Test(report, markdown) */
+    char *c = out_file(&fx, "lr.csv");
+    assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
+                  "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
+                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,\n");
+    assert_has(c, "\nlr,\"lr=0.003,position=sdpa\",16,0,4,0,4,2.025,0.05196152423,7.583753608,0.3916144526,"
+                  "baseline_fallback,\"lr=0.001,position=none\",-0.05,");
+    free(c);
+    c = out_file(&fx, "plots/lr-lr.dat");
+    assert_has(c, "# position=none: lr, mean final val loss, std, finished runs\n0.001 2.075 0.06454972244 4\n"
+                  "0.01 2.55 0.07071067812 2\n");
+    assert_has(c, "# position=sdpa: lr, mean final val loss, std, finished runs\n0.001 1.98 0.05944184833 4\n"
+                  "0.003 2.025 0.05196152423 4\n0.01 1.875 0.06454972244 4\n");
+    assert_has(c, "# diverged runs: lr, drawn at, series\n0.01 2.72 0\n0.01 2.72 0\n");
+    free(c);
+
+    /* no train.lr from a config that is not JSON or from a string: the rows' lr is empty */
+    c = out_file(&fx, "main.csv");
+    assert_has(c, "\nmain,G1-silu,9,0,3,0,3,1.49,0.01,");
+    assert_has(c, ",0.45,0.05,0,4096,1310,,3,,5.822,-0.204,,,\n");
+    assert_has(c, ",,,0,8192,1410,,3,,5.953,-0.073,,,\n");
+    assert_has(c, ",0,4096,1110,0.003,3,,5.761,"); /* G1-elementwise keeps its lr */
+    free(c);
+
+    /* spaced counts are read; the bad ones are left out of the sums */
+    c = out_file(&fx, "plots/main-gate-1-G1-elementwise.dat");
+    assert_has(c, "# layer 0 (3 runs): bin centre, fraction, count\n0.125 0.1 6\n0.375 0.2 12\n0.625 0.3 18\n"
+                  "0.875 0.4 24\n");
+    free(c);
+    c = out_file(&fx, "plots/main-gate-2-G1-headwise.dat");
+    assert_has(c, "# layer 0 (1 runs): bin centre, fraction, count\n0.125 0.1 2\n0.375 0.2 4\n0.625 0.3 6\n"
+                  "0.875 0.4 8\n");
+    assert_has(c, "# layer 1 (2 runs): bin centre, fraction, count\n0.125 0.4 16\n0.375 0.2 8\n0.625 0.4 16\n"
+                  "0.875 0 0\n");
+    free(c);
+    c = out_file(&fx, "plots/main-gate-3-G1-silu.dat");
+    assert_has(c, "# layer 1 (2 runs)");
+    free(c);
+    free(log);
     fx_rm(&fx);
 }

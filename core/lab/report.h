@@ -23,8 +23,7 @@
  * (paper.h).  In a sweep whose rows differ in train.lr also diverged/total
  * (total: finished + diverged) and Fisher's exact two-sided p of the
  * divergence count against the reference row.  Means are over the row's
- * finished runs.
- *
+ * finished runs.  The statistics are stats.h's.
  *
  * A sweep whose finished runs have attention-sink probes (metric
  * sink_formed, written by `gated train` at every evaluation; probes.h)
@@ -83,7 +82,7 @@ typedef struct {
     const char *db_path;   /* the results database (must exist) */
     const char *sweep;     /* one sweep, or NULL for all */
     ReportFormat format;
-    const char *out_dir;   /* created (with parents) if missing */
+    const char *out_dir;   /* created (with parents) if missing; not "" */
     int no_plots;          /* 1: write no plots at all */
     const char *gnuplot;   /* program to run: a name looked up on PATH, or a
                               path; NULL means "gnuplot" */
@@ -94,64 +93,12 @@ typedef struct {
 /* Exit statuses, as the CLI's. */
 enum { REPORT_OK = 0, REPORT_RUNTIME = 1, REPORT_BADINPUT = 2 };
 
-/* Write the report.  Returns REPORT_OK, REPORT_BADINPUT (missing or corrupt
- * database, unknown sweep) or REPORT_RUNTIME (an unwritable output, a read
- * error, a gnuplot failure); the message is then in err (always
- * NUL-terminated, "" on success).  A missing gnuplot is not an error: a
+/* Write the report.  Returns REPORT_OK, REPORT_BADINPUT (no database or
+ * output directory given, a missing or corrupt database, an unknown sweep)
+ * or REPORT_RUNTIME (an unwritable output, a read error, a gnuplot
+ * failure); the message is then in err (always NUL-terminated, "" on
+ * success).  A missing gnuplot is not an error: a
  * warning goes to the log and into report.md. */
 int report_run(const ReportOpts *o, char *err, size_t errcap);
-
-/* ------------------------------------------------------------------ */
-/* statistics (exported for the tests)                                 */
-/* ------------------------------------------------------------------ */
-
-/* Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]
- * (continued fraction, Lentz's method).  NAN outside the domain. */
-double report_betainc(double a, double b, double x);
-/* Student-t cumulative distribution P(T <= t) with df > 0 degrees of
- * freedom (df need not be an integer). */
-double report_t_cdf(double t, double df);
-/* Two-sided p-value P(|T| >= |t|). */
-double report_t_p2(double t, double df);
-/* Quantile: the t with P(T <= t) = p, p in (0, 1). */
-double report_t_quantile(double p, double df);
-
-/* Mean and sample standard deviation (n - 1); std is NAN for n < 2, mean
- * NAN for n < 1. */
-void report_mean_std(const double *x, int n, double *mean, double *std);
-
-/* A t-test of a difference: Welch's (two samples) or paired (one sample of
- * per-seed differences). */
-typedef struct {
-    double diff;       /* mean(a) - mean(b); paired: mean of a_i - b_i */
-    double se;         /* standard error of diff */
-    double t, df, p;   /* statistic, degrees of freedom, two-sided p */
-    double lo, hi;     /* 95% confidence interval of diff */
-} TTest;
-typedef TTest Welch;
-
-/* Welch's unequal-variance t-test of mean(a) - mean(b): se = sqrt(var_a /
- * na + var_b / nb), Welch–Satterthwaite df.  0 on success; -1 (w
- * untouched) when na < 2 or nb < 2.  With zero variance in both samples:
- * p = 1 if the means are equal, else 0, and the interval is [diff, diff]. */
-int report_welch(const double *a, int na, const double *b, int nb, TTest *w);
-
-/* Paired t-test of the differences d_i = a_i - b_i, i < n: diff = mean(d),
- * se = std(d) / sqrt(n), df = n - 1.  0 on success; -1 (w untouched) when
- * n < 2.  Zero variance of d: p = 1 if diff = 0, else 0; interval [diff,
- * diff]. */
-int report_paired(const double *a, const double *b, int n, TTest *w);
-
-/* Holm–Bonferroni: adj[i] for the family of the non-NAN p[i] (m of them):
- * sorted ascending, adj_(j) = max over k <= j of min(1, (m - k + 1) p_(k))
- * (ranks from 1); NAN where p[i] is NAN.  adj may be p.  0, or -1 when out
- * of memory (adj untouched). */
-int report_holm(const double *p, int n, double *adj);
-
-/* Fisher's exact test of the 2x2 table [[a, b], [c, d]] (counts >= 0),
- * two-sided: the sum of the hypergeometric probabilities (margins fixed)
- * of the tables no more likely than the observed one (relative tolerance
- * 1e-7, as R and SciPy).  NAN when a count is negative or a row is empty. */
-double report_fisher_exact(long a, long b, long c, long d);
 
 #endif

@@ -1,0 +1,853 @@
+/*
+ * report_plot.c — `gated report`: the plots (gnuplot data files, scripts
+ * and images in DIR/plots/).
+ *
+ * Plots (DIR/plots/SWEEP-*.{dat,gp,svg,png}; SWEEP with characters other
+ * than [A-Za-z0-9._-] replaced by '_'), each from finished runs:
+ *   -val_loss     metric val_loss against step, mean over the variant's runs
+ *   -f_attn       metric f_attn, context layer=N, last step, mean, per layer
+ *   -m_act        the same for m_act (log y axis)
+ *   -gate-K-LABEL histogram 'gate', context layer=N, last step, counts summed
+ *                 over the variant's runs, as a fraction per layer (K: the
+ *                 row's position, so two labels cannot collide); the counts
+ *                 are a JSON array of integers, read with json_each (another
+ *                 value is skipped with a warning)
+ *   -lr           when the sweep's runs have more than one train.lr: final
+ *                 val loss against lr (log x), mean ± std, one line per
+ *                 series; a series is the runs whose configs agree on every
+ *                 key but train.lr, train.min_lr and train.seed, named by
+ *                 their labels without the lr=... component; diverged runs
+ *                 are drawn as crosses along the top of the plot
+ *   -fattn-heads  sweeps with sink probes: metric f_attn, context
+ *                 layer=L,head=H, last step, mean over the row's finished
+ *                 runs; one panel per row, side by side on one colour scale
+ *                 0..1
+ *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
+ *                 against the context length (log2 x, log y), mean ± std,
+ *                 one colour per row and one dash type per scaling series
+ * Each .gp script is self-contained (run `gnuplot NAME.gp` in plots/) and
+ * is run by fork/exec with plots/ as working directory; gnuplot's output
+ * goes to plots/gnuplot.log.  The SVG / PNG terminals are probed once
+ * (pngcairo, else png).  Attention heatmaps need per-position attention
+ * data, which the store does not hold: the report says so.
+ */
+#include "lab/report_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* (x, y) samples, aggregated by x. */
+typedef struct {
+    double x, y;
+} Pt;
+typedef struct {
+    Pt *p;
+    int n, cap;
+} Pts;
+
+static int pts_add(R *r, Pts *v, double x, double y) {
+    if (isnan(y)) return 0;
+    if (rep_grow(r, (void **)&v->p, &v->cap, v->n + 1, sizeof *v->p)) return -1;
+    v->p[v->n++] = (Pt){x, y};
+    return 0;
+}
+
+static int pt_cmp(const void *a, const void *b) {
+    double x = ((const Pt *)a)->x, y = ((const Pt *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* Sort by x and write "x mean std n" per distinct x (std 0 for n = 1);
+ * returns the number of lines written. */
+static int pts_write(Pts *v, FILE *f) {
+    if (v->n == 0) return 0;
+    qsort(v->p, (size_t)v->n, sizeof *v->p, pt_cmp);
+    int lines = 0;
+    for (int i = 0; i < v->n;) {
+        int j = i;
+        while (j < v->n && v->p[j].x == v->p[i].x) j++;
+        int n;
+        double sum = 0, m, s;
+        for (int k = i; k < j; k++) sum += v->p[k].y;
+        m = sum / (j - i);
+        double ss = 0;
+        for (int k = i; k < j; k++) ss += (v->p[k].y - m) * (v->p[k].y - m);
+        n = j - i;
+        s = n > 1 ? sqrt(ss / (n - 1)) : 0;
+        fprintf(f, "%.10g %.10g %.10g %d\n", v->p[i].x, m, s, n);
+        lines++;
+        i = j;
+    }
+    return lines;
+}
+
+/* Single-quoted gnuplot string: '' for a quote (backslashes, backquotes
+ * and @ are literal there); a control character is written as \xNN, as
+ * text: a newline would end the command, and a next line starting with !
+ * is a shell command to gnuplot. */
+static void gp_str(FILE *f, const char *s) {
+    fputc('\'', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else {
+            if (*p == '\'') fputc('\'', f);
+            fputc(*p, f);
+        }
+    }
+    fputc('\'', f);
+}
+
+/* Find prog (a name on PATH, or a path); heap copy of its path or NULL. */
+static char *find_program(R *r, const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0 ? rep_dup(r, prog) : NULL;
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *e = strchr(path, ':');
+        size_t n = e ? (size_t)(e - path) : strlen(path);
+        char *cand = n ? rep_fmt(r, "%.*s/%s", (int)n, path, prog) : rep_fmt(r, "./%s", prog);
+        if (!cand) return NULL;
+        struct stat sb;
+        if (access(cand, X_OK) == 0 && stat(cand, &sb) == 0 && S_ISREG(sb.st_mode)) return cand;
+        free(cand);
+        path += n;
+        if (*path == ':') path++;
+    }
+    return NULL;
+}
+
+/* Run gnuplot with args (after argv[0]) in dir, output appended to logpath
+ * (NULL: /dev/null).  Returns the exit status, or -1 if it could not run. */
+static int run_gnuplot(R *r, const char *a1, const char *a2, const char *dir, const char *logpath) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        /* open the log before chdir: its path may be relative to the caller */
+        int fd = open(logpath ? logpath : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0666);
+        int in = open("/dev/null", O_RDONLY);
+        if (fd < 0 || in < 0 || chdir(dir) != 0) _exit(126);
+        dup2(in, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        char *argv[4] = {r->gp_prog, (char *)a1, (char *)a2, NULL};
+        execv(r->gp_prog, argv);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Look for gnuplot and its terminals once; a warning if it is unusable. */
+void rep_gp_check(R *r) {
+    if (r->gp_checked) return;
+    r->gp_checked = 1;
+    const char *prog = r->o->gnuplot ? r->o->gnuplot : "gnuplot";
+    r->gp_prog = find_program(r, prog);
+    if (r->failed) return;
+    if (!r->gp_prog) {
+        fprintf(r->log, "gated report: gnuplot not found; plots skipped (apt-get install -y gnuplot-nox)\n");
+        snprintf(r->gp_note, sizeof r->gp_note,
+                 "gnuplot not found (apt-get install -y gnuplot-nox); the plots' data files and gnuplot scripts are "
+                 "in `plots/`");
+        return;
+    }
+    if (run_gnuplot(r, "-e", "set terminal pngcairo", r->plots_dir, NULL) == 0)
+        r->term_png = "pngcairo";
+    else if (run_gnuplot(r, "-e", "set terminal png", r->plots_dir, NULL) == 0)
+        r->term_png = "png";
+    r->term_svg = run_gnuplot(r, "-e", "set terminal svg", r->plots_dir, NULL) == 0;
+    if (!r->term_png && !r->term_svg) {
+        fprintf(r->log, "gated report: %s has neither a png nor an svg terminal; plots skipped\n", r->gp_prog);
+        snprintf(r->gp_note, sizeof r->gp_note,
+                 "gnuplot has neither a png nor an svg terminal; the plots' data files and gnuplot scripts are in "
+                 "`plots/`");
+        return;
+    }
+    r->gp_ok = 1;
+}
+
+#define GP_SIZE "size 960,560"
+
+/* The terminals a script uses: those found, or (gnuplot missing, the
+ * script is only kept for later) svg and pngcairo. */
+static int gp_svg(const R *r) { return r->gp_ok ? r->term_svg : 1; }
+static const char *gp_png(const R *r) { return r->gp_ok ? r->term_png : "pngcairo"; }
+
+/* The script's first lines: a comment and the first terminal. */
+static void gp_head(R *r, FILE *f, const char *base, const char *what) {
+    fprintf(f, "# %s\n# written by `gated report`; run `gnuplot %s.gp` in this directory\n", what, base);
+    if (gp_svg(r))
+        fprintf(f, "set terminal svg " GP_SIZE " dynamic noenhanced background rgb 'white'\nset output '%s.svg'\n",
+                base);
+    else
+        fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\n", gp_png(r), base);
+    fprintf(f, "set grid\nset key outside right top\n");
+}
+
+/* After the plot command: the PNG as well (replot), then close. */
+static void gp_tail(R *r, FILE *f, const char *base) {
+    if (gp_svg(r) && gp_png(r))
+        fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\nreplot\n", gp_png(r), base);
+    fprintf(f, "set output\n");
+}
+
+/* Record the plot and run its script (when gnuplot is usable). */
+static int plot_finish(R *r, RSweep *s, const char *base, char *title) {
+    if (rep_grow(r, (void **)&s->plots, &s->plots_cap, s->nplots + 1, sizeof *s->plots)) {
+        free(title);
+        return -1;
+    }
+    PlotEntry *e = &s->plots[s->nplots++];
+    e->title = title;
+    e->base = rep_dup(r, base);
+    e->made = 0;
+    if (!e->base) return -1;
+    if (!r->gp_ok) return 0;
+    char *script = rep_fmt(r, "%s.gp", base);
+    char *logp = rep_fmt(r, "%s/gnuplot.log", r->plots_dir);
+    if (!script || !logp) {
+        free(script), free(logp);
+        return -1;
+    }
+    int st = run_gnuplot(r, script, NULL, r->plots_dir, logp);
+    int ok = st == 0;
+    const char *exts[2] = {r->term_svg ? "svg" : NULL, r->term_png ? "png" : NULL};
+    for (int i = 0; ok && i < 2; i++) {
+        if (!exts[i]) continue;
+        char *img = rep_fmt(r, "%s/%s.%s", r->plots_dir, base, exts[i]);
+        struct stat sb;
+        if (!img || stat(img, &sb) != 0 || sb.st_size == 0) ok = 0;
+        free(img);
+    }
+    if (ok)
+        e->made = 1;
+    else {
+        r->gp_fail++;
+        fprintf(r->log, "gated report: gnuplot failed on %s/%s (exit %d; see %s)\n", r->plots_dir, script, st, logp);
+    }
+    free(script);
+    free(logp);
+    return r->failed ? -1 : 0;
+}
+
+/* Open plots/BASE.dat and plots/BASE.gp. */
+static int plot_open(R *r, const char *base, FILE **dat, FILE **gp, char **datp, char **gpp) {
+    *dat = *gp = NULL;
+    *datp = rep_fmt(r, "%s/%s.dat", r->plots_dir, base);
+    *gpp = rep_fmt(r, "%s/%s.gp", r->plots_dir, base);
+    if (!*datp || !*gpp) return -1;
+    if (!(*dat = rep_open(r, *datp))) return -1;
+    if (!(*gp = rep_open(r, *gpp))) {
+        fclose(*dat);
+        *dat = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
+    int rc = 0;
+    if (dat && rep_close(r, dat, datp)) rc = -1;
+    if (gp && rep_close(r, gp, gpp)) rc = -1;
+    free(datp);
+    free(gpp);
+    return rc;
+}
+
+/* Close a plot's files and, when nothing failed and it has data (any),
+ * register and draw it under the title fmt.  Returns the new rc. */
+static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
+                     const char *fmt, ...) __attribute__((format(printf, 10, 11)));
+static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
+                     const char *fmt, ...) {
+    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (rc != 0 || !any) return rc;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *t = rep_dup(r, buf);
+    return t ? plot_finish(r, s, base, t) : -1;
+}
+
+/* RepRowFn on (context, value): a context layer=N as (N, value) into the Pts arg. */
+static int add_layer_pt(R *r, void *arg, sqlite3_stmt *st) {
+    long l = rep_parse_layer(rep_col_text(st, 0));
+    return l < 0 ? 0 : pts_add(r, arg, (double)l, rep_col_real(st, 1));
+}
+
+/* RepRowFn on (step, value): into the Pts arg. */
+static int add_step_pt(R *r, void *arg, sqlite3_stmt *st) {
+    return pts_add(r, arg, (double)sqlite3_column_int64(st, 0), rep_col_real(st, 1));
+}
+
+/* (step, value) of the run's metric `key` at context '' into pts. */
+static int q_steps(R *r, const char *run_id, const char *key, Pts *pts) {
+    sqlite3_stmt *st;
+    if (rep_q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3", "ttt",
+                   run_id, key, ""))
+        return -1;
+    return rep_q_rows(r, st, add_step_pt, pts);
+}
+
+/* One line per variant of metric `key`, mean over the finished seeds:
+ * against the step (per_layer 0: context '', every step) or against the
+ * layer (per_layer 1: context 'layer=N', each run's last step). */
+static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const char *ylabel, const char *title,
+                       int logy) {
+    char *base = rep_fmt(r, "%s-%s", s->fname, key);
+    if (!base) return -1;
+    FILE *dat, *gp;
+    char *datp, *gpp;
+    int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
+    int blocks = 0;
+    const char *xname = per_layer ? "layer" : "step";
+    if (rc == 0) {
+        gp_head(r, gp, base, title);
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset xlabel '%s'\n%s%sset ylabel ", xname, per_layer ? "set xtics 1\n" : "",
+                logy ? "set logscale y\n" : "");
+        gp_str(gp, ylabel);
+        fprintf(gp, "\nplot");
+    }
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        Pts pts = {0};
+        for (int i = 0; rc == 0 && i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (rep_is_finished(u))
+                rc = per_layer ? rep_q_each_context_last(r, u->run_id, key, add_layer_pt, &pts)
+                               : q_steps(r, u->run_id, key, &pts);
+        }
+        if (rc == 0 && pts.n) {
+            fprintf(dat, "# %s: %s, mean, std, runs\n", v->label, xname);
+            pts_write(&pts, dat);
+            fprintf(dat, "\n\n");
+            fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
+                    blocks);
+            gp_str(gp, v->label);
+            blocks++;
+        }
+        free(pts.p);
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base, "%s", title);
+    free(base);
+    return rc;
+}
+
+/* A histogram's counts: a JSON array of integers (json_each), in order,
+ * into *out (heap) and *n; *n = 0 (*out NULL) when counts is not such an
+ * array (another JSON value, a non-integer element, an integer beyond 64
+ * bits, text that is not JSON). */
+static int q_counts(R *r, const char *counts, long long **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    if (rep_q_prep(r, &st,
+                   "SELECT j.value, j.type = 'integer' AND typeof(j.value) = 'integer' FROM json_each(CASE WHEN"
+                   " json_valid(?1) THEN CASE json_type(?1) WHEN 'array' THEN ?1 END END) j ORDER BY j.key",
+                   "t", counts))
+        return -1;
+    int sr, cap = 0, ok = 1;
+    while (ok && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!(ok = sqlite3_column_int(st, 1) != 0)) break;
+        if (rep_grow(r, (void **)out, &cap, *n + 1, sizeof **out)) break;
+        (*out)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    int rc = r->failed ? (sqlite3_finalize(st), -1) : rep_q_done(r, st, sr, "read histograms");
+    if (rc || !ok) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+/* One layer's gate-score histogram, summed over runs. */
+typedef struct {
+    long layer;
+    double lo, hi;
+    long long *counts;
+    int nbins, nruns;
+} HistAcc;
+
+/* A row's histograms: one per layer, in the order first seen. */
+typedef struct {
+    HistAcc *a;
+    int n, cap;
+    int runs_with; /* runs that added one */
+} Hists;
+
+/* Add the histogram of layer l (counts c of nb bins, taken over; the
+ * line st of run u) to h: a new layer, or the sum when its bins match
+ * the layer's first; *added when it was used. */
+static int hist_add(R *r, Hists *h, const RRun *u, sqlite3_stmt *st, long l, long long *c, int nb, int *added) {
+    double lo = sqlite3_column_double(st, 1), hi = sqlite3_column_double(st, 2);
+    HistAcc *a = NULL;
+    for (int j = 0; j < h->n; j++)
+        if (h->a[j].layer == l) a = &h->a[j];
+    if (!a) {
+        if (rep_grow(r, (void **)&h->a, &h->cap, h->n + 1, sizeof *h->a)) {
+            free(c);
+            return -1;
+        }
+        h->a[h->n++] = (HistAcc){l, lo, hi, c, nb, 1};
+        *added = 1;
+        return 0;
+    }
+    if (a->nbins != nb || a->lo != lo || a->hi != hi) {
+        char qid[64];
+        fprintf(r->log, "gated report: run %s: histogram gate %s has other bins than its variant's first run; "
+                        "skipped\n", store_escape(u->run_id, qid, sizeof qid), rep_col_text(st, 0));
+    } else {
+        for (int b = 0; b < nb; b++) a->counts[b] += c[b];
+        a->nruns++;
+        *added = 1;
+    }
+    free(c);
+    return 0;
+}
+
+/* The 'gate' histograms of finished run u at their last step, per layer,
+ * added to h. */
+static int hist_load_run(R *r, Hists *h, const RRun *u) {
+    sqlite3_stmt *st;
+    if (rep_q_prep(r, &st,
+                   "SELECT h.context, h.lo, h.hi, h.counts FROM histograms h WHERE h.run_id = ?1 AND"
+                   " h.key = ?2 AND h.step = (SELECT max(x.step) FROM histograms x WHERE"
+                   " x.run_id = h.run_id AND x.key = h.key AND x.context = h.context)",
+                   "tt", u->run_id, "gate"))
+        return -1;
+    int sr, rc = 0, added = 0;
+    while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
+        long l = rep_parse_layer(rep_col_text(st, 0));
+        if (l < 0) continue;
+        long long *c;
+        int nb;
+        if ((rc = q_counts(r, rep_col_text(st, 3), &c, &nb))) break;
+        if (nb == 0) {
+            char qid[64];
+            fprintf(r->log, "gated report: run %s: histogram gate %s: bad counts; skipped\n",
+                    store_escape(u->run_id, qid, sizeof qid), rep_col_text(st, 0));
+            continue;
+        }
+        rc = hist_add(r, h, u, st, l, c, nb, &added);
+    }
+    if (rc)
+        sqlite3_finalize(st);
+    else
+        rc = rep_q_done(r, st, sr, "read histograms");
+    h->runs_with += added;
+    return rc;
+}
+
+/* The histogram plot of row k from h (h->n > 0). */
+static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
+    const RVar *v = &s->vars[k];
+    HistAcc *acc = h->a;
+    int nacc = h->n, runs_with = h->runs_with, rc = 0;
+    /* layers in order */
+    for (int i = 1; i < nacc; i++)
+        for (int j = i; j > 0 && acc[j - 1].layer > acc[j].layer; j--) {
+            HistAcc t = acc[j];
+            acc[j] = acc[j - 1];
+            acc[j - 1] = t;
+        }
+    char *lab = rep_safe_name(r, v->label);
+    char *base = lab ? rep_fmt(r, "%s-gate-%d-%s", s->fname, k, lab) : NULL;
+    free(lab);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+        rc = -1;
+    else {
+        gp_head(r, gp, base, "gate-score histogram per layer, last step, counts summed over seeds");
+        /* the labels in files: escaped when loaded; gp_str quotes again */
+        fprintf(gp, "set title ");
+        char *t = rep_fmt(r, "%s: gate scores of %s (last step, %d run%s summed)", s->name, v->label, runs_with,
+                          runs_with == 1 ? "" : "s");
+        if (!t) rc = -1;
+        if (t) gp_str(gp, t);
+        free(t);
+        fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'fraction of scores'\nset xrange [%.10g:%.10g]\nplot",
+                acc[0].lo, acc[0].hi);
+        for (int j = 0; j < nacc; j++) {
+            HistAcc *a = &acc[j];
+            long long tot = 0;
+            for (int b = 0; b < a->nbins; b++) tot += a->counts[b];
+            fprintf(dat, "# layer %ld (%d runs): bin centre, fraction, count\n", a->layer, a->nruns);
+            double w = (a->hi - a->lo) / a->nbins;
+            for (int b = 0; b < a->nbins; b++)
+                fprintf(dat, "%.10g %.10g %lld\n", a->lo + (b + 0.5) * w, tot ? (double)a->counts[b] / tot : 0.0,
+                        a->counts[b]);
+            fprintf(dat, "\n\n");
+            fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2 title 'layer %ld'", j ? ", \\\n    " : "",
+                    base, j, a->layer);
+        }
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    char *code = rc == 0 ? rep_md_code_str(r, v->label) : NULL;
+    if (!code) rc = -1;
+    rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base, "Gate scores of %s per layer (last step, %d run%s summed)",
+                   code ? code : "", runs_with, runs_with == 1 ? "" : "s");
+    free(code);
+    free(base);
+    return rc;
+}
+
+/* Gate-score histograms of variant k, summed over its finished runs. */
+static int plot_gate_hist(R *r, RSweep *s, int k) {
+    const RVar *v = &s->vars[k];
+    Hists h = {0};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (rep_is_finished(u)) rc = hist_load_run(r, &h, u);
+    }
+    if (rc == 0 && h.n > 0) rc = gate_hist_write(r, s, k, &h);
+    for (int j = 0; j < h.n; j++) free(h.a[j].counts);
+    free(h.a);
+    return rc;
+}
+
+/* A series of the lr plot: runs that differ only in lr and seed. */
+typedef struct {
+    const char *key; /* the runs' RRun.cfg_key (not owned) */
+    char *name;
+    Pts fin;  /* (lr, final val loss) of finished runs */
+    Pts div;  /* (lr, 0) of diverged runs */
+} LrSeries;
+
+/* The label without its learning rate: every "lr" (or "train.lr") that
+ * starts the label or follows one of - _ . , and is followed by an
+ * optional '=' and a number is removed with the separator before it
+ * ("lr=1e-3,position=sdpa" -> "position=sdpa", "baseline-lr3.0e-3" ->
+ * "baseline"); "all runs" if nothing is left. */
+static char *strip_lr(R *r, const char *label) {
+    size_t n = strlen(label);
+    char *out = malloc(n + 16);
+    if (!out) return rep_oom(r), NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        int at_start = i == 0 || strchr("-_.,", label[i - 1]) != NULL;
+        if (at_start && label[i] == 'l' && label[i + 1] == 'r') {
+            size_t j = i + 2;
+            if (label[j] == '=') j++;
+            if ((label[j] >= '0' && label[j] <= '9') || label[j] == '.') {
+                char *end;
+                (void)strtod(label + j, &end);
+                if (end > label + j) {
+                    /* drop "train." before it, then the separator before that */
+                    if (o >= 6 && strncmp(out + o - 6, "train.", 6) == 0) o -= 6;
+                    if (o > 0 && strchr("-_,", out[o - 1])) o--;
+                    i = (size_t)(end - label);
+                    /* at the start, drop the separator after it instead */
+                    if (o == 0 && i < n && strchr("-_,", label[i])) i++;
+                    continue;
+                }
+            }
+        }
+        out[o++] = label[i++];
+    }
+    out[o] = '\0';
+    if (!o) strcpy(out, "all runs");
+    return out;
+}
+
+/* The lr plot's series and the range of its final losses. */
+typedef struct {
+    LrSeries *ser;
+    int n, cap;
+    double ymin, ymax;
+} LrPlot;
+
+/* Run u (finished or diverged, with an lr and a config) into its series
+ * of p, a new one if no series has its config key. */
+static int lr_add_run(R *r, LrPlot *p, const RRun *u) {
+    char *name = strip_lr(r, u->label);
+    if (!name) return -1;
+    LrSeries *q = NULL;
+    for (int j = 0; j < p->n; j++)
+        if (strcmp(p->ser[j].key, u->cfg_key) == 0) q = &p->ser[j];
+    if (!q) {
+        if (rep_grow(r, (void **)&p->ser, &p->cap, p->n + 1, sizeof *p->ser)) {
+            free(name);
+            return -1;
+        }
+        q = &p->ser[p->n++];
+        memset(q, 0, sizeof *q);
+        q->key = u->cfg_key;
+        q->name = name;
+    } else {
+        if (!strstr(q->name, name)) { /* labels that differ beyond lr: name both */
+            char *nn = rep_fmt(r, "%s / %s", q->name, name);
+            if (!nn) {
+                free(name);
+                return -1;
+            }
+            free(q->name);
+            q->name = nn;
+        }
+        free(name);
+    }
+    if (rep_is_finished(u) && !isnan(u->val_loss) && isfinite(u->val_loss)) {
+        if (u->val_loss < p->ymin) p->ymin = u->val_loss;
+        if (u->val_loss > p->ymax) p->ymax = u->val_loss;
+        return pts_add(r, &q->fin, u->lr, u->val_loss);
+    }
+    return strcmp(u->status, "diverged") == 0 ? pts_add(r, &q->div, u->lr, 0) : 0;
+}
+
+/* The lr plot's data file and script from p (p->n > 0). */
+static void lr_write(R *r, const RSweep *s, LrPlot *p, const char *base, FILE *dat, FILE *gp) {
+    double ymin = p->ymin, ymax = p->ymax;
+    if (!isfinite(ymin)) ymin = 0, ymax = 1;
+    double span = ymax - ymin > 0 ? ymax - ymin : fabs(ymax) * 0.1 + 0.1;
+    double ydiv = ymax + 0.15 * span;
+    gp_head(r, gp, base, "final validation loss against peak learning rate; diverged runs as crosses");
+    fprintf(gp, "set title ");
+    gp_str(gp, s->name);
+    fprintf(gp, "\nset logscale x\nset format x '%%g'\nset xlabel 'train.lr (log scale)'\n"
+                "set ylabel 'final validation loss, mean +- std over seeds'\n"
+                "set yrange [%.10g:%.10g]\nset offsets graph 0.05, graph 0.05, 0, 0\nplot",
+            ymin - 0.1 * span, ymax + 0.3 * span);
+    int blocks = 0, ndiv = 0;
+    for (int j = 0; j < p->n; j++) {
+        LrSeries *q = &p->ser[j];
+        ndiv += q->div.n;
+        if (!q->fin.n) continue;
+        fprintf(dat, "# %s: lr, mean final val loss, std, finished runs\n", q->name);
+        pts_write(&q->fin, dat);
+        fprintf(dat, "\n\n");
+        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines title ", blocks ? ", \\\n    " : "", base,
+                blocks);
+        gp_str(gp, q->name);
+        blocks++;
+    }
+    if (ndiv) {
+        fprintf(dat, "# diverged runs: lr, drawn at, series\n");
+        for (int j = 0; j < p->n; j++)
+            for (int i = 0; i < p->ser[j].div.n; i++) fprintf(dat, "%.10g %.10g %d\n", p->ser[j].div.p[i].x, ydiv, j);
+        fprintf(dat, "\n\n");
+        fprintf(gp, "%s '%s.dat' index %d using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb 'red' title 'diverged'",
+                blocks ? ", \\\n    " : "", base, blocks);
+    }
+    fprintf(gp, "\n");
+    gp_tail(r, gp, base);
+}
+
+/* Final val loss against train.lr, a line per series (LrSeries). */
+static int plot_lr(R *r, RSweep *s) {
+    LrPlot p = {NULL, 0, 0, INFINITY, -INFINITY};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < s->nruns; i++) {
+        const RRun *u = &s->runs[i];
+        int ended = rep_is_finished(u) || strcmp(u->status, "diverged") == 0;
+        if (ended && !isnan(u->lr) && u->cfg_key) rc = lr_add_run(r, &p, u);
+    }
+    char *base = NULL;
+    if (rc == 0 && p.n > 0) {
+        base = rep_fmt(r, "%s-lr", s->fname);
+        FILE *dat = NULL, *gp = NULL;
+        char *datp = NULL, *gpp = NULL;
+        if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+            rc = -1;
+        else
+            lr_write(r, s, &p, base, dat, gp);
+        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+                       "Final validation loss against learning rate (log scale; diverged runs as red crosses above the "
+                       "curves)");
+    }
+    free(base);
+    for (int j = 0; j < p.n; j++) {
+        free(p.ser[j].name);
+        free(p.ser[j].fin.p);
+        free(p.ser[j].div.p);
+    }
+    free(p.ser);
+    return rc;
+}
+
+/* Per-head F-Attn of every row that has it: one panel per row, side by
+ * side, on one colour scale 0..1 (data: one matrix block per panel, rows
+ * layers, columns heads). */
+static int plot_heads(R *r, RSweep *s) {
+    int panels = 0;
+    for (int k = 0; k < s->nvars; k++) panels += s->vars[k].heads.nl > 0;
+    if (!panels) return 0;
+    char *base = rep_fmt(r, "%s-fattn-heads", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = base ? plot_open(r, base, &dat, &gp, &datp, &gpp) : -1;
+    if (rc == 0) {
+        gp_head(r, gp, base, "F-Attn per layer and query head, last step, mean over seeds; one panel per row");
+        fprintf(gp, "unset grid\nunset key\nset title ");
+        gp_str(gp, s->name);
+        /* more than 4 panels: labels alternate between two heights so long ones do not overlap */
+        int stagger = panels > 4;
+        fprintf(gp, " offset 0,%d\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
+                    "set palette rgb 33,13,10\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
+                    "set ytics 1\nset xtics () scale 0\n%s",
+                stagger ? 2 : 1, stagger ? "set tmargin 5\n" : "");
+        int x0 = 0, nl = 0, i = 0;
+        for (int k = 0; k < s->nvars; k++) {
+            const RVar *v = &s->vars[k];
+            const HeadMap *m = &v->heads;
+            if (!m->nl) continue;
+            fprintf(dat, "# %s (%d runs): F-Attn, rows layers 0..%d, columns heads 0..%d\n", v->label, v->n_sink,
+                    m->nl - 1, m->nh - 1);
+            for (int l = 0; l < m->nl; l++)
+                for (int h = 0; h < m->nh; h++)
+                    fprintf(dat, "%.10g%c", m->v[l * m->nh + h], h + 1 < m->nh ? ' ' : '\n');
+            fprintf(dat, "\n\n");
+            for (int h = 0; h < m->nh; h++) fprintf(gp, "set xtics add ('%d' %d)\n", h, x0 + h);
+            fprintf(gp, "set label %d ", ++i);
+            gp_str(gp, v->label);
+            fprintf(gp, " at %g, graph %g center\n", x0 + (m->nh - 1) / 2.0, stagger && i % 2 == 0 ? 1.08 : 1.03);
+            x0 += m->nh + 1;
+            if (m->nl > nl) nl = m->nl;
+        }
+        fprintf(gp, "set xrange [-0.5:%g]\nset yrange [-0.5:%g]\nplot", x0 - 1.5, nl - 0.5);
+        x0 = i = 0;
+        for (int k = 0; k < s->nvars; k++) {
+            const HeadMap *m = &s->vars[k].heads;
+            if (!m->nl) continue;
+            fprintf(gp, "%s '%s.dat' index %d matrix using ($1+%d):2:3 with image", i ? ", \\\n    " : "", base, i, x0);
+            x0 += m->nh + 1;
+            i++;
+        }
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+                   "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "
+                   "to 1)");
+    free(base);
+    return rc;
+}
+
+/* Validation PPL against context length: a line per (row, series), colour
+ * by row, dash type by series, error bars the std over seeds. */
+static int plot_ppl(R *r, RSweep *s) {
+    size_t cap = (size_t)s->nev + 1;
+    long long *lens = malloc(sizeof *lens * cap);
+    double *buf = malloc(sizeof *buf * cap);
+    char *base = rep_fmt(r, "%s-ppl-vs-length", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = 0, blocks = 0;
+    if (!lens || !buf)
+        rc = rep_oom(r);
+    else if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+        rc = -1;
+    if (rc == 0) {
+        gp_head(r, gp, base, "validation perplexity against context length, mean +- std over seeds");
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset logscale x 2\nset logscale y\nset format x '%%g'\nset format y '%%g'\n"
+                    "set autoscale yfix\nset offsets 0, 0, graph 0.05, graph 0.05\n"
+                    "set xlabel 'context length (tokens, log2 scale)'\n"
+                    "set ylabel 'validation PPL (log scale), mean +- std over seeds'\n");
+        if (!isnan(s->train_len))
+            fprintf(gp, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3\n", s->train_len, s->train_len);
+        fprintf(gp, "plot");
+    }
+    for (int j = 0; rc == 0 && j < s->neser; j++) {
+        int nl = rep_eval_lens(s, j, 0, lens);
+        for (int k = 0; rc == 0 && k < s->nvars; k++) {
+            int lines = 0;
+            for (int q = 0; q < nl; q++) {
+                double m, sd;
+                int n = rep_eval_stats(s, k, j, 0, lens[q], buf, &m, &sd);
+                if (!n) continue;
+                if (!lines++)
+                    fprintf(dat, "# %s, %s: context length, mean val PPL, std, runs\n", s->vars[k].label,
+                            s->eser[j].name);
+                fprintf(dat, "%lld %.10g %.10g %d\n", lens[q], m, isnan(sd) ? 0 : sd, n);
+            }
+            if (!lines) continue;
+            fprintf(dat, "\n\n");
+            char *t = rep_fmt(r, "%s (%s)", s->vars[k].label, s->eser[j].name);
+            if (!t) {
+                rc = -1;
+                break;
+            }
+            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines lc %d dt %d title ",
+                    blocks ? ", \\\n    " : "", base, blocks, k + 1, j + 1);
+            gp_str(gp, t);
+            free(t);
+            blocks++;
+        }
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base,
+                   "Validation perplexity against context length (log-log; one colour per row, one dash type per RoPE "
+                   "scaling; error bars: std over seeds)");
+    free(base);
+    free(lens);
+    free(buf);
+    return rc;
+}
+
+/* 1 if any finished run of variant k has a 'gate' histogram. */
+static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
+    const RVar *v = &s->vars[k];
+    *out = 0;
+    for (int i = 0; i < v->nruns && !*out; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (!rep_is_finished(u)) continue;
+        sqlite3_stmt *st;
+        if (rep_q_prep(r, &st, "SELECT 1 FROM histograms WHERE run_id = ?1 AND key = ?2 LIMIT 1", "tt", u->run_id,
+                       "gate"))
+            return -1;
+        int sr = sqlite3_step(st);
+        if (sr == SQLITE_ROW) *out = 1;
+        if (rep_q_done(r, st, sr, "read histograms")) return -1;
+    }
+    return 0;
+}
+
+int rep_make_plots(R *r, RSweep *s) {
+    if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds",
+                    "Validation loss against step (mean over seeds)", 0))
+        return -1;
+    if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer (last step, mean over seeds)",
+                    0))
+        return -1;
+    if (plot_series(r, s, "m_act", 1, "M-Act (max |h| of the layer output, log scale)",
+                    "M-Act per layer (last step, mean over seeds; log scale)", 1))
+        return -1;
+    for (int k = 0; k < s->nvars; k++) {
+        int has;
+        if (has_gate_hist(r, s, k, &has)) return -1;
+        if (has && plot_gate_hist(r, s, k)) return -1;
+    }
+    if (s->lr_plot && plot_lr(r, s)) return -1;
+    if (s->has_sink && plot_heads(r, s)) return -1;
+    if (s->nev && plot_ppl(r, s)) return -1;
+    return 0;
+}

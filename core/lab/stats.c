@@ -1,0 +1,207 @@
+/*
+ * stats.c — the statistics of `gated report` (stats.h).
+ *
+ * The t distribution comes from the regularized incomplete beta function:
+ * P(|T| >= |t|) = I_x(df/2, 1/2) with x = df / (df + t^2), the beta
+ * function's continued fraction evaluated by the modified Lentz method (as
+ * Numerical Recipes' betacf), x and 1 - x passed apart so that a tail near
+ * 0 keeps its precision.  Quantiles bisect the CDF until the interval
+ * cannot shrink (400 halvings at most).  Fisher's exact test sums the
+ * hypergeometric probabilities in log space (lgamma), so large counts do
+ * not overflow.
+ */
+#include "lab/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Continued fraction of the incomplete beta function (modified Lentz). */
+static double betacf(double a, double b, double x) {
+    const double EPS = 1e-16, TINY = 1e-300;
+    double qab = a + b, qap = a + 1, qam = a - 1;
+    double c = 1, d = 1 - qab * x / qap;
+    if (fabs(d) < TINY) d = TINY;
+    d = 1 / d;
+    double h = d;
+    for (int m = 1; m <= 1000; m++) {
+        double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < TINY) d = TINY;
+        c = 1 + aa / c;
+        if (fabs(c) < TINY) c = TINY;
+        d = 1 / d;
+        h *= d * c;
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1 + aa * d;
+        if (fabs(d) < TINY) d = TINY;
+        c = 1 + aa / c;
+        if (fabs(c) < TINY) c = TINY;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < EPS) break;
+    }
+    return h;
+}
+
+/* I_x(a, b) given x and y = 1 - x (passed separately so that a y near 0
+ * keeps its precision). */
+static double betainc_xy(double a, double b, double x, double y) {
+    if (x <= 0) return 0;
+    if (y <= 0) return 1;
+    double bt = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(y));
+    if (x < (a + 1) / (a + b + 2)) return bt * betacf(a, b, x) / a;
+    return 1 - bt * betacf(b, a, y) / b;
+}
+
+double stats_betainc(double a, double b, double x) {
+    if (!(a > 0) || !(b > 0) || !(x >= 0 && x <= 1)) return NAN;
+    return betainc_xy(a, b, x, 1 - x);
+}
+
+double stats_t_p2(double t, double df) {
+    if (isnan(t) || !(df > 0)) return NAN;
+    if (isinf(t)) return 0;
+    /* P(|T| >= |t|) = I_x(df/2, 1/2) with x = df / (df + t^2) */
+    double t2 = t * t;
+    return betainc_xy(df / 2, 0.5, df / (df + t2), t2 / (df + t2));
+}
+
+double stats_t_cdf(double t, double df) {
+    double p2 = stats_t_p2(t, df);
+    if (isnan(p2)) return NAN;
+    return t > 0 ? 1 - p2 / 2 : p2 / 2;
+}
+
+double stats_t_quantile(double p, double df) {
+    if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+    double lo = -1, hi = 1;
+    while (stats_t_cdf(lo, df) > p && lo > -1e300) lo *= 2;
+    while (stats_t_cdf(hi, df) < p && hi < 1e300) hi *= 2;
+    for (int i = 0; i < 400; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid == lo || mid == hi) break;
+        if (stats_t_cdf(mid, df) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+void stats_mean_std(const double *x, int n, double *mean, double *std) {
+    double m = NAN, s = NAN;
+    if (n >= 1) {
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += x[i];
+        m = sum / n;
+    }
+    if (n >= 2) {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+        s = sqrt(ss / (n - 1));
+    }
+    if (mean) *mean = m;
+    if (std) *std = s;
+}
+
+/* Fill the interval and p of r from r->diff, r->se and r->df. */
+static void t_finish(TTest *r) {
+    if (r->se == 0) {
+        r->t = r->diff == 0 ? 0 : copysign(INFINITY, r->diff);
+        r->p = r->diff == 0 ? 1 : 0;
+        r->lo = r->hi = r->diff;
+    } else {
+        r->t = r->diff / r->se;
+        r->p = stats_t_p2(r->t, r->df);
+        double q = stats_t_quantile(0.975, r->df);
+        r->lo = r->diff - q * r->se;
+        r->hi = r->diff + q * r->se;
+    }
+}
+
+int stats_welch(const double *a, int na, const double *b, int nb, TTest *w) {
+    if (na < 2 || nb < 2) return -1;
+    double ma, sa, mb, sb;
+    stats_mean_std(a, na, &ma, &sa);
+    stats_mean_std(b, nb, &mb, &sb);
+    double va = sa * sa / na, vb = sb * sb / nb;
+    TTest r;
+    r.diff = ma - mb;
+    r.se = sqrt(va + vb);
+    if (r.se == 0)
+        r.df = na + nb - 2;
+    else
+        r.df = (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1));
+    t_finish(&r);
+    *w = r;
+    return 0;
+}
+
+int stats_paired(const double *a, const double *b, int n, TTest *w) {
+    if (n < 2) return -1;
+    double sum = 0, ss = 0;
+    for (int i = 0; i < n; i++) sum += a[i] - b[i];
+    double m = sum / n;
+    for (int i = 0; i < n; i++) ss += (a[i] - b[i] - m) * (a[i] - b[i] - m);
+    TTest r;
+    r.diff = m;
+    r.se = sqrt(ss / (n - 1) / n);
+    r.df = n - 1;
+    t_finish(&r);
+    *w = r;
+    return 0;
+}
+
+int stats_holm(const double *p, int n, double *adj) {
+    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double *out = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!idx || !out) {
+        free(idx), free(out);
+        return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = NAN;
+        if (isnan(p[i])) continue;
+        /* insertion sort, stable: ties keep their order */
+        int j = m++;
+        while (j > 0 && p[idx[j - 1]] > p[i]) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    double run = 0;
+    for (int k = 0; k < m; k++) {
+        double v = (double)(m - k) * p[idx[k]];
+        if (v > 1) v = 1;
+        if (v < run) v = run;
+        run = v;
+        out[idx[k]] = v;
+    }
+    memcpy(adj, out, sizeof(double) * (size_t)n);
+    free(idx);
+    free(out);
+    return 0;
+}
+
+static double lchoose(long n, long k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
+
+double stats_fisher_exact(long a, long b, long c, long d) {
+    if (a < 0 || b < 0 || c < 0 || d < 0 || a + b == 0 || c + d == 0) return NAN;
+    long r1 = a + b, r2 = c + d, c1 = a + c, n = r1 + r2;
+    long lo = c1 - r2 > 0 ? c1 - r2 : 0, hi = c1 < r1 ? c1 : r1;
+    if (lo == hi) return 1;
+    /* P(x) = C(r1, x) C(r2, c1 - x) / C(n, c1), x the top-left count */
+    double den = lchoose(n, c1);
+    double pobs = exp(lchoose(r1, a) + lchoose(r2, c1 - a) - den);
+    double p = 0;
+    for (long x = lo; x <= hi; x++) {
+        double px = exp(lchoose(r1, x) + lchoose(r2, c1 - x) - den);
+        if (px <= pobs * (1 + 1e-7)) p += px;
+    }
+    return p > 1 ? 1 : p;
+}

@@ -1,0 +1,67 @@
+/*
+ * stats.h — the statistics of `gated report` (report.h): the Student-t
+ * distribution, mean and sample standard deviation, Welch's and the paired
+ * t-test, Holm–Bonferroni and Fisher's exact test.
+ *
+ * Pure functions of their arguments (no I/O, no global state; stats_holm
+ * alone allocates, and says so).  Small samples are part of the contract,
+ * since a report row may have 0, 1 or 2 finished runs: each function says
+ * what it returns for n < 2.
+ */
+#ifndef GATED_STATS_H
+#define GATED_STATS_H
+
+/* Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]
+ * (continued fraction, Lentz's method).  NAN outside the domain. */
+double stats_betainc(double a, double b, double x);
+/* Student-t cumulative distribution P(T <= t) with df > 0 degrees of
+ * freedom (df need not be an integer).  NAN for a NAN t or df <= 0. */
+double stats_t_cdf(double t, double df);
+/* Two-sided p-value P(|T| >= |t|): 0 for an infinite t; NAN for a NAN t
+ * or df <= 0. */
+double stats_t_p2(double t, double df);
+/* Quantile: the t with P(T <= t) = p, p in (0, 1) (bisection); NAN for a
+ * p outside (0, 1) or df <= 0. */
+double stats_t_quantile(double p, double df);
+
+/* Mean and sample standard deviation (n - 1) of x[0..n-1]; either output
+ * may be NULL.  n = 1: the mean is x[0] and std is NAN; n < 1: both NAN. */
+void stats_mean_std(const double *x, int n, double *mean, double *std);
+
+/* A t-test of a difference: Welch's (two samples) or paired (one sample of
+ * per-seed differences). */
+typedef struct {
+    double diff;       /* mean(a) - mean(b); paired: mean of a_i - b_i */
+    double se;         /* standard error of diff */
+    double t, df, p;   /* statistic, degrees of freedom, two-sided p */
+    double lo, hi;     /* 95% confidence interval of diff */
+} TTest;
+
+/* Welch's unequal-variance t-test of mean(a) - mean(b): se = sqrt(var_a /
+ * na + var_b / nb), Welch–Satterthwaite df.  0 on success; -1 (w
+ * untouched) when na < 2 or nb < 2.  With zero variance in both samples:
+ * p = 1 if the means are equal, else 0, and the interval is [diff, diff]
+ * (df = na + nb - 2). */
+int stats_welch(const double *a, int na, const double *b, int nb, TTest *w);
+
+/* Paired t-test of the differences d_i = a_i - b_i, i < n: diff = mean(d),
+ * se = std(d) / sqrt(n), df = n - 1.  0 on success; -1 (w untouched) when
+ * n < 2.  Zero variance of d: p = 1 if diff = 0, else 0; interval [diff,
+ * diff]. */
+int stats_paired(const double *a, const double *b, int n, TTest *w);
+
+/* Holm–Bonferroni: adj[i] for the family of the non-NAN p[i] (m of them):
+ * sorted ascending (ties in index order), adj_(j) = max over k <= j of
+ * min(1, (m - k + 1) p_(k)) (ranks from 1); NAN where p[i] is NAN.  m = 1:
+ * adj = p; n = 0: nothing to do.  adj may be p.  0, or -1 when out of
+ * memory (adj untouched). */
+int stats_holm(const double *p, int n, double *adj);
+
+/* Fisher's exact test of the 2x2 table [[a, b], [c, d]] (counts >= 0),
+ * two-sided: the sum of the hypergeometric probabilities (margins fixed)
+ * of the tables no more likely than the observed one (relative tolerance
+ * 1e-7, as R and SciPy).  NAN when a count is negative or a row is empty;
+ * 1 when the margins allow a single table. */
+double stats_fisher_exact(long a, long b, long c, long d);
+
+#endif
