@@ -64,7 +64,7 @@ void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int ld
 
 void ops_set_threads(int n) {
     openblas_set_num_threads(1);
-    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+    if (n > 0) omp_set_num_threads(n); /* else OpenMP's default: OMP_NUM_THREADS, or every core */
     omp_set_max_active_levels(1); /* a region inside a data-parallel worker (dp.c) runs with a team of one */
 }
 

@@ -33,7 +33,8 @@
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
           real beta, real *C, int ldc);
 
-/* The one way to set the thread count: n OpenMP threads (0 = all cores),
+/* The one way to set the thread count: n OpenMP threads (0 = OpenMP's
+ * default: OMP_NUM_THREADS when set, else all cores),
  * OpenBLAS always single-threaded inside gemm's tiles. */
 void ops_set_threads(int n);
 
