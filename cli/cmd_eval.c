@@ -22,6 +22,7 @@
 #include "run/eval.h"
 #include "nn/rope.h"
 #include "run/store.h"
+#include "util/util.h"
 
 static void eval_usage(FILE *f) {
     fprintf(f, "usage: gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... "
@@ -40,6 +41,77 @@ static int parse_lengths(const char *s, int *out, int cap) {
         s = *end ? end + 1 : end;
     }
     return n;
+}
+
+/* The value v of option a into o (and *lengths / *nl, *sweep).  0, 1 for
+ * an unknown option (usage), -1 for a bad value (message printed). */
+static int eval_option(const char *a, const char *v, EvalOpts *o, int *lengths, int *nl, const char **sweep) {
+    if (strcmp(a, "--lengths") == 0) {
+        if ((*nl = parse_lengths(v, lengths, 64)) <= 0) {
+            fprintf(stderr, "gated eval: --lengths: expected integers >= 2 separated by commas, got \"%s\"\n", v);
+            return -1;
+        }
+    } else if (strcmp(a, "--rope-scaling") == 0) {
+        int k = 0;
+        while (rope_scaling_names[k] && strcmp(rope_scaling_names[k], v)) k++;
+        if (!rope_scaling_names[k]) {
+            fprintf(stderr, "gated eval: --rope-scaling: expected none, linear, ntk or yarn, got \"%s\"\n", v);
+            return -1;
+        }
+        o->scaling = k;
+    } else if (strcmp(a, "--factor") == 0) {
+        char *end;
+        o->factor = strtod(v, &end);
+        if (*end || !(o->factor >= 1 && o->factor <= 1e6)) {
+            fprintf(stderr, "gated eval: --factor: expected a number in [1, 1e6], got \"%s\"\n", v);
+            return -1;
+        }
+    } else if (strcmp(a, "--windows") == 0) {
+        long w;
+        if (util_parse_long(v, 1, 1000000, &w)) {
+            fprintf(stderr, "gated eval: --windows: expected an integer in [1, 1000000], got \"%s\"\n", v);
+            return -1;
+        }
+        o->windows = (int)w;
+    } else if (strcmp(a, "--split") == 0) {
+        o->val = strcmp(v, "val") == 0 || strcmp(v, "both") == 0;
+        o->test = strcmp(v, "test") == 0 || strcmp(v, "both") == 0;
+        if (!o->val && !o->test) {
+            fprintf(stderr, "gated eval: --split: expected val, test or both, got \"%s\"\n", v);
+            return -1;
+        }
+    } else if (strcmp(a, "--sweep") == 0)
+        *sweep = v;
+    else if (strcmp(a, "--db") == 0)
+        o->db_path = v;
+    else if (strcmp(a, "--data") == 0)
+        o->data_dir = v;
+    else if (strcmp(a, "--ckpt") == 0)
+        o->ckpt_dir = v;
+    else
+        return 1;
+    return 0;
+}
+
+/* Every finished run of the sweep.  Returns the exit code. */
+static int eval_sweep(const char *sweep, const EvalOpts *o) {
+    char err[1024];
+    Store *st;
+    char(*ids)[17] = NULL;
+    int n = 0, rc = 0;
+    if (store_open_ro(&st, o->db_path, err, sizeof err)) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        return 2;
+    }
+    if (store_sweep_finished(st, sweep, &ids, &n)) fprintf(stderr, "gated eval: %s\n", store_errmsg(st));
+    store_close(st);
+    if (n == 0) {
+        fprintf(stderr, "gated eval: sweep %s has no finished runs in %s\n", sweep, o->db_path);
+        rc = 2;
+    }
+    for (int i = 0; i < n && rc == 0; i++) rc = eval_run(ids[i], o);
+    free(ids);
+    return rc;
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -62,83 +134,22 @@ int cmd_eval(int argc, char **argv) {
         }
         if (!v) goto usage;
         i++;
-        if (strcmp(a, "--lengths") == 0) {
-            if ((nl = parse_lengths(v, lengths, 64)) <= 0) {
-                fprintf(stderr, "gated eval: --lengths: expected integers >= 2 separated by commas, got \"%s\"\n", v);
-                goto out;
-            }
-        } else if (strcmp(a, "--rope-scaling") == 0) {
-            int k = 0;
-            while (rope_scaling_names[k] && strcmp(rope_scaling_names[k], v)) k++;
-            if (!rope_scaling_names[k]) {
-                fprintf(stderr, "gated eval: --rope-scaling: expected none, linear, ntk or yarn, got \"%s\"\n", v);
-                goto out;
-            }
-            o.scaling = k;
-        } else if (strcmp(a, "--factor") == 0) {
-            char *end;
-            o.factor = strtod(v, &end);
-            if (*end || !(o.factor >= 1 && o.factor <= 1e6)) {
-                fprintf(stderr, "gated eval: --factor: expected a number in [1, 1e6], got \"%s\"\n", v);
-                goto out;
-            }
-        } else if (strcmp(a, "--windows") == 0) {
-            char *end;
-            long w = strtol(v, &end, 10);
-            if (*end || w < 1 || w > 1000000) {
-                fprintf(stderr, "gated eval: --windows: expected an integer in [1, 1000000], got \"%s\"\n", v);
-                goto out;
-            }
-            o.windows = (int)w;
-        } else if (strcmp(a, "--split") == 0) {
-            o.val = strcmp(v, "val") == 0 || strcmp(v, "both") == 0;
-            o.test = strcmp(v, "test") == 0 || strcmp(v, "both") == 0;
-            if (!o.val && !o.test) {
-                fprintf(stderr, "gated eval: --split: expected val, test or both, got \"%s\"\n", v);
-                goto out;
-            }
-        } else if (strcmp(a, "--sweep") == 0)
-            sweep = v;
-        else if (strcmp(a, "--db") == 0)
-            o.db_path = v;
-        else if (strcmp(a, "--data") == 0)
-            o.data_dir = v;
-        else if (strcmp(a, "--ckpt") == 0)
-            o.ckpt_dir = v;
-        else
-            goto usage;
+        int k = eval_option(a, v, &o, lengths, &nl, &sweep);
+        if (k < 0) goto out;
+        if (k > 0) goto usage;
     }
     if (nl == 0 || (nt == 0 && !sweep)) goto usage;
     /* results go to the run's row in an existing database: a missing one is
      * an error, and nothing is created */
     if (access(o.db_path, F_OK) != 0) {
         fprintf(stderr, "gated eval: %s: no such database (train or sweep first, or pass --db)\n", o.db_path);
-        rc = 2;
         goto out;
     }
     o.lengths = lengths;
     o.nlengths = nl;
     rc = 0;
     for (int i = 0; i < nt && rc == 0; i++) rc = eval_run(targets[i], &o);
-    if (sweep && rc == 0) {
-        char err[1024];
-        Store *st;
-        char(*ids)[17] = NULL;
-        int n = 0;
-        if (store_open_ro(&st, o.db_path, err, sizeof err)) {
-            fprintf(stderr, "gated eval: %s\n", err);
-            rc = 2;
-            goto out;
-        }
-        if (store_sweep_finished(st, sweep, &ids, &n)) fprintf(stderr, "gated eval: %s\n", store_errmsg(st));
-        store_close(st);
-        if (n == 0) {
-            fprintf(stderr, "gated eval: sweep %s has no finished runs in %s\n", sweep, o.db_path);
-            rc = 2;
-        }
-        for (int i = 0; i < n && rc == 0; i++) rc = eval_run(ids[i], &o);
-        free(ids);
-    }
+    if (sweep && rc == 0) rc = eval_sweep(sweep, &o);
     goto out;
 usage:
     fprintf(stderr, "gated eval: missing or incomplete arguments\n");

@@ -95,6 +95,7 @@
 #include "commands.h"
 #include "run/store.h"
 #include "lab/sweep.h"
+#include "util/util.h"
 
 extern char **environ;
 
@@ -114,17 +115,6 @@ typedef struct {
     long jobs;
 } SweepOpts;
 
-/* A whole-string integer in [lo, hi]. */
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     *o = (SweepOpts){.db = "results/gated.db", .data = "data", .index = -1, .jobs = 1};
     for (int i = 0; i < argc; i++) {
@@ -143,12 +133,12 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
         else if (strcmp(a, "--data") == 0 && more)
             o->data = argv[++i];
         else if (strcmp(a, "--index") == 0 && more) {
-            if (parse_long(argv[++i], 0, 1L << 30, &o->index)) {
+            if (util_parse_long(argv[++i], 0, 1L << 30, &o->index)) {
                 fprintf(stderr, "gated sweep: --index: expected a run index (0, 1, ...), got \"%s\"\n", argv[i]);
                 return -1;
             }
         } else if (strcmp(a, "--jobs") == 0 && more) {
-            if (parse_long(argv[++i], 1, 1024, &o->jobs)) {
+            if (util_parse_long(argv[++i], 1, 1024, &o->jobs)) {
                 fprintf(stderr, "gated sweep: --jobs: expected an integer in [1, 1024], got \"%s\"\n", argv[i]);
                 return -1;
             }
@@ -158,8 +148,8 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
             int ok = slash && (size_t)(slash - v) < sizeof num;
             if (ok) {
                 snprintf(num, sizeof num, "%.*s", (int)(slash - v), v);
-                ok = parse_long(num, 1, 1L << 30, &o->shard_i) == 0 &&
-                     parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i <= o->shard_n;
+                ok = util_parse_long(num, 1, 1L << 30, &o->shard_i) == 0 &&
+                     util_parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i <= o->shard_n;
             }
             if (!ok) {
                 fprintf(stderr, "gated sweep: --shard: expected i/N with 1 <= i <= N, got \"%s\"\n", v);
@@ -201,12 +191,6 @@ typedef struct {
     double t0;
     char *log;
 } Job;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int is_commit(const char *v) {
     size_t n = strlen(v);
@@ -375,26 +359,6 @@ static char **child_env(int threads, const char *owner, char *own[3]) {
     return env;
 }
 
-/* mkdir -p (0 ok). */
-static int mkdir_p(const char *path) {
-    char *p = strdup(path);
-    if (!p)
-        return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
-}
-
 /* The directory part of path ("." when none), malloc'd. */
 static char *dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
@@ -476,7 +440,7 @@ static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, c
         fprintf(stderr, "gated sweep: cannot start %s: %s\n", r->name, strerror(rc));
         return -1;
     }
-    j->t0 = now_s();
+    j->t0 = util_now();
     return 0;
 }
 
@@ -536,7 +500,7 @@ static void finish_job(Job *j, int ws, Store *st, const char *owner, int done, i
     if (ended < 0)
         fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
     const char *s = store_run_status(st, r->run_id, buf, sizeof buf);
-    double dt = now_s() - j->t0;
+    double dt = util_now() - j->t0;
     if (!sig && code == 0 && s && (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0)) {
         j->outcome = s[0] == 'f' ? OUT_FINISHED : OUT_DIVERGED;
         printf("[%d/%d] %s %s (%.1f s)\n", done, total, s, r->name, dt);
@@ -570,10 +534,10 @@ static pid_t wait_child(int *ws, Store *st, const char *owner, double *last_refr
     sigprocmask(SIG_BLOCK, &chld, &old);
     pid_t pid;
     for (;;) {
-        if (now_s() - *last_refresh >= CLAIM_REFRESH_S) {
+        if (util_now() - *last_refresh >= CLAIM_REFRESH_S) {
             if (store_claim_refresh(st, owner))
                 fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
-            *last_refresh = now_s();
+            *last_refresh = util_now();
         }
         pid = waitpid(-1, ws, WNOHANG);
         if (pid != 0)
@@ -583,7 +547,7 @@ static pid_t wait_child(int *ws, Store *st, const char *owner, double *last_refr
             pid = -1;
             break;
         }
-        double left = CLAIM_REFRESH_S - (now_s() - *last_refresh);
+        double left = CLAIM_REFRESH_S - (util_now() - *last_refresh);
         if (left < 0.01)
             left = 0.01;
         struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
@@ -624,6 +588,274 @@ static void print_dry(const Sweep *sw, Job *jobs, int n) {
     }
 }
 
+/* One `gated sweep`, shared by its phases: select, (dry run | prepare the
+ * store and the children's environment), run the jobs, summary. */
+typedef struct {
+    const SweepOpts *o;
+    Sweep *sw;
+    Job *jobs; /* the selected runs */
+    int n;
+    Store *st;
+    char owner[300]; /* this sweep's claim token */
+    char code[128];  /* code version */
+    double t0;       /* when the sweep started, unix seconds (as the store's times) */
+    StoreSweepRun *rec;
+    char **envp, *own[3], *dbdir, *logdir, *ckptdir;
+    int nrun, threads;
+    /* the jobs' loop */
+    int next, running, done, failed_now, forwarded, total;
+    double last_refresh;
+    const char *stop_why;
+} SweepCtx;
+
+/* What a phase returns to go on (else it returns the exit code). */
+enum { GO = -1 };
+
+static int sweep_oom(void) {
+    fprintf(stderr, "gated sweep: out of memory\n");
+    return EXIT_RUNTIME;
+}
+
+/* The runs --index / --shard select, as jobs; the code version. */
+static int sweep_select(SweepCtx *x) {
+    const SweepOpts *o = x->o;
+    const Sweep *sw = x->sw;
+    store_owner_token(x->owner, sizeof x->owner);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    x->t0 = (double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec;
+    if (o->index >= sw->nruns) {
+        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o->index, o->path, sw->nruns,
+                sw->nruns - 1);
+        return EXIT_BADINPUT;
+    }
+    x->jobs = calloc((size_t)sw->nruns, sizeof *x->jobs);
+    if (!x->jobs)
+        return sweep_oom();
+    for (int i = 0; i < sw->nruns; i++) {
+        if (o->index >= 0 && i != o->index)
+            continue;
+        if (o->shard_n && i % o->shard_n != o->shard_i - 1)
+            continue;
+        x->jobs[x->n++].run = &sw->runs[i];
+    }
+    Provenance prov;
+    store_provenance_fill(&prov);
+    snprintf(x->code, sizeof x->code, "%s", prov.code_version ? prov.code_version : "unknown");
+    return GO;
+}
+
+/* --dry-run: the plan from what is stored, printed; reading only (the
+ * database is neither created nor changed).  Returns the exit code. */
+static int sweep_dry_run(SweepCtx *x) {
+    char dberr[1024];
+    if (access(x->o->db, F_OK) == 0 && store_open_ro(&x->st, x->o->db, dberr, sizeof dberr)) {
+        fprintf(stderr, "gated sweep: %s\n", dberr);
+        return EXIT_BADINPUT;
+    }
+    for (int i = 0; i < x->n; i++)
+        plan(&x->jobs[i], x->st, x->code, x->o, x->t0);
+    print_dry(x->sw, x->jobs, x->n);
+    return 0;
+}
+
+/* The database (its directory made), the selection's membership recorded
+ * first (so a report sees the whole selection), then each job planned. */
+static int sweep_open_store(SweepCtx *x) {
+    const SweepOpts *o = x->o;
+    char dberr[1024];
+    x->dbdir = dir_of(o->db);
+    if (!x->dbdir)
+        return sweep_oom();
+    if (util_mkdir_p(x->dbdir) != 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", x->dbdir, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    if (store_open(&x->st, o->db, dberr, sizeof dberr)) {
+        fprintf(stderr, "gated sweep: %s\n", dberr);
+        return EXIT_BADINPUT;
+    }
+    x->rec = calloc((size_t)(x->n ? x->n : 1), sizeof *x->rec);
+    if (!x->rec)
+        return sweep_oom();
+    for (int i = 0; i < x->n; i++) {
+        const SweepRun *r = x->jobs[i].run;
+        x->rec[i] = (StoreSweepRun){r->run_id, r->label, r->seed, r->index, r->is_baseline};
+    }
+    if (store_sweep_record(x->st, x->sw->name, x->sw->nruns, x->rec, x->n)) {
+        fprintf(stderr, "gated sweep: %s\n", store_errmsg(x->st));
+        return EXIT_RUNTIME;
+    }
+    for (int i = 0; i < x->n; i++) {
+        plan(&x->jobs[i], x->st, x->code, o, x->t0);
+        x->nrun += x->jobs[i].run_it;
+    }
+    return GO;
+}
+
+/* The children's environment, log and checkpoint directories; the plan
+ * printed. */
+static int sweep_prepare_children(SweepCtx *x) {
+    const SweepOpts *o = x->o;
+    x->threads = cpu_count() / (int)o->jobs;
+    if (x->threads < 1)
+        x->threads = 1;
+    x->envp = child_env(x->threads, x->owner, x->own);
+    size_t ll = strlen(x->dbdir) + 16;
+    x->logdir = malloc(ll);
+    x->ckptdir = malloc(ll);
+    if (!x->envp || !x->logdir || !x->ckptdir)
+        return sweep_oom();
+    snprintf(x->logdir, ll, "%s/logs", x->dbdir);
+    snprintf(x->ckptdir, ll, "%s/checkpoints", x->dbdir);
+    if (x->nrun && util_mkdir_p(x->logdir) != 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", x->logdir, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    printf("sweep %s: %d of %d runs selected, %d to run, %ld job%s x %d thread%s, db %s\n", x->sw->name, x->n,
+           x->sw->nruns, x->nrun, o->jobs, o->jobs == 1 ? "" : "s", x->threads, x->threads == 1 ? "" : "s", o->db);
+    for (int i = 0; i < x->n; i++)
+        if (!x->jobs[i].run_it) {
+            x->jobs[i].outcome = OUT_SKIPPED;
+            printf("skip %s (index %d): %s\n", x->jobs[i].run->name, x->jobs[i].run->index, x->jobs[i].why);
+        }
+    fflush(stdout);
+    return GO;
+}
+
+/* Job j could not be claimed or started: failed now. */
+static void job_failed(SweepCtx *x, Job *j) {
+    j->outcome = OUT_FAILED;
+    x->failed_now++;
+    x->done++;
+    if (x->o->fail_fast)
+        x->stop_why = "--fail-fast";
+}
+
+/* Claim job j (decided again, atomically, from what is stored now) and
+ * start its child, or skip it. */
+static void launch_job(SweepCtx *x, Job *j) {
+    char seen[16];
+    ClaimCtx cc = {j, x->code, x->o, x->t0};
+    int c = store_run_claim(x->st, j->run->run_id, x->owner, claim_decide, &cc, seen, sizeof seen);
+    if (c < 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(x->st));
+        job_failed(x, j);
+        return;
+    }
+    if (c != STORE_CLAIMED) {
+        if (c == STORE_CLAIM_LIVE) {
+            store_escape(seen, j->stored, sizeof j->stored);
+            snprintf(j->why, sizeof j->why, "running elsewhere (claimed by another process)");
+        }
+        j->outcome = OUT_SKIPPED;
+        x->total--;
+        printf("skip %s (index %d): %s\n", j->run->name, j->run->index, j->why);
+        fflush(stdout);
+        return;
+    }
+    if (spawn_job(j, x->sw, x->o, x->envp, x->logdir, x->ckptdir) != 0) {
+        if (store_run_release(x->st, j->run->run_id, x->owner, "failed", "gated train could not be started") < 0)
+            fprintf(stderr, "gated sweep: %s\n", store_errmsg(x->st));
+        job_failed(x, j);
+        return;
+    }
+    x->running++;
+    printf("start %s (index %d, run %s): %s\n", j->run->name, j->run->index, j->run->run_id, j->why);
+    fflush(stdout);
+}
+
+/* Up to --jobs children at once until every job ran, or a stop (a signal,
+ * --fail-fast) lets the running ones finish and starts no more. */
+static void sweep_run_jobs(SweepCtx *x) {
+    const SweepOpts *o = x->o;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    x->total = x->nrun;
+    x->last_refresh = util_now();
+    for (;;) {
+        if (stop_requested && !x->stop_why)
+            x->stop_why = "interrupted";
+        if (x->failed_now && o->fail_fast && !x->stop_why)
+            x->stop_why = "--fail-fast";
+        while (!x->stop_why && x->running < o->jobs && x->next < x->n) {
+            Job *j = &x->jobs[x->next++];
+            if (j->run_it)
+                launch_job(x, j);
+        }
+        if (stop_requested && !x->forwarded) {
+            for (int i = 0; i < x->n; i++)
+                if (x->jobs[i].pid > 0 && x->jobs[i].outcome == OUT_PENDING)
+                    kill(x->jobs[i].pid, SIGTERM);
+            x->forwarded = 1;
+        }
+        if (x->running == 0)
+            break;
+        int ws;
+        pid_t pid = wait_child(&ws, x->st, x->owner, &x->last_refresh, x->forwarded);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "gated sweep: waitpid: %s\n", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < x->n; i++)
+            if (x->jobs[i].pid == pid && x->jobs[i].outcome == OUT_PENDING) {
+                x->running--;
+                x->done++;
+                finish_job(&x->jobs[i], ws, x->st, x->owner, x->done, x->total);
+                x->failed_now += x->jobs[i].outcome == OUT_FAILED;
+                break;
+            }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+}
+
+/* The closing lines.  Returns the exit code. */
+static int sweep_summary(const SweepCtx *x) {
+    int F = 0, D = 0, X = 0, S = 0, skipped_failed = 0, not_started = 0;
+    for (int i = 0; i < x->n; i++) {
+        switch (x->jobs[i].outcome) {
+        case OUT_FINISHED: F++; break;
+        case OUT_DIVERGED: D++; break;
+        case OUT_FAILED: X++; break;
+        case OUT_SKIPPED: S++, skipped_failed += x->jobs[i].skip_failed; break;
+        case OUT_PENDING: S++, not_started++; break;
+        }
+    }
+    if (not_started)
+        printf("%s: %d run%s not started\n", x->stop_why ? x->stop_why : "stopped", not_started,
+               not_started == 1 ? "" : "s");
+    if (skipped_failed)
+        printf("%d failed run%s skipped (pass --rerun-failed to rerun)\n", skipped_failed,
+               skipped_failed == 1 ? "" : "s");
+    printf("sweep %s: %d runs: %d finished, %d diverged, %d failed, %d skipped\n", x->sw->name, x->n, F, D, X, S);
+    fflush(stdout);
+    return X || skipped_failed || not_started ? EXIT_RUNTIME : 0;
+}
+
+static void sweep_ctx_free(SweepCtx *x) {
+    if (x->jobs)
+        for (int i = 0; i < x->n; i++)
+            free(x->jobs[i].log);
+    free(x->jobs);
+    free(x->rec);
+    free(x->envp);
+    free(x->own[0]);
+    free(x->own[1]);
+    free(x->own[2]);
+    free(x->dbdir);
+    free(x->logdir);
+    free(x->ckptdir);
+    store_close(x->st);
+}
+
 int cmd_sweep(int argc, char **argv) {
     SweepOpts o;
     if (parse_sweep_args(argc, argv, &o)) {
@@ -636,231 +868,22 @@ int cmd_sweep(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return EXIT_BADINPUT;
     }
-    int rc = EXIT_RUNTIME, n = 0;
-    Job *jobs = NULL;
-    Store *st = NULL;
-    char **envp = NULL, *own[3] = {NULL, NULL, NULL}, *dbdir = NULL, *logdir = NULL, *ckptdir = NULL;
-    char owner[300];
-    store_owner_token(owner, sizeof owner);
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    double t0 = (double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec; /* unix seconds, as the store's times */
-    StoreSweepRun *rec = NULL;
-
-    if (o.index >= sw.nruns) {
-        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o.index, o.path, sw.nruns, sw.nruns - 1);
-        rc = EXIT_BADINPUT;
-        goto out;
+    SweepCtx x;
+    memset(&x, 0, sizeof x);
+    x.o = &o;
+    x.sw = &sw;
+    int rc = sweep_select(&x);
+    if (rc == GO && o.dry_run)
+        rc = sweep_dry_run(&x);
+    if (rc == GO)
+        rc = sweep_open_store(&x);
+    if (rc == GO)
+        rc = sweep_prepare_children(&x);
+    if (rc == GO) {
+        sweep_run_jobs(&x);
+        rc = sweep_summary(&x);
     }
-    jobs = calloc((size_t)sw.nruns, sizeof *jobs);
-    if (!jobs)
-        goto oom;
-    for (int i = 0; i < sw.nruns; i++) {
-        if (o.index >= 0 && i != o.index)
-            continue;
-        if (o.shard_n && i % o.shard_n != o.shard_i - 1)
-            continue;
-        jobs[n++].run = &sw.runs[i];
-    }
-
-    Provenance prov;
-    store_provenance_fill(&prov);
-    char code[128];
-    snprintf(code, sizeof code, "%s", prov.code_version ? prov.code_version : "unknown");
-
-    char dberr[1024];
-    if (o.dry_run) {
-        /* reading only: the database is neither created nor changed */
-        if (access(o.db, F_OK) == 0 && store_open_ro(&st, o.db, dberr, sizeof dberr)) {
-            fprintf(stderr, "gated sweep: %s\n", dberr);
-            rc = EXIT_BADINPUT;
-            goto out;
-        }
-        for (int i = 0; i < n; i++)
-            plan(&jobs[i], st, code, &o, t0);
-        print_dry(&sw, jobs, n);
-        rc = 0;
-        goto out;
-    }
-
-    dbdir = dir_of(o.db);
-    if (!dbdir)
-        goto oom;
-    if (mkdir_p(dbdir) != 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", dbdir, strerror(errno));
-        goto out;
-    }
-    if (store_open(&st, o.db, dberr, sizeof dberr)) {
-        fprintf(stderr, "gated sweep: %s\n", dberr);
-        rc = EXIT_BADINPUT;
-        goto out;
-    }
-    /* membership first, so a report sees the whole selection */
-    rec = calloc((size_t)(n ? n : 1), sizeof *rec);
-    if (!rec)
-        goto oom;
-    for (int i = 0; i < n; i++) {
-        const SweepRun *r = jobs[i].run;
-        rec[i] = (StoreSweepRun){r->run_id, r->label, r->seed, r->index, r->is_baseline};
-    }
-    if (store_sweep_record(st, sw.name, sw.nruns, rec, n)) {
-        fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
-        goto out;
-    }
-    int nrun = 0;
-    for (int i = 0; i < n; i++) {
-        plan(&jobs[i], st, code, &o, t0);
-        nrun += jobs[i].run_it;
-    }
-
-    int threads = cpu_count() / (int)o.jobs;
-    if (threads < 1)
-        threads = 1;
-    envp = child_env(threads, owner, own);
-    size_t ll = strlen(dbdir) + 16;
-    logdir = malloc(ll);
-    ckptdir = malloc(ll);
-    if (!envp || !logdir || !ckptdir)
-        goto oom;
-    snprintf(logdir, ll, "%s/logs", dbdir);
-    snprintf(ckptdir, ll, "%s/checkpoints", dbdir);
-    if (nrun && mkdir_p(logdir) != 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", logdir, strerror(errno));
-        goto out;
-    }
-
-    printf("sweep %s: %d of %d runs selected, %d to run, %ld job%s x %d thread%s, db %s\n", sw.name, n, sw.nruns,
-           nrun, o.jobs, o.jobs == 1 ? "" : "s", threads, threads == 1 ? "" : "s", o.db);
-    for (int i = 0; i < n; i++)
-        if (!jobs[i].run_it) {
-            jobs[i].outcome = OUT_SKIPPED;
-            printf("skip %s (index %d): %s\n", jobs[i].run->name, jobs[i].run->index, jobs[i].why);
-        }
-    fflush(stdout);
-
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    stop_requested = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-
-    int next = 0, running = 0, done = 0, failed_now = 0, forwarded = 0, total = nrun;
-    double last_refresh = now_s();
-    const char *stop_why = NULL;
-    for (;;) {
-        if (stop_requested && !stop_why)
-            stop_why = "interrupted";
-        if (failed_now && o.fail_fast && !stop_why)
-            stop_why = "--fail-fast";
-        while (!stop_why && running < o.jobs && next < n) {
-            Job *j = &jobs[next++];
-            if (!j->run_it)
-                continue;
-            /* claim it: decided again, atomically, from what is stored now */
-            char seen[16];
-            ClaimCtx cc = {j, code, &o, t0};
-            int c = store_run_claim(st, j->run->run_id, owner, claim_decide, &cc, seen, sizeof seen);
-            if (c < 0) {
-                fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(st));
-                j->outcome = OUT_FAILED;
-                failed_now++;
-                done++;
-                if (o.fail_fast)
-                    stop_why = "--fail-fast";
-                continue;
-            }
-            if (c != STORE_CLAIMED) {
-                if (c == STORE_CLAIM_LIVE) {
-                    store_escape(seen, j->stored, sizeof j->stored);
-                    snprintf(j->why, sizeof j->why, "running elsewhere (claimed by another process)");
-                }
-                j->outcome = OUT_SKIPPED;
-                total--;
-                printf("skip %s (index %d): %s\n", j->run->name, j->run->index, j->why);
-                fflush(stdout);
-                continue;
-            }
-            if (spawn_job(j, &sw, &o, envp, logdir, ckptdir) != 0) {
-                if (store_run_release(st, j->run->run_id, owner, "failed", "gated train could not be started") < 0)
-                    fprintf(stderr, "gated sweep: %s\n", store_errmsg(st));
-                j->outcome = OUT_FAILED;
-                failed_now++;
-                done++;
-                if (o.fail_fast)
-                    stop_why = "--fail-fast";
-                continue;
-            }
-            running++;
-            printf("start %s (index %d, run %s): %s\n", j->run->name, j->run->index, j->run->run_id, j->why);
-            fflush(stdout);
-        }
-        if (stop_requested && !forwarded) {
-            for (int i = 0; i < n; i++)
-                if (jobs[i].pid > 0 && jobs[i].outcome == OUT_PENDING)
-                    kill(jobs[i].pid, SIGTERM);
-            forwarded = 1;
-        }
-        if (running == 0)
-            break;
-        int ws;
-        pid_t pid = wait_child(&ws, st, owner, &last_refresh, forwarded);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            fprintf(stderr, "gated sweep: waitpid: %s\n", strerror(errno));
-            break;
-        }
-        for (int i = 0; i < n; i++)
-            if (jobs[i].pid == pid && jobs[i].outcome == OUT_PENDING) {
-                running--;
-                done++;
-                finish_job(&jobs[i], ws, st, owner, done, total);
-                failed_now += jobs[i].outcome == OUT_FAILED;
-                break;
-            }
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-
-    int F = 0, D = 0, X = 0, S = 0, skipped_failed = 0, not_started = 0;
-    for (int i = 0; i < n; i++) {
-        switch (jobs[i].outcome) {
-        case OUT_FINISHED: F++; break;
-        case OUT_DIVERGED: D++; break;
-        case OUT_FAILED: X++; break;
-        case OUT_SKIPPED: S++, skipped_failed += jobs[i].skip_failed; break;
-        case OUT_PENDING: S++, not_started++; break;
-        }
-    }
-    if (not_started)
-        printf("%s: %d run%s not started\n", stop_why ? stop_why : "stopped", not_started,
-               not_started == 1 ? "" : "s");
-    if (skipped_failed)
-        printf("%d failed run%s skipped (pass --rerun-failed to rerun)\n", skipped_failed,
-               skipped_failed == 1 ? "" : "s");
-    printf("sweep %s: %d runs: %d finished, %d diverged, %d failed, %d skipped\n", sw.name, n, F, D, X, S);
-    fflush(stdout);
-    rc = X || skipped_failed || not_started ? EXIT_RUNTIME : 0;
-    goto out;
-oom:
-    fprintf(stderr, "gated sweep: out of memory\n");
-    rc = EXIT_RUNTIME;
-out:
-    if (jobs)
-        for (int i = 0; i < n; i++)
-            free(jobs[i].log);
-    free(jobs);
-    free(rec);
-    free(envp);
-    free(own[0]);
-    free(own[1]);
-    free(own[2]);
-    free(dbdir);
-    free(logdir);
-    free(ckptdir);
-    store_close(st);
+    sweep_ctx_free(&x);
     sweep_free(&sw);
     return rc;
 }

@@ -27,6 +27,7 @@
 #include "run/config.h"
 #include "run/store.h"
 #include "lab/sweep.h"
+#include "util/util.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers                                                             */
@@ -401,6 +402,47 @@ Test(sweep, run_name_templates) {
     cr_assert_str_eq(s.runs[1].config.init_from, "long-b-s3-cont");
     cr_assert_str_eq(s.runs[1].overrides[0], "train.init_from=long-b-s3-cont");
     sweep_free(&s);
+
+    /* {KEY} is the value as stored, whole: a text with a comma and a quote,
+     * and keys the stored JSON leaves out at their default */
+    s = load_ok(&t, "name: n\nbase: base.yaml\nset: {train.init_from: 'x,y\"z'}\nvariants: [{label: a}]\n"
+                    "run_name: \"{label}/{train.init_from}/{model.rope_scaling}/{train.micro_batch}/"
+                    "{model.rope_factor}\"\n");
+    cr_assert_str_eq(s.runs[0].name, "a/x,y\"z/none/0/1");
+    sweep_free(&s);
+    tmp_rm(&t);
+}
+
+/* The shared helpers the sweep command uses (core/util/util.h). */
+Test(sweep, util_helpers) {
+    long v = 7;
+    cr_assert_eq(util_parse_long("42", 0, 100, &v), 0);
+    cr_assert_eq(v, 42);
+    static const char *const bad_longs[] = {"", "4x", "101", "-1", "99999999999999999999999", "1 ", "x"};
+    for (size_t i = 0; i < sizeof bad_longs / sizeof bad_longs[0]; i++) {
+        v = 7;
+        cr_assert_eq(util_parse_long(bad_longs[i], 0, 100, &v), -1, "\"%s\" was accepted", bad_longs[i]);
+        cr_assert_eq(v, 7);
+    }
+    double t0 = util_now(), t1 = util_now();
+    cr_assert(t0 > 0 && t1 >= t0);
+
+    Tmp t;
+    tmp_dir(&t);
+    char p[300], f[128];
+    snprintf(p, sizeof p, "%s/a/b//c/", t.dir);
+    cr_assert_eq(util_mkdir_p(p), 0, "%s: %s", p, strerror(errno));
+    cr_assert_eq(util_mkdir_p(p), 0, "an existing directory is fine");
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/a/b/c", t.dir);
+    cr_assert(stat(p, &sb) == 0 && S_ISDIR(sb.st_mode));
+    /* a file in the way: the error is reported, with errno */
+    write_file(&t, "file", "x", f);
+    snprintf(p, sizeof p, "%s/sub/dir", f);
+    errno = 0;
+    cr_assert_eq(util_mkdir_p(p), -1);
+    cr_assert_eq(errno, ENOTDIR, "errno %d", errno);
+    cr_assert_eq(util_mkdir_p(""), -1);
     tmp_rm(&t);
 }
 

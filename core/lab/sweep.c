@@ -81,6 +81,7 @@
 #include <yaml.h>
 
 #include "run/store.h"
+#include "util/json.h"
 #include "run/yamlfile.h"
 
 const char *const sweep_method_names[] = {"variants", "grid", "zip", NULL};
@@ -561,130 +562,108 @@ static int param_alloc(P *p, Param *pm, int n) {
     return 0;
 }
 
-static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
+/* pm's spec {values: [...]} or {value: x} (vn): which of the two is given,
+ * into *values or *value.  0, or -1 with the error. */
+static int param_spec(P *p, const char *key, yaml_node_t *vn, yaml_node_t **values, yaml_node_t **value) {
     static const char *const spec_keys[] = {"values", "value", NULL};
-    int n = (int)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
-    if (n == 0)
-        return PERR_NODE(p, map, "parameters", "empty mapping (give config keys with {values: [...]})");
-    Param *ps = calloc((size_t)n, sizeof *ps);
-    if (!ps)
-        return oom(p);
-    int rc = 0, np = 0;
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top && rc == 0; pr++) {
-        yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
-        yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
-        if (!kn || !vn) {
-            rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-            break;
-        }
-        if (kn->type != YAML_SCALAR_NODE) {
-            rc = PERR_NODE(p, kn, "parameters", "expected a config key, got %s", node_kind(kn));
-            break;
-        }
-        const char *key = scalar(kn);
-        if (dup_in_mapping(p, map, pr, key, key)) {
-            rc = -1;
-            break;
-        }
-        if (!config_find(key)) { /* unknown key, or a section: config_set words it */
-            rc = check_override(p, key, "", nline(kn), ncol(kn), nline(kn), ncol(kn));
-            if (rc == 0)
-                rc = PERR_NODE(p, kn, key, "unknown key");
-            break;
-        }
-        Param *pm = &ps[np++];
-        pm->key = xstrdup(key);
-        pm->kl = nline(kn);
-        pm->kc = ncol(kn);
-        if (!pm->key) {
-            rc = oom(p);
-            break;
-        }
-        if (vn->type != YAML_MAPPING_NODE) {
-            char g[310];
-            rc = PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", got(vn, g, sizeof g));
-            break;
-        }
-        yaml_node_t *values = NULL, *value = NULL;
-        for (yaml_node_pair_t *sp = vn->data.mapping.pairs.start; sp < vn->data.mapping.pairs.top && rc == 0; sp++) {
-            yaml_node_t *sk = yaml_document_get_node(p->doc, sp->key);
-            yaml_node_t *sv = yaml_document_get_node(p->doc, sp->value);
-            char kw[400];
-            if (!sk || !sv) {
-                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-                break;
-            }
-            if (sk->type != YAML_SCALAR_NODE) {
-                rc = PERR_NODE(p, sk, key, "expected values or value, got %s", node_kind(sk));
-                break;
-            }
-            snprintf(kw, sizeof kw, "%s.%s", key, scalar(sk));
-            if (dup_in_mapping(p, vn, sp, scalar(sk), kw)) {
-                rc = -1;
-                break;
-            }
-            if (strcmp(scalar(sk), "values") == 0)
-                values = sv;
-            else if (strcmp(scalar(sk), "value") == 0)
-                value = sv;
-            else {
-                char why[200];
-                unknown_among(scalar(sk), spec_keys, why, sizeof why);
-                rc = PERR_NODE(p, sk, kw, "%s", why);
-            }
-        }
-        if (rc)
-            break;
-        if (values && value) {
-            rc = PERR_NODE(p, vn, key, "give values (a list to sweep) or value (a constant), not both");
-            break;
-        }
-        if (!values && !value) {
-            rc = PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}");
-            break;
-        }
-        if (value) {
-            pm->is_const = 1;
-            if (param_alloc(p, pm, 1) || param_value(p, pm, value, key))
-                rc = -1;
-            continue;
-        }
-        if (values->type != YAML_SEQUENCE_NODE) {
-            char g[310];
-            rc = PERR_NODE(p, values, key, "values: expected a list, got %s%s", got(values, g, sizeof g),
-                           values->type == YAML_SCALAR_NODE ? " (use value: for a constant)" : "");
-            break;
-        }
-        int nv = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
-        if (nv == 0) {
-            rc = PERR_NODE(p, values, key, "values: empty list");
-            break;
-        }
-        if (param_alloc(p, pm, nv)) {
-            rc = -1;
-            break;
-        }
-        for (int i = 0; i < nv && rc == 0; i++) {
-            yaml_node_t *it = yaml_document_get_node(p->doc, values->data.sequence.items.start[i]);
-            if (!it) {
-                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-                break;
-            }
-            rc = param_value(p, pm, it, key);
-            for (int j = 0; rc == 0 && j < i; j++)
-                if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
-                    char q[300];
-                    config_quote(pm->vals[i], q, sizeof q);
-                    rc = PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
-                                   pm->vc[j]);
-                }
+    if (vn->type != YAML_MAPPING_NODE) {
+        char g[310];
+        return PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", got(vn, g, sizeof g));
+    }
+    for (yaml_node_pair_t *sp = vn->data.mapping.pairs.start; sp < vn->data.mapping.pairs.top; sp++) {
+        yaml_node_t *sk = yaml_document_get_node(p->doc, sp->key);
+        yaml_node_t *sv = yaml_document_get_node(p->doc, sp->value);
+        char kw[400];
+        if (!sk || !sv)
+            return fail(p->err, "%s: error: YAML: malformed document", p->path);
+        if (sk->type != YAML_SCALAR_NODE)
+            return PERR_NODE(p, sk, key, "expected values or value, got %s", node_kind(sk));
+        snprintf(kw, sizeof kw, "%s.%s", key, scalar(sk));
+        if (dup_in_mapping(p, vn, sp, scalar(sk), kw))
+            return -1;
+        if (strcmp(scalar(sk), "values") == 0)
+            *values = sv;
+        else if (strcmp(scalar(sk), "value") == 0)
+            *value = sv;
+        else {
+            char why[200];
+            unknown_among(scalar(sk), spec_keys, why, sizeof why);
+            return PERR_NODE(p, sk, kw, "%s", why);
         }
     }
-    if (rc) {
-        params_free(ps, np);
+    if (*values && *value)
+        return PERR_NODE(p, vn, key, "give values (a list to sweep) or value (a constant), not both");
+    if (!*values && !*value)
+        return PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}");
+    return 0;
+}
+
+/* pm's `values` list: each value checked against the schema, no value
+ * twice. */
+static int param_values(P *p, Param *pm, yaml_node_t *values) {
+    const char *key = pm->key;
+    if (values->type != YAML_SEQUENCE_NODE) {
+        char g[310];
+        return PERR_NODE(p, values, key, "values: expected a list, got %s%s", got(values, g, sizeof g),
+                         values->type == YAML_SCALAR_NODE ? " (use value: for a constant)" : "");
+    }
+    int nv = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
+    if (nv == 0)
+        return PERR_NODE(p, values, key, "values: empty list");
+    if (param_alloc(p, pm, nv))
+        return -1;
+    for (int i = 0; i < nv; i++) {
+        yaml_node_t *it = yaml_document_get_node(p->doc, values->data.sequence.items.start[i]);
+        if (!it)
+            return fail(p->err, "%s: error: YAML: malformed document", p->path);
+        if (param_value(p, pm, it, key))
+            return -1;
+        for (int j = 0; j < i; j++)
+            if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
+                char q[300];
+                config_quote(pm->vals[i], q, sizeof q);
+                return PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
+                                 pm->vc[j]);
+            }
+    }
+    return 0;
+}
+
+/* One entry (pair pr of map) of `parameters`, as ps[*np] (counted before it
+ * is filled, so params_free frees a partial one). */
+static int parse_param(P *p, yaml_node_t *map, yaml_node_pair_t *pr, Param *ps, int *np) {
+    yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
+    yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
+    if (!kn || !vn)
+        return fail(p->err, "%s: error: YAML: malformed document", p->path);
+    if (kn->type != YAML_SCALAR_NODE)
+        return PERR_NODE(p, kn, "parameters", "expected a config key, got %s", node_kind(kn));
+    const char *key = scalar(kn);
+    if (dup_in_mapping(p, map, pr, key, key))
+        return -1;
+    if (!config_find(key)) { /* unknown key, or a section: config_set words it */
+        if (check_override(p, key, "", nline(kn), ncol(kn), nline(kn), ncol(kn)) == 0)
+            PERR_NODE(p, kn, key, "unknown key");
         return -1;
     }
-    /* label names: the leaf, unless two swept keys share it */
+    Param *pm = &ps[(*np)++];
+    pm->key = xstrdup(key);
+    pm->kl = nline(kn);
+    pm->kc = ncol(kn);
+    if (!pm->key)
+        return oom(p);
+    yaml_node_t *values = NULL, *value = NULL;
+    if (param_spec(p, key, vn, &values, &value))
+        return -1;
+    if (value) {
+        pm->is_const = 1;
+        return param_alloc(p, pm, 1) || param_value(p, pm, value, key) ? -1 : 0;
+    }
+    return param_values(p, pm, values);
+}
+
+/* Label names: each key's leaf, unless two swept keys share it. */
+static int param_leaves(P *p, Param *ps, int np) {
     for (int i = 0; i < np; i++) {
         const char *d = strrchr(ps[i].key, '.');
         const char *leaf = d ? d + 1 : ps[i].key;
@@ -696,10 +675,27 @@ static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
             clash |= strcmp(leaf, dj ? dj + 1 : ps[j].key) == 0;
         }
         ps[i].leaf = xstrdup(clash ? ps[i].key : leaf);
-        if (!ps[i].leaf) {
-            params_free(ps, np);
+        if (!ps[i].leaf)
             return oom(p);
-        }
+    }
+    return 0;
+}
+
+static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
+    int n = (int)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    if (n == 0)
+        return PERR_NODE(p, map, "parameters", "empty mapping (give config keys with {values: [...]})");
+    Param *ps = calloc((size_t)n, sizeof *ps);
+    if (!ps)
+        return oom(p);
+    int rc = 0, np = 0;
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top && rc == 0; pr++)
+        rc = parse_param(p, map, pr, ps, &np);
+    if (rc == 0)
+        rc = param_leaves(p, ps, np);
+    if (rc) {
+        params_free(ps, np);
+        return -1;
     }
     *out = ps;
     *nout = np;
@@ -791,21 +787,45 @@ static int expand_params(P *p, Param *ps, int np, int zip, int line, int col, Ro
 /* runs                                                                */
 /* ------------------------------------------------------------------ */
 
-/* The value of "key" in config_to_json output, unquoted, into out. */
-static void json_value(const char *json, const char *key, char *out, size_t cap) {
-    out[0] = '\0';
-    size_t kl = strlen(key);
-    for (const char *s = strchr(json, '"'); s; s = strchr(s + 1, '"')) {
-        if (strncmp(s + 1, key, kl) == 0 && s[1 + kl] == '"' && s[2 + kl] == ':') {
-            const char *v = s + 3 + kl, *e = v;
-            while (*e && *e != ',' && *e != '}')
-                e++;
-            if (*v == '"' && e > v + 1 && e[-1] == '"')
-                v++, e--;
-            snprintf(out, cap, "%.*s", (int)(e - v), v);
-            return;
-        }
+/* Append the value of config key `key` in c to b as the stored JSON has it,
+ * unquoted: c is written by config_to_json and its pairs read back one by
+ * one as config_from_json reads them (json_unquote for keys and strings,
+ * a bare value up to the next ',' or '}'), so a string holding a comma, a
+ * quote or an escape comes out whole and decoded.  A key the JSON leaves
+ * out (one added later, at its default: ConfigKey.omit_default) gives the
+ * schema's default.  0, or -1 out of memory. */
+static int config_value_text(const Config *c, const char *key, Buf *b) {
+    int n = config_to_json(c, NULL, 0);
+    char *json = malloc((size_t)n + 1), *val = malloc((size_t)n + 1);
+    if (!json || !val) {
+        free(json);
+        free(val);
+        return -1;
     }
+    config_to_json(c, json, (size_t)n + 1);
+    int found = 0;
+    const char *s = json + (*json == '{');
+    while (s && *s && *s != '}' && !found) {
+        char k[256];
+        if (*s == ',')
+            s++;
+        if (!(s = json_unquote(s, k, sizeof k)) || *s++ != ':')
+            break;
+        if (*s == '"') {
+            s = json_unquote(s, val, (size_t)n + 1);
+        } else {
+            size_t l = strcspn(s, ",}");
+            memcpy(val, s, l);
+            val[l] = '\0';
+            s += l;
+        }
+        found = s && strcmp(k, key) == 0;
+    }
+    const ConfigKey *ck = config_find(key);
+    buf_str(b, found ? val : ck ? ck->def : "");
+    free(json);
+    free(val);
+    return 0;
 }
 
 /* Check a run_name template: "{...}" placeholders must be known. */
@@ -844,7 +864,7 @@ static int check_template(P *p, const char *t, int line, int col) {
     return 0;
 }
 
-static char *format_name(const char *t, const Sweep *s, const SweepRun *r, const char *json) {
+static char *format_name(const char *t, const Sweep *s, const SweepRun *r) {
     Buf b = {0};
     for (const char *c = t; *c; c++) {
         const char *e = *c == '{' ? strchr(c, '}') : NULL;
@@ -864,9 +884,9 @@ static char *format_name(const char *t, const Sweep *s, const SweepRun *r, const
         } else if (strcmp(ph, "index") == 0) {
             snprintf(val, sizeof val, "%d", r->index);
             buf_str(&b, val);
-        } else {
-            json_value(json, ph, val, sizeof val);
-            buf_str(&b, val);
+        } else if (config_value_text(&r->config, ph, &b)) {
+            free(b.b);
+            return NULL;
         }
         c = e;
     }
@@ -893,8 +913,6 @@ static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *ro
     return fail(p->err, "%s%s", keep, ctx);
 }
 
-/* Build run r from row (and seed_ov, or NULL): overrides, resolved config,
- * run id. */
 /* An override of a text key (train.init_from) may name another run of a
  * sweep: {sweep}, {label} and {seed} in its value are replaced by this
  * run's.  Other overrides are copied as they are.  NULL when out of memory. */
@@ -920,6 +938,8 @@ static char *expand_override(const char *text, const Sweep *s, const char *label
     return buf_take(&b);
 }
 
+/* Build run r from row (and seed_ov, or NULL): overrides, resolved config,
+ * run id. */
 static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed_ov, SweepRun *r) {
     int nov = set->n + row->ov.n + (seed_ov != NULL);
     Ov **ovs = malloc((size_t)(nov ? nov : 1) * sizeof *ovs);
@@ -1000,21 +1020,39 @@ typedef struct {
     yaml_node_t *kmethod, *kparameters, *kvariants; /* key nodes, for conflict errors */
 } Top;
 
-static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
+/* What load_doc builds on the way to the runs, freed by doc_free. */
+typedef struct {
+    yaml_node_t *root;
+    Top t;
+    OvList set;       /* the sweep's `set` */
+    Row *rows;        /* variants, or grid / zip points */
+    int nrows;
+    Param *ps;        /* a grid's or zip's parameters */
+    int np;
+    Ov *seeds;        /* train.seed=N overrides, one per seed */
+    int nseeds;
+    const char *tmpl; /* run_name, and where it is written */
+    int tl, tc;
+} Doc;
+
+static void doc_free(Doc *d) {
+    for (int i = 0; i < d->nseeds; i++) {
+        free(d->seeds[i].text);
+        free(d->seeds[i].key);
+    }
+    free(d->seeds);
+    params_free(d->ps, d->np);
+    rows_free(d->rows, d->nrows);
+    ov_free(&d->set);
+}
+
+/* The top-level keys into d->t: known, not twice, names and paths
+ * non-empty text. */
+static int read_top(P *p, Doc *d) {
     static const char *const top_keys[] = {"name",  "base",     "method",   "parameters", "variants",
                                            "seeds", "run_name", "baseline", "set",        NULL};
-    Top t;
-    memset(&t, 0, sizeof t);
-    int rc = 0;
-    OvList set = {0};
-    Row *rows = NULL;
-    int nrows = 0;
-    Param *ps = NULL;
-    int np = 0;
-    Ov *seeds = NULL;
-    int nseeds = 0;
-    int *order = NULL;
-
+    yaml_node_t *root = d->root;
+    Top *t = &d->t;
     if (!root || is_null(root))
         return fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
     if (root->type != YAML_MAPPING_NODE) {
@@ -1032,15 +1070,15 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         const char *k = scalar(kn);
         if (dup_in_mapping(p, root, pr, k, k))
             return -1;
-        yaml_node_t **slot = strcmp(k, "name") == 0         ? &t.name
-                             : strcmp(k, "base") == 0       ? &t.base
-                             : strcmp(k, "method") == 0     ? &t.method
-                             : strcmp(k, "parameters") == 0 ? &t.parameters
-                             : strcmp(k, "variants") == 0   ? &t.variants
-                             : strcmp(k, "seeds") == 0      ? &t.seeds
-                             : strcmp(k, "run_name") == 0   ? &t.run_name
-                             : strcmp(k, "baseline") == 0   ? &t.baseline
-                             : strcmp(k, "set") == 0        ? &t.set
+        yaml_node_t **slot = strcmp(k, "name") == 0         ? &t->name
+                             : strcmp(k, "base") == 0       ? &t->base
+                             : strcmp(k, "method") == 0     ? &t->method
+                             : strcmp(k, "parameters") == 0 ? &t->parameters
+                             : strcmp(k, "variants") == 0   ? &t->variants
+                             : strcmp(k, "seeds") == 0      ? &t->seeds
+                             : strcmp(k, "run_name") == 0   ? &t->run_name
+                             : strcmp(k, "baseline") == 0   ? &t->baseline
+                             : strcmp(k, "set") == 0        ? &t->set
                                                             : NULL;
         if (!slot) {
             char why[200];
@@ -1051,43 +1089,51 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
             return PERR_NODE(p, kn, k, "%s", why);
         }
         *slot = vn;
-        if (slot == &t.method)
-            t.kmethod = kn;
-        if (slot == &t.parameters)
-            t.kparameters = kn;
-        if (slot == &t.variants)
-            t.kvariants = kn;
+        if (slot == &t->method)
+            t->kmethod = kn;
+        if (slot == &t->parameters)
+            t->kparameters = kn;
+        if (slot == &t->variants)
+            t->kvariants = kn;
         /* scalars that must be non-empty text */
-        if (slot == &t.name || slot == &t.base || slot == &t.method || slot == &t.run_name || slot == &t.baseline) {
+        if (slot == &t->name || slot == &t->base || slot == &t->method || slot == &t->run_name ||
+            slot == &t->baseline) {
             if (vn->type != YAML_SCALAR_NODE)
                 return PERR_NODE(p, vn, k, "expected a value, got %s", node_kind(vn));
             if (is_null(vn) || !*scalar(vn))
                 return PERR_NODE(p, vn, k, "must not be empty");
         }
     }
+    return 0;
+}
 
-    /* which kind of sweep */
-    if (t.variants && (t.method || t.parameters)) {
-        yaml_node_t *other = t.kmethod ? t.kmethod : t.kparameters;
-        yaml_node_t *later = nline(t.kvariants) > nline(other) ||
-                                     (nline(t.kvariants) == nline(other) && ncol(t.kvariants) > ncol(other))
-                                 ? t.kvariants
+/* Which kind of sweep (variants, grid or zip), its name, and its base file
+ * (which must be readable). */
+static int read_kind(P *p, Sweep *s, Doc *d) {
+    const Top *t = &d->t;
+    yaml_node_t *root = d->root;
+    if (t->variants && (t->method || t->parameters)) {
+        yaml_node_t *other = t->kmethod ? t->kmethod : t->kparameters;
+        yaml_node_t *later = nline(t->kvariants) > nline(other) ||
+                                     (nline(t->kvariants) == nline(other) && ncol(t->kvariants) > ncol(other))
+                                 ? t->kvariants
                                  : other;
         return PERR_NODE(p, later, scalar(later), "a sweep has either variants or method with parameters, not both");
     }
-    if (!t.name)
+    if (!t->name)
         return perr(p, nline(root), ncol(root), "name", "required (names the sweep in the results store)");
-    if (!t.base)
+    if (!t->base)
         return perr(p, nline(root), ncol(root), "base", "required (a run config, relative to the sweep file)");
-    if (t.method && !t.parameters)
-        return PERR_NODE(p, t.kmethod, "parameters", "required with method (config keys with {values: [...]})");
-    if (t.parameters && !t.method)
-        return PERR_NODE(p, t.kparameters, "method", "required with parameters (grid or zip)");
-    if (!t.variants && !t.method)
+    if (t->method && !t->parameters)
+        return PERR_NODE(p, t->kmethod, "parameters", "required with method (config keys with {values: [...]})");
+    if (t->parameters && !t->method)
+        return PERR_NODE(p, t->kparameters, "method", "required with parameters (grid or zip)");
+    if (!t->variants && !t->method)
         return perr(p, nline(root), ncol(root), NULL,
                     "expected variants (a list of {label, set}), or method (grid or zip) with parameters");
-    if (t.method) {
-        const char *m = scalar(t.method);
+    s->method = SWEEP_VARIANTS;
+    if (t->method) {
+        const char *m = scalar(t->method);
         if (strcmp(m, "grid") == 0)
             s->method = SWEEP_GRID;
         else if (strcmp(m, "zip") == 0)
@@ -1095,266 +1141,249 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
         else {
             char q[300];
             config_quote(m, q, sizeof q);
-            return PERR_NODE(p, t.method, "method", "expected grid or zip, got \"%s\"", q);
+            return PERR_NODE(p, t->method, "method", "expected grid or zip, got \"%s\"", q);
         }
-    } else {
-        s->method = SWEEP_VARIANTS;
     }
-
-    if (check_name(p, t.name, "name", scalar(t.name)))
+    if (check_name(p, t->name, "name", scalar(t->name)))
         return -1;
-    s->name = xstrdup(scalar(t.name));
-    s->base = base_path(p->path, scalar(t.base));
+    s->name = xstrdup(scalar(t->name));
+    s->base = base_path(p->path, scalar(t->base));
     if (!s->name || !s->base)
         return oom(p);
-    {
-        struct stat st;
-        int se = stat(s->base, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
-        if (!se && access(s->base, R_OK) != 0)
-            se = errno;
-        if (se)
-            return PERR_NODE(p, t.base, "base", "cannot open %s: %s", s->base, strerror(se));
-    }
+    struct stat st;
+    int se = stat(s->base, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (!se && access(s->base, R_OK) != 0)
+        se = errno;
+    if (se)
+        return PERR_NODE(p, t->base, "base", "cannot open %s: %s", s->base, strerror(se));
+    return 0;
+}
 
-    /* overrides and rows */
-    if (t.set && parse_set_node(p, t.set, &set, "set"))
-        goto bad;
-    if (t.variants) {
-        if (t.variants->type != YAML_SEQUENCE_NODE) {
-            rc = PERR_NODE(p, t.variants, "variants", "expected a list of {label: NAME, set: {...}}, got %s",
-                           node_kind(t.variants));
-            goto bad;
-        }
-        if (parse_variants(p, t.variants, &rows, &nrows))
-            goto bad;
-    } else {
-        if (t.parameters->type != YAML_MAPPING_NODE) {
-            rc = PERR_NODE(p, t.parameters, "parameters",
-                           "expected a mapping of config keys to {values: [...]}, got %s", node_kind(t.parameters));
-            goto bad;
-        }
-        if (parse_parameters(p, t.parameters, &ps, &np) ||
-            expand_params(p, ps, np, s->method == SWEEP_ZIP, nline(t.kparameters), ncol(t.kparameters), &rows,
-                          &nrows))
-            goto bad;
+/* The sweep's `set`, then its rows: variants, or a grid's / zip's points. */
+static int read_rows(P *p, Sweep *s, Doc *d) {
+    const Top *t = &d->t;
+    if (t->set && parse_set_node(p, t->set, &d->set, "set"))
+        return -1;
+    if (t->variants) {
+        if (t->variants->type != YAML_SEQUENCE_NODE)
+            return PERR_NODE(p, t->variants, "variants", "expected a list of {label: NAME, set: {...}}, got %s",
+                             node_kind(t->variants));
+        return parse_variants(p, t->variants, &d->rows, &d->nrows);
     }
+    if (t->parameters->type != YAML_MAPPING_NODE)
+        return PERR_NODE(p, t->parameters, "parameters", "expected a mapping of config keys to {values: [...]}, got %s",
+                         node_kind(t->parameters));
+    if (parse_parameters(p, t->parameters, &d->ps, &d->np) ||
+        expand_params(p, d->ps, d->np, s->method == SWEEP_ZIP, nline(t->kparameters), ncol(t->kparameters), &d->rows,
+                      &d->nrows))
+        return -1;
+    return 0;
+}
 
-    /* seeds */
-    if (t.seeds) {
-        if (t.seeds->type != YAML_SEQUENCE_NODE) {
-            char g[310];
-            rc = PERR_NODE(p, t.seeds, "seeds", "expected a list of integers, got %s", got(t.seeds, g, sizeof g));
-            goto bad;
-        }
-        int n = (int)(t.seeds->data.sequence.items.top - t.seeds->data.sequence.items.start);
-        if (n == 0) {
-            rc = PERR_NODE(p, t.seeds, "seeds", "empty list (leave seeds out to use the base config's seed)");
-            goto bad;
-        }
-        seeds = calloc((size_t)n, sizeof *seeds);
-        if (!seeds) {
-            rc = oom(p);
-            goto bad;
-        }
-        for (int i = 0; i < n; i++) {
-            yaml_node_t *it = yaml_document_get_node(p->doc, t.seeds->data.sequence.items.start[i]);
-            if (!it) {
-                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-                goto bad;
-            }
-            if (it->type != YAML_SCALAR_NODE) {
-                rc = PERR_NODE(p, it, "seeds", "expected an integer, got %s", node_kind(it));
-                goto bad;
-            }
-            /* the schema's train.seed parser, reported as seeds */
-            char *a = join_kv("train.seed", scalar(it));
-            if (!a) {
-                rc = oom(p);
-                goto bad;
-            }
-            ConfigError e;
-            if (config_set(&p->scratch, a, &e) != 0) {
-                const char *why = set_reason(e.msg, a);
-                if (strncmp(why, "train.seed: ", 12) == 0)
-                    why += 12;
-                rc = PERR_NODE(p, it, "seeds", "%s", why);
-                free(a);
-                goto bad;
-            }
-            free(a);
-            for (int j = 0; j < nseeds; j++)
-                if (strtoll(seeds[j].text + strlen("train.seed="), NULL, 10) == (long long)p->scratch.seed) {
-                    rc = PERR_NODE(p, it, "seeds", "duplicate seed %lld (also at line %d)",
-                                   (long long)p->scratch.seed, seeds[j].vl);
-                    goto bad;
-                }
-            char val[32];
-            snprintf(val, sizeof val, "%lld", (long long)p->scratch.seed);
-            seeds[nseeds].text = join_kv("train.seed", val);
-            seeds[nseeds].key = xstrdup("train.seed");
-            seeds[nseeds].kl = seeds[nseeds].vl = nline(it);
-            seeds[nseeds].kc = seeds[nseeds].vc = ncol(it);
-            nseeds++;
-            if (!seeds[nseeds - 1].text || !seeds[nseeds - 1].key) {
-                rc = oom(p);
-                goto bad;
-            }
-        }
-        /* train.seed is the seeds' to set */
-        for (int r = -1; r < nrows; r++) {
-            const OvList *l = r < 0 ? &set : &rows[r].ov;
-            for (int i = 0; i < l->n; i++)
-                if (strcmp(l->v[i].key, "train.seed") == 0) {
-                    rc = perr(p, l->v[i].kl, l->v[i].kc, "train.seed",
-                              "set by seeds (line %d); remove it here, or drop seeds", nline(t.seeds));
-                    goto bad;
-                }
-        }
+/* Seed item it, read by the schema's train.seed parser (reported as
+ * seeds), appended to d->seeds unless it repeats one. */
+static int read_seed(P *p, Doc *d, yaml_node_t *it) {
+    if (!it)
+        return fail(p->err, "%s: error: YAML: malformed document", p->path);
+    if (it->type != YAML_SCALAR_NODE)
+        return PERR_NODE(p, it, "seeds", "expected an integer, got %s", node_kind(it));
+    char *a = join_kv("train.seed", scalar(it));
+    if (!a)
+        return oom(p);
+    ConfigError e;
+    if (config_set(&p->scratch, a, &e) != 0) {
+        const char *why = set_reason(e.msg, a);
+        if (strncmp(why, "train.seed: ", 12) == 0)
+            why += 12;
+        int rc = PERR_NODE(p, it, "seeds", "%s", why);
+        free(a);
+        return rc;
     }
+    free(a);
+    long long seed = (long long)p->scratch.seed;
+    for (int j = 0; j < d->nseeds; j++)
+        if (strtoll(d->seeds[j].text + strlen("train.seed="), NULL, 10) == seed)
+            return PERR_NODE(p, it, "seeds", "duplicate seed %lld (also at line %d)", seed, d->seeds[j].vl);
+    char val[32];
+    snprintf(val, sizeof val, "%lld", seed);
+    Ov *o = &d->seeds[d->nseeds++];
+    o->text = join_kv("train.seed", val);
+    o->key = xstrdup("train.seed");
+    o->kl = o->vl = nline(it);
+    o->kc = o->vc = ncol(it);
+    if (!o->text || !o->key)
+        return oom(p);
+    return 0;
+}
 
-    /* baseline */
-    if (t.baseline) {
-        const char *b = scalar(t.baseline);
-        int found = 0;
-        for (int r = 0; r < nrows && !found; r++)
-            found = strcmp(rows[r].label, b) == 0;
-        if (!found) {
-            char q[300];
-            Buf lb = {0};
-            config_quote(b, q, sizeof q);
-            for (int r = 0; r < nrows && r < 8; r++) {
-                char ql[300];
-                config_quote(rows[r].label, ql, sizeof ql);
-                if (r)
-                    buf_str(&lb, ", ");
-                buf_str(&lb, ql);
-            }
-            if (nrows > 8)
-                buf_str(&lb, ", ...");
-            char *labels = buf_take(&lb);
-            if (!labels) {
-                rc = oom(p);
-                goto bad;
-            }
-            rc = PERR_NODE(p, t.baseline, "baseline", "no %s labelled \"%s\" (labels: %s)",
-                           s->method == SWEEP_VARIANTS ? "variant" : "row", q, labels);
-            free(labels);
-            goto bad;
-        }
-        s->baseline = xstrdup(b);
-        if (!s->baseline) {
-            rc = oom(p);
-            goto bad;
-        }
+/* `seeds`: a list of distinct integers; then train.seed is theirs to set
+ * (not in `set` or a row). */
+static int read_seeds(P *p, Doc *d) {
+    yaml_node_t *seeds = d->t.seeds;
+    if (!seeds)
+        return 0;
+    if (seeds->type != YAML_SEQUENCE_NODE) {
+        char g[310];
+        return PERR_NODE(p, seeds, "seeds", "expected a list of integers, got %s", got(seeds, g, sizeof g));
     }
-
-    /* run_name */
-    const char *tmpl = t.run_name ? scalar(t.run_name) : "{sweep}-{label}-s{seed}";
-    int tl = t.run_name ? nline(t.run_name) : nline(root), tc = t.run_name ? ncol(t.run_name) : ncol(root);
-    if (check_template(p, tmpl, tl, tc))
-        goto bad;
-
-    /* expand */
-    long long nruns = (long long)nrows * (nseeds ? nseeds : 1);
-    if (nruns > SWEEP_MAX_RUNS) {
-        rc = perr(p, nline(root), ncol(root), NULL, "the sweep has %lld runs, more than %d", nruns, SWEEP_MAX_RUNS);
-        goto bad;
+    int n = (int)(seeds->data.sequence.items.top - seeds->data.sequence.items.start);
+    if (n == 0)
+        return PERR_NODE(p, seeds, "seeds", "empty list (leave seeds out to use the base config's seed)");
+    d->seeds = calloc((size_t)n, sizeof *d->seeds);
+    if (!d->seeds)
+        return oom(p);
+    for (int i = 0; i < n; i++)
+        if (read_seed(p, d, yaml_document_get_node(p->doc, seeds->data.sequence.items.start[i])))
+            return -1;
+    for (int r = -1; r < d->nrows; r++) {
+        const OvList *l = r < 0 ? &d->set : &d->rows[r].ov;
+        for (int i = 0; i < l->n; i++)
+            if (strcmp(l->v[i].key, "train.seed") == 0)
+                return perr(p, l->v[i].kl, l->v[i].kc, "train.seed",
+                            "set by seeds (line %d); remove it here, or drop seeds", nline(seeds));
     }
+    return 0;
+}
+
+/* `baseline` must name a row. */
+static int read_baseline(P *p, Sweep *s, Doc *d) {
+    if (!d->t.baseline)
+        return 0;
+    const char *b = scalar(d->t.baseline);
+    int found = 0;
+    for (int r = 0; r < d->nrows && !found; r++)
+        found = strcmp(d->rows[r].label, b) == 0;
+    if (!found) {
+        char q[300];
+        Buf lb = {0};
+        config_quote(b, q, sizeof q);
+        for (int r = 0; r < d->nrows && r < 8; r++) {
+            char ql[300];
+            config_quote(d->rows[r].label, ql, sizeof ql);
+            if (r)
+                buf_str(&lb, ", ");
+            buf_str(&lb, ql);
+        }
+        if (d->nrows > 8)
+            buf_str(&lb, ", ...");
+        char *labels = buf_take(&lb);
+        if (!labels)
+            return oom(p);
+        PERR_NODE(p, d->t.baseline, "baseline", "no %s labelled \"%s\" (labels: %s)",
+                  s->method == SWEEP_VARIANTS ? "variant" : "row", q, labels);
+        free(labels);
+        return -1;
+    }
+    s->baseline = xstrdup(b);
+    return s->baseline ? 0 : oom(p);
+}
+
+/* Every (row, seed) as a run, resolved. */
+static int expand_runs(P *p, Sweep *s, Doc *d) {
+    long long nruns = (long long)d->nrows * (d->nseeds ? d->nseeds : 1);
+    if (nruns > SWEEP_MAX_RUNS)
+        return perr(p, nline(d->root), ncol(d->root), NULL, "the sweep has %lld runs, more than %d", nruns,
+                    SWEEP_MAX_RUNS);
     s->runs = calloc((size_t)nruns, sizeof *s->runs);
-    if (!s->runs) {
-        rc = oom(p);
-        goto bad;
-    }
-    s->nrows = nrows;
-    s->nseeds = nseeds;
-    for (int r = 0; r < nrows; r++)
-        for (int k = 0; k < (nseeds ? nseeds : 1); k++) {
+    if (!s->runs)
+        return oom(p);
+    s->nrows = d->nrows;
+    s->nseeds = d->nseeds;
+    for (int r = 0; r < d->nrows; r++)
+        for (int k = 0; k < (d->nseeds ? d->nseeds : 1); k++) {
             SweepRun *run = &s->runs[s->nruns];
             run->index = s->nruns;
             run->row = r;
             s->nruns++; /* counted before filling, so sweep_free frees a partial run */
-            if (build_run(p, s, &set, &rows[r], nseeds ? &seeds[k] : NULL, run))
-                goto bad;
-            run->is_baseline = s->baseline && strcmp(rows[r].label, s->baseline) == 0;
+            if (build_run(p, s, &d->set, &d->rows[r], d->nseeds ? &d->seeds[k] : NULL, run))
+                return -1;
+            run->is_baseline = s->baseline && strcmp(d->rows[r].label, s->baseline) == 0;
         }
+    return 0;
+}
 
-    /* names (need every run's config for {key} placeholders) */
+/* Each run's name from the template (which needs every run's config for
+ * {key} placeholders): not empty, printable. */
+static int name_runs(P *p, Sweep *s, const Doc *d) {
     for (int i = 0; i < s->nruns; i++) {
         SweepRun *run = &s->runs[i];
-        int n = config_to_json(&run->config, NULL, 0);
-        char *json = malloc((size_t)n + 1);
-        if (!json) {
-            rc = oom(p);
-            goto bad;
-        }
-        config_to_json(&run->config, json, (size_t)n + 1);
-        run->name = format_name(tmpl, s, run, json);
-        free(json);
-        if (!run->name) {
-            rc = oom(p);
-            goto bad;
-        }
-        if (!*run->name) {
-            rc = perr(p, tl, tc, "run_name", "run %d gets an empty name", i);
-            goto bad;
-        }
+        run->name = format_name(d->tmpl, s, run);
+        if (!run->name)
+            return oom(p);
+        if (!*run->name)
+            return perr(p, d->tl, d->tc, "run_name", "run %d gets an empty name", i);
         char why[200], q[400];
-        if (store_name_check(run->name, why, sizeof why)) {
-            rc = perr(p, tl, tc, "run_name", "run %d gets the name \"%s\", which %s", i,
-                      quote_name(run->name, q, sizeof q), why);
-            goto bad;
-        }
+        if (store_name_check(run->name, why, sizeof why))
+            return perr(p, d->tl, d->tc, "run_name", "run %d gets the name \"%s\", which %s", i,
+                        quote_name(run->name, q, sizeof q), why);
     }
+    return 0;
+}
 
-    /* distinct names and configurations */
-    order = malloc((size_t)s->nruns * sizeof *order);
-    if (!order) {
-        rc = oom(p);
-        goto bad;
-    }
+/* No two runs with the same name, or the same configuration (run id). */
+static int check_distinct(P *p, Sweep *s, const Doc *d) {
+    int *order = malloc((size_t)s->nruns * sizeof *order);
+    if (!order)
+        return oom(p);
+    int rc = 0;
     cmp_runs_base = s->runs;
     for (int i = 0; i < s->nruns; i++)
         order[i] = i;
     qsort(order, (size_t)s->nruns, sizeof *order, cmp_by_name);
-    for (int i = 1; i < s->nruns; i++) {
+    for (int i = 1; i < s->nruns && rc == 0; i++) {
         const SweepRun *a = &s->runs[order[i - 1]], *b = &s->runs[order[i]];
         if (strcmp(a->name, b->name) == 0) {
             char q[300];
             config_quote(a->name, q, sizeof q);
-            rc = perr(p, tl, tc, "run_name", "runs %d and %d are both named \"%s\" (use {label}, {seed} or {index})",
-                      a->index, b->index, q);
-            goto bad;
+            rc = perr(p, d->tl, d->tc, "run_name",
+                      "runs %d and %d are both named \"%s\" (use {label}, {seed} or {index})", a->index, b->index, q);
         }
     }
-    qsort(order, (size_t)s->nruns, sizeof *order, cmp_by_id);
-    for (int i = 1; i < s->nruns; i++) {
+    if (rc == 0)
+        qsort(order, (size_t)s->nruns, sizeof *order, cmp_by_id);
+    for (int i = 1; i < s->nruns && rc == 0; i++) {
         const SweepRun *a = &s->runs[order[i - 1]], *b = &s->runs[order[i]];
         if (strcmp(a->run_id, b->run_id) == 0) {
-            const Row *rb = &rows[b->row];
+            const Row *rb = &d->rows[b->row];
             char qa[300], qb[300];
             config_quote(a->label, qa, sizeof qa);
             config_quote(b->label, qb, sizeof qb);
             rc = perr(p, rb->line, rb->col, rb->where,
                       "\"%s\" resolves to the same configuration as \"%s\" (run id %s); each configuration runs once",
                       qb, qa, a->run_id);
-            goto bad;
         }
     }
-    rc = 0;
-    goto out;
-bad:
-    rc = -1;
-out:
     free(order);
-    for (int i = 0; i < nseeds; i++) {
-        free(seeds[i].text);
-        free(seeds[i].key);
-    }
-    free(seeds);
-    params_free(ps, np);
-    rows_free(rows, nrows);
-    ov_free(&set);
     return rc;
+}
+
+static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
+    Doc d;
+    memset(&d, 0, sizeof d);
+    d.root = root;
+    int rc = read_top(p, &d);
+    if (rc == 0)
+        rc = read_kind(p, s, &d);
+    if (rc == 0)
+        rc = read_rows(p, s, &d);
+    if (rc == 0)
+        rc = read_seeds(p, &d);
+    if (rc == 0)
+        rc = read_baseline(p, s, &d);
+    if (rc == 0) {
+        d.tmpl = d.t.run_name ? scalar(d.t.run_name) : "{sweep}-{label}-s{seed}";
+        d.tl = d.t.run_name ? nline(d.t.run_name) : nline(root);
+        d.tc = d.t.run_name ? ncol(d.t.run_name) : ncol(root);
+        rc = check_template(p, d.tmpl, d.tl, d.tc);
+    }
+    if (rc == 0)
+        rc = expand_runs(p, s, &d);
+    if (rc == 0)
+        rc = name_runs(p, s, &d);
+    if (rc == 0)
+        rc = check_distinct(p, s, &d);
+    doc_free(&d);
+    return rc ? -1 : 0;
 }
 
 int sweep_load(Sweep *s, const char *path, ConfigError *err) {

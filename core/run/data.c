@@ -233,6 +233,109 @@ static int valid_id(const char *s, size_t len) {
     return 1;
 }
 
+/* One line of cats.txt, "ID GENRE [more categories…]" (its first two words
+ * at id and g), appended to docs: the genre's index (a new genre is added
+ * to c), the id checked.  0, or -1 with err naming path and line. */
+static int cats_add(Corpus *c, DocText **docs, int *n, int *cap, const char *id, size_t idl, const char *g, size_t gl,
+                    const char *path, int line, char *err, size_t errcap) {
+    if (!valid_id(id, idl)) {
+        seterr(err, errcap, "%s:%d: bad document id (1-7 characters of [A-Za-z0-9_-] expected)", path, line);
+        return -1;
+    }
+    if (gl == 0 || gl >= DATA_GENRE_LEN) {
+        seterr(err, errcap, "%s:%d: %s genre for document %.*s", path, line, gl ? "overlong" : "missing", (int)idl,
+               id);
+        return -1;
+    }
+    int gi = 0;
+    while (gi < c->ngenre && !(strlen(c->genre[gi]) == gl && memcmp(c->genre[gi], g, gl) == 0)) gi++;
+    if (gi == c->ngenre) {
+        if (c->ngenre == DATA_MAX_GENRES) {
+            seterr(err, errcap, "%s:%d: more than %d genres", path, line, DATA_MAX_GENRES);
+            return -1;
+        }
+        memcpy(c->genre[gi], g, gl);
+        c->genre[gi][gl] = '\0';
+        c->ngenre++;
+    }
+    if (*n == *cap) {
+        int ncap = *cap ? *cap * 2 : 512;
+        DocText *nd = realloc(*docs, (size_t)ncap * sizeof *nd);
+        if (!nd) {
+            seterr(err, errcap, "%s: out of memory", path);
+            return -1;
+        }
+        *docs = nd;
+        *cap = ncap;
+    }
+    DocText *d = &(*docs)[*n];
+    memset(d, 0, sizeof *d);
+    memcpy(d->id, id, idl);
+    d->genre = gi;
+    (*n)++;
+    return 0;
+}
+
+/* The documents cats.txt (text, read from path) lists, into *docs (*n of
+ * them; the caller frees them either way), sorted by (genre, id), ids
+ * distinct.  0, or -1 with err. */
+static int parse_cats(Corpus *c, const char *cats, const char *path, DocText **docs, int *n, char *err,
+                      size_t errcap) {
+    int cap = 0, line = 0;
+    for (const char *p = cats; *p;) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) eol = p + strlen(p);
+        line++;
+        const char *q = p;
+        while (q < eol && is_ws((unsigned char)*q)) q++;
+        if (q < eol) {
+            const char *id = q;
+            while (q < eol && !is_ws((unsigned char)*q)) q++;
+            size_t idl = (size_t)(q - id);
+            while (q < eol && is_ws((unsigned char)*q)) q++;
+            const char *g = q;
+            while (q < eol && !is_ws((unsigned char)*q)) q++;
+            if (cats_add(c, docs, n, &cap, id, idl, g, (size_t)(q - g), path, line, err, errcap)) return -1;
+        }
+        p = *eol ? eol + 1 : eol;
+    }
+    if (*n == 0) {
+        seterr(err, errcap, "%s: no documents listed", path);
+        return -1;
+    }
+    qsort(*docs, (size_t)*n, sizeof **docs, cmp_id);
+    for (int k = 1; k < *n; k++)
+        if (strcmp((*docs)[k].id, (*docs)[k - 1].id) == 0) {
+            seterr(err, errcap, "%s: document %s listed twice", path, (*docs)[k].id);
+            return -1;
+        }
+    qsort(*docs, (size_t)*n, sizeof **docs, cmp_genre_id);
+    return 0;
+}
+
+/* Each document's sample file, DATA_DIR/brown/raw/ID, stripped of its tags
+ * into docs[k].text.  0, or -1 with err naming the file. */
+static int read_docs(DocText *docs, int n, const char *data_dir, char *err, size_t errcap) {
+    char path[4096];
+    for (int k = 0; k < n; k++) {
+        int pl = snprintf(path, sizeof path, "%s/brown/raw/%s", data_dir, docs[k].id);
+        if (pl < 0 || (size_t)pl >= sizeof path) {
+            seterr(err, errcap, "%s/brown: path too long", data_dir);
+            return -1;
+        }
+        size_t rl = 0;
+        char *raw = read_file(path, &rl, err, errcap);
+        if (!raw) return -1;
+        docs[k].text = brown_strip_tags(raw, rl, &docs[k].len);
+        free(raw);
+        if (!docs[k].text) {
+            seterr(err, errcap, "%s: out of memory", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int corpus_load_brown(Corpus *c, const char *data_dir, char *err, size_t errcap) {
     memset(c, 0, sizeof *c);
     if (err && errcap) err[0] = '\0';
@@ -252,106 +355,23 @@ int corpus_load_brown(Corpus *c, const char *data_dir, char *err, size_t errcap)
                    data_dir);
         return -1;
     }
-
-    /* Parse cats.txt: "ID GENRE [more categories…]" per line. */
-    int cap = 0, n = 0;
     DocText *docs = NULL;
-    int line = 0;
-    for (char *p = cats; *p;) {
-        char *eol = strchr(p, '\n');
-        if (!eol) eol = p + strlen(p);
-        line++;
-        char *q = p;
-        while (q < eol && is_ws((unsigned char)*q)) q++;
-        if (q < eol) {
-            char *id = q;
-            while (q < eol && !is_ws((unsigned char)*q)) q++;
-            size_t idl = (size_t)(q - id);
-            while (q < eol && is_ws((unsigned char)*q)) q++;
-            char *g = q;
-            while (q < eol && !is_ws((unsigned char)*q)) q++;
-            size_t gl = (size_t)(q - g);
-            if (!valid_id(id, idl)) {
-                seterr(err, errcap, "%s:%d: bad document id (1-7 characters of [A-Za-z0-9_-] expected)", path, line);
-                goto fail;
-            }
-            if (gl == 0 || gl >= DATA_GENRE_LEN) {
-                seterr(err, errcap, "%s:%d: %s genre for document %.*s", path, line, gl ? "overlong" : "missing",
-                       (int)idl, id);
-                goto fail;
-            }
-            int gi = 0;
-            while (gi < c->ngenre && !(strlen(c->genre[gi]) == gl && memcmp(c->genre[gi], g, gl) == 0)) gi++;
-            if (gi == c->ngenre) {
-                if (c->ngenre == DATA_MAX_GENRES) {
-                    seterr(err, errcap, "%s:%d: more than %d genres", path, line, DATA_MAX_GENRES);
-                    goto fail;
-                }
-                memcpy(c->genre[gi], g, gl);
-                c->genre[gi][gl] = '\0';
-                c->ngenre++;
-            }
-            if (n == cap) {
-                int ncap = cap ? cap * 2 : 512;
-                DocText *nd = realloc(docs, (size_t)ncap * sizeof *nd);
-                if (!nd) {
-                    seterr(err, errcap, "%s: out of memory", path);
-                    goto fail;
-                }
-                docs = nd;
-                cap = ncap;
-            }
-            memset(&docs[n], 0, sizeof docs[n]);
-            memcpy(docs[n].id, id, idl);
-            docs[n].genre = gi;
-            n++;
-        }
-        p = *eol ? eol + 1 : eol;
-    }
+    int n = 0;
+    int rc = parse_cats(c, cats, path, &docs, &n, err, errcap);
     free(cats);
-    cats = NULL;
-    if (n == 0) {
-        seterr(err, errcap, "%s: no documents listed", path);
-        goto fail;
-    }
-    qsort(docs, (size_t)n, sizeof *docs, cmp_id);
-    for (int k = 1; k < n; k++)
-        if (strcmp(docs[k].id, docs[k - 1].id) == 0) {
-            seterr(err, errcap, "%s: document %s listed twice", path, docs[k].id);
-            goto fail;
-        }
-    qsort(docs, (size_t)n, sizeof *docs, cmp_genre_id);
-
-    for (int k = 0; k < n; k++) {
-        pl = snprintf(path, sizeof path, "%s/brown/raw/%s", data_dir, docs[k].id);
-        if (pl < 0 || (size_t)pl >= sizeof path) {
-            seterr(err, errcap, "%s/brown: path too long", data_dir);
-            goto fail;
-        }
-        size_t rl = 0;
-        char *raw = read_file(path, &rl, err, errcap);
-        if (!raw) goto fail;
-        docs[k].text = brown_strip_tags(raw, rl, &docs[k].len);
-        free(raw);
-        if (!docs[k].text) {
-            seterr(err, errcap, "%s: out of memory", path);
-            goto fail;
-        }
-    }
-    if (build_splits(c, docs, n) != 0) {
+    if (rc == 0) rc = read_docs(docs, n, data_dir, err, errcap);
+    if (rc == 0 && build_splits(c, docs, n) != 0) {
         seterr(err, errcap, "%s/brown: out of memory building the splits", data_dir);
-        goto fail;
+        rc = -1;
     }
     doctexts_free(docs, n);
+    if (rc) {
+        corpus_free(c);
+        return -1;
+    }
     snprintf(c->source, sizeof c->source, "%s/brown/raw (" BROWN_PKG ", %d documents, %d genres)", data_dir, n,
              c->ngenre);
     return 0;
-
-fail:
-    free(cats);
-    doctexts_free(docs, n);
-    corpus_free(c);
-    return -1;
 }
 
 /* -------------------------------------------------------- synthetic corpus */

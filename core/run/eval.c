@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "run/checkpoint.h"
@@ -14,6 +13,7 @@
 #include "run/probes.h"
 #include "nn/rope.h"
 #include "run/store.h"
+#include "util/util.h"
 
 int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, Config *cfg, char *path, size_t pcap,
                    char id[17], char *err, size_t cap) {
@@ -83,12 +83,6 @@ int trained_load_weights(Model *m, const Config *cfg, const char *arg, const cha
     return 0;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* Mean loss and F-Attn over windows (count x (T+1)), one window per forward. */
 static int eval_windows(Model *m, const int *win, int count, int T, double *loss, double *fattn) {
     Probes pr;
@@ -112,6 +106,50 @@ static int eval_windows(Model *m, const int *win, int count, int T, double *loss
     return 0;
 }
 
+/* One split at one length L: its windows, RoPE scaled for L, loss and
+ * F-Attn, stored in the run's rows and printed.  0, or the exit code. */
+static int eval_length(Model *m, Store *st, const Config *cfg, const char *id, long steps, const TokenSplit *sp,
+                       const char *split, int L, const EvalOpts *o) {
+    int *win = NULL, Ltrain = cfg->seq_len;
+    int n = split_doc_windows(sp, L, o->windows, &win);
+    if (n < 0) {
+        fprintf(stderr, "gated eval: out of memory\n");
+        return 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
+        return 2;
+    }
+    RopeScaling r = rope_of_config(cfg);
+    r.kind = o->scaling;
+    r.train_len = Ltrain;
+    r.factor = o->scaling == ROPE_NONE ? 1 : o->factor > 0 ? o->factor : L > Ltrain ? (double)L / Ltrain : 1;
+    model_set_rope(m, &r);
+    double t0 = util_now(), loss, fattn;
+    if (o->progress)
+        fprintf(stderr, "\r%s L=%d %s s=%g: %d windows ...", split, L, rope_scaling_names[r.kind], r.factor, n);
+    int bad = eval_windows(m, win, n, L, &loss, &fattn);
+    free(win);
+    if (bad) {
+        fprintf(stderr, "gated eval: out of memory at length %d\n", L);
+        return 1;
+    }
+    if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
+    char ctx[160];
+    snprintf(ctx, sizeof ctx, "split=%s,len=%d,scaling=%s,factor=%g", split, L, rope_scaling_names[r.kind], r.factor);
+    bad = store_metric(st, id, "eval_loss", ctx, steps, loss) | store_metric(st, id, "eval_ppl", ctx, steps, exp(loss)) |
+          store_metric(st, id, "eval_f_attn", ctx, steps, fattn) | store_metric(st, id, "eval_windows", ctx, steps, n) |
+          store_flush(st);
+    if (bad) {
+        fprintf(stderr, "gated eval: %s: %s\n", o->db_path, store_errmsg(st));
+        return 1;
+    }
+    printf("%s  %-5s len %6d (%5.2gx)  %-6s s=%-6g loss %.4f  ppl %9.3f  F-Attn %.4f  windows %d  %.1fs\n", id, split,
+           L, (double)L / Ltrain, rope_scaling_names[r.kind], r.factor, loss, exp(loss), fattn, n, util_now() - t0);
+    fflush(stdout);
+    return 0;
+}
+
 int eval_run(const char *arg, const EvalOpts *o) {
     Config cfg;
     char path[4096], id[17], err[1024];
@@ -129,9 +167,6 @@ int eval_run(const char *arg, const EvalOpts *o) {
     }
     Model m;
     Store *st = NULL;
-    int *win = NULL;
-    long steps = 0;
-    rc = 1;
     ModelCfg mc = config_model(&cfg);
     if (model_init(&m, &mc)) {
         fprintf(stderr, "gated eval: out of memory for the model\n");
@@ -140,76 +175,26 @@ int eval_run(const char *arg, const EvalOpts *o) {
     }
     TrainState ts;
     char *json = NULL;
-    if (checkpoint_read(path, &json, &m.p, &ts, err, sizeof err) <= 0) {
-        fprintf(stderr, "gated eval: %s\n", err);
-        rc = 2;
-        goto out;
-    }
-    free(json);
-    steps = (long)ts.step;
-    if (store_open(&st, o->db_path, err, sizeof err)) {
-        fprintf(stderr, "gated eval: %s\n", err);
-        rc = 2;
-        goto out;
-    }
     char found[17];
-    if (store_find_run(st, id, found, NULL)) {
+    int got = checkpoint_read(path, &json, &m.p, &ts, err, sizeof err);
+    free(json); /* NULL unless read */
+    if (got <= 0) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        rc = 2;
+    } else if (store_open(&st, o->db_path, err, sizeof err)) {
+        fprintf(stderr, "gated eval: %s\n", err);
+        rc = 2;
+    } else if (store_find_run(st, id, found, NULL)) {
         fprintf(stderr, "gated eval: %s: run %s (of %s) is not in this database; use the --db it was trained with\n",
                 o->db_path, id, path);
         rc = 2;
-        goto out;
     }
-    int Ltrain = cfg.seq_len;
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < 2 && rc == 0; q++) {
         if (!(q == 0 ? o->val : o->test)) continue;
-        const char *split = q == 0 ? "val" : "test";
-        for (int i = 0; i < o->nlengths; i++) {
-            int L = o->lengths[i];
-            int n = split_doc_windows(q == 0 ? &corp.val : &corp.test, L, o->windows, &win);
-            if (n < 0) {
-                fprintf(stderr, "gated eval: out of memory\n");
-                goto out;
-            }
-            if (n == 0) {
-                fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
-                rc = 2;
-                goto out;
-            }
-            RopeScaling r = rope_of_config(&cfg);
-            r.kind = o->scaling;
-            r.train_len = Ltrain;
-            r.factor = o->scaling == ROPE_NONE ? 1 : o->factor > 0 ? o->factor : L > Ltrain ? (double)L / Ltrain : 1;
-            model_set_rope(&m, &r);
-            double t0 = now(), loss, fattn;
-            if (o->progress) fprintf(stderr, "\r%s L=%d %s s=%g: %d windows ...", split, L, rope_scaling_names[r.kind],
-                                     r.factor, n);
-            if (eval_windows(&m, win, n, L, &loss, &fattn)) {
-                fprintf(stderr, "gated eval: out of memory at length %d\n", L);
-                goto out;
-            }
-            if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
-            char ctx[160];
-            snprintf(ctx, sizeof ctx, "split=%s,len=%d,scaling=%s,factor=%g", split, L, rope_scaling_names[r.kind],
-                     r.factor);
-            int bad = store_metric(st, id, "eval_loss", ctx, steps, loss) |
-                      store_metric(st, id, "eval_ppl", ctx, steps, exp(loss)) |
-                      store_metric(st, id, "eval_f_attn", ctx, steps, fattn) |
-                      store_metric(st, id, "eval_windows", ctx, steps, n) | store_flush(st);
-            if (bad) {
-                fprintf(stderr, "gated eval: %s: %s\n", o->db_path, store_errmsg(st));
-                goto out;
-            }
-            printf("%s  %-5s len %6d (%5.2gx)  %-6s s=%-6g loss %.4f  ppl %9.3f  F-Attn %.4f  windows %d  %.1fs\n", id,
-                   split, L, (double)L / Ltrain, rope_scaling_names[r.kind], r.factor, loss, exp(loss), fattn, n,
-                   now() - t0);
-            fflush(stdout);
-            free(win);
-            win = NULL;
-        }
+        for (int i = 0; i < o->nlengths && rc == 0; i++)
+            rc = eval_length(&m, st, &cfg, id, (long)ts.step, q == 0 ? &corp.val : &corp.test, q == 0 ? "val" : "test",
+                             o->lengths[i], o);
     }
-    rc = 0;
-out:
-    free(win);
     store_close(st);
     model_free(&m);
     corpus_free(&corp);

@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <cblas.h>
 #include <omp.h>
@@ -38,12 +36,7 @@
 #include "nn/optim.h"
 #include "run/probes.h"
 #include "run/store.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "util/util.h"
 
 /* Failed writes to the store (a busy or full database): a run that lost
  * results must not end as finished.  Counted by DB(), checked at every
@@ -155,20 +148,6 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
         for (int l = 0; l < m->L; l++) gs += probe_gate_mean(p, l);
         DB(store_metric(st, id, "gate_mean", "", step, gs / m->L));
     }
-}
-
-/* mkdir -p; errors are not reported here: they surface, with the path,
- * when the checkpoint is written. */
-static void mkdir_p(const char *dir) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(buf, 0777);
-            *p = '/';
-        }
-    mkdir(buf, 0777);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -307,7 +286,8 @@ int train_memory_check(const Config *c, char *msg, size_t cap) {
  * its Nth checkpoint (a kill at the worst moment, reproducibly). */
 static void test_kill_after_checkpoint(int nth) {
     const char *e = getenv("GATED_TEST_KILL_AFTER_CKPT");
-    if (e && atoi(e) == nth) raise(SIGKILL);
+    long n;
+    if (e && util_parse_long(e, 1, 1L << 30, &n) == 0 && n == nth) raise(SIGKILL);
 }
 
 /* Validation loss and probes at step, stored.  0, or -1 out of memory. */
@@ -334,362 +314,482 @@ static int claim_always(void *ctx, const StoreRunState *state) {
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
 
-int train_run(const Config *c, const TrainOpts *o) {
+/* One run, shared by its phases (as llm.c's loop): open (config, corpus,
+ * model, store, resume or init_from, claim), then per step train_step,
+ * train_eval, train_checkpoint, train_report, then train_finish. */
+typedef struct {
+    const Config *c;
+    const TrainOpts *o;
+    int B, T, n;         /* train.batch, model.seq_len, tokens per step */
+    Corpus corp;
+    Model m;
+    DataParallel dp;
+    Probes pr;
+    Store *st;
+    int *tok, *tgt, *w;  /* a batch's inputs and targets; one sampled window */
+    int *val, *test;     /* the fixed evaluation windows */
+    int nval, ntest;
+    char *json;          /* the resolved config as stored */
+    char id[17];
+    const char *name;
+    char ckpt[4096];     /* this run's checkpoint file */
+    char owner[160];     /* the claim's owner */
+    TrainState ts;
+    int resumed;
+    AdamW opt;
+    /* the loop's outcome */
+    const char *status;  /* finished, failed, diverged or killed */
+    long diverged_step;
+    double t0, last_beat, last_log, last_loss, last_val;
+    int ckpt_ok, nckpt, evaluated_last;
+    char stop_reason[128], fail_reason[256];
     char err[1024];
-    ops_set_threads(c->threads); /* the one place thread counts are set for a run */
+} Run;
+
+/* What an open phase returns to go on (else it returns the exit code). */
+enum { GO = -1 };
+
+/* The corpus, then the model's memory, before any of it is allocated (the
+ * corpus is in what is available already). */
+static int open_corpus(Run *r) {
+    const Config *c = r->c;
     if (c->vocab_size < DATA_VOCAB) {
         fprintf(stderr, "gated train: model.vocab_size: must be at least %d for byte tokens + BOS, got %d\n",
                 DATA_VOCAB, c->vocab_size);
         return 2;
     }
-    Corpus corp;
-    memset(&corp, 0, sizeof corp);
     if (c->corpus == CORPUS_SYNTHETIC) {
-        if (corpus_synthetic(&corp, (uint64_t)c->seed, 200, 4000)) {
+        if (corpus_synthetic(&r->corp, (uint64_t)c->seed, 200, 4000)) {
             fprintf(stderr, "gated train: out of memory building the synthetic corpus\n");
             return 1;
         }
-    } else if (corpus_load_brown(&corp, o->data_dir, err, sizeof err)) {
-        fprintf(stderr, "gated train: %s\n", err);
+    } else if (corpus_load_brown(&r->corp, r->o->data_dir, r->err, sizeof r->err)) {
+        fprintf(stderr, "gated train: %s\n", r->err);
         return 2;
     }
-    /* the model's memory, before any of it is allocated (the corpus is in
-     * what is available already) */
-    int fits = train_memory_check(c, err, sizeof err);
+    int fits = train_memory_check(c, r->err, sizeof r->err);
     if (fits < 0) {
-        fprintf(stderr, "gated train: %s\n", err);
-        corpus_free(&corp);
+        fprintf(stderr, "gated train: %s\n", r->err);
         return 1;
     }
-    if (!fits && !o->force) {
+    if (!fits && !r->o->force) {
         fprintf(stderr,
                 "gated train: %s; use a smaller model, train.batch or model.seq_len, or pass --force to try "
                 "anyway\n",
-                err);
-        corpus_free(&corp);
+                r->err);
         return 2;
     }
-    if (!fits) fprintf(stderr, "gated train: --force: %s; trying anyway\n", err);
-    int B = c->batch, T = c->seq_len, n = B * T, rc = 1;
-    Model m;
-    Store *st = NULL;
-    Probes pr;
-    memset(&pr, 0, sizeof pr);
-    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n), *w = malloc(sizeof(int) * (T + 1));
-    int *val = NULL, *test = NULL;
-    int nval = split_eval_windows(&corp.val, T, c->bos_start, c->eval_windows, &val);
-    int ntest = split_eval_windows(&corp.test, T, c->bos_start, c->eval_windows, &test);
-    DataParallel dp;
-    memset(&dp, 0, sizeof dp);
+    if (!fits) fprintf(stderr, "gated train: --force: %s; trying anyway\n", r->err);
+    return GO;
+}
+
+/* Buffers, evaluation windows, the model with its micro-batch workers, the
+ * probes. */
+static int open_model(Run *r) {
+    const Config *c = r->c;
+    int B = c->batch, T = c->seq_len;
+    r->B = B, r->T = T, r->n = B * T;
+    r->tok = malloc(sizeof(int) * r->n);
+    r->tgt = malloc(sizeof(int) * r->n);
+    r->w = malloc(sizeof(int) * (T + 1));
+    r->nval = split_eval_windows(&r->corp.val, T, c->bos_start, c->eval_windows, &r->val);
+    r->ntest = split_eval_windows(&r->corp.test, T, c->bos_start, c->eval_windows, &r->test);
     ModelCfg mc = config_model(c);
-    if (model_init(&m, &mc) || dp_init(&dp, &m, B, dp_micro_batch(B, c->micro_batch))) {
-        model_free(&m);
+    if (model_init(&r->m, &mc) || dp_init(&r->dp, &r->m, B, dp_micro_batch(B, c->micro_batch))) {
         fprintf(stderr, "gated train: out of memory for the model\n");
-        free(tok), free(tgt), free(w), free(val), free(test);
-        corpus_free(&corp);
         return 1;
     }
-    char *json = NULL;
-    if (nval == 0 || ntest == 0) {
+    if (r->nval == 0 || r->ntest == 0) {
         fprintf(stderr, "gated train: model.seq_len: %d is longer than the %s split (%zu tokens) allows\n", T,
-                nval == 0 ? "validation" : "test", nval == 0 ? corp.val.ntok : corp.test.ntok);
-        rc = 2;
-        goto out;
+                r->nval == 0 ? "validation" : "test", r->nval == 0 ? r->corp.val.ntok : r->corp.test.ntok);
+        return 2;
     }
-    if (!tok || !tgt || !w || nval < 0 || ntest < 0 || probes_init(&pr, &m)) {
+    if (!r->tok || !r->tgt || !r->w || r->nval < 0 || r->ntest < 0 || probes_init(&r->pr, &r->m)) {
         fprintf(stderr, "gated train: out of memory\n");
-        goto out;
+        return 1;
     }
-    if (store_open(&st, o->db_path, err, sizeof err)) {
-        fprintf(stderr, "gated train: %s\n", err);
-        rc = 2;
-        goto out;
-    }
-    char id[17];
-    json = store_config_json(c, id);
-    if (!json) {
-        fprintf(stderr, "gated train: out of memory\n");
-        goto out;
-    }
-    const char *name = o->name ? o->name : id;
+    return GO;
+}
 
-    /* Everything that can refuse the run is checked before its row is
-     * touched: a failed resume leaves the stored status as it was. */
-    char ckpt[4096];
-    snprintf(ckpt, sizeof ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", id);
-    TrainState ts;
-    memset(&ts, 0, sizeof ts);
-    ts.data_rng = rng_seed((uint64_t)c->seed ^ 0xDA7Aull);
-    int resumed = 0;
+/* The results store, the run id (the hash of the stored config), its
+ * checkpoint's path and the data stream's seed. */
+static int open_store(Run *r) {
+    const TrainOpts *o = r->o;
+    if (store_open(&r->st, o->db_path, r->err, sizeof r->err)) {
+        fprintf(stderr, "gated train: %s\n", r->err);
+        return 2;
+    }
+    r->json = store_config_json(r->c, r->id);
+    if (!r->json) {
+        fprintf(stderr, "gated train: out of memory\n");
+        return 1;
+    }
+    r->name = o->name ? o->name : r->id;
+    snprintf(r->ckpt, sizeof r->ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", r->id);
+    r->ts.data_rng = rng_seed((uint64_t)r->c->seed ^ 0xDA7Aull);
+    return GO;
+}
+
+/* --resume, then train.init_from.  Everything that can refuse the run is
+ * checked before its row is touched: a failed resume leaves the stored
+ * status as it was. */
+static int open_resume(Run *r) {
+    const Config *c = r->c;
+    const TrainOpts *o = r->o;
     if (o->resume) {
         char sbuf[16];
-        const char *stored = store_run_status(st, id, sbuf, sizeof sbuf);
+        const char *stored = store_run_status(r->st, r->id, sbuf, sizeof sbuf);
         if (stored && (strcmp(stored, "finished") == 0 || strcmp(stored, "diverged") == 0)) {
             fprintf(stderr, "gated train: run %s (%s) is already %s: nothing to resume; its results are unchanged\n",
-                    id, name, stored);
-            printf("%s\n", id);
-            rc = 0;
-            goto out;
+                    r->id, r->name, stored);
+            printf("%s\n", r->id);
+            return 0;
         }
-        int r = checkpoint_load(ckpt, json, &m.p, &ts, err, sizeof err);
-        if (r < 0) {
+        int k = checkpoint_load(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err);
+        if (k < 0) {
             fprintf(stderr, "gated train: %s\ngated train: nothing was resumed; run %s is %s as before (start it over "
                             "without --resume)\n",
-                    err, id, stored ? stored : "not in the database");
-            rc = 2;
-            goto out;
+                    r->err, r->id, stored ? stored : "not in the database");
+            return 2;
         }
-        if (r > 0) {
-            resumed = 1;
-            if (ts.step == c->steps)
-                fprintf(stderr, "resuming %s at step %lld: every step is done; evaluating and finishing\n", id,
-                        (long long)ts.step);
+        if (k > 0) {
+            r->resumed = 1;
+            if (r->ts.step == c->steps)
+                fprintf(stderr, "resuming %s at step %lld: every step is done; evaluating and finishing\n", r->id,
+                        (long long)r->ts.step);
             else
-                fprintf(stderr, "resuming %s at step %lld\n", id, (long long)ts.step);
+                fprintf(stderr, "resuming %s at step %lld\n", r->id, (long long)r->ts.step);
         }
     }
     /* continued training: a fresh run (step 0) starts from another run's weights */
-    if (ts.step == 0 && c->init_from[0]) {
+    if (r->ts.step == 0 && c->init_from[0]) {
         long parent_steps = 0;
-        int r = trained_load_weights(&m, c, c->init_from, o->db_path, o->ckpt_dir, &parent_steps, err, sizeof err);
-        if (r) {
-            fprintf(stderr, "gated train: %s\n", err);
-            rc = r;
-            goto out;
+        int k = trained_load_weights(&r->m, c, c->init_from, o->db_path, o->ckpt_dir, &parent_steps, r->err,
+                                     sizeof r->err);
+        if (k) {
+            fprintf(stderr, "gated train: %s\n", r->err);
+            return k;
         }
         if (!o->progress) fprintf(stderr, "starting from %s (%ld steps trained)\n", c->init_from, parent_steps);
     }
-    /* claim the run (store.h): never start over a run another process is
-     * running; a sweep passes its own claim in GATED_RUN_OWNER */
-    char owner[160], seen[16];
+    return GO;
+}
+
+/* Claim the run (store.h): never start over a run another process is
+ * running; a sweep passes its own claim in GATED_RUN_OWNER.  Then its row
+ * (reset when it starts from step 0) and the checkpoint directory. */
+static int open_claim(Run *r) {
+    const Config *c = r->c;
+    const TrainOpts *o = r->o;
     const char *env_owner = getenv("GATED_RUN_OWNER");
     if (env_owner && *env_owner)
-        snprintf(owner, sizeof owner, "%s", env_owner);
+        snprintf(r->owner, sizeof r->owner, "%s", env_owner);
     else
-        store_owner_token(owner, sizeof owner);
-    int claim = store_run_claim(st, id, owner, claim_always, NULL, seen, sizeof seen);
+        store_owner_token(r->owner, sizeof r->owner);
+    char seen[16];
+    int claim = store_run_claim(r->st, r->id, r->owner, claim_always, NULL, seen, sizeof seen);
     if (claim < 0) {
-        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(r->st));
+        return 1;
     }
     if (claim == STORE_CLAIM_LIVE) {
         fprintf(stderr, "gated train: run %s is running in another process (fresh heartbeat or claim); not started\n",
-                id);
-        goto out;
+                r->id);
+        return 1;
     }
     int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
-    if (store_run_begin(st, id, name, json, (long long)c->seed, threads, NULL, o->argv)) {
-        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
+    if (store_run_begin(r->st, r->id, r->name, r->json, (long long)c->seed, threads, NULL, o->argv)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(r->st));
+        return 1;
     }
     /* starting from step 0: rows of an earlier attempt of this run go */
-    if (ts.step == 0 && store_run_reset(st, id)) {
-        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
+    if (r->ts.step == 0 && store_run_reset(r->st, r->id)) {
+        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(r->st));
+        return 1;
     }
-    mkdir_p(o->ckpt_dir ? o->ckpt_dir : "checkpoints");
+    /* a directory that cannot be made: said now; each checkpoint then fails
+     * with its path, and the run goes on */
+    const char *dir = o->ckpt_dir ? o->ckpt_dir : "checkpoints";
+    if (util_mkdir_p(dir))
+        fprintf(stderr, "gated train: %s: %s (checkpoints cannot be written)\n", dir, strerror(errno));
+    return GO;
+}
 
-    AdamW opt = {c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
-    long diverged_step = -1;
-    double t0 = now(), last_beat = t0, last_log = t0, last_loss = NAN, last_val = NAN;
+/* Training step `step` (0-based): a batch from the data stream, forward and
+ * backward over the micro-batches, AdamW, the step's rows.  0, or 1 when the
+ * run ends here (status set: failed out of memory, or diverged). */
+static int train_step(Run *r, long step) {
+    const Config *c = r->c;
+    int T = r->T;
+    double tstart = util_now();
+    for (int b = 0; b < r->B; b++) {
+        split_sample_window(&r->corp.train, &r->ts.data_rng, T, c->bos_start, r->w);
+        memcpy(r->tok + (size_t)b * T, r->w, sizeof(int) * T);
+        memcpy(r->tgt + (size_t)b * T, r->w + 1, sizeof(int) * T);
+    }
+    errno = 0;
+    int bad_backward = 0;
+    double loss = dp_step(&r->dp, r->tok, r->tgt, T, &bad_backward);
+    if (isnan(loss) && errno == ENOMEM) {
+        /* not a divergence: the step never ran */
+        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory in the forward pass of step %ld", step);
+        r->status = "failed";
+        return 1;
+    }
+    r->last_loss = loss;
+    if (!isfinite(loss) || loss > c->diverge_loss) {
+        r->status = "diverged";
+        r->diverged_step = step;
+        DB(store_metric(r->st, r->id, "train_loss", "", step, isfinite(loss) ? loss : -1));
+        return 1;
+    }
+    if (bad_backward) {
+        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory in the backward pass of step %ld", step);
+        r->status = "failed";
+        return 1;
+    }
+    r->opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
+    double gn = adamw_step(&r->m.p, &r->opt, step + 1);
+    r->ts.train_time += util_now() - tstart;
+    if (step > 0) {
+        double med = running_median(r->ts.ring, step);
+        if (loss > med + c->spike_threshold) {
+            r->ts.spikes++;
+            DB(store_metric(r->st, r->id, "spike", "", step, loss - med));
+        }
+    }
+    r->ts.ring[step % 100] = loss;
+    DB(store_metric(r->st, r->id, "train_loss", "", step, loss));
+    DB(store_metric(r->st, r->id, "lr", "", step, r->opt.lr));
+    DB(store_metric(r->st, r->id, "grad_norm", "", step, gn));
+    r->ts.step = step + 1;
+    return 0;
+}
+
+/* The evaluation after step, every train.eval_every steps and at the last.
+ * 0, or 1 when it ran out of memory (the run is failed). */
+static int train_eval(Run *r, long step, int last) {
+    const Config *c = r->c;
+    if ((step + 1) % c->eval_every != 0 && !last) return 0;
+    double vl;
+    if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, step + 1, &vl)) {
+        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %ld", step + 1);
+        r->status = "failed";
+        return 1;
+    }
+    r->last_val = vl;
+    r->evaluated_last = last;
+    if (!r->o->progress) fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, r->last_loss, vl);
+    return 0;
+}
+
+/* The checkpoint after step, every train.checkpoint_every steps and when
+ * the run stops.  0, or 1 when a write to the store failed. */
+static int train_checkpoint(Run *r, long step, int stop) {
+    const Config *c = r->c;
+    if (!((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop)) return 0;
+    /* every row up to this step is committed before the checkpoint names it done */
+    DB(store_flush(r->st));
+    if (db_errors) return 1;
+    r->ckpt_ok = checkpoint_save(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err) == 0;
+    if (!r->ckpt_ok) fprintf(stderr, "gated train: %s\n", r->err);
+    else test_kill_after_checkpoint(++r->nckpt);
+    return 0;
+}
+
+/* Heartbeat and claim every 5 s; the progress line (a terminal) or a plain
+ * line every 30 s.  0, or 1 when a write to the store failed. */
+static int train_report(Run *r, long step, int last) {
+    const Config *c = r->c;
+    double tnow = util_now();
+    if (tnow - r->last_beat > 5) {
+        DB(store_heartbeat(r->st, r->id));
+        DB(store_claim_refresh(r->st, r->owner));
+        r->last_beat = tnow;
+        if (db_errors) return 1;
+    }
+    double tps = (double)(step + 1) * r->n / (r->ts.train_time > 0 ? r->ts.train_time : 1);
+    if (r->o->progress && (tnow - r->last_log > 0.2 || last)) {
+        double eta = (c->steps - step - 1) * (double)r->n / tps;
+        fprintf(stderr, "\rstep %ld/%d  loss %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, c->steps, r->last_loss, tps,
+                eta);
+        r->last_log = tnow;
+    } else if (!r->o->progress && tnow - r->last_log > 30) {
+        fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step + 1, c->steps, r->last_loss, tps);
+        r->last_log = tnow;
+    }
+    return 0;
+}
+
+/* The steps from ts.step to train.steps; r->status says how they ended. */
+static void train_loop(Run *r) {
+    const Config *c = r->c;
+    const TrainOpts *o = r->o;
+    r->opt = (AdamW){c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
+    r->diverged_step = -1;
+    r->t0 = r->last_beat = r->last_log = util_now();
+    r->last_loss = r->last_val = NAN;
     db_errors = 0;
-    int ckpt_ok = 0, nckpt = 0, evaluated_last = 0;
-    const char *status = "finished";
-    char stop_reason[128] = "", fail_reason[256] = "";
+    r->status = "finished";
     stop_signal = 0;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    for (long step = ts.step; step < c->steps; step++) {
-        double tstart = now();
-        for (int b = 0; b < B; b++) {
-            split_sample_window(&corp.train, &ts.data_rng, T, c->bos_start, w);
-            memcpy(tok + (size_t)b * T, w, sizeof(int) * T);
-            memcpy(tgt + (size_t)b * T, w + 1, sizeof(int) * T);
-        }
-        errno = 0;
-        int bad_backward = 0;
-        double loss = dp_step(&dp, tok, tgt, T, &bad_backward);
-        if (isnan(loss) && errno == ENOMEM) {
-            /* not a divergence: the step never ran */
-            snprintf(fail_reason, sizeof fail_reason, "out of memory in the forward pass of step %ld", step);
-            status = "failed";
-            break;
-        }
-        last_loss = loss;
-        if (!isfinite(loss) || loss > c->diverge_loss) {
-            status = "diverged";
-            diverged_step = step;
-            DB(store_metric(st, id, "train_loss", "", step, isfinite(loss) ? loss : -1));
-            break;
-        }
-        if (bad_backward) {
-            snprintf(fail_reason, sizeof fail_reason, "out of memory in the backward pass of step %ld", step);
-            status = "failed";
-            break;
-        }
-        opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
-        double gn = adamw_step(&m.p, &opt, step + 1);
-        ts.train_time += now() - tstart;
-        if (step > 0) {
-            double med = running_median(ts.ring, step);
-            if (loss > med + c->spike_threshold) {
-                ts.spikes++;
-                DB(store_metric(st, id, "spike", "", step, loss - med));
-            }
-        }
-        ts.ring[step % 100] = loss;
-        DB(store_metric(st, id, "train_loss", "", step, loss));
-        DB(store_metric(st, id, "lr", "", step, opt.lr));
-        DB(store_metric(st, id, "grad_norm", "", step, gn));
-        ts.step = step + 1;
-
+    for (long step = r->ts.step; step < c->steps; step++) {
+        if (train_step(r, step)) break;
         int last = step + 1 == c->steps;
-        if ((step + 1) % c->eval_every == 0 || last) {
-            double vl;
-            if (eval_and_store(st, id, &m, &pr, val, nval, B, T, tok, tgt, step + 1, &vl)) {
-                snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating at step %ld", step + 1);
-                status = "failed";
-                break;
-            }
-            last_val = vl;
-            evaluated_last = last;
-            if (!o->progress)
-                fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, loss, vl);
-        }
+        if (train_eval(r, step, last)) break;
         int stop = stop_signal || (o->stop_after > 0 && step + 1 >= o->stop_after && !last);
-        if ((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop) {
-            /* every row up to this step is committed before the checkpoint names it done */
-            DB(store_flush(st));
-            if (db_errors) break;
-            ckpt_ok = checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err) == 0;
-            if (!ckpt_ok) fprintf(stderr, "gated train: %s\n", err);
-            else test_kill_after_checkpoint(++nckpt);
-        }
-        double tnow = now();
-        if (tnow - last_beat > 5) {
-            DB(store_heartbeat(st, id));
-            DB(store_claim_refresh(st, owner));
-            last_beat = tnow;
-            if (db_errors) break;
-        }
-        double tps = (double)(step + 1) * n / (ts.train_time > 0 ? ts.train_time : 1);
-        if (o->progress && (tnow - last_log > 0.2 || last)) {
-            double eta = (c->steps - step - 1) * (double)n / tps;
-            fprintf(stderr, "\rstep %ld/%d  loss %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, c->steps, loss, tps, eta);
-            last_log = tnow;
-        } else if (!o->progress && tnow - last_log > 30) {
-            fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step + 1, c->steps, loss, tps);
-            last_log = tnow;
-        }
+        if (train_checkpoint(r, step, stop) || train_report(r, step, last)) break;
         if (stop) {
-            status = "killed";
+            r->status = "killed";
             if (stop_signal)
-                snprintf(stop_reason, sizeof stop_reason, "stopped by signal %d at step %ld", (int)stop_signal, step + 1);
+                snprintf(r->stop_reason, sizeof r->stop_reason, "stopped by signal %d at step %ld", (int)stop_signal,
+                         step + 1);
             else
-                snprintf(stop_reason, sizeof stop_reason, "stopped after %ld steps (--stop-after)", step + 1);
+                snprintf(r->stop_reason, sizeof r->stop_reason, "stopped after %ld steps (--stop-after)", step + 1);
             break;
         }
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (o->progress) fputc('\n', stderr);
+}
 
-    /* the last evaluation: done in the loop unless nothing was left to
-     * train (train.steps = 0, or resumed from the final checkpoint) */
-    if (strcmp(status, "finished") == 0 && !db_errors && !evaluated_last) {
-        if (eval_and_store(st, id, &m, &pr, val, nval, B, T, tok, tgt, (long)ts.step, &last_val)) {
-            snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating at step %lld", (long long)ts.step);
-            status = "failed";
-        }
+/* A run that lost writes to the store ends failed, never finished with
+ * holes.  Returns the exit code (1). */
+static int end_db_failed(Run *r) {
+    snprintf(r->err, sizeof r->err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
+             r->o->db_path, store_errmsg(r->st));
+    fprintf(stderr, "gated train: %s\n", r->err);
+    store_run_end(r->st, r->id, "failed", r->err, -1);
+    return 1;
+}
+
+/* A finished run: the rows committed, the final checkpoint, the test split
+ * and the summary of losses; a diverged one says where.  GO, or 1 when the
+ * test split ran out of memory (the run is failed). */
+static int finish_result(Run *r) {
+    if (r->diverged_step >= 0) {
+        fprintf(stderr, "diverged at step %ld (loss %g)\n", r->diverged_step, r->last_loss);
+        return GO;
     }
-    if (db_errors) {
-        snprintf(err, sizeof err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
-                 o->db_path, store_errmsg(st));
-        fprintf(stderr, "gated train: %s\n", err);
-        store_run_end(st, id, "failed", err, -1);
-        goto out;
-    }
-    if (strcmp(status, "failed") == 0) {
-        fprintf(stderr, "gated train: %s; the run is failed%s\n", fail_reason,
-                ckpt_ok || resumed ? " (--resume continues from its last checkpoint)" : "");
-        if (store_run_end(st, id, "failed", fail_reason, -1))
-            fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
-    }
-    if (strcmp(status, "killed") == 0) {
-        if (ckpt_ok)
-            fprintf(stderr, "%s; checkpoint %s (continue with --resume)\n", stop_reason, ckpt);
+    DB(store_flush(r->st));
+    if (db_errors == 0) {
+        if (checkpoint_save(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err))
+            fprintf(stderr, "gated train: %s\n", r->err);
         else
-            fprintf(stderr, "%s; no checkpoint could be written, a rerun starts over\n", stop_reason);
-        store_run_end(st, id, "killed", stop_reason, -1);
-        rc = stop_signal ? 1 : 0;
-        goto out;
+            test_kill_after_checkpoint(++r->nckpt);
     }
-    if (diverged_step < 0) {
-        DB(store_flush(st));
-        if (db_errors == 0) {
-            if (checkpoint_save(ckpt, json, &m.p, &ts, err, sizeof err))
-                fprintf(stderr, "gated train: %s\n", err);
-            else
-                test_kill_after_checkpoint(++nckpt);
-        }
-        double tl;
-        if (evaluate(&m, test, ntest, B, T, tok, tgt, NULL, &tl)) {
-            snprintf(fail_reason, sizeof fail_reason, "out of memory evaluating the test split");
-            fprintf(stderr, "gated train: %s; the run is failed (--resume finishes it)\n", fail_reason);
-            if (store_run_end(st, id, "failed", fail_reason, -1))
-                fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-            goto out;
-        }
-        DB(store_summary(st, id, "test_loss", "", tl, NULL));
-        DB(store_summary(st, id, "test_ppl", "", exp(tl), NULL));
-        DB(store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL));
-        double vl = last_val; /* the last step always evaluates */
-        DB(store_summary(st, id, "val_loss", "", vl, NULL));
-        DB(store_summary(st, id, "val_ppl", "", exp(vl), NULL));
-        DB(store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL));
-        if (c->steps == 0)
-            fprintf(stderr,
-                    "finished: no training steps (train.steps is 0); the initial weights give val loss %.4f (ppl "
-                    "%.3f, %.4f bits/byte), test loss %.4f\n",
-                    vl, exp(vl), vl / log(2.0), tl);
-        else
-            fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
-                    vl / log(2.0), tl);
-    } else {
-        fprintf(stderr, "diverged at step %ld (loss %g)\n", diverged_step, last_loss);
+    double tl;
+    if (evaluate(&r->m, r->test, r->ntest, r->B, r->T, r->tok, r->tgt, NULL, &tl)) {
+        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating the test split");
+        fprintf(stderr, "gated train: %s; the run is failed (--resume finishes it)\n", r->fail_reason);
+        if (store_run_end(r->st, r->id, "failed", r->fail_reason, -1))
+            fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(r->st));
+        return 1;
     }
+    Store *st = r->st;
+    const char *id = r->id;
+    DB(store_summary(st, id, "test_loss", "", tl, NULL));
+    DB(store_summary(st, id, "test_ppl", "", exp(tl), NULL));
+    DB(store_summary(st, id, "test_bpb", "", tl / log(2.0), NULL));
+    double vl = r->last_val; /* the last step always evaluates */
+    DB(store_summary(st, id, "val_loss", "", vl, NULL));
+    DB(store_summary(st, id, "val_ppl", "", exp(vl), NULL));
+    DB(store_summary(st, id, "val_bpb", "", vl / log(2.0), NULL));
+    if (r->c->steps == 0)
+        fprintf(stderr,
+                "finished: no training steps (train.steps is 0); the initial weights give val loss %.4f (ppl "
+                "%.3f, %.4f bits/byte), test loss %.4f\n",
+                vl, exp(vl), vl / log(2.0), tl);
+    else
+        fprintf(stderr, "finished: val loss %.4f (ppl %.3f, %.4f bits/byte), test loss %.4f\n", vl, exp(vl),
+                vl / log(2.0), tl);
+    return GO;
+}
+
+/* The cost summaries and the run's end.  Returns the exit code. */
+static int finish_summary(Run *r) {
+    Store *st = r->st;
+    const char *id = r->id;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    DB(store_summary(st, id, "spikes", "", (double)ts.spikes, NULL));
-    DB(store_summary(st, id, "tokens_per_s", "", ts.train_time > 0 ? (double)ts.step * n / ts.train_time : 0, NULL));
+    double tps = r->ts.train_time > 0 ? (double)r->ts.step * r->n / r->ts.train_time : 0;
+    DB(store_summary(st, id, "spikes", "", (double)r->ts.spikes, NULL));
+    DB(store_summary(st, id, "tokens_per_s", "", tps, NULL));
     DB(store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL));
-    DB(store_summary(st, id, "wall_s", "", now() - t0, NULL)); /* this process only */
-    DB(store_summary(st, id, "params", "", (double)m.p.total, NULL));
-    DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&m), NULL));
-    if (db_errors) {
-        snprintf(err, sizeof err, "%d writes to %s failed (last: %s); results are incomplete", db_errors,
-                 o->db_path, store_errmsg(st));
-        fprintf(stderr, "gated train: %s\n", err);
-        store_run_end(st, id, "failed", err, -1);
-        goto out;
-    }
-    if (store_run_end(st, id, status, NULL, diverged_step)) {
-        fprintf(stderr, "gated train: %s: %s\n", o->db_path, store_errmsg(st));
-        goto out;
+    DB(store_summary(st, id, "wall_s", "", util_now() - r->t0, NULL)); /* this process only */
+    DB(store_summary(st, id, "params", "", (double)r->m.p.total, NULL));
+    DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&r->m), NULL));
+    if (db_errors) return end_db_failed(r);
+    if (store_run_end(st, id, r->status, NULL, r->diverged_step)) {
+        fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(st));
+        return 1;
     }
     printf("%s\n", id);
-    rc = 0;
-out:
-    free(json);
-    store_close(st);
-    probes_free(&pr);
-    dp_free(&dp);
-    model_free(&m);
-    free(tok), free(tgt), free(w), free(val), free(test);
-    corpus_free(&corp);
+    return 0;
+}
+
+/* After the loop: the last evaluation when the loop did not make it
+ * (train.steps = 0, or resumed from the final checkpoint), then the run's
+ * end by its status.  Returns the exit code. */
+static int train_finish(Run *r) {
+    if (strcmp(r->status, "finished") == 0 && !db_errors && !r->evaluated_last) {
+        if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, (long)r->ts.step,
+                           &r->last_val)) {
+            snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %lld",
+                     (long long)r->ts.step);
+            r->status = "failed";
+        }
+    }
+    if (db_errors) return end_db_failed(r);
+    if (strcmp(r->status, "failed") == 0) {
+        fprintf(stderr, "gated train: %s; the run is failed%s\n", r->fail_reason,
+                r->ckpt_ok || r->resumed ? " (--resume continues from its last checkpoint)" : "");
+        if (store_run_end(r->st, r->id, "failed", r->fail_reason, -1))
+            fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(r->st));
+        return 1;
+    }
+    if (strcmp(r->status, "killed") == 0) {
+        if (r->ckpt_ok)
+            fprintf(stderr, "%s; checkpoint %s (continue with --resume)\n", r->stop_reason, r->ckpt);
+        else
+            fprintf(stderr, "%s; no checkpoint could be written, a rerun starts over\n", r->stop_reason);
+        store_run_end(r->st, r->id, "killed", r->stop_reason, -1);
+        return stop_signal ? 1 : 0;
+    }
+    int rc = finish_result(r);
+    return rc == GO ? finish_summary(r) : rc;
+}
+
+static void run_free(Run *r) {
+    free(r->json);
+    store_close(r->st);
+    probes_free(&r->pr);
+    dp_free(&r->dp);
+    model_free(&r->m);
+    free(r->tok), free(r->tgt), free(r->w), free(r->val), free(r->test);
+    corpus_free(&r->corp);
+}
+
+int train_run(const Config *c, const TrainOpts *o) {
+    ops_set_threads(c->threads); /* the one place thread counts are set for a run */
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.o = o;
+    int rc = open_corpus(&r);
+    if (rc == GO) rc = open_model(&r);
+    if (rc == GO) rc = open_store(&r);
+    if (rc == GO) rc = open_resume(&r);
+    if (rc == GO) rc = open_claim(&r);
+    if (rc == GO) {
+        train_loop(&r);
+        rc = train_finish(&r);
+    }
+    run_free(&r);
     return rc;
 }

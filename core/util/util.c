@@ -1,0 +1,53 @@
+/* util.c — see util.h. */
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+double util_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int util_mkdir_p(const char *dir) {
+    if (!dir || !*dir) {
+        errno = ENOENT;
+        return -1;
+    }
+    char *p = strdup(dir);
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            errno = e;
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+    int e = errno;
+    free(p);
+    errno = e;
+    return rc;
+}
+
+int util_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
