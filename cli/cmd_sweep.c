@@ -66,7 +66,7 @@
  *
  *   gated merge OUT.db IN.db...
  *
- * Folds each input into OUT (created if missing) with store_merge_from():
+ * Folds each input into OUT (created if missing) with merge_from():
  * idempotent, no duplicates, the better copy of a run shared by two inputs
  * wins.  Each input is merged in its own transaction; the first unusable
  * input stops the command (exit 2) with the inputs before it merged.  An
@@ -94,6 +94,7 @@
 
 #include "commands.h"
 #include "run/store.h"
+#include "lab/merge.h"
 #include "lab/sweep.h"
 #include "util/util.h"
 
@@ -926,7 +927,7 @@ int cmd_merge(int argc, char **argv) {
             return EXIT_RUNTIME;
         }
     for (int i = 1; i < argc && rc == 0; i++) {
-        int m = store_merge_from(st, argv[i], err, sizeof err);
+        int m = merge_from(st, argv[i], err, sizeof err);
         if (m != 0) {
             fprintf(stderr, "gated merge: %s\n", err);
             rc = m == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;

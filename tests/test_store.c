@@ -1057,7 +1057,7 @@ Test(store, merge_from_checks_its_input) {
     raw_close(db);
     cr_assert_eq(merge_from(d, a.db, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(err, "");
-    cr_assert_eq(store_merge_from(d, a.db, err, sizeof err), 0, "%s", err); /* the old name; idempotent */
+    cr_assert_eq(merge_from(d, a.db, err, sizeof err), 0, "%s", err); /* idempotent */
     cr_assert_eq(store_count_rows(d, "runs"), 1);
     cr_assert_eq(store_count_rows(d, "metrics"), 1);
     store_close(d);

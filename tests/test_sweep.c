@@ -26,6 +26,7 @@
 
 #include "run/config.h"
 #include "run/store.h"
+#include "lab/merge.h"
 #include "lab/sweep.h"
 #include "util/util.h"
 
@@ -1083,7 +1084,7 @@ Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
     tmp_rm(&t);
 }
 
-/* store_merge_from and store_sweep_record directly, on hand-made rows. */
+/* merge_from and store_sweep_record directly, on hand-made rows. */
 Test(sweep, store_sweep_record_and_merge_api) {
     Tmp t;
     tmp_dir(&t);
@@ -1106,22 +1107,22 @@ Test(sweep, store_sweep_record_and_merge_api) {
     cr_assert_eq(store_run_begin(s, "aaaa", "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
     cr_assert_str_eq(store_run_code_version(s, "aaaa", buf, sizeof buf), "c0de");
     cr_assert_eq(store_metric(s, "aaaa", "k", NULL, 0, 1.5), 0);
-    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), -2);
+    cr_assert_eq(merge_from(s, p1, err, sizeof err), -2);
     cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database");
     store_close(s);
 
     cr_assert_eq(store_open(&s, p2, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(merge_from(s, p1, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(err, "");
     cr_assert_eq(store_count_rows(s, "runs"), 1);
     cr_assert_eq(store_count_rows(s, "metrics"), 1); /* buffered in the source's store, flushed at close */
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
-    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(merge_from(s, p1, err, sizeof err), 0, "%s", err);
     cr_assert_eq(store_count_rows(s, "runs"), 1);
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
     char missing[200];
     snprintf(missing, sizeof missing, "%s/none.db", t.dir);
-    cr_assert_eq(store_merge_from(s, missing, err, sizeof err), -2);
+    cr_assert_eq(merge_from(s, missing, err, sizeof err), -2);
     cr_assert_not_null(strstr(err, "none.db: No such file or directory"), "%s", err);
     cr_assert_neq(access(missing, F_OK), 0, "merge created its input");
     store_close(s);
@@ -1132,7 +1133,7 @@ Test(sweep, store_sweep_record_and_merge_api) {
     cr_assert_eq(sqlite3_exec(db, "DROP TABLE sweep_runs", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     cr_assert_eq(store_open(&s, p2, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(store_merge_from(s, p1, err, sizeof err), 0, "%s", err); /* an input without it merges */
+    cr_assert_eq(merge_from(s, p1, err, sizeof err), 0, "%s", err); /* an input without it merges */
     store_close(s);
     cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 0);

@@ -6,6 +6,7 @@
  * callgrind client requests), and the summary statistics.
  */
 #include "lab/bench.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -177,11 +178,6 @@ double bench_pct_ceiling(const BenchSuite *s, const BenchResult *res, int i) {
 /* running                                                               */
 /* ==================================================================== */
 
-static double now_wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 static double now_cpu(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -527,12 +523,12 @@ int bench_case_rep(BenchRun *b, BenchResult *r, char *err, size_t cap) {
     if (b->cg) CALLGRIND_ZERO_STATS;
 #endif
     int rc = 0;
-    double w0 = now_wall(), c0 = now_cpu(), el = 0;
+    double w0 = util_now(), c0 = now_cpu(), el = 0;
     long k = 0;
     do {
         rc = st_iter(&b->s, err, cap);
         k++;
-        el = now_wall() - w0;
+        el = util_now() - w0;
     } while (!rc && (b->fixed > 0 ? k < b->fixed : el < b->min_time));
     double ce = now_cpu() - c0;
     if (rc) return -1;

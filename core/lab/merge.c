@@ -360,7 +360,3 @@ int merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
     return rc;
 }
 
-/* The old name (run/store.h), until its last callers switch to merge_from. */
-int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap) {
-    return merge_from(dst, src_path, err, cap);
-}

@@ -27,6 +27,7 @@
  * line), CSV (quoted fields).  File names use [A-Za-z0-9._-] only.
  */
 #include "lab/report_int.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -106,24 +107,9 @@ char *rep_safe_name(R *r, const char *s) {
 
 /* mkdir -p: dir and its missing parents; an error unless dir is then a
  * directory. */
+/* util_mkdir_p, with the failure in the report's error. */
 static int mkdir_p(R *r, const char *dir) {
-    char *d = rep_dup(r, dir);
-    if (!d) return -1;
-    for (char *p = d + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(d, 0777) != 0 && errno != EEXIST) {
-                int e = errno;
-                rep_fail(r, "%s: cannot create directory: %s", d, strerror(e));
-                free(d);
-                return -1;
-            }
-            *p = c;
-            if (!c) break;
-        }
-    }
-    free(d);
+    if (util_mkdir_p(dir) != 0) return rep_fail(r, "%s: cannot create directory: %s", dir, strerror(errno));
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rep_fail(r, "%s: not a directory", dir);
     return 0;

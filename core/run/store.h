@@ -323,12 +323,6 @@ const char *store_run_code_version(Store *s, const char *run_id, char *buf, size
  * summary, histograms, sweep_runs); -1 on error or another name. */
 long long store_count_rows(Store *s, const char *table);
 
-/* Old name of merge_from (lab/merge.h: `gated merge` folds in untrusted
- * databases, so it lives in the lab), defined there as a thin alias while
- * cli/cmd_sweep.c (cmd_merge) and tests/test_sweep.c still call it; new
- * code includes lab/merge.h.  Remove once they switch. */
-int store_merge_from(Store *dst, const char *src_path, char *err, size_t cap);
-
 /* The database file's path, as given to store_open / store_open_ro. */
 const char *store_path(Store *s);
 
