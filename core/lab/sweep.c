@@ -69,7 +69,7 @@
  * at fault and the run it occurs in).  Messages read
  * "FILE:LINE:COL: error: KEY: reason".
  */
-#include "lab/sweep.h"
+#include "lab/sweep_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -86,51 +86,13 @@
 
 const char *const sweep_method_names[] = {"variants", "grid", "zip", NULL};
 
-/* Grids larger than this are refused (a typo like 1000 values per key). */
-#define SWEEP_MAX_RUNS 100000
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-typedef struct {
-    char *text; /* "key=value" */
-    char *key;
-    int kl, kc; /* where the key is written (1-based) */
-    int vl, vc; /* where the value is written */
-} Ov;
 
-typedef struct {
-    Ov *v;
-    int n, cap;
-} OvList;
-
-typedef struct {
-    char *label;
-    char where[48]; /* "variants[2]" or "parameters" */
-    int line, col;
-    OvList ov;
-} Row;
-
-typedef struct {
-    char *key;
-    int kl, kc;
-    int is_const; /* {value: x} */
-    int n;        /* number of values */
-    char **vals;
-    int *vl, *vc;
-    char *leaf; /* label name: last component, or the whole key if ambiguous */
-} Param;
-
-typedef struct {
-    const char *path;
-    yaml_document_t *doc;
-    ConfigError *err;
-    Config scratch; /* config_set target for validating single overrides */
-} P;
-
-static int fail(ConfigError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(ConfigError *err, const char *fmt, ...) {
+int sw_fail(ConfigError *err, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
@@ -141,26 +103,24 @@ static int fail(ConfigError *err, const char *fmt, ...) {
 }
 
 /* "PATH:LINE:COL: error: KEY: reason" (no "KEY: " when key is NULL). */
-static int perr(P *p, int line, int col, const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
+int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
     char why[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     if (key)
-        return fail(p->err, "%s:%d:%d: error: %s: %s", p->path, line, col, key, why);
-    return fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
+        return sw_fail(p->err, "%s:%d:%d: error: %s: %s", p->path, line, col, key, why);
+    return sw_fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
 }
 
-static int nline(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
-static int ncol(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
+int sw_nline(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+int sw_ncol(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
 
-#define PERR_NODE(p, n, key, ...) perr((p), nline(n), ncol(n), (key), __VA_ARGS__)
 
-static int oom(P *p) { return fail(p->err, "%s: error: out of memory", p->path); }
+int sw_oom(P *p) { return sw_fail(p->err, "%s: error: out of memory", p->path); }
 
-static char *xstrdup(const char *s) {
+char *sw_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
     if (d)
@@ -168,12 +128,12 @@ static char *xstrdup(const char *s) {
     return d;
 }
 
-static const char *node_kind(const yaml_node_t *n) {
+const char *sw_node_kind(const yaml_node_t *n) {
     return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list" : "a value";
 }
 
 /* A YAML null written as a scalar: empty, ~ or null (plain style). */
-static int is_null(const yaml_node_t *n) {
+int sw_is_null(const yaml_node_t *n) {
     if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
         return 0;
     const char *v = (const char *)n->data.scalar.value;
@@ -181,22 +141,22 @@ static int is_null(const yaml_node_t *n) {
            strcmp(v, "NULL") == 0;
 }
 
-static const char *scalar(const yaml_node_t *n) {
+const char *sw_scalar(const yaml_node_t *n) {
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
 /* What a node is, for "got ..." in messages: a scalar quoted, else its kind. */
-static const char *got(const yaml_node_t *n, char *buf, size_t cap) {
+const char *sw_got(const yaml_node_t *n, char *buf, size_t cap) {
     if (n->type != YAML_SCALAR_NODE)
-        return node_kind(n);
+        return sw_node_kind(n);
     char q[300];
-    config_quote(scalar(n), q, sizeof q);
+    config_quote(sw_scalar(n), q, sizeof q);
     snprintf(buf, cap, "\"%s\"", q);
     return buf;
 }
 
 /* "unknown key" plus " (did you mean X?)" for the nearest of names within 3 edits. */
-static void unknown_among(const char *key, const char *const *names, char *why, size_t cap) {
+void sw_unknown_among(const char *key, const char *const *names, char *why, size_t cap) {
     const char *best = NULL;
     int bestd = 4;
     for (int i = 0; names[i]; i++) {
@@ -210,12 +170,6 @@ static void unknown_among(const char *key, const char *const *names, char *why, 
         snprintf(why, cap, "unknown key");
 }
 
-/* Growable string. */
-typedef struct {
-    char *b;
-    size_t n, cap;
-    int oom;
-} Buf;
 
 static void buf_add(Buf *b, const char *s, size_t n) {
     if (b->oom)
@@ -236,11 +190,11 @@ static void buf_add(Buf *b, const char *s, size_t n) {
     b->n += n;
     b->b[b->n] = '\0';
 }
-static void buf_str(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+void sw_buf_str(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
 
 /* Take the string out of b (NULL if out of memory; b is reset). */
-static char *buf_take(Buf *b) {
-    char *s = b->oom ? NULL : b->b ? b->b : xstrdup("");
+char *sw_buf_take(Buf *b) {
+    char *s = b->oom ? NULL : b->b ? b->b : sw_xstrdup("");
     if (b->oom)
         free(b->b);
     b->b = NULL;
@@ -251,13 +205,13 @@ static char *buf_take(Buf *b) {
 
 static char *join_kv(const char *key, const char *val) {
     Buf b = {0};
-    buf_str(&b, key);
-    buf_str(&b, "=");
-    buf_str(&b, val);
-    return buf_take(&b);
+    sw_buf_str(&b, key);
+    sw_buf_str(&b, "=");
+    sw_buf_str(&b, val);
+    return sw_buf_take(&b);
 }
 
-static void ov_free(OvList *l) {
+void sw_ov_free(OvList *l) {
     for (int i = 0; i < l->n; i++) {
         free(l->v[i].text);
         free(l->v[i].key);
@@ -268,20 +222,20 @@ static void ov_free(OvList *l) {
 }
 
 /* Append a (validated) override. */
-static int ov_push(P *p, OvList *l, const char *key, const char *val, int kl, int kc, int vl, int vc) {
+int sw_ov_push(P *p, OvList *l, const char *key, const char *val, int kl, int kc, int vl, int vc) {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         Ov *v = realloc(l->v, (size_t)cap * sizeof *v);
         if (!v)
-            return oom(p);
+            return sw_oom(p);
         l->v = v;
         l->cap = cap;
     }
-    Ov o = {join_kv(key, val), xstrdup(key), kl, kc, vl, vc};
+    Ov o = {join_kv(key, val), sw_xstrdup(key), kl, kc, vl, vc};
     if (!o.text || !o.key) {
         free(o.text);
         free(o.key);
-        return oom(p);
+        return sw_oom(p);
     }
     l->v[l->n++] = o;
     return 0;
@@ -298,12 +252,12 @@ static const char *set_reason(const char *msg, const char *assignment) {
 
 /* Check one override key=val with config_set (the schema's own parser).
  * An unknown key is reported at (kl, kc), a bad value at (vl, vc). */
-static int check_override(P *p, const char *key, const char *val, int kl, int kc, int vl, int vc) {
+int sw_check_override(P *p, const char *key, const char *val, int kl, int kc, int vl, int vc) {
     if (strchr(key, '='))
-        return perr(p, kl, kc, key, "unknown key");
+        return sw_perr(p, kl, kc, key, "unknown key");
     char *a = join_kv(key, val);
     if (!a)
-        return oom(p);
+        return sw_oom(p);
     ConfigError e;
     int rc = 0;
     if (config_set(&p->scratch, a, &e) != 0) {
@@ -311,475 +265,23 @@ static int check_override(P *p, const char *key, const char *val, int kl, int kc
         int at_key = config_find(key) == NULL;
         size_t kn = strlen(key);
         if (strncmp(why, key, kn) == 0 && why[kn] == ':' && why[kn + 1] == ' ')
-            rc = perr(p, at_key ? kl : vl, at_key ? kc : vc, NULL, "%s", why);
+            rc = sw_perr(p, at_key ? kl : vl, at_key ? kc : vc, NULL, "%s", why);
         else
-            rc = perr(p, at_key ? kl : vl, at_key ? kc : vc, key, "%s", why);
+            rc = sw_perr(p, at_key ? kl : vl, at_key ? kc : vc, key, "%s", why);
     }
     free(a);
     return rc;
 }
 
 /* Duplicate names among the scalar keys of one mapping, before pair p. */
-static int dup_in_mapping(P *p, yaml_node_t *map, yaml_node_pair_t *pair, const char *name, const char *full) {
+int sw_dup_in_mapping(P *p, yaml_node_t *map, yaml_node_pair_t *pair, const char *name, const char *full) {
     for (yaml_node_pair_t *e = map->data.mapping.pairs.start; e < pair; e++) {
         yaml_node_t *ek = yaml_document_get_node(p->doc, e->key);
         if (ek && ek->type == YAML_SCALAR_NODE && strcmp((const char *)ek->data.scalar.value, name) == 0) {
             yaml_node_t *kn = yaml_document_get_node(p->doc, pair->key);
-            return PERR_NODE(p, kn, full, "duplicate key (first set at line %d)", nline(ek));
+            return PERR_NODE(p, kn, full, "duplicate key (first set at line %d)", sw_nline(ek));
         }
     }
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* override mappings (`set`, a variant's `set`)                        */
-/* ------------------------------------------------------------------ */
-
-/* Flatten a mapping of config keys (dotted, or nested sections as in run
- * files) into l, validating each override.  what names the mapping in
- * structural errors ("set", "variants[1].set"). */
-static int walk_set(P *p, yaml_node_t *map, const char *prefix, OvList *l, const char *what) {
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
-        yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
-        yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
-        if (!kn || !vn)
-            return fail(p->err, "%s: error: YAML: malformed document", p->path);
-        if (kn->type != YAML_SCALAR_NODE)
-            return PERR_NODE(p, kn, *prefix ? prefix : what, "expected a key name, got %s", node_kind(kn));
-        const char *name = scalar(kn);
-        Buf fb = {0};
-        if (*prefix) {
-            buf_str(&fb, prefix);
-            buf_str(&fb, ".");
-        }
-        buf_str(&fb, name);
-        char *full = buf_take(&fb);
-        if (!full)
-            return oom(p);
-        int rc = dup_in_mapping(p, map, pr, name, full);
-        /* the same key written twice in different forms (model.n_head and model: {n_head}) */
-        for (int i = 0; rc == 0 && i < l->n; i++)
-            if (strcmp(l->v[i].key, full) == 0)
-                rc = PERR_NODE(p, kn, full, "duplicate key (first set at line %d)", l->v[i].kl);
-        if (rc == 0) {
-            if (config_find(full)) {
-                if (vn->type != YAML_SCALAR_NODE)
-                    rc = PERR_NODE(p, vn, full, "expected a value, got %s", node_kind(vn));
-                else if (check_override(p, full, scalar(vn), nline(kn), ncol(kn), nline(vn), ncol(vn)) ||
-                         ov_push(p, l, full, scalar(vn), nline(kn), ncol(kn), nline(vn), ncol(vn)))
-                    rc = -1;
-            } else if (vn->type == YAML_MAPPING_NODE &&
-                       (config_is_section(full) || vn->data.mapping.pairs.top > vn->data.mapping.pairs.start)) {
-                /* a section; an unknown one fails at its first key, named in full */
-                rc = walk_set(p, vn, full, l, what);
-            } else if (config_is_section(full) && is_null(vn)) {
-                /* "model:" alone: an empty section */
-            } else {
-                /* unknown key or a section given a value: config_set says which */
-                rc = check_override(p, full, vn->type == YAML_SCALAR_NODE ? scalar(vn) : "", nline(kn), ncol(kn),
-                                    nline(vn), ncol(vn));
-                if (rc == 0)
-                    rc = PERR_NODE(p, kn, full, "unknown key");
-            }
-        }
-        free(full);
-        if (rc)
-            return -1;
-    }
-    return 0;
-}
-
-/* `set:` value: a mapping, or null (nothing). */
-static int parse_set_node(P *p, yaml_node_t *vn, OvList *l, const char *what) {
-    if (is_null(vn))
-        return 0;
-    if (vn->type != YAML_MAPPING_NODE)
-        return PERR_NODE(p, vn, what, "expected a mapping of config keys to values, got %s", node_kind(vn));
-    return walk_set(p, vn, "", l, what);
-}
-
-/* ------------------------------------------------------------------ */
-/* variants                                                            */
-/* ------------------------------------------------------------------ */
-
-static void rows_free(Row *rows, int n) {
-    for (int i = 0; rows && i < n; i++) {
-        free(rows[i].label);
-        ov_free(&rows[i].ov);
-    }
-    free(rows);
-}
-
-/* v quoted for a message (config_quote), with what a terminal could take
- * for a control sequence (C1 controls, bytes that are not UTF-8) escaped
- * as well. */
-static char *quote_name(const char *v, char *out, size_t cap) {
-    char q[300];
-    config_quote(v, q, sizeof q);
-    return store_escape(q, out, cap);
-}
-
-/* Names and labels reach file names, plot scripts and terminals: printable
- * text only (store_name_check), else an error at node n for key. */
-static int check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
-    char why[200], q[400];
-    if (store_name_check(v, why, sizeof why) == 0)
-        return 0;
-    return PERR_NODE(p, n, key, "\"%s\" %s", quote_name(v, q, sizeof q), why);
-}
-
-static int parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
-    static const char *const item_keys[] = {"label", "set", NULL};
-    int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    if (n == 0)
-        return PERR_NODE(p, seq, "variants", "empty list (give at least one {label: NAME, set: {...}})");
-    Row *rows = calloc((size_t)n, sizeof *rows);
-    if (!rows)
-        return oom(p);
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        yaml_node_t *it = yaml_document_get_node(p->doc, seq->data.sequence.items.start[i]);
-        Row *r = &rows[i];
-        char what[48], lwhat[64], swhat[64];
-        snprintf(what, sizeof what, "variants[%d]", i);
-        snprintf(lwhat, sizeof lwhat, "%s.label", what);
-        snprintf(swhat, sizeof swhat, "%s.set", what);
-        snprintf(r->where, sizeof r->where, "%s", what);
-        if (!it) {
-            rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-            break;
-        }
-        r->line = nline(it);
-        r->col = ncol(it);
-        if (it->type != YAML_MAPPING_NODE) {
-            rc = PERR_NODE(p, it, what, "expected a mapping {label: NAME, set: {...}}, got %s", node_kind(it));
-            break;
-        }
-        yaml_node_t *label = NULL;
-        for (yaml_node_pair_t *pr = it->data.mapping.pairs.start; pr < it->data.mapping.pairs.top && rc == 0; pr++) {
-            yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
-            yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
-            if (!kn || !vn) {
-                rc = fail(p->err, "%s: error: YAML: malformed document", p->path);
-                break;
-            }
-            if (kn->type != YAML_SCALAR_NODE) {
-                rc = PERR_NODE(p, kn, what, "expected a key name, got %s", node_kind(kn));
-                break;
-            }
-            const char *k = scalar(kn);
-            char kw[128];
-            snprintf(kw, sizeof kw, "%s.%s", what, k);
-            if (dup_in_mapping(p, it, pr, k, kw)) {
-                rc = -1;
-                break;
-            }
-            if (strcmp(k, "label") == 0) {
-                const char *v = scalar(vn);
-                if (!v)
-                    rc = PERR_NODE(p, vn, lwhat, "expected a name, got %s", node_kind(vn));
-                else if (is_null(vn) || !*v)
-                    rc = PERR_NODE(p, vn, lwhat, "must not be empty");
-                else
-                    rc = check_name(p, vn, lwhat, v);
-                label = vn;
-            } else if (strcmp(k, "set") == 0) {
-                rc = parse_set_node(p, vn, &r->ov, swhat);
-            } else {
-                char why[200];
-                unknown_among(k, item_keys, why, sizeof why);
-                rc = PERR_NODE(p, kn, kw, "%s", why);
-            }
-        }
-        if (rc)
-            break;
-        if (!label) {
-            rc = PERR_NODE(p, it, lwhat, "required (each variant needs a label)");
-            break;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(rows[j].label, scalar(label)) == 0) {
-                char q[300];
-                config_quote(scalar(label), q, sizeof q);
-                rc = PERR_NODE(p, label, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
-                               rows[j].line);
-                break;
-            }
-        if (rc)
-            break;
-        r->label = xstrdup(scalar(label));
-        if (!r->label)
-            rc = oom(p);
-    }
-    if (rc) {
-        rows_free(rows, n);
-        return -1;
-    }
-    *out = rows;
-    *nout = n;
-    return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* grid / zip                                                          */
-/* ------------------------------------------------------------------ */
-
-static void params_free(Param *ps, int n) {
-    for (int i = 0; ps && i < n; i++) {
-        for (int j = 0; j < ps[i].n; j++)
-            free(ps[i].vals[j]);
-        free(ps[i].vals);
-        free(ps[i].vl);
-        free(ps[i].vc);
-        free(ps[i].key);
-        free(ps[i].leaf);
-    }
-    free(ps);
-}
-
-/* One value of parameter pm, checked against the schema. */
-static int param_value(P *p, Param *pm, yaml_node_t *vn, const char *what) {
-    if (vn->type != YAML_SCALAR_NODE)
-        return PERR_NODE(p, vn, what, "expected a value, got %s", node_kind(vn));
-    if (check_override(p, pm->key, scalar(vn), pm->kl, pm->kc, nline(vn), ncol(vn)))
-        return -1;
-    int i = pm->n;
-    pm->vals[i] = xstrdup(scalar(vn));
-    if (!pm->vals[i])
-        return oom(p);
-    pm->vl[i] = nline(vn);
-    pm->vc[i] = ncol(vn);
-    pm->n++;
-    return 0;
-}
-
-static int param_alloc(P *p, Param *pm, int n) {
-    pm->vals = calloc((size_t)n, sizeof *pm->vals);
-    pm->vl = calloc((size_t)n, sizeof *pm->vl);
-    pm->vc = calloc((size_t)n, sizeof *pm->vc);
-    if (!pm->vals || !pm->vl || !pm->vc)
-        return oom(p);
-    return 0;
-}
-
-/* pm's spec {values: [...]} or {value: x} (vn): which of the two is given,
- * into *values or *value.  0, or -1 with the error. */
-static int param_spec(P *p, const char *key, yaml_node_t *vn, yaml_node_t **values, yaml_node_t **value) {
-    static const char *const spec_keys[] = {"values", "value", NULL};
-    if (vn->type != YAML_MAPPING_NODE) {
-        char g[310];
-        return PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}, got %s", got(vn, g, sizeof g));
-    }
-    for (yaml_node_pair_t *sp = vn->data.mapping.pairs.start; sp < vn->data.mapping.pairs.top; sp++) {
-        yaml_node_t *sk = yaml_document_get_node(p->doc, sp->key);
-        yaml_node_t *sv = yaml_document_get_node(p->doc, sp->value);
-        char kw[400];
-        if (!sk || !sv)
-            return fail(p->err, "%s: error: YAML: malformed document", p->path);
-        if (sk->type != YAML_SCALAR_NODE)
-            return PERR_NODE(p, sk, key, "expected values or value, got %s", node_kind(sk));
-        snprintf(kw, sizeof kw, "%s.%s", key, scalar(sk));
-        if (dup_in_mapping(p, vn, sp, scalar(sk), kw))
-            return -1;
-        if (strcmp(scalar(sk), "values") == 0)
-            *values = sv;
-        else if (strcmp(scalar(sk), "value") == 0)
-            *value = sv;
-        else {
-            char why[200];
-            unknown_among(scalar(sk), spec_keys, why, sizeof why);
-            return PERR_NODE(p, sk, kw, "%s", why);
-        }
-    }
-    if (*values && *value)
-        return PERR_NODE(p, vn, key, "give values (a list to sweep) or value (a constant), not both");
-    if (!*values && !*value)
-        return PERR_NODE(p, vn, key, "expected {values: [...]} or {value: x}");
-    return 0;
-}
-
-/* pm's `values` list: each value checked against the schema, no value
- * twice. */
-static int param_values(P *p, Param *pm, yaml_node_t *values) {
-    const char *key = pm->key;
-    if (values->type != YAML_SEQUENCE_NODE) {
-        char g[310];
-        return PERR_NODE(p, values, key, "values: expected a list, got %s%s", got(values, g, sizeof g),
-                         values->type == YAML_SCALAR_NODE ? " (use value: for a constant)" : "");
-    }
-    int nv = (int)(values->data.sequence.items.top - values->data.sequence.items.start);
-    if (nv == 0)
-        return PERR_NODE(p, values, key, "values: empty list");
-    if (param_alloc(p, pm, nv))
-        return -1;
-    for (int i = 0; i < nv; i++) {
-        yaml_node_t *it = yaml_document_get_node(p->doc, values->data.sequence.items.start[i]);
-        if (!it)
-            return fail(p->err, "%s: error: YAML: malformed document", p->path);
-        if (param_value(p, pm, it, key))
-            return -1;
-        for (int j = 0; j < i; j++)
-            if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
-                char q[300];
-                config_quote(pm->vals[i], q, sizeof q);
-                return PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
-                                 pm->vc[j]);
-            }
-    }
-    return 0;
-}
-
-/* One entry (pair pr of map) of `parameters`, as ps[*np] (counted before it
- * is filled, so params_free frees a partial one). */
-static int parse_param(P *p, yaml_node_t *map, yaml_node_pair_t *pr, Param *ps, int *np) {
-    yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
-    yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
-    if (!kn || !vn)
-        return fail(p->err, "%s: error: YAML: malformed document", p->path);
-    if (kn->type != YAML_SCALAR_NODE)
-        return PERR_NODE(p, kn, "parameters", "expected a config key, got %s", node_kind(kn));
-    const char *key = scalar(kn);
-    if (dup_in_mapping(p, map, pr, key, key))
-        return -1;
-    if (!config_find(key)) { /* unknown key, or a section: config_set words it */
-        if (check_override(p, key, "", nline(kn), ncol(kn), nline(kn), ncol(kn)) == 0)
-            PERR_NODE(p, kn, key, "unknown key");
-        return -1;
-    }
-    Param *pm = &ps[(*np)++];
-    pm->key = xstrdup(key);
-    pm->kl = nline(kn);
-    pm->kc = ncol(kn);
-    if (!pm->key)
-        return oom(p);
-    yaml_node_t *values = NULL, *value = NULL;
-    if (param_spec(p, key, vn, &values, &value))
-        return -1;
-    if (value) {
-        pm->is_const = 1;
-        return param_alloc(p, pm, 1) || param_value(p, pm, value, key) ? -1 : 0;
-    }
-    return param_values(p, pm, values);
-}
-
-/* Label names: each key's leaf, unless two swept keys share it. */
-static int param_leaves(P *p, Param *ps, int np) {
-    for (int i = 0; i < np; i++) {
-        const char *d = strrchr(ps[i].key, '.');
-        const char *leaf = d ? d + 1 : ps[i].key;
-        int clash = 0;
-        for (int j = 0; j < np; j++) {
-            if (j == i || ps[j].is_const || ps[i].is_const)
-                continue;
-            const char *dj = strrchr(ps[j].key, '.');
-            clash |= strcmp(leaf, dj ? dj + 1 : ps[j].key) == 0;
-        }
-        ps[i].leaf = xstrdup(clash ? ps[i].key : leaf);
-        if (!ps[i].leaf)
-            return oom(p);
-    }
-    return 0;
-}
-
-static int parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout) {
-    int n = (int)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
-    if (n == 0)
-        return PERR_NODE(p, map, "parameters", "empty mapping (give config keys with {values: [...]})");
-    Param *ps = calloc((size_t)n, sizeof *ps);
-    if (!ps)
-        return oom(p);
-    int rc = 0, np = 0;
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top && rc == 0; pr++)
-        rc = parse_param(p, map, pr, ps, &np);
-    if (rc == 0)
-        rc = param_leaves(p, ps, np);
-    if (rc) {
-        params_free(ps, np);
-        return -1;
-    }
-    *out = ps;
-    *nout = np;
-    return 0;
-}
-
-/* Rows of a grid (zip = 0) or zip (zip = 1) over ps.  where/line/col: the
- * parameters key, blamed for errors of whole rows. */
-static int expand_params(P *p, Param *ps, int np, int zip, int line, int col, Row **out, int *nout) {
-    long long nrows = 1;
-    int first = -1;
-    for (int i = 0; i < np; i++) {
-        if (ps[i].is_const)
-            continue;
-        if (zip) {
-            if (first < 0)
-                first = i, nrows = ps[i].n;
-            else if (ps[i].n != ps[first].n)
-                return perr(p, ps[i].vl[0], ps[i].vc[0], ps[i].key,
-                            "zip needs lists of equal length: %d value%s here, %d for %s", ps[i].n,
-                            ps[i].n == 1 ? "" : "s", ps[first].n, ps[first].key);
-        } else {
-            nrows *= ps[i].n;
-            if (nrows > SWEEP_MAX_RUNS)
-                return perr(p, line, col, "parameters", "the grid has more than %d points", SWEEP_MAX_RUNS);
-        }
-    }
-    Row *rows = calloc((size_t)nrows, sizeof *rows);
-    if (!rows)
-        return oom(p);
-    for (long long r = 0; r < nrows; r++) {
-        Row *row = &rows[r];
-        snprintf(row->where, sizeof row->where, "parameters");
-        row->line = line;
-        row->col = col;
-        Buf lb = {0};
-        int nswept = 0;
-        /* grid: mixed radix over the swept params, the last one fastest */
-        long long rest = r;
-        int *pick = calloc((size_t)np, sizeof *pick);
-        if (!pick) {
-            rows_free(rows, (int)nrows);
-            return oom(p);
-        }
-        for (int i = np - 1; i >= 0; i--) {
-            if (ps[i].is_const)
-                continue;
-            if (zip)
-                pick[i] = (int)r;
-            else {
-                pick[i] = (int)(rest % ps[i].n);
-                rest /= ps[i].n;
-            }
-        }
-        int rc = 0;
-        for (int i = 0; i < np && rc == 0; i++) {
-            int k = ps[i].is_const ? 0 : pick[i];
-            rc = ov_push(p, &row->ov, ps[i].key, ps[i].vals[k], ps[i].kl, ps[i].kc, ps[i].vl[k], ps[i].vc[k]);
-            if (!ps[i].is_const) {
-                if (nswept++)
-                    buf_str(&lb, ",");
-                buf_str(&lb, ps[i].leaf);
-                buf_str(&lb, "=");
-                buf_str(&lb, ps[i].vals[k]);
-            }
-        }
-        free(pick);
-        if (!nswept)
-            buf_str(&lb, "base");
-        row->label = buf_take(&lb);
-        if (rc || !row->label) {
-            rows_free(rows, (int)nrows);
-            return rc ? -1 : oom(p);
-        }
-        char why[200], q[400];
-        if (store_name_check(row->label, why, sizeof why)) { /* values are checked text; kept as a guard */
-            perr(p, line, col, "parameters", "row %lld gets the label \"%s\", which %s", r,
-                 quote_name(row->label, q, sizeof q), why);
-            rows_free(rows, (int)nrows);
-            return -1;
-        }
-    }
-    *out = rows;
-    *nout = (int)nrows;
     return 0;
 }
 
@@ -822,7 +324,7 @@ static int config_value_text(const Config *c, const char *key, Buf *b) {
         found = s && strcmp(k, key) == 0;
     }
     const ConfigKey *ck = config_find(key);
-    buf_str(b, found ? val : ck ? ck->def : "");
+    sw_buf_str(b, found ? val : ck ? ck->def : "");
     free(json);
     free(val);
     return 0;
@@ -835,7 +337,7 @@ static int check_template(P *p, const char *t, int line, int col) {
             continue;
         const char *e = strchr(s, '}');
         if (!e)
-            return perr(p, line, col, "run_name", "unclosed { in \"%s\"", t);
+            return sw_perr(p, line, col, "run_name", "unclosed { in \"%s\"", t);
         char ph[256];
         snprintf(ph, sizeof ph, "%.*s", (int)(e - s - 1), s + 1);
         if (strcmp(ph, "sweep") && strcmp(ph, "label") && strcmp(ph, "seed") && strcmp(ph, "index") &&
@@ -843,7 +345,7 @@ static int check_template(P *p, const char *t, int line, int col) {
             /* config_set's did-you-mean for config keys */
             char *a = join_kv(ph, "");
             if (!a)
-                return oom(p);
+                return sw_oom(p);
             ConfigError e2;
             char sugg[300] = "";
             if (config_set(&p->scratch, a, &e2) != 0) {
@@ -855,7 +357,7 @@ static int check_template(P *p, const char *t, int line, int col) {
                 }
             }
             free(a);
-            return perr(p, line, col, "run_name",
+            return sw_perr(p, line, col, "run_name",
                         "unknown placeholder {%s}%s; use {sweep}, {label}, {seed}, {index} or a config key", ph,
                         sugg);
         }
@@ -875,22 +377,22 @@ static char *format_name(const char *t, const Sweep *s, const SweepRun *r) {
         char ph[256], val[128];
         snprintf(ph, sizeof ph, "%.*s", (int)(e - c - 1), c + 1);
         if (strcmp(ph, "sweep") == 0)
-            buf_str(&b, s->name);
+            sw_buf_str(&b, s->name);
         else if (strcmp(ph, "label") == 0)
-            buf_str(&b, r->label);
+            sw_buf_str(&b, r->label);
         else if (strcmp(ph, "seed") == 0) {
             snprintf(val, sizeof val, "%lld", r->seed);
-            buf_str(&b, val);
+            sw_buf_str(&b, val);
         } else if (strcmp(ph, "index") == 0) {
             snprintf(val, sizeof val, "%d", r->index);
-            buf_str(&b, val);
+            sw_buf_str(&b, val);
         } else if (config_value_text(&r->config, ph, &b)) {
             free(b.b);
             return NULL;
         }
         c = e;
     }
-    return buf_take(&b);
+    return sw_buf_take(&b);
 }
 
 /* Point a config_resolve / config_set message at the sweep file: an
@@ -904,13 +406,13 @@ static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *ro
         for (int i = nov - 1; i >= 0; i--) {
             size_t al = strlen(ovs[i]->text);
             if (strncmp(msg + 6, ovs[i]->text, al) == 0 && strncmp(msg + 6 + al, ": error: ", 9) == 0)
-                return perr(p, ovs[i]->vl, ovs[i]->vc, NULL, "%s%s", msg + 6 + al + 9, ctx);
+                return sw_perr(p, ovs[i]->vl, ovs[i]->vc, NULL, "%s%s", msg + 6 + al + 9, ctx);
         }
     if (strncmp(msg, "config: error: ", 15) == 0)
-        return perr(p, row->line, row->col, NULL, "%s%s", msg + 15, ctx);
+        return sw_perr(p, row->line, row->col, NULL, "%s%s", msg + 15, ctx);
     char keep[sizeof p->err->msg];
     snprintf(keep, sizeof keep, "%s", msg);
-    return fail(p->err, "%s%s", keep, ctx);
+    return sw_fail(p->err, "%s%s", keep, ctx);
 }
 
 /* An override of a text key (train.init_from) may name another run of a
@@ -922,20 +424,20 @@ static char *expand_override(const char *text, const Sweep *s, const char *label
     snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - text) : 0, text);
     const ConfigKey *k = config_find(key);
     if (!eq || !k || k->type != CT_STRING || !strchr(eq, '{'))
-        return xstrdup(text);
+        return sw_xstrdup(text);
     Buf b = {0};
     for (const char *c = text; *c; c++) {
         char num[32];
         if (strncmp(c, "{sweep}", 7) == 0)
-            buf_str(&b, s->name), c += 6;
+            sw_buf_str(&b, s->name), c += 6;
         else if (strncmp(c, "{label}", 7) == 0)
-            buf_str(&b, label), c += 6;
+            sw_buf_str(&b, label), c += 6;
         else if (strncmp(c, "{seed}", 6) == 0)
-            snprintf(num, sizeof num, "%lld", seed), buf_str(&b, num), c += 5;
+            snprintf(num, sizeof num, "%lld", seed), sw_buf_str(&b, num), c += 5;
         else
             buf_add(&b, c, 1);
     }
-    return buf_take(&b);
+    return sw_buf_take(&b);
 }
 
 /* Build run r from row (and seed_ov, or NULL): overrides, resolved config,
@@ -944,10 +446,10 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     int nov = set->n + row->ov.n + (seed_ov != NULL);
     Ov **ovs = malloc((size_t)(nov ? nov : 1) * sizeof *ovs);
     r->overrides = calloc((size_t)(nov ? nov : 1), sizeof *r->overrides);
-    r->label = xstrdup(row->label);
+    r->label = sw_xstrdup(row->label);
     if (!ovs || !r->overrides || !r->label) {
         free(ovs);
-        return oom(p);
+        return sw_oom(p);
     }
     int k = 0;
     for (int i = 0; i < set->n; i++)
@@ -961,14 +463,14 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     config_defaults(c);
     int rc = 0;
     if (config_load_file(c, s->base, &e) != 0) {
-        rc = fail(p->err, "%s", e.msg);
+        rc = sw_fail(p->err, "%s", e.msg);
     } else {
         long long seed = seed_ov ? strtoll(strchr(seed_ov->text, '=') + 1, NULL, 10) : (long long)c->seed;
         for (int i = 0; i < nov; i++) {
             r->overrides[i] = expand_override(ovs[i]->text, s, row->label, seed);
             if (!r->overrides[i]) {
                 free(ovs);
-                return oom(p);
+                return sw_oom(p);
             }
             r->noverrides++;
         }
@@ -984,7 +486,7 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     r->seed = (long long)c->seed;
     char *json = store_config_json(c, r->run_id);
     if (!json)
-        return oom(p);
+        return sw_oom(p);
     free(json);
     return 0;
 }
@@ -1011,8 +513,8 @@ static char *base_path(const char *sweep_path, const char *base) {
     Buf b = {0};
     if (base[0] != '/' && slash)
         buf_add(&b, sweep_path, (size_t)(slash - sweep_path) + 1);
-    buf_str(&b, base);
-    return buf_take(&b);
+    sw_buf_str(&b, base);
+    return sw_buf_take(&b);
 }
 
 typedef struct {
@@ -1041,9 +543,9 @@ static void doc_free(Doc *d) {
         free(d->seeds[i].key);
     }
     free(d->seeds);
-    params_free(d->ps, d->np);
-    rows_free(d->rows, d->nrows);
-    ov_free(&d->set);
+    sw_params_free(d->ps, d->np);
+    sw_rows_free(d->rows, d->nrows);
+    sw_ov_free(&d->set);
 }
 
 /* The top-level keys into d->t: known, not twice, names and paths
@@ -1053,22 +555,22 @@ static int read_top(P *p, Doc *d) {
                                            "seeds", "run_name", "baseline", "set",        NULL};
     yaml_node_t *root = d->root;
     Top *t = &d->t;
-    if (!root || is_null(root))
-        return fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
+    if (!root || sw_is_null(root))
+        return sw_fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
     if (root->type != YAML_MAPPING_NODE) {
         char g[310];
         return PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
-                         got(root, g, sizeof g));
+                         sw_got(root, g, sizeof g));
     }
     for (yaml_node_pair_t *pr = root->data.mapping.pairs.start; pr < root->data.mapping.pairs.top; pr++) {
         yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
         if (!kn || !vn)
-            return fail(p->err, "%s: error: YAML: malformed document", p->path);
+            return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (kn->type != YAML_SCALAR_NODE)
-            return PERR_NODE(p, kn, NULL, "expected a key name, got %s", node_kind(kn));
-        const char *k = scalar(kn);
-        if (dup_in_mapping(p, root, pr, k, k))
+            return PERR_NODE(p, kn, NULL, "expected a key name, got %s", sw_node_kind(kn));
+        const char *k = sw_scalar(kn);
+        if (sw_dup_in_mapping(p, root, pr, k, k))
             return -1;
         yaml_node_t **slot = strcmp(k, "name") == 0         ? &t->name
                              : strcmp(k, "base") == 0       ? &t->base
@@ -1085,7 +587,7 @@ static int read_top(P *p, Doc *d) {
             if (config_find(k) || config_is_section(k))
                 snprintf(why, sizeof why, "unknown key (config keys go under set:, or in the base file)");
             else
-                unknown_among(k, top_keys, why, sizeof why);
+                sw_unknown_among(k, top_keys, why, sizeof why);
             return PERR_NODE(p, kn, k, "%s", why);
         }
         *slot = vn;
@@ -1099,8 +601,8 @@ static int read_top(P *p, Doc *d) {
         if (slot == &t->name || slot == &t->base || slot == &t->method || slot == &t->run_name ||
             slot == &t->baseline) {
             if (vn->type != YAML_SCALAR_NODE)
-                return PERR_NODE(p, vn, k, "expected a value, got %s", node_kind(vn));
-            if (is_null(vn) || !*scalar(vn))
+                return PERR_NODE(p, vn, k, "expected a value, got %s", sw_node_kind(vn));
+            if (sw_is_null(vn) || !*sw_scalar(vn))
                 return PERR_NODE(p, vn, k, "must not be empty");
         }
     }
@@ -1114,26 +616,26 @@ static int read_kind(P *p, Sweep *s, Doc *d) {
     yaml_node_t *root = d->root;
     if (t->variants && (t->method || t->parameters)) {
         yaml_node_t *other = t->kmethod ? t->kmethod : t->kparameters;
-        yaml_node_t *later = nline(t->kvariants) > nline(other) ||
-                                     (nline(t->kvariants) == nline(other) && ncol(t->kvariants) > ncol(other))
+        yaml_node_t *later = sw_nline(t->kvariants) > sw_nline(other) ||
+                                     (sw_nline(t->kvariants) == sw_nline(other) && sw_ncol(t->kvariants) > sw_ncol(other))
                                  ? t->kvariants
                                  : other;
-        return PERR_NODE(p, later, scalar(later), "a sweep has either variants or method with parameters, not both");
+        return PERR_NODE(p, later, sw_scalar(later), "a sweep has either variants or method with parameters, not both");
     }
     if (!t->name)
-        return perr(p, nline(root), ncol(root), "name", "required (names the sweep in the results store)");
+        return sw_perr(p, sw_nline(root), sw_ncol(root), "name", "required (names the sweep in the results store)");
     if (!t->base)
-        return perr(p, nline(root), ncol(root), "base", "required (a run config, relative to the sweep file)");
+        return sw_perr(p, sw_nline(root), sw_ncol(root), "base", "required (a run config, relative to the sweep file)");
     if (t->method && !t->parameters)
         return PERR_NODE(p, t->kmethod, "parameters", "required with method (config keys with {values: [...]})");
     if (t->parameters && !t->method)
         return PERR_NODE(p, t->kparameters, "method", "required with parameters (grid or zip)");
     if (!t->variants && !t->method)
-        return perr(p, nline(root), ncol(root), NULL,
+        return sw_perr(p, sw_nline(root), sw_ncol(root), NULL,
                     "expected variants (a list of {label, set}), or method (grid or zip) with parameters");
     s->method = SWEEP_VARIANTS;
     if (t->method) {
-        const char *m = scalar(t->method);
+        const char *m = sw_scalar(t->method);
         if (strcmp(m, "grid") == 0)
             s->method = SWEEP_GRID;
         else if (strcmp(m, "zip") == 0)
@@ -1144,12 +646,12 @@ static int read_kind(P *p, Sweep *s, Doc *d) {
             return PERR_NODE(p, t->method, "method", "expected grid or zip, got \"%s\"", q);
         }
     }
-    if (check_name(p, t->name, "name", scalar(t->name)))
+    if (sw_check_name(p, t->name, "name", sw_scalar(t->name)))
         return -1;
-    s->name = xstrdup(scalar(t->name));
-    s->base = base_path(p->path, scalar(t->base));
+    s->name = sw_xstrdup(sw_scalar(t->name));
+    s->base = base_path(p->path, sw_scalar(t->base));
     if (!s->name || !s->base)
-        return oom(p);
+        return sw_oom(p);
     struct stat st;
     int se = stat(s->base, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     if (!se && access(s->base, R_OK) != 0)
@@ -1162,19 +664,19 @@ static int read_kind(P *p, Sweep *s, Doc *d) {
 /* The sweep's `set`, then its rows: variants, or a grid's / zip's points. */
 static int read_rows(P *p, Sweep *s, Doc *d) {
     const Top *t = &d->t;
-    if (t->set && parse_set_node(p, t->set, &d->set, "set"))
+    if (t->set && sw_parse_set_node(p, t->set, &d->set, "set"))
         return -1;
     if (t->variants) {
         if (t->variants->type != YAML_SEQUENCE_NODE)
             return PERR_NODE(p, t->variants, "variants", "expected a list of {label: NAME, set: {...}}, got %s",
-                             node_kind(t->variants));
-        return parse_variants(p, t->variants, &d->rows, &d->nrows);
+                             sw_node_kind(t->variants));
+        return sw_parse_variants(p, t->variants, &d->rows, &d->nrows);
     }
     if (t->parameters->type != YAML_MAPPING_NODE)
         return PERR_NODE(p, t->parameters, "parameters", "expected a mapping of config keys to {values: [...]}, got %s",
-                         node_kind(t->parameters));
-    if (parse_parameters(p, t->parameters, &d->ps, &d->np) ||
-        expand_params(p, d->ps, d->np, s->method == SWEEP_ZIP, nline(t->kparameters), ncol(t->kparameters), &d->rows,
+                         sw_node_kind(t->parameters));
+    if (sw_parse_parameters(p, t->parameters, &d->ps, &d->np) ||
+        sw_expand_params(p, d->ps, d->np, s->method == SWEEP_ZIP, sw_nline(t->kparameters), sw_ncol(t->kparameters), &d->rows,
                       &d->nrows))
         return -1;
     return 0;
@@ -1184,12 +686,12 @@ static int read_rows(P *p, Sweep *s, Doc *d) {
  * seeds), appended to d->seeds unless it repeats one. */
 static int read_seed(P *p, Doc *d, yaml_node_t *it) {
     if (!it)
-        return fail(p->err, "%s: error: YAML: malformed document", p->path);
+        return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
     if (it->type != YAML_SCALAR_NODE)
-        return PERR_NODE(p, it, "seeds", "expected an integer, got %s", node_kind(it));
-    char *a = join_kv("train.seed", scalar(it));
+        return PERR_NODE(p, it, "seeds", "expected an integer, got %s", sw_node_kind(it));
+    char *a = join_kv("train.seed", sw_scalar(it));
     if (!a)
-        return oom(p);
+        return sw_oom(p);
     ConfigError e;
     if (config_set(&p->scratch, a, &e) != 0) {
         const char *why = set_reason(e.msg, a);
@@ -1208,11 +710,11 @@ static int read_seed(P *p, Doc *d, yaml_node_t *it) {
     snprintf(val, sizeof val, "%lld", seed);
     Ov *o = &d->seeds[d->nseeds++];
     o->text = join_kv("train.seed", val);
-    o->key = xstrdup("train.seed");
-    o->kl = o->vl = nline(it);
-    o->kc = o->vc = ncol(it);
+    o->key = sw_xstrdup("train.seed");
+    o->kl = o->vl = sw_nline(it);
+    o->kc = o->vc = sw_ncol(it);
     if (!o->text || !o->key)
-        return oom(p);
+        return sw_oom(p);
     return 0;
 }
 
@@ -1224,14 +726,14 @@ static int read_seeds(P *p, Doc *d) {
         return 0;
     if (seeds->type != YAML_SEQUENCE_NODE) {
         char g[310];
-        return PERR_NODE(p, seeds, "seeds", "expected a list of integers, got %s", got(seeds, g, sizeof g));
+        return PERR_NODE(p, seeds, "seeds", "expected a list of integers, got %s", sw_got(seeds, g, sizeof g));
     }
     int n = (int)(seeds->data.sequence.items.top - seeds->data.sequence.items.start);
     if (n == 0)
         return PERR_NODE(p, seeds, "seeds", "empty list (leave seeds out to use the base config's seed)");
     d->seeds = calloc((size_t)n, sizeof *d->seeds);
     if (!d->seeds)
-        return oom(p);
+        return sw_oom(p);
     for (int i = 0; i < n; i++)
         if (read_seed(p, d, yaml_document_get_node(p->doc, seeds->data.sequence.items.start[i])))
             return -1;
@@ -1239,8 +741,8 @@ static int read_seeds(P *p, Doc *d) {
         const OvList *l = r < 0 ? &d->set : &d->rows[r].ov;
         for (int i = 0; i < l->n; i++)
             if (strcmp(l->v[i].key, "train.seed") == 0)
-                return perr(p, l->v[i].kl, l->v[i].kc, "train.seed",
-                            "set by seeds (line %d); remove it here, or drop seeds", nline(seeds));
+                return sw_perr(p, l->v[i].kl, l->v[i].kc, "train.seed",
+                            "set by seeds (line %d); remove it here, or drop seeds", sw_nline(seeds));
     }
     return 0;
 }
@@ -1249,7 +751,7 @@ static int read_seeds(P *p, Doc *d) {
 static int read_baseline(P *p, Sweep *s, Doc *d) {
     if (!d->t.baseline)
         return 0;
-    const char *b = scalar(d->t.baseline);
+    const char *b = sw_scalar(d->t.baseline);
     int found = 0;
     for (int r = 0; r < d->nrows && !found; r++)
         found = strcmp(d->rows[r].label, b) == 0;
@@ -1261,32 +763,32 @@ static int read_baseline(P *p, Sweep *s, Doc *d) {
             char ql[300];
             config_quote(d->rows[r].label, ql, sizeof ql);
             if (r)
-                buf_str(&lb, ", ");
-            buf_str(&lb, ql);
+                sw_buf_str(&lb, ", ");
+            sw_buf_str(&lb, ql);
         }
         if (d->nrows > 8)
-            buf_str(&lb, ", ...");
-        char *labels = buf_take(&lb);
+            sw_buf_str(&lb, ", ...");
+        char *labels = sw_buf_take(&lb);
         if (!labels)
-            return oom(p);
+            return sw_oom(p);
         PERR_NODE(p, d->t.baseline, "baseline", "no %s labelled \"%s\" (labels: %s)",
                   s->method == SWEEP_VARIANTS ? "variant" : "row", q, labels);
         free(labels);
         return -1;
     }
-    s->baseline = xstrdup(b);
-    return s->baseline ? 0 : oom(p);
+    s->baseline = sw_xstrdup(b);
+    return s->baseline ? 0 : sw_oom(p);
 }
 
 /* Every (row, seed) as a run, resolved. */
 static int expand_runs(P *p, Sweep *s, Doc *d) {
     long long nruns = (long long)d->nrows * (d->nseeds ? d->nseeds : 1);
     if (nruns > SWEEP_MAX_RUNS)
-        return perr(p, nline(d->root), ncol(d->root), NULL, "the sweep has %lld runs, more than %d", nruns,
+        return sw_perr(p, sw_nline(d->root), sw_ncol(d->root), NULL, "the sweep has %lld runs, more than %d", nruns,
                     SWEEP_MAX_RUNS);
     s->runs = calloc((size_t)nruns, sizeof *s->runs);
     if (!s->runs)
-        return oom(p);
+        return sw_oom(p);
     s->nrows = d->nrows;
     s->nseeds = d->nseeds;
     for (int r = 0; r < d->nrows; r++)
@@ -1309,13 +811,13 @@ static int name_runs(P *p, Sweep *s, const Doc *d) {
         SweepRun *run = &s->runs[i];
         run->name = format_name(d->tmpl, s, run);
         if (!run->name)
-            return oom(p);
+            return sw_oom(p);
         if (!*run->name)
-            return perr(p, d->tl, d->tc, "run_name", "run %d gets an empty name", i);
+            return sw_perr(p, d->tl, d->tc, "run_name", "run %d gets an empty name", i);
         char why[200], q[400];
         if (store_name_check(run->name, why, sizeof why))
-            return perr(p, d->tl, d->tc, "run_name", "run %d gets the name \"%s\", which %s", i,
-                        quote_name(run->name, q, sizeof q), why);
+            return sw_perr(p, d->tl, d->tc, "run_name", "run %d gets the name \"%s\", which %s", i,
+                        sw_quote_name(run->name, q, sizeof q), why);
     }
     return 0;
 }
@@ -1324,7 +826,7 @@ static int name_runs(P *p, Sweep *s, const Doc *d) {
 static int check_distinct(P *p, Sweep *s, const Doc *d) {
     int *order = malloc((size_t)s->nruns * sizeof *order);
     if (!order)
-        return oom(p);
+        return sw_oom(p);
     int rc = 0;
     cmp_runs_base = s->runs;
     for (int i = 0; i < s->nruns; i++)
@@ -1335,7 +837,7 @@ static int check_distinct(P *p, Sweep *s, const Doc *d) {
         if (strcmp(a->name, b->name) == 0) {
             char q[300];
             config_quote(a->name, q, sizeof q);
-            rc = perr(p, d->tl, d->tc, "run_name",
+            rc = sw_perr(p, d->tl, d->tc, "run_name",
                       "runs %d and %d are both named \"%s\" (use {label}, {seed} or {index})", a->index, b->index, q);
         }
     }
@@ -1348,7 +850,7 @@ static int check_distinct(P *p, Sweep *s, const Doc *d) {
             char qa[300], qb[300];
             config_quote(a->label, qa, sizeof qa);
             config_quote(b->label, qb, sizeof qb);
-            rc = perr(p, rb->line, rb->col, rb->where,
+            rc = sw_perr(p, rb->line, rb->col, rb->where,
                       "\"%s\" resolves to the same configuration as \"%s\" (run id %s); each configuration runs once",
                       qb, qa, a->run_id);
         }
@@ -1371,9 +873,9 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
     if (rc == 0)
         rc = read_baseline(p, s, &d);
     if (rc == 0) {
-        d.tmpl = d.t.run_name ? scalar(d.t.run_name) : "{sweep}-{label}-s{seed}";
-        d.tl = d.t.run_name ? nline(d.t.run_name) : nline(root);
-        d.tc = d.t.run_name ? ncol(d.t.run_name) : ncol(root);
+        d.tmpl = d.t.run_name ? sw_scalar(d.t.run_name) : "{sweep}-{label}-s{seed}";
+        d.tl = d.t.run_name ? sw_nline(d.t.run_name) : sw_nline(root);
+        d.tc = d.t.run_name ? sw_ncol(d.t.run_name) : sw_ncol(root);
         rc = check_template(p, d.tmpl, d.tl, d.tc);
     }
     if (rc == 0)
@@ -1398,9 +900,9 @@ int sweep_load(Sweep *s, const char *path, ConfigError *err) {
     if (yaml_file_load(path, "a sweep file", &doc, err))
         return -1;
     int rc = -1;
-    s->path = xstrdup(path);
+    s->path = sw_xstrdup(path);
     if (!s->path) {
-        fail(err, "%s: error: out of memory", path);
+        sw_fail(err, "%s: error: out of memory", path);
     } else {
         p.doc = &doc;
         rc = load_doc(&p, s, yaml_document_get_root_node(&doc));
