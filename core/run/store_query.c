@@ -7,6 +7,7 @@
  * before it reaches a terminal (a merged database is untrusted).
  */
 #include "run/store_impl.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -445,39 +446,24 @@ int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n) {
 static int parse_counts(const char *js, long long **out, int *nout) {
     *out = NULL;
     *nout = 0;
-    if (!js) return -1;
-    while (*js == ' ') js++;
-    if (*js != '[') return -1;
-    int cap = 1;
-    for (const char *p = js; *p; p++) cap += *p == ',';
-    long long *v = malloc((size_t)cap * sizeof *v);
-    if (!v) return -1;
-    const char *p = js + 1;
-    int n = 0;
-    while (*p == ' ') p++;
-    if (*p != ']') {
-        for (;;) {
-            char *end;
-            errno = 0;
-            long long x = strtoll(p, &end, 10);
-            if (end == p || errno || n >= cap) goto bad;
-            v[n++] = x;
-            p = end;
-            while (*p == ' ') p++;
-            if (*p == ',') {
-                p++;
-                continue;
-            }
-            if (*p == ']') break;
-            goto bad;
-        }
+    Json *j = js ? json_parse(js, NULL, 0) : NULL;
+    if (!j || j->type != JSON_ARR) {
+        json_free(j);
+        return -1;
     }
-    *out = v;
-    *nout = n;
-    return 0;
-bad:
-    free(v);
-    return -1;
+    long long *v = malloc((size_t)(j->n ? j->n : 1) * sizeof *v);
+    int ok = v != NULL;
+    for (int i = 0; ok && i < j->n; i++) {
+        /* integers as written: a double would round counts past 2^53 */
+        const Json *e = j->v[i];
+        char *end;
+        errno = 0;
+        ok = e->type == JSON_NUM && e->str && (v[i] = strtoll(e->str, &end, 10), !errno && end != e->str && !*end);
+    }
+    if (ok) *out = v, *nout = j->n;
+    else free(v);
+    json_free(j);
+    return ok ? 0 : -1;
 }
 
 int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHist **rows, int *n) {
