@@ -1,13 +1,23 @@
 /*
  * main.c — the `gated` command: git-style subcommands.
  *
- *   gated info   CONFIG.yaml [--set key=value]...
- *   gated xcheck CONFIG.yaml [--set key=value]... --out FILE
- *   gated xcheck --list
+ *   gated info    CONFIG.yaml [--set key=value]...       the resolved config, shapes, parameters
+ *   gated xcheck  CONFIG.yaml [--set key=value]... --out FILE | --list
+ *   gated train   CONFIG.yaml ...                        one run (core/run/train.c)
+ *   gated sweep   SWEEP.yaml ...                         many runs (cli/cmd_sweep.c)
+ *   gated merge   OUT.db IN.db...                        (cli/cmd_sweep.c, core/lab/merge.c)
+ *   gated report  ...                                    (cli/cmd_report.c)
+ *   gated eval    RUN|CHECKPOINT... ...                  (cli/cmd_eval.c)
+ *   gated ls | show RUN                                  (cli/store_show.c)
+ *   gated bench | compare ...                            (cli/cmd_bench.c)
+ *   gated help
+ *
+ * usage() below has every option.
  *
  * Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad input.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +31,7 @@
 #include "run/train.h"
 #include "store_show.h"
 #include "nn/variant.h"
+#include "util/util.h"
 
 #include <unistd.h>
 
@@ -98,9 +109,7 @@ static void load_config_raw(Config *c, int argc, char **argv, Opts *op, Config *
         } else if (op && strcmp(argv[i], "--force") == 0) {
             op->force = 1; /* train: start even when the memory estimate exceeds what is available */
         } else if (op && i + 1 < argc && strcmp(argv[i], "--stop-after") == 0) {
-            char *end;
-            op->stop_after = strtol(argv[++i], &end, 10);
-            if (*end || op->stop_after < 1) {
+            if (util_parse_long(argv[++i], 1, LONG_MAX, &op->stop_after)) {
                 fprintf(stderr, "gated: --stop-after: expected a positive integer, got \"%s\"\n", argv[i]);
                 exit(EXIT_BADINPUT);
             }

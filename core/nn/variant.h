@@ -4,9 +4,11 @@
  * A gate variant is a tuple (position, granularity, sharing, form,
  * activation, input) plus an optional no-gate control on the SDPA output.
  * This file says which tuples are valid, what shape each gate has and how
- * many parameters it adds; gate.h holds the math.  Tests and sweeps
- * enumerate variants through gate_enumerate(), so a new position or
- * activation added to the lists in modelcfg.h is picked up everywhere.
+ * many parameters it adds; gate.h holds the math.  The f64 gradient tests
+ * enumerate variants through gate_enumerate() and the PyTorch cross-check
+ * through gate_covering() (`gated xcheck --list`), so a new position or
+ * activation added to the lists in modelcfg.h is picked up by both; sweeps
+ * and bench suites name the variants they run in their YAML.
  *
  * Nothing here depends on the floating-point type of the model.
  */

@@ -1,5 +1,6 @@
 /* dump.c — see dump.h. */
 #include "run/dump.h"
+#include "util/json.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -28,23 +29,20 @@ int dump_write(const char *path, const Config *c, const Model *m, const int *tok
     fprintf(f, "GATED-DUMP 1\n");
     char json[8192];
     config_to_json(c, json, sizeof json);
-    /* one "cfg key value" line per key, taken from the canonical JSON so
-     * there is a single formatter of config values */
-    for (char *p = json + 1; *p && *p != '}';) {
-        char *k = strchr(p, '"'), *ke = k ? strchr(k + 1, '"') : NULL;
-        if (!ke) break;
-        char *v = ke + 2, *ve = v;
-        if (*v == '"') {
-            ve = strchr(v + 1, '"');
-            if (!ve) break;
-            fprintf(f, "cfg %.*s %.*s\n", (int)(ke - k - 1), k + 1, (int)(ve - v - 1), v + 1);
-            ve++;
-        } else {
-            while (*ve && *ve != ',' && *ve != '}') ve++;
-            fprintf(f, "cfg %.*s %.*s\n", (int)(ke - k - 1), k + 1, (int)(ve - v), v);
-        }
-        p = *ve == ',' ? ve + 1 : ve;
+    /* one "cfg key value" line per key, read back from the canonical JSON
+     * (util/json.h) so there is a single formatter of config values */
+    Json *j = json_parse(json, NULL, 0);
+    if (!j || j->type != JSON_OBJ) {
+        json_free(j);
+        fclose(f);
+        return -1;
     }
+    for (int i = 0; i < j->n; i++) {
+        const Json *v = j->v[i];
+        const char *t = v->type == JSON_BOOL ? (v->num ? "true" : "false") : v->str ? v->str : "null";
+        fprintf(f, "cfg %s %s\n", j->keys[i], t);
+    }
+    json_free(j);
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->p.n; i++) {
             const Tensor *t = &m->p.t[i];
