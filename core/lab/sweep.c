@@ -92,16 +92,6 @@ const char *const sweep_method_names[] = {"variants", "grid", "zip", NULL};
 /* ------------------------------------------------------------------ */
 
 
-int sw_fail(ConfigError *err, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* "PATH:LINE:COL: error: KEY: reason" (no "KEY: " when key is NULL). */
 int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
     char why[900];
@@ -110,15 +100,15 @@ int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     if (key)
-        return sw_fail(p->err, "%s:%d:%d: error: %s: %s", p->path, line, col, key, why);
-    return sw_fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
+        return config_fail(p->err, "%s:%d:%d: error: %s: %s", p->path, line, col, key, why);
+    return config_fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
 }
 
 int sw_nline(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
 int sw_ncol(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
 
 
-int sw_oom(P *p) { return sw_fail(p->err, "%s: error: out of memory", p->path); }
+int sw_oom(P *p) { return config_fail(p->err, "%s: error: out of memory", p->path); }
 
 char *sw_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -412,7 +402,7 @@ static int resolve_error(P *p, const char *msg, Ov **ovs, int nov, const Row *ro
         return sw_perr(p, row->line, row->col, NULL, "%s%s", msg + 15, ctx);
     char keep[sizeof p->err->msg];
     snprintf(keep, sizeof keep, "%s", msg);
-    return sw_fail(p->err, "%s%s", keep, ctx);
+    return config_fail(p->err, "%s%s", keep, ctx);
 }
 
 /* An override of a text key (train.init_from) may name another run of a
@@ -463,7 +453,7 @@ static int build_run(P *p, Sweep *s, const OvList *set, const Row *row, Ov *seed
     config_defaults(c);
     int rc = 0;
     if (config_load_file(c, s->base, &e) != 0) {
-        rc = sw_fail(p->err, "%s", e.msg);
+        rc = config_fail(p->err, "%s", e.msg);
     } else {
         long long seed = seed_ov ? strtoll(strchr(seed_ov->text, '=') + 1, NULL, 10) : (long long)c->seed;
         for (int i = 0; i < nov; i++) {
@@ -556,7 +546,7 @@ static int read_top(P *p, Doc *d) {
     yaml_node_t *root = d->root;
     Top *t = &d->t;
     if (!root || sw_is_null(root))
-        return sw_fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
+        return config_fail(p->err, "%s:1:1: error: name: required (the file is empty)", p->path);
     if (root->type != YAML_MAPPING_NODE) {
         char g[310];
         return PERR_NODE(p, root, NULL, "expected a mapping of sweep keys at the top level, got %s",
@@ -566,7 +556,7 @@ static int read_top(P *p, Doc *d) {
         yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
         if (!kn || !vn)
-            return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+            return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (kn->type != YAML_SCALAR_NODE)
             return PERR_NODE(p, kn, NULL, "expected a key name, got %s", sw_node_kind(kn));
         const char *k = sw_scalar(kn);
@@ -686,7 +676,7 @@ static int read_rows(P *p, Sweep *s, Doc *d) {
  * seeds), appended to d->seeds unless it repeats one. */
 static int read_seed(P *p, Doc *d, yaml_node_t *it) {
     if (!it)
-        return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+        return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
     if (it->type != YAML_SCALAR_NODE)
         return PERR_NODE(p, it, "seeds", "expected an integer, got %s", sw_node_kind(it));
     char *a = join_kv("train.seed", sw_scalar(it));
@@ -902,7 +892,7 @@ int sweep_load(Sweep *s, const char *path, ConfigError *err) {
     int rc = -1;
     s->path = sw_xstrdup(path);
     if (!s->path) {
-        sw_fail(err, "%s: error: out of memory", path);
+        config_fail(err, "%s: error: out of memory", path);
     } else {
         p.doc = &doc;
         rc = load_doc(&p, s, yaml_document_get_root_node(&doc));

@@ -74,7 +74,6 @@ int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout);
 void sw_params_free(Param *ps, int n);
 int sw_parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout);
 int sw_expand_params(P *p, Param *ps, int np, int zip, int line, int col, Row **out, int *nout);
-int sw_fail(ConfigError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 char *sw_xstrdup(const char *s);
 const char *sw_node_kind(const yaml_node_t *n);

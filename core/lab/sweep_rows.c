@@ -32,7 +32,7 @@ static int walk_set(P *p, yaml_node_t *map, const char *prefix, OvList *l, const
         yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
         yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
         if (!kn || !vn)
-            return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+            return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (kn->type != YAML_SCALAR_NODE)
             return PERR_NODE(p, kn, *prefix ? prefix : what, "expected a key name, got %s", sw_node_kind(kn));
         const char *name = sw_scalar(kn);
@@ -135,7 +135,7 @@ int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
         snprintf(swhat, sizeof swhat, "%s.set", what);
         snprintf(r->where, sizeof r->where, "%s", what);
         if (!it) {
-            rc = sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+            rc = config_fail(p->err, "%s: error: YAML: malformed document", p->path);
             break;
         }
         r->line = sw_nline(it);
@@ -149,7 +149,7 @@ int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
             yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
             yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
             if (!kn || !vn) {
-                rc = sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+                rc = config_fail(p->err, "%s: error: YAML: malformed document", p->path);
                 break;
             }
             if (kn->type != YAML_SCALAR_NODE) {
@@ -264,7 +264,7 @@ static int param_spec(P *p, const char *key, yaml_node_t *vn, yaml_node_t **valu
         yaml_node_t *sv = yaml_document_get_node(p->doc, sp->value);
         char kw[400];
         if (!sk || !sv)
-            return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+            return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (sk->type != YAML_SCALAR_NODE)
             return PERR_NODE(p, sk, key, "expected values or value, got %s", sw_node_kind(sk));
         snprintf(kw, sizeof kw, "%s.%s", key, sw_scalar(sk));
@@ -304,7 +304,7 @@ static int param_values(P *p, Param *pm, yaml_node_t *values) {
     for (int i = 0; i < nv; i++) {
         yaml_node_t *it = yaml_document_get_node(p->doc, values->data.sequence.items.start[i]);
         if (!it)
-            return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+            return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (param_value(p, pm, it, key))
             return -1;
         for (int j = 0; j < i; j++)
@@ -324,7 +324,7 @@ static int parse_param(P *p, yaml_node_t *map, yaml_node_pair_t *pr, Param *ps, 
     yaml_node_t *kn = yaml_document_get_node(p->doc, pr->key);
     yaml_node_t *vn = yaml_document_get_node(p->doc, pr->value);
     if (!kn || !vn)
-        return sw_fail(p->err, "%s: error: YAML: malformed document", p->path);
+        return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
     if (kn->type != YAML_SCALAR_NODE)
         return PERR_NODE(p, kn, "parameters", "expected a config key, got %s", sw_node_kind(kn));
     const char *key = sw_scalar(kn);

@@ -151,6 +151,10 @@ int config_edit_distance(const char *a, const char *b);
 /* True when some schema key lives under "name." (model, model.gate, train). */
 int config_is_section(const char *name);
 
+/* Write a message into err (may be NULL) and return -1: the one error
+ * helper of the config and YAML readers. */
+int config_fail(ConfigError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The network's part of a resolved config (nn/modelcfg.h): what model_init
  * takes, so the network never sees train, data or runtime keys. */
 ModelCfg config_model(const Config *c);
