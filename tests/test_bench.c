@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lab/bench.h"
+#include "nn/variant.h"
 #include "nn/model.h"
 #include "run/store.h"
 #include "testutil.h"
@@ -249,6 +250,44 @@ Test(bench_yaml, expansion_names_and_settings, .init = mk_tmp, .fini = rm_tmp) {
     cr_expect_eq(s.c[4].T, 16);
     cr_expect_eq(bench_find(&s, "sgemm/m/g1"), 7);
     bench_suite_free(&s);
+}
+
+/* `gates: covering` / `all` take their cases from the variant tables
+ * (gate_covering, gate_enumerate), labelled by gate_label; anything else
+ * is refused with its place. */
+Test(bench_yaml, gates_from_the_variant_tables, .init = mk_tmp, .fini = rm_tmp) {
+    static const char *const words[] = {"covering", "all"};
+    for (int k = 0; k < 2; k++) {
+        char text[512], path[256], e[2048];
+        snprintf(text, sizeof text,
+                 "name: t\ncases:\n  - kind: gate\n    gates: %s\n    shapes:\n"
+                 "      - {label: q, tokens: 64, heads: 2, width: 8}\n",
+                 words[k]);
+        put("g.yaml", text, path);
+        BenchSuite s;
+        cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+        int total = k ? gate_enumerate(NULL, 0) : gate_covering(NULL, 0);
+        GateCfg *g = malloc(sizeof *g * (size_t)total);
+        cr_assert_not_null(g);
+        total = k ? gate_enumerate(g, total) : gate_covering(g, total);
+        int j = 0;
+        for (int i = 0; i < total; i++) {
+            if (g[i].position == GP_NONE) continue;
+            char lab[64], want[128];
+            snprintf(want, sizeof want, "gate/%s/q", gate_label(&g[i], lab, sizeof lab));
+            cr_assert(j < s.n, "%s: fewer cases than table rows", words[k]);
+            cr_expect_str_eq(s.c[j].name, want);
+            cr_expect_eq(memcmp(&s.c[j].gate, &g[i], sizeof g[i]), 0, "%s", want);
+            j++;
+        }
+        cr_assert_eq(s.n, j, "%s: %d cases, %d table rows", words[k], s.n, j);
+        cr_assert(j > (k ? 300 : 40));
+        free(g);
+        bench_suite_free(&s);
+    }
+    cr_assert_str_eq(load_err("name: t\ncases:\n  - kind: gate\n    gates: some\n    shapes:\n"
+                              "      - {tokens: 64, heads: 2, width: 8}\n"),
+                     "s.yaml:4:12: error: cases[0].gates: expected a list of gates, covering or all, got \"some\"");
 }
 
 /* The shipped suites load. */

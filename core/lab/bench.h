@@ -22,8 +22,9 @@
  *     ref:   {set: {model.d_model: 256, train.batch: 16}}   # dotted keys or sections
  *   cases:                            # required, non-empty; each item one `kind`
  *     - kind: gate                    # gate_forward + gate_backward via gate_op
- *       gates:                        #   label + model.gate keys (position defaults to sdpa)
- *         - {label: G1-headwise, granularity: headwise}
+ *       gates:                        #   label + model.gate keys (position defaults to sdpa),
+ *         - {label: G1-headwise, granularity: headwise}   # or `covering` / `all`: the
+ *                                     #   variant tables' gate_covering() / gate_enumerate()
  *       shapes:                       #   n tokens x heads x width of the gated tensor
  *         - {label: quick, tokens: 2048, heads: 4, width: 32}
  *     - kind: attention               # attention_forward / attention_backward

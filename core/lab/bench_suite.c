@@ -449,65 +449,123 @@ static int parse_gate(BL *L, const yaml_node_t *gn, const char *gw, char *label,
     return 0;
 }
 
+/* A gate case's gates: a list of items (label and model.gate keys), or one
+ * of the words `covering` (gate_covering(): every value of every gate axis,
+ * as the PyTorch cross-check runs them) or `all` (gate_enumerate(): every
+ * valid combination), labelled by gate_label, so a new variant in the
+ * tables is timed without editing a suite.  *out is malloc'd. */
+typedef struct {
+    char label[64];
+    GateCfg gate;
+} GateItem;
+
+static int gate_items(BL *L, const yaml_node_t *item, yaml_node_t *gates, const char *where, GateItem **out,
+                      int *n) {
+    char w[320];
+    sub(w, sizeof w, where, "gates");
+    *out = NULL;
+    *n = 0;
+    if (gates && gates->type == YAML_SCALAR_NODE) {
+        const char *t = scalar(gates);
+        int all = strcmp(t, "all") == 0;
+        if (!all && strcmp(t, "covering") != 0)
+            return berr(L, gates, w, "expected a list of gates, covering or all, got \"%s\"", t);
+        int total = all ? gate_enumerate(NULL, 0) : gate_covering(NULL, 0);
+        GateCfg *g = malloc(sizeof *g * (size_t)(total > 0 ? total : 1));
+        GateItem *it = malloc(sizeof *it * (size_t)(total > 0 ? total : 1));
+        if (!g || !it) {
+            free(g), free(it);
+            return berr(L, gates, w, "out of memory");
+        }
+        total = all ? gate_enumerate(g, total) : gate_covering(g, total);
+        for (int i = 0; i < total; i++) {
+            if (g[i].position == GP_NONE) continue; /* nothing to time */
+            it[*n].gate = g[i];
+            gate_label(&g[i], it[*n].label, sizeof it[*n].label);
+            (*n)++;
+        }
+        free(g);
+        *out = it;
+        return 0;
+    }
+    if (!gates || gates->type != YAML_SEQUENCE_NODE || gates->data.sequence.items.start == gates->data.sequence.items.top)
+        return berr(L, gates ? gates : item, w, "expected a non-empty list of gates, covering or all");
+    int cap = (int)(gates->data.sequence.items.top - gates->data.sequence.items.start);
+    GateItem *it = malloc(sizeof *it * (size_t)cap);
+    if (!it) return berr(L, gates, w, "out of memory");
+    for (yaml_node_item_t *g = gates->data.sequence.items.start; g < gates->data.sequence.items.top; g++) {
+        char gw[340];
+        snprintf(gw, sizeof gw, "%s.gates[%d]", where, *n);
+        Config cfg;
+        if (parse_gate(L, node(L, *g), gw, it[*n].label, sizeof it[*n].label, &cfg)) {
+            free(it);
+            return -1;
+        }
+        it[(*n)++].gate = cfg.gate;
+    }
+    *out = it;
+    return 0;
+}
+
+/* One shape of a gate case: tokens, heads, width and a label. */
+static int parse_gate_shape(BL *L, yaml_node_t *sn, const char *sw, int *t, int *h, int *d, char *slabel,
+                            size_t cap) {
+    char w[360];
+    if (!sn || sn->type != YAML_MAPPING_NODE)
+        return berr(L, sn, sw, "expected a mapping (tokens, heads, width), got %s", sn ? kind_text(sn) : "nothing");
+    if (check_keys(L, sn, sw, (const char *const[]){"label", "tokens", "heads", "width", NULL})) return -1;
+    const char *need[] = {"tokens", "heads", "width"};
+    int *dst[] = {t, h, d};
+    int hi[] = {1 << 24, 4096, 65536};
+    for (int q = 0; q < 3; q++) {
+        yaml_node_t *v = get(L, sn, need[q]);
+        if (!v) return berr(L, sn, sw, "missing key %s", need[q]);
+        sub(w, sizeof w, sw, need[q]);
+        if (parse_int(L, v, w, 1, hi[q], dst[q])) return -1;
+    }
+    yaml_node_t *sl = get(L, sn, "label");
+    if (!sl) {
+        snprintf(slabel, cap, "n%d_h%d_d%d", *t, *h, *d);
+        return 0;
+    }
+    sub(w, sizeof w, sw, "label");
+    return parse_label(L, sl, w, slabel, cap);
+}
+
 static int parse_gate_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
     static const char *const keys[] = {"kind", "gates", "shapes", "ceiling", TIMING_KEYS, NULL};
     if (check_keys(L, item, where, keys)) return -1;
-    yaml_node_t *gates = get(L, item, "gates"), *shapes = get(L, item, "shapes");
+    yaml_node_t *shapes = get(L, item, "shapes");
     char w[320];
-    if (!gates || gates->type != YAML_SEQUENCE_NODE || gates->data.sequence.items.start == gates->data.sequence.items.top) {
-        sub(w, sizeof w, where, "gates");
-        return berr(L, gates ? gates : item, w, "expected a non-empty list of gates");
-    }
     if (!shapes || shapes->type != YAML_SEQUENCE_NODE || shapes->data.sequence.items.start == shapes->data.sequence.items.top) {
         sub(w, sizeof w, where, "shapes");
         return berr(L, shapes ? shapes : item, w, "expected a non-empty list of shapes");
     }
-    int first = L->s->n;
-    int gi = 0;
-    for (yaml_node_item_t *g = gates->data.sequence.items.start; g < gates->data.sequence.items.top; g++, gi++) {
-        yaml_node_t *gn = node(L, *g);
-        char gw[340], label[64];
-        snprintf(gw, sizeof gw, "%s.gates[%d]", where, gi);
-        Config cfg;
-        if (parse_gate(L, gn, gw, label, sizeof label, &cfg)) return -1;
+    GateItem *gi;
+    int ng, first = L->s->n, rc = 0;
+    if (gate_items(L, item, get(L, item, "gates"), where, &gi, &ng)) return -1;
+    for (int g = 0; rc == 0 && g < ng; g++) {
         int si = 0;
-        for (yaml_node_item_t *sh = shapes->data.sequence.items.start; sh < shapes->data.sequence.items.top;
+        for (yaml_node_item_t *sh = shapes->data.sequence.items.start; rc == 0 && sh < shapes->data.sequence.items.top;
              sh++, si++) {
-            yaml_node_t *sn = node(L, *sh);
-            char sw[340];
-            snprintf(sw, sizeof sw, "%s.shapes[%d]", where, si);
-            if (!sn || sn->type != YAML_MAPPING_NODE)
-                return berr(L, sn, sw, "expected a mapping (tokens, heads, width), got %s",
-                            sn ? kind_text(sn) : "nothing");
-            if (check_keys(L, sn, sw, (const char *const[]){"label", "tokens", "heads", "width", NULL})) return -1;
+            char sw[340], slabel[64];
             int t = 0, h = 0, d = 0;
-            const char *need[] = {"tokens", "heads", "width"};
-            int *dst[] = {&t, &h, &d};
-            int hi[] = {1 << 24, 4096, 65536};
-            for (int q = 0; q < 3; q++) {
-                yaml_node_t *v = get(L, sn, need[q]);
-                if (!v) return berr(L, sn, sw, "missing key %s", need[q]);
-                sub(w, sizeof w, sw, need[q]);
-                if (parse_int(L, v, w, 1, hi[q], dst[q])) return -1;
+            snprintf(sw, sizeof sw, "%s.shapes[%d]", where, si);
+            BenchCase *c = NULL;
+            if (parse_gate_shape(L, node(L, *sh), sw, &t, &h, &d, slabel, sizeof slabel) ||
+                !(c = new_case(L, item, idx, BK_GATE))) {
+                rc = -1;
+                break;
             }
-            char slabel[64];
-            yaml_node_t *sl = get(L, sn, "label");
-            if (sl) {
-                sub(w, sizeof w, sw, "label");
-                if (parse_label(L, sl, w, slabel, sizeof slabel)) return -1;
-            } else {
-                snprintf(slabel, sizeof slabel, "n%d_h%d_d%d", t, h, d);
-            }
-            BenchCase *c = new_case(L, item, idx, BK_GATE);
-            if (!c) return -1;
-            c->gate = cfg.gate;
+            c->gate = gi[g].gate;
             c->tokens = t;
             c->heads = h;
             c->width = d;
-            snprintf(c->name, sizeof c->name, "gate/%s/%s", label, slabel);
+            snprintf(c->name, sizeof c->name, "gate/%s/%s", gi[g].label, slabel);
         }
     }
-    return finish_item(L, item, where, first);
+    free(gi);
+    return rc ? -1 : finish_item(L, item, where, first);
 }
 
 static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
