@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "lab/bench.h"
+#include "util/util.h"
 #include "nn/ops.h"
 #include "commands.h"
 #include "run/store.h"
@@ -77,15 +78,9 @@ static void fmt_num(char *buf, size_t cap, double x, const char *fmt) {
 }
 
 static int parse_pos_int(const char *opt, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "gated bench: %s: expected an integer in [%ld, %ld], got \"%s\"\n", opt, lo, hi, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
+    if (util_parse_long(v, lo, hi, out) == 0) return 0;
+    fprintf(stderr, "gated bench: %s: expected an integer in [%ld, %ld], got \"%s\"\n", opt, lo, hi, v);
+    return -1;
 }
 
 /* The command line of `gated bench`. */

@@ -6,6 +6,7 @@
  * callgrind client requests), and the summary statistics.
  */
 #include "lab/bench.h"
+#include "lab/stats.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -126,30 +127,13 @@ double bench_case_tokens(const BenchCase *c) { return c->kind == BK_STEP ? (doub
 /* statistics                                                            */
 /* ==================================================================== */
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(const double *x, int n) {
-    if (n <= 0) return NAN;
-    double small[64], *t = n <= 64 ? small : malloc(sizeof *t * (size_t)n);
-    if (!t) return NAN;
-    memcpy(t, x, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_dbl);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    if (t != small) free(t);
-    return m;
-}
-
+/* The statistics are lab/stats.c's; one repetition reports a standard
+ * deviation of 0 (as Google Benchmark does) where stats says NAN. */
 void bench_stats(const double *x, int n, BenchStats *st) {
-    st->median = median_of(x, n);
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    st->mean = n > 0 ? s / n : NAN;
-    double v = 0;
-    for (int i = 0; i < n; i++) v += (x[i] - st->mean) * (x[i] - st->mean);
-    st->stddev = n > 1 ? sqrt(v / (n - 1)) : 0;
+    double sd;
+    st->median = stats_median(x, n);
+    stats_mean_std(x, n, &st->mean, &sd);
+    st->stddev = n > 1 ? sd : 0;
     st->cv = n > 0 && st->mean != 0 ? st->stddev / st->mean : NAN;
 }
 
