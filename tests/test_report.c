@@ -54,6 +54,7 @@
 
 #include "lab/paper.h"
 #include "lab/report.h"
+#include "testutil.h"
 #include "lab/stats.h"
 #include "run/store.h"
 
@@ -64,21 +65,6 @@
 typedef struct {
     char dir[64], db[128], out[128];
 } Fx;
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert(n >= 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static int exists(const char *path) {
     struct stat sb;
@@ -345,7 +331,7 @@ static int run_report(Fx *fx, ReportFormat fmt, const char *sweep, const char *g
 static char *out_file(Fx *fx, const char *name) {
     char p[256];
     snprintf(p, sizeof p, "%s/%s", fx->out, name);
-    return slurp(p);
+    return test_read_file(p, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -621,7 +607,7 @@ Test(report, markdown) {
         for (size_t i = 0; i < sizeof imgs / sizeof imgs[0]; i++) {
             snprintf(p, sizeof p, "%s/plots/%s.png", fx.out, imgs[i]);
             cr_assert(exists(p), "%s missing", p);
-            char *png = slurp(p);
+            char *png = test_read_file(p, NULL);
             cr_assert_eq(memcmp(png, "\x89PNG", 4), 0, "%s is not a PNG", p);
             free(png);
             snprintf(p, sizeof p, "%s/plots/%s.svg", fx.out, imgs[i]);
@@ -799,7 +785,7 @@ Test(report, bad_input) {
             int st = system(cmd);
             cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d", cmd, st);
             snprintf(cmd, sizeof cmd, "%s/cli.out", fx.dir);
-            char *out = slurp(cmd);
+            char *out = test_read_file(cmd, NULL);
             assert_has(out, "gated report: ");
             assert_has(out, cases[i].msg);
             free(out);

@@ -143,19 +143,6 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-/* The whole of an open stream, from its start (malloc'd). */
-static char *slurp(FILE *f) {
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long len = ftell(f);
-    cr_assert(len >= 0);
-    rewind(f);
-    char *buf = malloc((size_t)len + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-    buf[len] = '\0';
-    return buf;
-}
-
 /* `$GATED_BIN CMD [ARG] --db DB` (the test is skipped without GATED_BIN),
  * run directly, not through a shell, so ARG may hold any byte: its stdout
  * into *out (malloc'd), its stderr into err; the exit status. */
@@ -182,8 +169,8 @@ static int gated_run(const char *cmd, const char *arg, const char *db, char **ou
     }
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
-    *out = slurp(o);
-    char *es = slurp(e);
+    *out = test_read_stream(o, NULL);
+    char *es = test_read_stream(e, NULL);
     snprintf(err, cap, "%s", es);
     free(es);
     fclose(o);

@@ -27,6 +27,7 @@
 #include "run/config.h"
 #include "run/store.h"
 #include "lab/merge.h"
+#include "testutil.h"
 #include "lab/sweep.h"
 #include "util/util.h"
 
@@ -106,7 +107,7 @@ static void joined(const SweepRun *r, char *buf, size_t cap) {
         o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? " " : "", r->overrides[i]);
 }
 
-static const char *gated_bin(void) {
+static const char *sweep_gated_bin(void) {
     const char *bin = getenv("GATED_BIN");
     struct stat st;
     if (!bin || !*bin)
@@ -619,7 +620,7 @@ Test(sweep, bad_files_have_exact_messages) {
 }
 
 Test(sweep, cli_exits_2_with_the_message) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -663,7 +664,7 @@ static int gated(const char *bin, const Tmp *t, const char *args, char *out, siz
 }
 
 Test(sweep, smoke_twice_runs_everything_once) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], db[160];
@@ -716,7 +717,7 @@ Test(sweep, smoke_twice_runs_everything_once) {
  * nothing under core/, cli/ or the Makefile (docs, results); a change to
  * core/ makes them stale. */
 Test(sweep, code_version_follows_model_code_not_docs, .timeout = 120) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], cmd[PATH_MAX + 512];
@@ -744,7 +745,7 @@ Test(sweep, code_version_follows_model_code_not_docs, .timeout = 120) {
 }
 
 Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char path[128], out[16384], db[160];
@@ -792,7 +793,6 @@ Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
     tmp_rm(&t);
 }
 
-static char *read_text(const char *path); /* with the hostile-input tests */
 
 /* The sum of the numbers just before each occurrence of word in text
  * (" finished," in "...: 3 finished, ..." adds 3), and the number of lines
@@ -828,7 +828,7 @@ static int count_lines_starting(const char *text, const char *start) {
  * trained exactly once (one "start", one set of steps), every run is
  * finished, neither sweep fails. */
 Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char smoke[PATH_MAX], cmd[2 * PATH_MAX + 512], out[32768], db[160], a[160], b[160];
@@ -841,7 +841,7 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
              "{ cd '%s' && '%s' sweep '%s' --db r.db > b.out 2>&1; echo \"rc $?\" >> b.out; } & wait",
              t.dir, bin, smoke, t.dir, bin, smoke);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    char *ta = read_text(a), *tb = read_text(b);
+    char *ta = test_read_file(a, NULL), *tb = test_read_file(b, NULL);
     cr_assert(ta && tb);
     snprintf(out, sizeof out, "--- sweep 1:\n%s--- sweep 2:\n%s", ta, tb);
     cr_assert(strstr(ta, "\nrc 0\n") && strstr(tb, "\nrc 0\n"), "%s", out);
@@ -866,7 +866,7 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
  * first run: that run's log is a FIFO, whose opening blocks until this test
  * reads it; the second run is finished meanwhile by another sweep. */
 Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char path[128], cmd[PATH_MAX + 256], out[16384], db[160], fifo[160];
@@ -922,7 +922,7 @@ Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 1
  * checkpoint) is resumed by a plain rerun of its sweep, without flags, and
  * ends with each step recorded once. */
 Test(sweep, killed_run_resumes_on_a_plain_rerun, .timeout = 120) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char path[128], out[16384], db[160];
@@ -938,7 +938,7 @@ Test(sweep, killed_run_resumes_on_a_plain_rerun, .timeout = 120) {
     cr_assert_not_null(strstr(out, "killed, resuming from its checkpoint"), "%s", out);
     char log[256];
     snprintf(log, sizeof log, "%s/logs/k-a-s7.log", t.dir);
-    char *l = read_text(log);
+    char *l = test_read_file(log, NULL);
     cr_assert(l && strstr(l, "resuming"), "not resumed: %s", l ? l : "(no log)");
     free(l);
     cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
@@ -955,7 +955,7 @@ static void db_state(const char *db, char *runs, size_t cap, long long *metrics)
 }
 
 Test(sweep, shards_merged_equal_one_unsharded_sweep) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384];
@@ -1006,7 +1006,7 @@ static void counts(const char *db, long long c[7]) {
 }
 
 Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], a[160], b[160], m[160];
@@ -1145,21 +1145,6 @@ Test(sweep, store_sweep_record_and_merge_api) {
 /* hostile names and labels                                            */
 /* ------------------------------------------------------------------ */
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert(n >= 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* No file named PWNED* anywhere under the test directory. */
 static void assert_not_pwned(const Tmp *t, const char *when) {
     char cmd[256], out[1024];
@@ -1187,7 +1172,7 @@ static int raw_control(const char *text) {
  * into a database by SQL it is refused by `gated merge`, and `gated report`
  * and `gated ls` on that database quote it where it is written. */
 Test(sweep, hostile_labels_and_names_run_nothing, .timeout = 120) {
-    const char *bin = gated_bin();
+    const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
     char path[128], out[16384], cmd[1024], p[256];
@@ -1245,19 +1230,19 @@ Test(sweep, hostile_labels_and_names_run_nothing, .timeout = 120) {
     cr_assert_eq(gated(bin, &t, "report --db h.db --out rep", out, sizeof out), 0, "%s", out);
     assert_not_pwned(&t, "report");
     snprintf(p, sizeof p, "%s/rep/plots/h-val_loss.gp", t.dir);
-    char *gp = read_text(p);
+    char *gp = test_read_file(p, NULL);
     cr_assert_not_null(strstr(gp, "title 'x\\x0a!touch PWNED\\x0a'"), "%s", gp);
     cr_assert_null(strstr(gp, "\n!"), "a shell line in the plot script:\n%s", gp);
     free(gp);
     snprintf(p, sizeof p, "%s/rep/report.md", t.dir);
-    char *md = read_text(p);
+    char *md = test_read_file(p, NULL);
     cr_assert_not_null(strstr(md, "| x\\\\x0a!touch PWNED\\\\x0a |"), "%s", md);
     cr_assert(!raw_control(md), "raw control byte in report.md");
     free(md);
     cr_assert_eq(gated(bin, &t, "report --db h.db --out rep --format tex", out, sizeof out), 0, "%s", out);
     cr_assert_eq(gated(bin, &t, "report --db h.db --out rep --format csv", out, sizeof out), 0, "%s", out);
     snprintf(p, sizeof p, "%s/rep/h.csv", t.dir);
-    char *csv = read_text(p);
+    char *csv = test_read_file(p, NULL);
     cr_assert_not_null(strstr(csv, "\nh,x\\x0a!touch PWNED\\x0a,"), "%s", csv);
     cr_assert_eq(count_char(csv, '\n'), 3, "%s", csv);
     free(csv);

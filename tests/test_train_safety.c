@@ -105,20 +105,6 @@ static int run_capture(const Config *c, TrainOpts *o, char *err, size_t cap) {
     return rc;
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    cr_assert_not_null(b);
-    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 static void spit(const char *path, const char *b, size_t len) {
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
@@ -430,7 +416,7 @@ static void stopped_run(Stopped *s) {
     snprintf(s->ck, sizeof s->ck, "%s/%s.ckpt", s->dir, id);
     TrainOpts o = {s->db, "s", "data", "test", 0, 0, s->dir, 10, 0};
     cr_assert_eq(run_capture(&s->c, &o, err, sizeof err), 0, "%s", err);
-    s->good = slurp(s->ck, &s->len);
+    s->good = test_read_file(s->ck, &s->len);
     s->L = layout_of(s->good, s->len);
 }
 

@@ -12,6 +12,8 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <errno.h>
 
 Cmp cmp_arrays(const real *a, const real *b, size_t n, double floor) {
     Cmp c = {0, 0, 0, 0, 0};
@@ -79,6 +81,27 @@ Config synth_config(int steps) {
     c.lr = 1e-2;
     c.min_lr = 1e-3;
     return c;
+}
+
+char *test_read_stream(FILE *f, size_t *len) {
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    cr_assert(n >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    char *buf = test_read_stream(f, len);
+    fclose(f);
+    return buf;
 }
 
 const char *gated_bin(void) {

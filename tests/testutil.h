@@ -8,6 +8,7 @@
 #define GATED_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "nn/model.h"
 #include "run/config.h"
 #include "nn/real.h"
@@ -44,6 +45,11 @@ Config synth_config(int steps);
 
 /* $GATED_BIN, or the test is skipped when it is unset or not executable. */
 const char *gated_bin(void);
+
+/* The whole of a file / an open stream (from its start), NUL-terminated
+ * and malloc'd; *len (may be NULL) gets its length.  Asserts on failure. */
+char *test_read_file(const char *path, size_t *len);
+char *test_read_stream(FILE *f, size_t *len);
 
 /* Send stdout to /dev/null until quiet_end (commands print run ids and
  * result lines there; keep the test log clean).  Returns the saved fd. */
