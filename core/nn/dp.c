@@ -3,6 +3,7 @@
  * determinism argument).
  */
 #include "nn/dp.h"
+#include "nn/ops.h"
 
 #include <errno.h>
 #include <math.h>
@@ -49,7 +50,8 @@ int dp_init(DataParallel *d, Model *m, int B, int mb) {
     if (d->nmb == 1) return 0;
     d->w = calloc((size_t)d->nmb, sizeof *d->w);
     d->status = calloc((size_t)d->nmb, sizeof *d->status);
-    if (!d->w || !d->status) goto oom;
+    d->loss = calloc((size_t)d->nmb, sizeof *d->loss);
+    if (!d->w || !d->status || !d->loss) goto oom;
     for (int i = 0; i < d->nmb; i++)
         if (worker_init(&d->w[i], m)) {
             for (int j = 0; j < i; j++) worker_free(&d->w[j]);
@@ -61,6 +63,7 @@ int dp_init(DataParallel *d, Model *m, int B, int mb) {
 oom:
     free(d->w);
     free(d->status);
+    free(d->loss);
     memset(d, 0, sizeof *d);
     errno = ENOMEM;
     return -1;
@@ -71,6 +74,7 @@ void dp_free(DataParallel *d) {
         for (int i = 0; i < d->nmb; i++) worker_free(&d->w[i]);
     free(d->w);
     free(d->status);
+    free(d->loss);
     memset(d, 0, sizeof *d);
 }
 
@@ -87,11 +91,9 @@ double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, in
     }
     int nmb = d->nmb;
     size_t ntok = (size_t)d->mb * T;
-    double *loss = malloc(sizeof(double) * (size_t)nmb);
-    if (!loss) {
-        errno = ENOMEM;
-        return NAN;
-    }
+    double *loss = d->loss;
+    ops_blas_single(); /* before the region: inside it the workers' gemms must not set it */
+    omp_set_max_active_levels(1); /* the kernels' own regions run with a team of one in a worker */
     /* one micro-batch per iteration, forward and backward on one thread;
      * nested regions inside the kernels run with a team of one */
 #pragma omp parallel for schedule(dynamic, 1)
@@ -110,14 +112,12 @@ double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, in
     double sum = 0;
     for (int i = 0; i < nmb; i++) {
         if (d->status[i] == -2) {
-            free(loss);
             errno = ENOMEM;
             return NAN;
         }
         if (d->status[i]) *bad_backward = 1;
         sum += loss[i];
     }
-    free(loss);
     /* gradients: each element summed in micro-batch order, then scaled to
      * the mean over micro-batches (their losses are means already) */
     real scale = (real)1 / (real)nmb, *g = m->p.g;
@@ -142,7 +142,7 @@ int dp_memory_estimate(const ModelCfg *cfg, int B, int mb, int T, ModelMemory *o
     if (mb <= 0 || mb >= B) return 0;
     ModelMemory w;
     if (model_memory_estimate(cfg, mb, T, &w)) return -1;
-    size_t nmb = (size_t)(B / mb), grads = w.params / 4;
+    size_t nmb = (size_t)(B / mb), grads = sizeof(real) * (size_t)w.nparams;
     out->activations += nmb * w.activations;
     out->scratch = nmb * (w.scratch + grads); /* the master never runs a backward */
     out->total = out->params + out->activations + out->scratch;

@@ -26,7 +26,8 @@ typedef struct {
     int B, mb;  /* sequences per step and per micro-batch (mb divides B) */
     int nmb;    /* B / mb */
     Model *w;   /* nmb workers (NULL when nmb == 1) */
-    int *status; /* per worker: 0, or -1 when its forward or backward ran out of memory */
+    int *status;  /* per worker: 0, -1 (backward out of memory) or -2 (forward out of memory) */
+    double *loss; /* per worker: its micro-batch's mean loss in the last step */
 } DataParallel;
 
 /* Workers for master m, batches of B sequences cut into mb.  0, or -1 with

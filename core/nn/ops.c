@@ -28,7 +28,7 @@
  * contrast, splits the work by the number of threads, and some kernels
  * (Haswell, Zen) then round differently: 1 and 2 threads gave different
  * losses at step 0 before this change.  So OpenBLAS always runs with one
- * thread here (gemm_tiled enforces it before each parallel region), and the
+ * thread here (gemm enforces it before each parallel region), and the
  * two thread pools never compete for the cores.
  *
  * The tile shape is a compromise between OpenBLAS's efficiency (it packs
@@ -39,10 +39,14 @@
  * the numerics, like the attention tile BT.
  */
 
-static void gemm_tiled(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B,
-                       int ldb, real beta, real *C, int ldc) {
+void ops_blas_single(void) {
+    if (!omp_in_parallel() && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
+void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
+          real beta, real *C, int ldc) {
     if (M <= 0 || N <= 0) return;
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    ops_blas_single();
     int mt = (M + GEMM_TM - 1) / GEMM_TM, nt = (N + GEMM_TN - 1) / GEMM_TN;
 #pragma omp parallel for schedule(static) collapse(2) if (mt * nt > 1)
     for (int i = 0; i < mt; i++)
@@ -57,11 +61,6 @@ static void gemm_tiled(int ta, int tb, int M, int N, int K, real alpha, const re
         }
 }
 
-void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
-          real beta, real *C, int ldc) {
-    gemm_tiled(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
 void ops_set_threads(int n) {
     openblas_set_num_threads(1);
     if (n > 0) omp_set_num_threads(n); /* else OpenMP's default: OMP_NUM_THREADS, or every core */
@@ -69,13 +68,13 @@ void ops_set_threads(int n) {
 }
 
 void linear_forward(real *y, int ldy, const real *x, int ldx, const real *W, int n, int N, int K, real beta) {
-    gemm_tiled(0, 1, n, N, K, 1, x, ldx, W, K, beta, y, ldy);
+    gemm(0, 1, n, N, K, 1, x, ldx, W, K, beta, y, ldy);
 }
 
 void linear_backward(real *dx, int ldx, real *dW, const real *dy, int ldy, const real *x, const real *W, int n,
                      int N, int K) {
-    if (dx) gemm_tiled(0, 0, n, K, N, 1, dy, ldy, W, K, 1, dx, ldx);
-    if (dW) gemm_tiled(1, 0, N, K, n, 1, dy, ldy, x, ldx, 1, dW, K);
+    if (dx) gemm(0, 0, n, K, N, 1, dy, ldy, W, K, 1, dx, ldx);
+    if (dW) gemm(1, 0, N, K, n, 1, dy, ldy, x, ldx, 1, dW, K);
 }
 
 /* --------------------------------------------------------------- rmsnorm */

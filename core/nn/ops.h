@@ -33,6 +33,10 @@
 void gemm(int ta, int tb, int M, int N, int K, real alpha, const real *A, int lda, const real *B, int ldb,
           real beta, real *C, int ldc);
 
+/* OpenBLAS to one thread if it is not, outside any parallel region (inside
+ * one, setting it would race; dp_step calls this before its region). */
+void ops_blas_single(void);
+
 /* The one way to set the thread count: n OpenMP threads (0 = OpenMP's
  * default: OMP_NUM_THREADS when set, else all cores),
  * OpenBLAS always single-threaded inside gemm's tiles. */
