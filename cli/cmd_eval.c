@@ -103,9 +103,12 @@ static int eval_sweep(const char *sweep, const EvalOpts *o) {
         fprintf(stderr, "gated eval: %s\n", err);
         return 2;
     }
-    if (store_sweep_finished(st, sweep, &ids, &n)) fprintf(stderr, "gated eval: %s\n", store_errmsg(st));
+    if (store_sweep_finished(st, sweep, &ids, &n)) {
+        fprintf(stderr, "gated eval: %s\n", store_errmsg(st));
+        rc = 1, n = 0; /* a partial list is not a sweep's runs */
+    }
     store_close(st);
-    if (n == 0) {
+    if (n == 0 && rc == 0) {
         fprintf(stderr, "gated eval: sweep %s has no finished runs in %s\n", sweep, o->db_path);
         rc = 2;
     }

@@ -478,8 +478,13 @@ static void print_tail(const char *path, int lines) {
     while (*p) {
         const char *e = strchr(p, '\n');
         int len = e ? (int)(e - p) : (int)strlen(p);
-        if (len > 0)
-            fprintf(stderr, "    | %.*s\n", len, p);
+        if (len > 0) {
+            char line[4096];
+            snprintf(line, sizeof line, "%.*s", len, p);
+            fputs("    | ", stderr);
+            store_fput_escaped(stderr, line); /* a child's output may hold escape codes */
+            fputc('\n', stderr);
+        }
         p += len + (e != NULL);
     }
 }

@@ -217,6 +217,8 @@ static void print_hist(FILE *f, const StoreHist *h) {
     double wdt = nb ? (h->hi - h->lo) / nb : 0;
     for (int i = 0; i < nb; i++) {
         int bar = mx > 0 ? (int)((40.0 * (double)c[i]) / (double)mx + 0.5) : 0;
+        if (bar < 0) bar = 0; /* a merged file may hold anything: the bar never leaves bars[] */
+        if (bar > 40) bar = 40;
         char bars[41];
         memset(bars, '#', (size_t)bar);
         bars[bar] = '\0';

@@ -1553,3 +1553,37 @@ Test(store, a_claim_of_an_exited_process_is_not_live) {
     store_close(s);
     tmp_db_remove(&t);
 }
+
+/* Contents of a file that came from elsewhere (gated merge copies rows as
+ * they are): negative histogram counts do not take `gated show` out of its
+ * bar buffer, and a run id that is not 16 hex digits never becomes the
+ * name of a checkpoint file `gated eval` opens. */
+Test(store, untrusted_rows_stay_in_bounds) {
+    const char *bin = getenv("GATED_BIN");
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN is not set");
+    TmpDb t;
+    tmp_db(&t);
+    Store *s = open_or_die(t.db);
+    Provenance p = test_prov("h");
+    long long counts[2] = {5, 10};
+    OK(store_run_begin(s, "hist-run", "hist-run", "{}", 1, 1, &p, NULL));
+    OK(store_histogram(s, "hist-run", "gate", "layer=0", 2, 0.0, 1.0, counts, 2));
+    OK(store_run_end(s, "hist-run", "finished", NULL, -1));
+    OK(store_run_begin(s, "../../../tmp/x", "escape", "{}", 1, 1, &p, NULL));
+    OK(store_run_end(s, "../../../tmp/x", "finished", NULL, -1));
+    store_close(s);
+    sqlite3 *db = raw_open(t.db);
+    raw_exec(db, "UPDATE histograms SET counts = '[-5, 10]'");
+    raw_close(db);
+    char out[8192];
+    int rc = run_gated("show hist-run --db '%s'%s", t.db, "", out, sizeof out);
+    cr_assert(rc == 0 || rc == 2, "show: exit %d: %s", rc, out);
+    cr_assert_eq(store_run_id_valid("0123456789abcdef"), 1);
+    cr_assert_eq(store_run_id_valid("../../../tmp/x"), 0);
+    cr_assert_eq(store_run_id_valid("0123456789ABCDEF"), 0);
+    cr_assert_eq(store_run_id_valid("0123456789abcdef0"), 0);
+    rc = run_gated("eval escape --db '%s' --lengths 64%s", t.db, "", out, sizeof out);
+    cr_assert_eq(rc, 2, "eval: exit %d: %s", rc, out);
+    cr_assert(strstr(out, "is not 16 hex digits"), "%s", out);
+    tmp_db_remove(&t);
+}

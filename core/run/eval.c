@@ -35,6 +35,12 @@ int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, C
             return 2;
         }
         store_close(st);
+        if (!store_run_id_valid(rid)) { /* a merged database may hold anything; this becomes a path */
+            char q[64];
+            snprintf(err, cap, "%s: run id \"%s\" is not 16 hex digits; no checkpoint is looked up", db_path,
+                     store_escape(rid, q, sizeof q));
+            return 2;
+        }
         if (ckpt_dir)
             snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir, rid);
         else {

@@ -731,12 +731,12 @@ void store_provenance_fill(Provenance *p) {
     sysinfo_trim(blas);
 
     int dirty = -1;
-    if (sysinfo_command("git rev-parse HEAD 2>/dev/null", commit, sizeof commit, NULL) != 0 || !commit[0]) {
+    if (sysinfo_command("git -c core.fsmonitor=false rev-parse HEAD 2>/dev/null", commit, sizeof commit, NULL) != 0 || !commit[0]) {
         snprintf(commit, sizeof commit, "unknown");
     } else {
         char first[256];
         int any = 0;
-        if (sysinfo_command("git status --porcelain 2>/dev/null", first, sizeof first, &any) == 0)
+        if (sysinfo_command("git -c core.fsmonitor=false status --porcelain 2>/dev/null", first, sizeof first, &any) == 0)
             dirty = any;
     }
 

@@ -230,6 +230,10 @@ void store_histograms_free(StoreHist *rows, int n);
  * valid UTF-8. */
 int store_name_check(const char *s, char *why, size_t cap);
 
+/* 1 when s is a run id as store_run_id makes them (16 lowercase hex
+ * digits): checked before an id read from a database becomes a file name. */
+int store_run_id_valid(const char *s);
+
 /* s for a terminal or a text file: every character store_name_check
  * refuses written visibly as \xNN (each byte); the rest as is.  Into out
  * (cap > 0; cut at a character boundary, always NUL-terminated); returns

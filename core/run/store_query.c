@@ -458,7 +458,8 @@ static int parse_counts(const char *js, long long **out, int *nout) {
         const Json *e = j->v[i];
         char *end;
         errno = 0;
-        ok = e->type == JSON_NUM && e->str && (v[i] = strtoll(e->str, &end, 10), !errno && end != e->str && !*end);
+        ok = e->type == JSON_NUM && e->str && (v[i] = strtoll(e->str, &end, 10), !errno && end != e->str && !*end) &&
+             v[i] >= 0; /* counts */
     }
     if (ok) *out = v, *nout = j->n;
     else free(v);

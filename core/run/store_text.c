@@ -36,6 +36,13 @@ static int next_char(const unsigned char *p, int *ok) {
     return n;
 }
 
+int store_run_id_valid(const char *s) {
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
+    return n == 16;
+}
+
 int store_name_check(const char *s, char *why, size_t cap) {
     if (why && cap) why[0] = '\0';
     if (!s) return 0;
