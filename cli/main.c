@@ -135,13 +135,6 @@ static void shape_text(const Tensor *t, char *buf, size_t cap) {
         snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
 }
 
-/* The paper's formula for the weights a gate adds per layer: the text in
- * the position's row (GATE_POSITIONS in nn/modelcfg.h), evaluated by
- * gate_paper_params() independently of gate_shape(). */
-static long paper_gate_params(const Config *c, const char **formula) {
-    return gate_paper_params(&c->gate, c->d_model, c->n_head, c->n_kv_head, c->d_head, formula);
-}
-
 static int cmd_info(int argc, char **argv) {
     Config c, cb;
     load_config_raw(&c, argc, argv, NULL, &cb);
@@ -177,7 +170,7 @@ static int cmd_info(int argc, char **argv) {
     if (g->position != GP_NONE) printf(" (%s: %s)", gate_positions[g->position].paper, gate_positions[g->position].what);
     printf("\n");
     const char *formula;
-    long paper = paper_gate_params(&c, &formula);
+    long paper = gate_paper_params(&c.gate, c.d_model, c.n_head, c.n_kv_head, c.d_head, &formula);
     printf("added parameters per layer: %ld", m.gs.wg_params);
     if (paper >= 0) printf("  (paper: %s = %ld%s)", formula, paper, paper == m.gs.wg_params ? "" : "  MISMATCH");
     printf("\nadded parameters, all layers: %ld\n", model_gate_params(&m));

@@ -131,7 +131,7 @@ double bench_case_tokens(const BenchCase *c) { return c->kind == BK_STEP ? (doub
  * deviation of 0 (as Google Benchmark does) where stats says NAN. */
 void bench_stats(const double *x, int n, BenchStats *st) {
     double sd;
-    st->median = stats_median(x, n);
+    st->median = util_median(x, n);
     stats_mean_std(x, n, &st->mean, &sd);
     st->stddev = n > 1 ? sd : 0;
     st->cv = n > 0 && st->mean != 0 ? st->stddev / st->mean : NAN;

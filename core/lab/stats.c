@@ -91,22 +91,6 @@ double stats_t_quantile(double p, double df) {
     return 0.5 * (lo + hi);
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double stats_median(const double *x, int n) {
-    if (n <= 0) return NAN;
-    double small[64], *t = n <= 64 ? small : malloc(sizeof *t * (size_t)n);
-    if (!t) return NAN;
-    memcpy(t, x, sizeof *t * (size_t)n);
-    qsort(t, (size_t)n, sizeof *t, cmp_dbl);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    if (t != small) free(t);
-    return m;
-}
-
 void stats_mean_std(const double *x, int n, double *mean, double *std) {
     double m = NAN, s = NAN;
     if (n >= 1) {

@@ -24,10 +24,6 @@ double stats_t_p2(double t, double df);
  * p outside (0, 1) or df <= 0. */
 double stats_t_quantile(double p, double df);
 
-/* The median of x[0..n-1] (x is not changed); NAN for n < 1 or when out of
- * memory. */
-double stats_median(const double *x, int n);
-
 /* Mean and sample standard deviation (n - 1) of x[0..n-1]; either output
  * may be NULL.  n = 1: the mean is x[0] and std is NAN; n < 1: both NAN. */
 void stats_mean_std(const double *x, int n, double *mean, double *std);

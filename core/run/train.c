@@ -44,24 +44,8 @@
 static int db_errors;
 #define DB(call) (db_errors += (call) != 0)
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of the previous min(n, 100) losses (ring buffer). */
-static double running_median(const double *ring, long n) {
-    double tmp[100];
-    int k = n < 100 ? (int)n : 100;
-    memcpy(tmp, ring, sizeof(double) * k);
-    qsort(tmp, k, sizeof(double), cmp_double);
-    return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
-}
-
-typedef struct {
-    double loss;
-    Probes probes;
-} Eval;
+static double running_median(const double *ring, long n) { return util_median(ring, n < 100 ? (int)n : 100); }
 
 /* Mean loss over fixed windows (count of them, each T+1 tokens), in
  * batches of B, into *loss; probes accumulated when pr is non-NULL.  0, or

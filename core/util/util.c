@@ -1,6 +1,8 @@
 /* util.c — see util.h. */
 #include "util/util.h"
 
+#include <math.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,4 +52,20 @@ int util_parse_long(const char *s, long lo, long hi, long *out) {
         return -1;
     *out = v;
     return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double util_median(const double *x, int n) {
+    if (n <= 0) return NAN;
+    double small[64], *t = n <= 64 ? small : malloc(sizeof *t * (size_t)n);
+    if (!t) return NAN;
+    memcpy(t, x, sizeof *t * (size_t)n);
+    qsort(t, (size_t)n, sizeof *t, cmp_dbl);
+    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    if (t != small) free(t);
+    return m;
 }

@@ -8,6 +8,10 @@
 /* Seconds on CLOCK_MONOTONIC (for durations, never for dates). */
 double util_now(void);
 
+/* The median of x[0..n-1] (x is not changed); NAN for n < 1 or when out of
+ * memory. */
+double util_median(const double *x, int n);
+
 /* mkdir -p: dir and every missing directory above it (mode 0777 less the
  * umask); one that exists already is fine.  0, or -1 with errno set by the
  * mkdir that failed (ENOMEM when out of memory, ENOENT for ""). */
