@@ -175,15 +175,16 @@ perf-baseline:
 #                       tests/test_fuzz_replay.c together with the seeds)
 #   make fuzz-clean     remove $(FUZZ_BUILD)/
 # Needs clang with libFuzzer and the sanitizer runtimes (Debian:
-# clang libclang-rt-14-dev libomp-dev); `make fuzz-deps` installs them as
+# clang-14 libclang-rt-14-dev libomp-14-dev); `make fuzz-deps` installs them as
 # root, or prints the apt-get line and stops.
 FUZZ_BUILD    ?= build-fuzz
-FUZZ_CC       ?= clang
+FUZZ_CC       ?= clang-14
 FUZZ_TIME     ?= 60
 FUZZ_CI_TIME  ?= 10
+FUZZ_RUN_TIME ?= $(FUZZ_TIME)
 FUZZ_TARGETS  ?= config sweep checkpoint bench
 FUZZ_ARGS     ?=
-FUZZ_DEB_PKGS := clang libclang-rt-14-dev libomp-dev
+FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 # (not in DEB_PKGS: `make test` does not need them; fuzz-build runs fuzz-deps)
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN) -fsanitize=fuzzer-no-link \

@@ -196,8 +196,9 @@ Test(bench_yaml, every_kind_of_bad_input_names_file_line_col, .init = mk_tmp, .f
     }
 }
 
-/* Deep nesting is refused at level 65 and quickly (libyaml alone takes
- * minutes on 100,000 levels). */
+/* Deep nesting is refused at level 65 and quickly (libyaml's loader is
+ * quadratic in depth: 25,000 levels took 1.2 s and 50,000 5 s in the issue's
+ * measurement, and 100,000 did not finish). */
 Test(bench_yaml, deep_nesting_is_refused_quickly, .init = mk_tmp, .fini = rm_tmp, .timeout = 20) {
     enum { N = 100000 };
     char *text = malloc(2 * N + 16);
@@ -700,7 +701,7 @@ Test(bench_env, keys_values_and_cli) {
     free(buf);
 
     const char *bin = getenv("GATED_BIN");
-    if (!bin || access(bin, X_OK) != 0) return;
+    if (!bin || access(bin, X_OK) != 0) cr_skip_test("GATED_BIN not set: the command half is not run");
     char cmd[600];
     snprintf(cmd, sizeof cmd, "'%s' bench --env", bin);
     FILE *p = popen(cmd, "r");
