@@ -1150,3 +1150,23 @@ Test(report, stored_json_is_read_as_json) {
     free(log);
     fx_rm(&fx);
 }
+
+/* Two sweep names that sanitise to one file name ("x y", "x/y" -> "x_y")
+ * keep apart: the second gets a suffix, so neither's files or anchors
+ * overwrite the other's. */
+Test(report, sweep_names_that_sanitise_alike_stay_apart) {
+    Fx fx;
+    fixture(&fx);
+    fx_sql(&fx, "UPDATE sweep_runs SET sweep = 'x y' WHERE sweep = 'lr'");
+    fx_sql(&fx, "UPDATE sweep_runs SET sweep = 'x/y' WHERE sweep = 'lrv'");
+    char err[1024], *log, path[256];
+    int rc = run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    snprintf(path, sizeof path, "%s/report.md", fx.out);
+    char *md = test_read_file(path, NULL);
+    char *a = strstr(md, "<a id=\"sweep-x_y\">"), *b = strstr(md, "<a id=\"sweep-x_y-");
+    cr_assert(a && b, "two distinct anchors expected:\n%.2000s", md);
+    free(md);
+    fx_rm(&fx);
+}

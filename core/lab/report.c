@@ -181,8 +181,19 @@ static int load_sweeps(R *r, char **names, int nnames) {
         RSweep *s = &r->sw[r->nsw++];
         memset(s, 0, sizeof *s);
         if (!(s->raw = rep_dup(r, names[i])) || !(s->name = rep_esc(r, names[i])) ||
-            !(s->fname = rep_safe_name(r, names[i])) || rep_load_sweep(r, s))
+            !(s->fname = rep_safe_name(r, names[i])))
             return REPORT_RUNTIME;
+        /* sanitising can map two names to one ("a b", "a/b" -> "a_b"): a later
+         * one gets a suffix, so no sweep's files overwrite another's */
+        for (int k = 0; k < r->nsw - 1; k++)
+            if (strcmp(r->sw[k].fname, s->fname) == 0) {
+                char *f = rep_fmt(r, "%s-%d", s->fname, r->nsw);
+                if (!f) return REPORT_RUNTIME;
+                free(s->fname);
+                s->fname = f;
+                k = -1; /* check the new name too */
+            }
+        if (rep_load_sweep(r, s)) return REPORT_RUNTIME;
     }
     return REPORT_OK;
 }
