@@ -252,6 +252,20 @@ static void xcheck_list(void) {
     }
     g = d, g.position = GP_SDPA;
     xcheck_case("matched-", "model.match_params=true", g);
+    /* a learned logit bias at every position (headwise at G3, head-shared at
+     * G1), a static gate started off zero, and a scale other than the
+     * default (issue 14's scale controls) */
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) {
+        g = d, g.position = p, g.bias = 1, g.init_bias = 2;
+        if (p == GP_KEY) g.granularity = GG_HEADWISE;
+        xcheck_case("", "model.gate.bias=true model.gate.init_bias=2", g);
+    }
+    g = d, g.position = GP_SDPA, g.granularity = GG_HEADWISE, g.sharing = GS_HEAD_SHARED, g.bias = 1, g.init_bias = -1;
+    xcheck_case("", "model.gate.bias=true model.gate.init_bias=-1", g);
+    g = d, g.position = GP_SDPA, g.input = GI_STATIC, g.init_bias = 2;
+    xcheck_case("", "model.gate.init_bias=2", g);
+    g = d, g.position = GP_SDPA, g.control = GC_SCALE, g.control_scale = 1.7;
+    xcheck_case("", "model.gate.control_scale=1.7", g);
 }
 
 static int cmd_xcheck(int argc, char **argv) {

@@ -218,7 +218,9 @@ Test(ops_fd, gate_all_geometries) {
             for (int in = 0; in < GI__COUNT; in++)
                 for (int fo = 0; fo < GF__COUNT; fo++)
                     for (int ac = 0; ac < GA__COUNT; ac++) {
-                        GateCfg cfg = {GP_SDPA, gr, sh, fo, ac, in, GC_NONE};
+                        GateCfg cfg = gate_default();
+                        cfg.position = GP_SDPA, cfg.granularity = gr, cfg.sharing = sh;
+                        cfg.form = fo, cfg.activation = ac, cfg.input = in;
                         OpCase o = {0};
                         o.g = gate_op(&cfg, hpos, D);
                         int nl = o.g.lh * o.g.ld;
@@ -273,11 +275,27 @@ static int make_variants(Variant *v) {
     g1.position = GP_SDPA;
     GateCfg g1rms = g1;
     g1rms.control = GC_RMSNORM;
+    /* the scale control alone and before a G1 gate (issue 14) */
+    GateCfg ctl_scale = base, g1scale = g1;
+    ctl_scale.control = g1scale.control = GC_SCALE;
+    ctl_scale.control_scale = 0.3, g1scale.control_scale = 1.7;
+    /* a learned logit bias at each position (hidden input), and a static
+     * gate started at init_bias */
+    GateCfg b1 = g1, b1hs = g1, b2 = base, b3 = base, b4 = base, b5 = base, st = g1;
+    b1.bias = b1hs.bias = b2.bias = b3.bias = b4.bias = b5.bias = 1;
+    b1.init_bias = 2, b1hs.init_bias = -1, b2.init_bias = 0.5, b3.init_bias = 1, b4.init_bias = -2, b5.init_bias = 3;
+    b1hs.granularity = GG_HEADWISE, b1hs.sharing = GS_HEAD_SHARED;
+    b2.position = GP_VALUE, b3.position = GP_KEY, b3.granularity = GG_HEADWISE, b4.position = GP_QUERY;
+    b5.position = GP_DENSE, b5.activation = GA_TANH;
+    st.input = GI_STATIC, st.init_bias = 2;
     const struct {
         GateCfg g;
         int hk, qk, match;
-    } extra[] = {{base, 4, 1, 0}, {base, 4, 0, 0}, {base, 2, 1, 0}, {base, 1, 0, 0}, {ctl_silu, 4, 1, 0},
-                 {ctl_silu, 2, 0, 0}, {ctl_rms, 4, 1, 0}, {ctl_rms, 1, 0, 0}, {g1, 4, 1, 1}, {g1rms, 2, 1, 0}};
+    } extra[] = {{base, 4, 1, 0},      {base, 4, 0, 0},     {base, 2, 1, 0},    {base, 1, 0, 0},
+                 {ctl_silu, 4, 1, 0},  {ctl_silu, 2, 0, 0}, {ctl_rms, 4, 1, 0}, {ctl_rms, 1, 0, 0},
+                 {g1, 4, 1, 1},        {g1rms, 2, 1, 0},    {ctl_scale, 4, 1, 0}, {g1scale, 2, 0, 0},
+                 {b1, 4, 1, 0},        {b1hs, 2, 1, 0},     {b2, 2, 1, 0},      {b3, 1, 1, 0},
+                 {b4, 4, 0, 0},        {b5, 4, 1, 0},       {st, 2, 1, 0},      {b1, 2, 1, 1}};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0] && n < MAX_VARIANTS; i++, n++) {
         v[n].g = extra[i].g;
         v[n].hk = extra[i].hk;
@@ -366,7 +384,11 @@ Test(model_fd, coverage) {
     int n = make_variants(v), pos[GP__COUNT] = {0}, act[GA__COUNT] = {0}, ctl[GC__COUNT] = {0};
     int ng = gate_enumerate(all, MAX_VARIANTS);
     cr_assert_leq(ng, MAX_VARIANTS, "MAX_VARIANTS (%d) is below gate_enumerate's %d", MAX_VARIANTS, ng);
+    int biased[GP__COUNT] = {0};
     for (int i = 0; i < n; i++) pos[v[i].g.position]++, act[v[i].g.activation]++, ctl[v[i].g.control]++;
+    for (int i = 0; i < n; i++) biased[v[i].g.position] += v[i].g.bias;
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++)
+        cr_assert_gt(biased[p], 0, "no variant with a logit bias at position %s", gate_position_names[p]);
     cr_assert_geq(n, 40);
     cr_assert_geq(n, ng);
     for (int p = 0; p < GP__COUNT; p++) cr_assert_gt(pos[p], 0, "no variant at position %s", gate_position_names[p]);

@@ -304,6 +304,76 @@ Test(variants, nonsense_combinations_rejected) {
     cr_assert(gate_validate(&g, &key) != NULL, "a gate key without a position must be rejected");
     g.position = GP_SDPA;
     cr_assert(gate_validate(&g, &key) == NULL);
+    /* the scale controls (issue 14): a bias needs hidden input, an initial
+     * bias needs the bias (hidden) and a position, a scale needs control scale */
+    const struct {
+        GateCfg g;
+        const char *key;
+    } bad[] = {
+        {{GP_SDPA, 0, 0, 0, 0, GI_STATIC, GC_NONE, 1, 0.5, 0}, "model.gate.bias"},
+        {{GP_SDPA, 0, 0, 0, 0, GI_HIDDEN, GC_NONE, 0, 0.5, 3}, "model.gate.init_bias"},
+        {{GP_NONE, 0, 0, 0, 0, GI_HIDDEN, GC_NONE, 0, 0.5, 3}, "model.gate.init_bias"},
+        {{GP_NONE, 0, 0, 0, 0, GI_HIDDEN, GC_NONE, 1, 0.5, 0}, "model.gate.bias"},
+        {{GP_NONE, 0, 0, 0, 0, GI_HIDDEN, GC_SILU, 0, 0.25, 0}, "model.gate.control_scale"},
+        {{GP_SDPA, 0, 0, 0, 0, GI_HIDDEN, GC_NONE, 0, 2.0, 0}, "model.gate.control_scale"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect(gate_validate(&bad[i].g, &key) != NULL, "row %zu accepted", i);
+        if (key) cr_expect_str_eq(key, bad[i].key, "row %zu", i);
+    }
+    const GateCfg good[] = {
+        {GP_SDPA, 0, 0, 0, 0, GI_STATIC, GC_NONE, 0, 0.5, 3},
+        {GP_SDPA, 0, 0, 0, 0, GI_HIDDEN, GC_NONE, 1, 0.5, 4},
+        {GP_NONE, 0, 0, 0, 0, GI_HIDDEN, GC_SCALE, 0, 0.25, 0},
+        {GP_SDPA, 0, 0, 0, 0, GI_HIDDEN, GC_SCALE, 1, 2.0, -1},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_expect(gate_validate(&good[i], &key) == NULL, "good row %zu refused: %s", i, key ? key : "");
+}
+
+/* The scale controls do what they say at initialisation: init_bias b starts
+ * every G1 sigmoid score near sigmoid(b) (the logits' own spread is small at
+ * init_std 0.02), for a learned bias and for a static gate; control scale
+ * multiplies the SDPA output by control_scale exactly. */
+Test(variants, init_bias_and_scale_start_where_configured) {
+    set_threads(1);
+    const double bs[] = {4, -3};
+    for (int st = 0; st < 2; st++)
+        for (int bi = 0; bi < 2; bi++) {
+            Config c = tiny_config(11, 16, 2, 4, 2, 12, 5, 2);
+            c.gate.position = GP_SDPA;
+            c.gate.input = st ? GI_STATIC : GI_HIDDEN;
+            c.gate.bias = !st;
+            c.gate.init_bias = bs[bi];
+            resolve_or_die(&c);
+            Model m;
+            cr_assert(cfg_model_init(&m, &c) == 0);
+            int tok[10], tgt[10];
+            for (int i = 0; i < 10; i++) tok[i] = i % 11, tgt[i] = (i + 3) % 11;
+            cr_assert(isfinite(model_forward(&m, tok, tgt, 2, 5)));
+            double want = 1 / (1 + exp(-bs[bi])), lo = 1, hi = 0;
+            for (int l = 0; l < 2; l++)
+                for (size_t i = 0; i < (size_t)10 * m.nq; i++) {
+                    double s = m.la[l].S[i];
+                    lo = s < lo ? s : lo, hi = s > hi ? s : hi;
+                }
+            cr_expect(lo > want - 0.02 && hi < want + 0.02, "%s init_bias %g: scores in [%g, %g], want about %g",
+                      st ? "static" : "hidden", bs[bi], lo, hi, want);
+            model_free(&m);
+        }
+    Config c = tiny_config(11, 16, 2, 4, 2, 12, 5, 2);
+    c.gate.control = GC_SCALE;
+    c.gate.control_scale = 0.25;
+    resolve_or_die(&c);
+    Model m;
+    cr_assert(cfg_model_init(&m, &c) == 0);
+    int tok[10], tgt[10];
+    for (int i = 0; i < 10; i++) tok[i] = i % 11, tgt[i] = (i + 3) % 11;
+    cr_assert(isfinite(model_forward(&m, tok, tgt, 2, 5)));
+    for (size_t i = 0; i < (size_t)10 * m.nq; i++)
+        cr_assert(m.la[0].oc[i] == (real)0.25 * m.la[0].o[i], "control scale: oc[%zu] %g vs o %g", i,
+                  (double)m.la[0].oc[i], (double)m.la[0].o[i]);
+    model_free(&m);
 }
 
 /* ------------------------------------------- the variant lists (modelcfg.h) */
@@ -359,7 +429,7 @@ Test(variants, every_name_has_a_row_and_every_row_a_name) {
 Test(variants, names_values_and_ranges_pinned) {
     static const char *const pos[] = {"none", "sdpa", "value", "key", "query", "dense"};
     static const char *const act[] = {"sigmoid", "silu", "tanh", "none", "ns_sigmoid"};
-    static const char *const ctl[] = {"none", "silu", "rmsnorm"};
+    static const char *const ctl[] = {"none", "silu", "rmsnorm", "scale"};
     static const double lo[] = {0, -2, -2, -2, 0}, hi[] = {1, 2, 2, 2, 1};
     cr_assert_geq(GP__COUNT, 6);
     cr_assert_geq(GA__COUNT, 5);
@@ -368,10 +438,10 @@ Test(variants, names_values_and_ranges_pinned) {
         cr_expect_str_eq(gate_activation_names[i], act[i]);
         cr_expect(gate_acts[i].hist_lo == lo[i] && gate_acts[i].hist_hi == hi[i], "%s: histogram range", act[i]);
     }
-    for (int i = 0; i < 3; i++) cr_expect_str_eq(gate_control_names[i], ctl[i]);
+    for (int i = 0; i < 4; i++) cr_expect_str_eq(gate_control_names[i], ctl[i]);
     cr_expect(GP_SDPA == 1 && GP_VALUE == 2 && GP_KEY == 3 && GP_QUERY == 4 && GP_DENSE == 5);
     cr_expect(GA_SILU == 1 && GA_TANH == 2 && GA_NONE == 3 && GA_NS_SIGMOID == 4);
-    cr_expect(GG_HEADWISE == 1 && GS_HEAD_SHARED == 1 && GF_ADDITIVE == 1 && GI_STATIC == 1 && GC_RMSNORM == 2);
+    cr_expect(GG_HEADWISE == 1 && GS_HEAD_SHARED == 1 && GF_ADDITIVE == 1 && GI_STATIC == 1 && GC_RMSNORM == 2 && GC_SCALE == 3);
     cr_expect_str_eq(gate_granularity_names[GG_HEADWISE], "headwise");
     cr_expect_str_eq(gate_sharing_names[GS_HEAD_SHARED], "head_shared");
     cr_expect_str_eq(gate_form_names[GF_ADDITIVE], "additive");

@@ -50,7 +50,7 @@ SHARINGS = ("head_specific", "head_shared")
 FORMS = ("multiplicative", "additive")
 ACTIVATIONS = ("sigmoid", "silu", "tanh", "none", "ns_sigmoid")
 INPUTS = ("hidden", "static")
-CONTROLS = ("none", "silu", "rmsnorm")
+CONTROLS = ("none", "silu", "rmsnorm", "scale")
 
 
 class Malformed(Exception):
@@ -221,6 +221,8 @@ def model_config(cfg):
         "activation": _variant(cfg, "model.gate.activation", ACTIVATIONS, "sigmoid"),
         "input": _variant(cfg, "model.gate.input", INPUTS, "hidden"),
         "control": _variant(cfg, "model.gate.control", CONTROLS, "none"),
+        "control_scale": _get(cfg, "model.gate.control_scale", float, 0.5),
+        "bias": _get(cfg, "model.gate.bias", _bool, False),
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -267,6 +269,8 @@ def expected_params(m):
             if m["input"] == "hidden":
                 ng = hpos * d if m["granularity"] == "elementwise" else hpos
                 ps[p + "wg"] = (ng, C)
+                if m["bias"]:
+                    ps[p + "gate_b"] = (ng,)
             else:
                 ps[p + "gate_p"] = static_gate_shape(m)
         if m["qk_norm"]:
@@ -387,6 +391,8 @@ def forward(m, P, tokens, targets):
         gl = None
         if pos != "none":
             gl = h @ P[p + "wg"].t() if m["input"] == "hidden" else P[p + "gate_p"]
+            if m["input"] == "hidden" and m["bias"]:
+                gl = gl + P[p + "gate_b"]
         if m["qk_norm"]:
             q = rmsnorm(q, P[p + "q_norm"], eps)
             k = rmsnorm(k, P[p + "k_norm"], eps)
@@ -403,6 +409,8 @@ def forward(m, P, tokens, targets):
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
             o = rmsnorm(o, P[p + "sdpa_norm"], eps)
+        elif m["control"] == "scale":
+            o = o * m["control_scale"]
         if pos == "sdpa":
             o = apply_gate(m, o, gl)
         a = o.reshape(B, T, H * dh) @ P[p + "wo"].t()
@@ -572,7 +580,7 @@ def _random_params(m, gen):
         base = n.split(".")[-1]
         if base in ("ln1", "ln2", "ln_f", "q_norm", "k_norm", "sdpa_norm"):
             a = 1.0 + 0.3 * torch.randn(shp, generator=gen, dtype=torch.float64)
-        elif base == "gate_p":
+        elif base in ("gate_p", "gate_b"):
             a = 0.8 * torch.randn(shp, generator=gen, dtype=torch.float64)
         else:
             a = 0.3 * torch.randn(shp, generator=gen, dtype=torch.float64)
@@ -647,6 +655,10 @@ SELF_TEST_VARIANTS = [
     ("dense_static", {"gate__position": "dense", "gate__input": "static"}),
     ("ctrl_silu", {"gate__position": "none", "gate__control": "silu"}),
     ("ctrl_rmsnorm", {"gate__position": "none", "gate__control": "rmsnorm"}),
+    ("ctrl_scale", {"gate__position": "none", "gate__control": "scale", "gate__control_scale": "0.3"}),
+    ("sdpa_scale", {"gate__control": "scale", "gate__control_scale": "1.7"}),
+    ("sdpa_bias", {"gate__bias": "true", "gate__init_bias": "2"}),
+    ("value_head_bias", {"gate__position": "value", "gate__granularity": "headwise", "gate__bias": "true"}),
     ("noqk_sdpa_mha", {"qk_norm": "false", "n_kv_head": "4"}),
 ]
 
@@ -705,7 +717,7 @@ def self_test():
         tgt = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
         worst, where = _fd_check(m, P32, tok, tgt, gen)
         ok = worst <= 1e-6
-        gc_names = [n for n in P32 if n.endswith(("gate_p", "sdpa_norm", "q_norm", "ln_f"))
+        gc_names = [n for n in P32 if n.endswith(("gate_p", "gate_b", "sdpa_norm", "q_norm", "ln_f"))
                     or n == "l1.wg"]
         gc_ok = all(_gradcheck_param(m, P32, tok, tgt, n) for n in gc_names)
         status = "OK" if (ok and gc_ok) else "FAIL"

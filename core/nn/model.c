@@ -8,14 +8,16 @@
  *   q,k = qk_norm(P.q), qk_norm(P.k)               optional, per head
  *         gate at G4 (q) / G3 (k) / G2 (v)          after QK-norm, before RoPE
  *   o   = attention(rope(q), rope(k), v)
- *         control (silu / rmsnorm) then gate at G1
+ *         control (silu / rmsnorm / ×control_scale) then gate at G1
  *   a   = o · wo^T,  gate at G5
  *   x  += a
  *   x  += swiglu(rmsnorm(x) · ln2 · [w_gate | w_up]^T) · w_down^T
  *
  * Gate logits are always computed from h, the pre-attention normed hidden
  * state of the token that owns the gated row (query i for G1/G4/G5, key j
- * for G2/G3).
+ * for G2/G3), plus the learned bias gate_b when model.gate.bias is set
+ * (added to P's gate columns right after the projection; its gradient is
+ * the sum of those columns' gradients over tokens, in token order).
  */
 #include "nn/model.h"
 
@@ -69,6 +71,7 @@ int model_layout(Model *m, const ModelCfg *cfg) {
         p->wk = add(m, l, "wk", 1, 2, m->nkv, C);
         p->wv = add(m, l, "wv", 1, 2, m->nkv, C);
         if (m->ng) p->wg = add(m, l, "wg", 1, 2, m->ng, C);
+        if (m->ng && g->bias) p->gate_b = add(m, l, "gate_b", 0, 1, m->ng, 0);
         if (m->gs.nstatic) {
             const GateOp *o = &m->gop;
             if (g->sharing == GS_HEAD_SPECIFIC && g->granularity == GG_ELEMENTWISE)
@@ -114,8 +117,9 @@ void model_init_params(Model *m, uint64_t seed) {
         base = base ? base + 1 : t->name;
         if (t->decay) {
             for (size_t j = 0; j < t->n; j++) w[j] = (real)(m->cfg.init_std * rng_normal(&r));
-        } else if (strcmp(base, "gate_p") == 0) {
-            for (size_t j = 0; j < t->n; j++) w[j] = 0;
+        } else if (strcmp(base, "gate_p") == 0 || strcmp(base, "gate_b") == 0) {
+            /* gate logits start at init_bias (0 unless configured) */
+            for (size_t j = 0; j < t->n; j++) w[j] = (real)m->cfg.gate.init_bias;
         } else {
             for (size_t j = 0; j < t->n; j++) w[j] = 1;
         }
@@ -281,6 +285,13 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         LayerActs *a = &m->la[l];
         rmsnorm_forward(a->h, C, a->rstd1, a->x_in, C, AW(A, p->ln1), n, 1, C, eps);
         linear_forward(a->P, m->Np, a->h, C, AW(A, p->wq), n, m->Np, C, 0);
+        if (p->gate_b >= 0) {
+            const real *b = AW(A, p->gate_b);
+            for (int t = 0; t < n; t++) {
+                real *L = a->P + (size_t)t * m->Np + m->nq + 2 * m->nkv;
+                for (int j = 0; j < m->ng; j++) L[j] += b[j];
+            }
+        }
         GateIn gi = gate_in(m, p, a);
 
         const real *q = a->P, *k = a->P + m->nq, *v = a->P + m->nq + m->nkv;
@@ -313,6 +324,10 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
             o = a->oc;
         } else if (m->cfg.gate.control == GC_RMSNORM) {
             rmsnorm_forward(a->oc, m->nq, a->ro, o, m->nq, AW(A, p->sdpa_norm), n, H, dh, eps);
+            o = a->oc;
+        } else if (m->cfg.gate.control == GC_SCALE) {
+            real sc = (real)m->cfg.gate.control_scale;
+            for (size_t i = 0; i < (size_t)n * m->nq; i++) a->oc[i] = sc * o[i];
             o = a->oc;
         }
         if (pos == GP_SDPA) {
@@ -415,6 +430,10 @@ int model_backward(Model *m, const int *tokens) {
             dO = zeroed(s2, N * m->nq);
             rmsnorm_backward(dO, m->nq, AG(A, p->sdpa_norm), doc, m->nq, a->o, m->nq, AW(A, p->sdpa_norm), a->ro,
                              n, H, dh);
+        } else if (ctl == GC_SCALE) {
+            dO = s2;
+            real sc = (real)m->cfg.gate.control_scale;
+            for (size_t i = 0; i < N * m->nq; i++) dO[i] = sc * doc[i];
         }
 
         /* the value the attention read: the G2 gate's output, else the projection */
@@ -458,6 +477,14 @@ int model_backward(Model *m, const int *tokens) {
                              AW(A, p->k_norm), a->rk, n, Hk, dh);
         }
 
+        /* the logit bias: every token's gate-logit gradient, in token order */
+        if (p->gate_b >= 0) {
+            real *db = AG(A, p->gate_b);
+            for (int t = 0; t < n; t++) {
+                const real *d = dP + (size_t)t * m->Np + m->nq + 2 * m->nkv;
+                for (int j = 0; j < m->ng; j++) db[j] += d[j];
+            }
+        }
         /* fused projection, then the pre-attention norm into the residual */
         zeroed(dh_, N * C);
         linear_backward(dh_, C, AG(A, p->wq), dP, m->Np, a->h, AW(A, p->wq), n, m->Np, C);

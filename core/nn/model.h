@@ -20,7 +20,7 @@
 
 /* Parameter indices of one layer in the arena (-1 when absent). */
 typedef struct {
-    int ln1, wq, wk, wv, wg, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
+    int ln1, wq, wk, wv, wg, gate_b, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
 } LayerParams;
 
 /* Saved activations of one layer (pointers into Model.actmem). */

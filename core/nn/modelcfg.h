@@ -54,8 +54,11 @@
 #define GATE_SHARINGS(X) X(HEAD_SPECIFIC, "head_specific") X(HEAD_SHARED, "head_shared")
 #define GATE_FORMS(X) X(MULTIPLICATIVE, "multiplicative", "mult") X(ADDITIVE, "additive", "add")
 #define GATE_INPUTS(X) X(HIDDEN, "hidden") X(STATIC, "static")
-/* The paper's no-gate controls on the SDPA output (G1 position). */
-#define GATE_CONTROLS(X) X(NONE, "none") X(SILU, "silu") X(RMSNORM, "rmsnorm")
+/* The no-gate controls on the SDPA output (before a G1 gate, if any): the
+ * paper's SiLU-only and per-head RMSNorm, and a parameter-free fixed
+ * multiplier (control_scale) that separates a gate from the scale it starts
+ * at (a sigmoid gate starts near x0.5). */
+#define GATE_CONTROLS(X) X(NONE, "none") X(SILU, "silu") X(RMSNORM, "rmsnorm") X(SCALE, "scale")
 
 #define GATE_ENUM_GP_(id, ...) GP_##id,
 #define GATE_ENUM_GG_(id, ...) GG_##id,
@@ -80,7 +83,13 @@ typedef struct {
     int activation;  /* GateActivation */
     int input;       /* GateInput */
     int control;     /* GateControl */
+    int bias;        /* a learned bias on the gate logits (hidden input) */
+    double control_scale; /* the fixed multiplier of control scale */
+    double init_bias;     /* the bias's initial value; with static input, the
+                             static logits' initial value (else 0) */
 } GateCfg;
+/* No padding: tests and `gated xcheck --list` compare GateCfgs with memcmp. */
+_Static_assert(sizeof(GateCfg) == 8 * sizeof(int) + 2 * sizeof(double), "GateCfg has padding");
 
 typedef enum { ROPE_NONE, ROPE_LINEAR, ROPE_NTK, ROPE_YARN, ROPE__COUNT } RopeScalingKind;
 

@@ -33,7 +33,7 @@ int name_index(const char *const *names, const char *name) {
 }
 
 GateCfg gate_default(void) {
-    GateCfg g = {GP_NONE, GG_ELEMENTWISE, GS_HEAD_SPECIFIC, GF_MULTIPLICATIVE, GA_SIGMOID, GI_HIDDEN, GC_NONE};
+    GateCfg g = {GP_NONE, GG_ELEMENTWISE, GS_HEAD_SPECIFIC, GF_MULTIPLICATIVE, GA_SIGMOID, GI_HIDDEN, GC_NONE, 0, 0.5, 0};
     return g;
 }
 
@@ -51,7 +51,7 @@ GateShape gate_shape(const GateCfg *g, int d_model, int n_head, int n_kv_head, i
         /* head-shared keeps head-specific logits and averages the scores,
          * so it adds as many weights as head-specific (paper Table 1). */
         s.nlogit = s.hpos * per_head;
-        s.wg_params = (long)s.nlogit * d_model;
+        s.wg_params = (long)s.nlogit * d_model + (g->bias ? s.nlogit : 0);
     } else {
         s.nstatic = (g->sharing == GS_HEAD_SHARED ? 1 : s.hpos) * per_head;
         s.wg_params = s.nstatic;
@@ -69,9 +69,23 @@ const char *gate_validate(const GateCfg *g, const char **key) {
         if (g->form != d.form) { *key = "model.gate.form"; goto ungated; }
         if (g->activation != d.activation) { *key = "model.gate.activation"; goto ungated; }
         if (g->input != d.input) { *key = "model.gate.input"; goto ungated; }
+        if (g->bias != d.bias) { *key = "model.gate.bias"; goto ungated; }
+        if (g->init_bias != d.init_bias) { *key = "model.gate.init_bias"; goto ungated; }
+        if (g->control != GC_SCALE && g->control_scale != d.control_scale) goto scale_unused;
         return NULL;
     ungated:
         msg = "has no effect when model.gate.position is none (set a position, or remove the key)";
+        return msg;
+    }
+    if (g->control != GC_SCALE && g->control_scale != gate_default().control_scale) goto scale_unused;
+    if (g->bias && g->input == GI_STATIC) {
+        *key = "model.gate.bias";
+        msg = "a static gate's parameters are its logits: leave the bias out and start them with model.gate.init_bias";
+        return msg;
+    }
+    if (g->init_bias != 0 && g->input == GI_HIDDEN && !g->bias) {
+        *key = "model.gate.init_bias";
+        msg = "needs model.gate.bias: true (the hidden-input gate has no logit bias otherwise)";
         return msg;
     }
     const GatePositionDef *p = &gate_positions[g->position];
@@ -90,6 +104,10 @@ const char *gate_validate(const GateCfg *g, const char **key) {
         return msg;
     }
     return NULL;
+scale_unused:
+    *key = "model.gate.control_scale";
+    msg = "has no effect unless model.gate.control is scale";
+    return msg;
 }
 
 int gate_enumerate(GateCfg *out, int cap) {
@@ -100,7 +118,9 @@ int gate_enumerate(GateCfg *out, int cap) {
                 for (int in = 0; in < GI__COUNT; in++)
                     for (int fo = 0; fo < GF__COUNT; fo++)
                         for (int ac = 0; ac < GA__COUNT; ac++) {
-                            GateCfg g = {p, gr, sh, fo, ac, in, GC_NONE};
+                            GateCfg g = gate_default();
+                            g.position = p, g.granularity = gr, g.sharing = sh, g.form = fo;
+                            g.activation = ac, g.input = in;
                             const char *k;
                             if (gate_validate(&g, &k)) continue;
                             if (n < cap) out[n] = g;
@@ -154,14 +174,31 @@ long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_he
     }
 }
 
+/* "+silu", "+scale0.5" or "" for the control; "+bias4" or "" for the logit
+ * bias (a static gate's init_bias as "+init4"). */
+static void label_extras(const GateCfg *g, char *ctl, size_t cc, char *bias, size_t bc) {
+    if (g->control == GC_SCALE)
+        snprintf(ctl, cc, "+scale%g", g->control_scale);
+    else
+        snprintf(ctl, cc, "%s%s", g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
+    if (g->bias)
+        snprintf(bias, bc, "+bias%g", g->init_bias);
+    else if (g->init_bias != 0)
+        snprintf(bias, bc, "+init%g", g->init_bias);
+    else
+        bias[0] = '\0';
+}
+
 const char *gate_label(const GateCfg *g, char *buf, size_t cap) {
+    char ctl[48], bias[48];
+    label_extras(g, ctl, sizeof ctl, bias, sizeof bias);
     if (g->position == GP_NONE) {
-        snprintf(buf, cap, "none%s%s", g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
+        snprintf(buf, cap, "none%s", ctl);
         return buf;
     }
     snprintf(buf, cap, "%s.%s.%s.%s.%s.%s%s%s", gate_position_names[g->position],
              gate_granularity_names[g->granularity], gate_sharing_names[g->sharing],
              gate_form_labels[g->form], gate_activation_names[g->activation],
-             gate_input_names[g->input], g->control ? "+" : "", g->control ? gate_control_names[g->control] : "");
+             gate_input_names[g->input], bias, ctl);
     return buf;
 }
