@@ -1,8 +1,10 @@
 /*
  * test_report.c — `gated report`: the Student-t distribution, Welch's and
- * the paired t-test, Holm–Bonferroni and Fisher's exact test against
- * reference values (t: mpmath at 30 digits; Fisher: exact fractions, as
- * computed by an independent Python script, see the values' comments), and
+ * the paired t-test, Holm–Bonferroni, Fisher's exact test and the
+ * Mann-Whitney U test (`gated compare`'s) against reference values (t:
+ * mpmath at 30 digits; Fisher: exact fractions, as computed by an
+ * independent Python script; U: by hand and by brute force over every
+ * ordering; see the values' comments), and
  * the report itself on a fixture database built here through the store
  * API: exact numbers in the md, csv and tex tables (means, sample stds of
  * the loss and the probes, Δ, its interval, the test used, raw and
@@ -459,6 +461,110 @@ Test(report, paired_holm_fisher) {
     cr_assert_eq(stats_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
     cr_assert(isnan(stats_fisher_exact(0, 0, 1, 3)));
     cr_assert(isnan(stats_fisher_exact(-1, 2, 1, 3)));
+}
+
+/* Mann-Whitney U against hand-computed values: U counted pair by pair,
+ * exact p-values as fractions of the C(n+m, n) orderings (the orderings
+ * with U <= k are the partitions of k into at most n parts no larger than
+ * m), the normal approximation's z from hand-ranked data (midranks, the
+ * tie term sum(t^3 - t)), checked also against a normal table; and the
+ * exact distribution against brute force over every ordering. */
+Test(report, mann_whitney) {
+    MWUTest w;
+    const double lo3[3] = {1, 2, 3}, hi3[3] = {4, 5, 6};
+    cr_assert_eq(stats_mann_whitney(lo3, 3, hi3, 3, &w), 0);
+    cr_assert(w.exact && w.u == 0);
+    cr_assert_float_eq(w.p, 2.0 / 20, 1e-12); /* the one ordering of 20 at each end */
+    cr_assert_eq(stats_mann_whitney(hi3, 3, lo3, 3, &w), 0);
+    cr_assert(w.u == 9);
+    cr_assert_float_eq(w.p, 2.0 / 20, 1e-12);
+    /* u = 3 (3 > 2, 5 > 2, 5 > 4); U <= 3 of 3 vs 4: 1 + 1 + 2 + 3 = 7 of 35 orderings */
+    const double a34[3] = {1, 3, 5}, b34[4] = {2, 4, 6, 7};
+    cr_assert_eq(stats_mann_whitney(a34, 3, b34, 4, &w), 0);
+    cr_assert(w.exact && w.u == 3);
+    cr_assert_float_eq(w.p, 14.0 / 35, 1e-12);
+    /* Conover's example (SciPy's docs: p 0.1111): u = 3 + 4 + 2 + 4 + 4 = 17 of 20, 7 of 126 orderings */
+    const double males[5] = {19, 22, 16, 29, 24}, females[4] = {20, 11, 17, 12};
+    cr_assert_eq(stats_mann_whitney(males, 5, females, 4, &w), 0);
+    cr_assert(w.exact && w.u == 17);
+    cr_assert_float_eq(w.p, 1.0 / 9, 1e-12);
+    /* u at the centre: 2 P(U <= 2) = 2 x 4/6, capped at 1 */
+    const double a22[2] = {1, 4}, b22[2] = {2, 3};
+    cr_assert_eq(stats_mann_whitney(a22, 2, b22, 2, &w), 0);
+    cr_assert(w.u == 2 && w.p == 1);
+
+    /* ties: normal approximation.  {1,2,2} vs {2,3,3,4}: ranks 1 | 3 3 3 | 5.5 5.5 | 7, R_a = 7,
+     * u = 7 - 6 = 1; sigma^2 = 12/12 (8 - (24 + 6) / 42) = 51/7; z = (11 - 6 - 1/2) / sigma = 1.667
+     * (a normal table: two-sided 0.0955) */
+    const double at[3] = {1, 2, 2}, bt[4] = {2, 3, 3, 4};
+    cr_assert_eq(stats_mann_whitney(at, 3, bt, 4, &w), 0);
+    cr_assert(!w.exact && w.u == 1);
+    cr_assert_float_eq(w.p, erfc(4.5 / sqrt(51.0 / 7) / sqrt(2.0)), 1e-12);
+    cr_assert_float_eq(w.p, 0.0955, 5e-4);
+    /* both samples over 8, no ties: normal.  u = 0, sigma^2 = 100 x 21 / 12 = 175, z = 49.5 / sqrt(175)
+     * = 3.742 (table: 1.83e-4) */
+    double s10[20];
+    for (int i = 0; i < 20; i++) s10[i] = i + 1;
+    cr_assert_eq(stats_mann_whitney(s10, 10, s10 + 10, 10, &w), 0);
+    cr_assert(!w.exact && w.u == 0);
+    cr_assert_float_eq(w.p, erfc(49.5 / sqrt(175.0) / sqrt(2.0)), 1e-15);
+    cr_assert_float_eq(w.p, 1.83e-4, 0.02e-4);
+    /* every value tied: no evidence at all */
+    const double five[3] = {5, 5, 5};
+    cr_assert_eq(stats_mann_whitney(five, 2, five, 3, &w), 0);
+    cr_assert(w.u == 3 && w.p == 1);
+    /* nothing to test */
+    const double nan1[1] = {NAN};
+    cr_assert_eq(stats_mann_whitney(lo3, 0, hi3, 3, &w), -1);
+    cr_assert_eq(stats_mann_whitney(nan1, 1, hi3, 3, &w), -1);
+
+    /* the smallest p: 2 / C(n+m, n) */
+    cr_assert_float_eq(stats_mann_whitney_min_p(3, 3), 0.1, 1e-12);
+    cr_assert_float_eq(stats_mann_whitney_min_p(4, 4), 2.0 / 70, 1e-12);
+    cr_assert_float_eq(stats_mann_whitney_min_p(3, 5), 2.0 / 56, 1e-12);
+    cr_assert_eq(stats_mann_whitney_min_p(1, 1), 1);
+    cr_assert_eq(stats_mann_whitney_min_p(0, 3), 1);
+
+    /* the exact distribution against brute force: every subset of n of the n+m ranks as sample a */
+    static const int nm[][2] = {{1, 4}, {3, 3}, {5, 7}, {8, 9}, {7, 2}};
+    for (size_t c = 0; c < sizeof nm / sizeof nm[0]; c++) {
+        int n = nm[c][0], m = nm[c][1], N = n + m;
+        double hist[80] = {0}, total = 0;
+        for (unsigned mask = 0; mask < 1u << N; mask++) {
+            if (__builtin_popcount(mask) != n) continue;
+            int u = 0, below = 0; /* u: pairs (a, b) with a above b */
+            for (int r = 0; r < N; r++) {
+                if (mask >> r & 1)
+                    u += below;
+                else
+                    below++;
+            }
+            hist[u]++;
+            total++;
+        }
+        for (unsigned mask = 0; mask < 1u << N; mask++) {
+            if (__builtin_popcount(mask) != n) continue;
+            double a[16], b[16];
+            int ia = 0, ib = 0, u = 0, below = 0;
+            for (int r = 0; r < N; r++) {
+                if (mask >> r & 1) {
+                    a[ia++] = r;
+                    u += below;
+                } else {
+                    b[ib++] = r;
+                    below++;
+                }
+            }
+            int k = u < n * m - u ? u : n * m - u;
+            double cum = 0;
+            for (int j = 0; j <= k; j++) cum += hist[j];
+            double p = 2 * cum / total > 1 ? 1 : 2 * cum / total;
+            cr_assert_eq(stats_mann_whitney(a, n, b, m, &w), 0);
+            cr_assert(w.exact && w.u == u, "%d vs %d: u %g, expected %d", n, m, w.u, u);
+            cr_assert_float_eq(w.p, p, 1e-12 * p, "%d vs %d, u %d: p %.17g, expected %.17g", n, m, u, w.p, p);
+            if (u == 0) cr_assert_float_eq(stats_mann_whitney_min_p(n, m), p, 1e-12 * p);
+        }
+    }
 }
 
 Test(report, paper_table) {
