@@ -996,8 +996,8 @@ static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
 }
 
 int rep_make_plots(R *r, RSweep *s) {
-    if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds", "Validation loss against step",
-                    0))
+    if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds",
+                    "Validation loss against step", 0))
         return -1;
     if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer", 0)) return -1;
     if (plot_series(r, s, "m_act", 1, "M-Act (max |h| of the layer output, log scale)", "M-Act per layer", 1))
