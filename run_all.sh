@@ -33,9 +33,10 @@ command -v gnuplot >/dev/null || extra="$extra gnuplot-nox"
 [ "$smoke" = 1 ] || command -v npm >/dev/null || extra="$extra npm"
 if [ -n "$extra" ]; then
     if [ "$(id -u)" = 0 ]; then
-        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $extra
+        # no recommends, as make deps: gnuplot-nox would pull ImageMagick and Ghostscript
+        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $extra
     else
-        echo "run_all.sh: missing:$extra (as root: apt-get install -y$extra); continuing without" >&2
+        echo "run_all.sh: missing:$extra (as root: apt-get install -y --no-install-recommends$extra); continuing without" >&2
     fi
 fi
 

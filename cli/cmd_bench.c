@@ -6,7 +6,7 @@
  *               [--json PATH] [--db PATH] [--threads N] [--interleave] [--paced]
  *               [--list] [--callgrind]
  *   gated bench --env
- *   gated compare BASE.json HEAD.json [--threshold PCT] [--metric NAME] [--fail-missing]
+ *   gated compare BASE.json HEAD.json [--threshold PCT] [--alpha P] [--metric NAME] [--fail-missing]
  *
  * bench: SUITE defaults to bench/default.yaml (format in core/lab/bench.h).
  * --filter keeps the cases whose name matches the POSIX extended regular
@@ -29,8 +29,11 @@
  * Benchmark JSON, --db appends rows to the store's bench table.
  *
  * compare: a case's value is its median real_time (or --metric: cpu_time,
- * or a counter such as instructions); a case slower in HEAD by more than
- * --threshold percent (default 5) is a regression.
+ * or a counter such as instructions); a time slower in HEAD by more than
+ * --threshold percent (default 5) is a regression when a Mann-Whitney U
+ * test over the repetitions gives p < --alpha (default 0.05); with too few
+ * repetitions for that it is "not tested", never a regression.  Counters
+ * are compared by the threshold alone (bench_compare_files in bench.h).
  *
  * Exit: 0 ok, 1 runtime failure, 2 bad input, 3 (compare) a regression.
  */
@@ -414,14 +417,14 @@ int cmd_bench(int argc, char **argv) {
 }
 
 static void compare_usage(FILE *f) {
-    fprintf(f, "usage: gated compare BASE.json HEAD.json [--threshold PCT] [--metric real_time|cpu_time|COUNTER]\n"
-               "                     [--fail-missing]\n");
+    fprintf(f, "usage: gated compare BASE.json HEAD.json [--threshold PCT] [--alpha P]\n"
+               "                     [--metric real_time|cpu_time|COUNTER] [--fail-missing]\n");
 }
 
 int cmd_compare(int argc, char **argv) {
     const char *files[2] = {NULL, NULL};
     int nf = 0;
-    BenchCompareOpts o = {5.0, "real_time", 0};
+    BenchCompareOpts o = {5.0, "real_time", 0, 0.05};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if ((strcmp(a, "--threshold") == 0 && i + 1 < argc) || strncmp(a, "--threshold=", 12) == 0) {
@@ -430,6 +433,14 @@ int cmd_compare(int argc, char **argv) {
             o.threshold = strtod(v, &end);
             if (!*v || *end || !(o.threshold >= 0 && o.threshold <= 1e6)) {
                 fprintf(stderr, "gated compare: --threshold: expected a percentage >= 0, got \"%s\"\n", v);
+                return 2;
+            }
+        } else if ((strcmp(a, "--alpha") == 0 && i + 1 < argc) || strncmp(a, "--alpha=", 8) == 0) {
+            const char *v = a[7] == '=' ? a + 8 : argv[++i];
+            char *end;
+            o.alpha = strtod(v, &end);
+            if (!*v || *end || !(o.alpha > 0 && o.alpha < 1)) {
+                fprintf(stderr, "gated compare: --alpha: expected a significance level in (0, 1), got \"%s\"\n", v);
                 return 2;
             }
         } else if ((strcmp(a, "--metric") == 0 && i + 1 < argc) || strncmp(a, "--metric=", 9) == 0) {

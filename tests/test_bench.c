@@ -2,8 +2,10 @@
  * test_bench.c — `gated bench` and `gated compare` (core/lab/bench.h): the exact
  * message of each kind of bad suite file (and exit 2 from the command), the
  * Google-Benchmark JSON a run writes (parsed back, and by Python's json
- * module when it is there), compare's verdicts (a regression over the
- * threshold -> 3, within -> 0, missing cases reported), FLOP counts of known
+ * module when it is there), compare's verdicts (a time is a regression ->
+ * 3 only when over the threshold and significant in a Mann-Whitney U test
+ * over the repetitions; too few repetitions -> "not tested", 0; counters by
+ * the threshold alone; missing cases reported), FLOP counts of known
  * cases, the step's gemm list against the calls the model really makes
  * (cblas_sgemm is interposed in this test binary and forwards to
  * OpenBLAS), statistics, and bench rows in the store; repetitions in turn
@@ -893,7 +895,7 @@ static int compare(const char *a, const char *b, double thr, int fail_missing, c
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert_not_null(f);
-    BenchCompareOpts o = {thr, "real_time", fail_missing};
+    BenchCompareOpts o = {thr, "real_time", fail_missing, 0.05};
     int rc = bench_compare_files(a, b, &o, f, f);
     fclose(f);
     snprintf(out, cap, "%s", buf ? buf : "");
@@ -911,25 +913,26 @@ Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tm
             AGG("a", "cv", "0.5") "," IT("b", "10", "us") "," IT("b", "30", "us") "," IT("b", "11", "us") ","
             IT("c", "1", "s") "," IT("d", "5", "ms"),
             base);
-    /* a +4% (in seconds), b +1.8% (in ns), c -50%, e new */
+    /* a +4% (in seconds), b +1.8% (in ns), c -50%, e new; too few repetitions for a U test
+     * (2 vs 0, 3 vs 1, 1 vs 1): not tested, so no regression however large the change */
     gb_file("head.json",
             MED("a", "0.104", "s") "," IT("b", "11200", "ns") "," IT("c", "500", "ms") "," IT("e", "1", "ms"), head);
-    cr_expect_eq(compare(base, head, 3, 0, out, sizeof out), 3, "%s", out);
-    cr_expect(strstr(out, "regressions over 3% (real_time): a (+4.0%)"), "%s", out);
+    cr_expect_eq(compare(base, head, 3, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "100 ms         104 ms     +4.0%"), "%s", out);
+    cr_expect(strstr(out, "11 us        11.2 us     +1.8%"), "%s", out);
+    cr_expect(strstr(out, "1 s         500 ms    -50.0%"), "%s", out);
+    cr_expect(strstr(out, "not tested (2 vs 0 repetitions)"), "%s", out);
+    cr_expect(strstr(out, "a (+4.0%, 2 vs 0), b (+1.8%, 3 vs 1), c (-50.0%, 1 vs 1)\n"), "%s", out);
+    cr_expect(!strstr(out, "REGRESSION") && !strstr(out, "regressions over"), "%s", out);
     cr_expect(strstr(out, "missing in "), "%s", out);
     cr_expect(strstr(out, "MISSING in head"), "%s", out);
     cr_expect(strstr(out, ": d\n"), "%s", out);
     cr_expect(strstr(out, "new in head"), "%s", out);
-    cr_expect(strstr(out, "faster"), "%s", out);
-    cr_expect(!strstr(out, "b (+"), "b is within the threshold: %s", out);
-    /* within a 5% threshold: 0, missing still reported */
-    cr_expect_eq(compare(base, head, 5, 0, out, sizeof out), 0, "%s", out);
-    cr_expect(strstr(out, "MISSING in head"), "%s", out);
     /* --fail-missing turns a missing case into a failure */
     cr_expect_eq(compare(base, head, 5, 1, out, sizeof out), 3, "%s", out);
     /* a file against itself */
     cr_expect_eq(compare(base, base, 0, 1, out, sizeof out), 0, "%s", out);
-    cr_expect(strstr(out, "no regression over 0% (real_time) in 4 cases"), "%s", out);
+    cr_expect(strstr(out, "no regression over 0% (real_time, Mann-Whitney U p < 0.05) in 4 cases"), "%s", out);
 
     /* a counter metric (the perf gate's instructions) */
     char cb[256], ch[256];
@@ -938,7 +941,7 @@ Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tm
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    BenchCompareOpts o = {3, "instructions", 1};
+    BenchCompareOpts o = {3, "instructions", 1, 0.05};
     cr_expect_eq(bench_compare_files(cb, ch, &o, f, f), 3);
     o.threshold = 3.2;
     cr_expect_eq(bench_compare_files(cb, ch, &o, f, f), 0);
@@ -955,6 +958,68 @@ Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tm
     cr_expect(strstr(out, "no \"benchmarks\" array"), "%s", out);
 }
 
+/* compare with an explicit alpha */
+static int compare_alpha(const char *a, const char *b, double thr, double alpha, char *out, size_t cap) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    BenchCompareOpts o = {thr, "real_time", 0, alpha};
+    int rc = bench_compare_files(a, b, &o, f, f);
+    fclose(f);
+    snprintf(out, cap, "%s", buf ? buf : "");
+    free(buf);
+    return rc;
+}
+
+/* Times: a regression only when over the threshold AND the Mann-Whitney U
+ * test over the repetitions gives p < alpha.  Five repetitions a side; the
+ * p-values by hand: samples wholly apart give 2 / C(10, 5) = 2/252 =
+ * 0.0079; interleaved ones (u = 10 of 25) far more. */
+Test(bench_compare, regression_needs_significance, .init = mk_tmp, .fini = rm_tmp) {
+    char base[256], head[256], out[8192];
+    gb_file("base.json",
+            IT("s", "10", "ms") "," IT("s", "11", "ms") "," IT("s", "12", "ms") "," IT("s", "13", "ms") ","
+            IT("s", "14", "ms") "," IT("n", "10", "ms") "," IT("n", "12", "ms") "," IT("n", "14", "ms") ","
+            IT("n", "16", "ms") "," IT("n", "18", "ms") "," IT("q", "100", "ms") "," IT("q", "101", "ms") ","
+            IT("q", "102", "ms") "," IT("q", "103", "ms") "," IT("q", "104", "ms"),
+            base);
+    /* s +50% and apart; n +7.1% (median 14 -> 15) but interleaved; q apart but +4.9% */
+    gb_file("head.json",
+            IT("s", "16", "ms") "," IT("s", "17", "ms") "," IT("s", "18", "ms") "," IT("s", "19", "ms") ","
+            IT("s", "20", "ms") "," IT("n", "11", "ms") "," IT("n", "13", "ms") "," IT("n", "15", "ms") ","
+            IT("n", "17", "ms") "," IT("n", "30", "ms") "," IT("q", "105", "ms") "," IT("q", "106", "ms") ","
+            IT("q", "107", "ms") "," IT("q", "108", "ms") "," IT("q", "109", "ms"),
+            head);
+    cr_expect_eq(compare_alpha(base, head, 5, 0.05, out, sizeof out), 3, "%s", out);
+    cr_expect(strstr(out, "regressions over 5% (real_time, Mann-Whitney U p < 0.05): s (+50.0%, p 0.0079)\n"), "%s",
+              out);
+    cr_expect(strstr(out, "+7.1%") && strstr(out, "slower, not significant"), "%s", out);
+    cr_expect(strstr(out, "over 5% but not significant (p >= 0.05; not regressions): n (+7.1%, p "), "%s", out);
+    cr_expect(!strstr(out, "q (+"), "q is significant but within the threshold: %s", out);
+    /* alpha 0.005: 5 against 5 can reach 0.0079 at best, so nothing is tested (6 against 6 could) */
+    cr_expect_eq(compare_alpha(base, head, 5, 0.005, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "6 against 6 is the fewest"), "%s", out);
+    cr_expect(strstr(out, "s (+50.0%, 5 vs 5)"), "%s", out);
+    cr_expect(!strstr(out, "REGRESSION"), "%s", out);
+}
+
+/* The issue's case: the same code run twice, 3 repetitions each, medians
+ * -41% and +64% apart.  3 against 3 gives p >= 0.1: never a regression,
+ * and the output says why. */
+Test(bench_compare, three_repetitions_are_too_few, .init = mk_tmp, .fini = rm_tmp) {
+    char base[256], head[256], out[8192];
+    gb_file("base.json", IT("x", "10", "ms") "," IT("x", "11", "ms") "," IT("x", "12", "ms"), base);
+    gb_file("head.json", IT("x", "17", "ms") "," IT("x", "18", "ms") "," IT("x", "19", "ms"), head);
+    cr_expect_eq(compare_alpha(base, head, 5, 0.05, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "not tested (3 vs 3 repetitions)"), "%s", out);
+    cr_expect(strstr(out, "(0.1 for 3 against 3); 4 against 4 is the fewest that can reach it"), "%s", out);
+    cr_expect(strstr(out, "x (+63.6%, 3 vs 3)"), "%s", out);
+    cr_expect(!strstr(out, "REGRESSION"), "%s", out);
+    cr_expect_eq(compare_alpha(head, base, 5, 0.05, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "x (-38.9%, 3 vs 3)"), "%s", out);
+}
+
 /* Counters (the perf gate's instructions): printed exactly, compared by
  * percentage, a case missing in head reported (and 3 with fail_missing). */
 Test(bench_compare, integer_counters_exact_and_missing, .init = mk_tmp, .fini = rm_tmp) {
@@ -966,7 +1031,7 @@ Test(bench_compare, integer_counters_exact_and_missing, .init = mk_tmp, .fini = 
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert_not_null(f);
-    BenchCompareOpts o = {3, "instructions", 0};
+    BenchCompareOpts o = {3, "instructions", 0, 0.05};
     int rc = bench_compare_files(base, head, &o, f, f);
     fclose(f);
     snprintf(out, sizeof out, "%s", buf);

@@ -1,15 +1,19 @@
 /*
  * test_report.c — `gated report`: the Student-t distribution, Welch's and
- * the paired t-test, Holm–Bonferroni and Fisher's exact test against
- * reference values (t: mpmath at 30 digits; Fisher: exact fractions, as
- * computed by an independent Python script, see the values' comments), and
+ * the paired t-test, Holm–Bonferroni, Fisher's exact test and the
+ * Mann-Whitney U test (`gated compare`'s) against reference values (t:
+ * mpmath at 30 digits; Fisher: exact fractions, as computed by an
+ * independent Python script; U: by hand and by brute force over every
+ * ordering; see the values' comments), and
  * the report itself on a fixture database built here through the store
  * API: exact numbers in the md, csv and tex tables (means, sample stds of
  * the loss and the probes, Δ, its interval, the test used, raw and
  * Holm-adjusted p, the `*` mark, the lr-matched reference and the
  * divergence test, the paper column), the plot data files (last step only,
- * means and histogram sums over seeds, the lr sweep with its diverged runs)
- * and, where gnuplot exists, the SVG / PNG images; the report without
+ * means and histogram sums over seeds, the lr sweep with its diverged runs),
+ * the plot scripts (no two series alike past the 8 colours, std bands and
+ * error bars where seeds repeat, the viridis heatmap, labelled ticks on log
+ * axes) and, where gnuplot exists, the SVG / PNG images; the report without
  * gnuplot; and exit status 2 with its message for a missing or corrupt
  * database and an unknown sweep (in process, and through GATED_BIN when it
  * is set).  A second fixture (fixture_sink) holds attention-sink probes and
@@ -334,6 +338,21 @@ static char *out_file(Fx *fx, const char *name) {
     return test_read_file(p, NULL);
 }
 
+/* The look (" lc ... dt ...[ pt ...]", up to " title") of the plot clause
+ * "index N using COLS with STYLE" of a gnuplot script, into out ("" when
+ * there is no such clause or it sets no colour). */
+static void gp_look_of(const char *gp, int index, const char *cols_style, char *out, size_t cap) {
+    char key[96];
+    snprintf(key, sizeof key, "' index %d using %s", index, cols_style);
+    out[0] = '\0';
+    const char *p = strstr(gp, key);
+    if (!p || !(p = strstr(p, " lc "))) return;
+    const char *e = strstr(p, " title");
+    const char *nl = strchr(p, '\n');
+    if (!e || (nl && nl < e)) return;
+    snprintf(out, cap, "%.*s", (int)(e - p), p);
+}
+
 /* ------------------------------------------------------------------ */
 /* statistics                                                          */
 /* ------------------------------------------------------------------ */
@@ -459,6 +478,110 @@ Test(report, paired_holm_fisher) {
     cr_assert_eq(stats_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
     cr_assert(isnan(stats_fisher_exact(0, 0, 1, 3)));
     cr_assert(isnan(stats_fisher_exact(-1, 2, 1, 3)));
+}
+
+/* Mann-Whitney U against hand-computed values: U counted pair by pair,
+ * exact p-values as fractions of the C(n+m, n) orderings (the orderings
+ * with U <= k are the partitions of k into at most n parts no larger than
+ * m), the normal approximation's z from hand-ranked data (midranks, the
+ * tie term sum(t^3 - t)), checked also against a normal table; and the
+ * exact distribution against brute force over every ordering. */
+Test(report, mann_whitney) {
+    MWUTest w;
+    const double lo3[3] = {1, 2, 3}, hi3[3] = {4, 5, 6};
+    cr_assert_eq(stats_mann_whitney(lo3, 3, hi3, 3, &w), 0);
+    cr_assert(w.exact && w.u == 0);
+    cr_assert_float_eq(w.p, 2.0 / 20, 1e-12); /* the one ordering of 20 at each end */
+    cr_assert_eq(stats_mann_whitney(hi3, 3, lo3, 3, &w), 0);
+    cr_assert(w.u == 9);
+    cr_assert_float_eq(w.p, 2.0 / 20, 1e-12);
+    /* u = 3 (3 > 2, 5 > 2, 5 > 4); U <= 3 of 3 vs 4: 1 + 1 + 2 + 3 = 7 of 35 orderings */
+    const double a34[3] = {1, 3, 5}, b34[4] = {2, 4, 6, 7};
+    cr_assert_eq(stats_mann_whitney(a34, 3, b34, 4, &w), 0);
+    cr_assert(w.exact && w.u == 3);
+    cr_assert_float_eq(w.p, 14.0 / 35, 1e-12);
+    /* Conover's example (SciPy's docs: p 0.1111): u = 3 + 4 + 2 + 4 + 4 = 17 of 20, 7 of 126 orderings */
+    const double males[5] = {19, 22, 16, 29, 24}, females[4] = {20, 11, 17, 12};
+    cr_assert_eq(stats_mann_whitney(males, 5, females, 4, &w), 0);
+    cr_assert(w.exact && w.u == 17);
+    cr_assert_float_eq(w.p, 1.0 / 9, 1e-12);
+    /* u at the centre: 2 P(U <= 2) = 2 x 4/6, capped at 1 */
+    const double a22[2] = {1, 4}, b22[2] = {2, 3};
+    cr_assert_eq(stats_mann_whitney(a22, 2, b22, 2, &w), 0);
+    cr_assert(w.u == 2 && w.p == 1);
+
+    /* ties: normal approximation.  {1,2,2} vs {2,3,3,4}: ranks 1 | 3 3 3 | 5.5 5.5 | 7, R_a = 7,
+     * u = 7 - 6 = 1; sigma^2 = 12/12 (8 - (24 + 6) / 42) = 51/7; z = (11 - 6 - 1/2) / sigma = 1.667
+     * (a normal table: two-sided 0.0955) */
+    const double at[3] = {1, 2, 2}, bt[4] = {2, 3, 3, 4};
+    cr_assert_eq(stats_mann_whitney(at, 3, bt, 4, &w), 0);
+    cr_assert(!w.exact && w.u == 1);
+    cr_assert_float_eq(w.p, erfc(4.5 / sqrt(51.0 / 7) / sqrt(2.0)), 1e-12);
+    cr_assert_float_eq(w.p, 0.0955, 5e-4);
+    /* both samples over 8, no ties: normal.  u = 0, sigma^2 = 100 x 21 / 12 = 175, z = 49.5 / sqrt(175)
+     * = 3.742 (table: 1.83e-4) */
+    double s10[20];
+    for (int i = 0; i < 20; i++) s10[i] = i + 1;
+    cr_assert_eq(stats_mann_whitney(s10, 10, s10 + 10, 10, &w), 0);
+    cr_assert(!w.exact && w.u == 0);
+    cr_assert_float_eq(w.p, erfc(49.5 / sqrt(175.0) / sqrt(2.0)), 1e-15);
+    cr_assert_float_eq(w.p, 1.83e-4, 0.02e-4);
+    /* every value tied: no evidence at all */
+    const double five[3] = {5, 5, 5};
+    cr_assert_eq(stats_mann_whitney(five, 2, five, 3, &w), 0);
+    cr_assert(w.u == 3 && w.p == 1);
+    /* nothing to test */
+    const double nan1[1] = {NAN};
+    cr_assert_eq(stats_mann_whitney(lo3, 0, hi3, 3, &w), -1);
+    cr_assert_eq(stats_mann_whitney(nan1, 1, hi3, 3, &w), -1);
+
+    /* the smallest p: 2 / C(n+m, n) */
+    cr_assert_float_eq(stats_mann_whitney_min_p(3, 3), 0.1, 1e-12);
+    cr_assert_float_eq(stats_mann_whitney_min_p(4, 4), 2.0 / 70, 1e-12);
+    cr_assert_float_eq(stats_mann_whitney_min_p(3, 5), 2.0 / 56, 1e-12);
+    cr_assert_eq(stats_mann_whitney_min_p(1, 1), 1);
+    cr_assert_eq(stats_mann_whitney_min_p(0, 3), 1);
+
+    /* the exact distribution against brute force: every subset of n of the n+m ranks as sample a */
+    static const int nm[][2] = {{1, 4}, {3, 3}, {5, 7}, {8, 9}, {7, 2}};
+    for (size_t c = 0; c < sizeof nm / sizeof nm[0]; c++) {
+        int n = nm[c][0], m = nm[c][1], N = n + m;
+        double hist[80] = {0}, total = 0;
+        for (unsigned mask = 0; mask < 1u << N; mask++) {
+            if (__builtin_popcount(mask) != n) continue;
+            int u = 0, below = 0; /* u: pairs (a, b) with a above b */
+            for (int r = 0; r < N; r++) {
+                if (mask >> r & 1)
+                    u += below;
+                else
+                    below++;
+            }
+            hist[u]++;
+            total++;
+        }
+        for (unsigned mask = 0; mask < 1u << N; mask++) {
+            if (__builtin_popcount(mask) != n) continue;
+            double a[16], b[16];
+            int ia = 0, ib = 0, u = 0, below = 0;
+            for (int r = 0; r < N; r++) {
+                if (mask >> r & 1) {
+                    a[ia++] = r;
+                    u += below;
+                } else {
+                    b[ib++] = r;
+                    below++;
+                }
+            }
+            int k = u < n * m - u ? u : n * m - u;
+            double cum = 0;
+            for (int j = 0; j <= k; j++) cum += hist[j];
+            double p = 2 * cum / total > 1 ? 1 : 2 * cum / total;
+            cr_assert_eq(stats_mann_whitney(a, n, b, m, &w), 0);
+            cr_assert(w.exact && w.u == u, "%d vs %d: u %g, expected %d", n, m, w.u, u);
+            cr_assert_float_eq(w.p, p, 1e-12 * p, "%d vs %d, u %d: p %.17g, expected %.17g", n, m, u, w.p, p);
+            if (u == 0) cr_assert_float_eq(stats_mann_whitney_min_p(n, m), p, 1e-12 * p);
+        }
+    }
 }
 
 Test(report, paper_table) {
@@ -592,13 +715,23 @@ Test(report, markdown) {
     free(d);
     d = out_file(&fx, "plots/lr-lr.gp");
     assert_has(d, "set logscale x");
-    assert_has(d, "index 0 using 1:2:3 with yerrorlines title 'position=none'");
-    assert_has(d, "index 1 using 1:2:3 with yerrorlines title 'position=sdpa'");
+    /* a labelled tick at every learning rate tried (gnuplot alone labels 0.001 and 0.01) */
+    assert_has(d, "set xtics (\"0.001\" 0.001, \"0.003\" 0.003, \"0.01\" 0.01)\n");
+    assert_has(d, "index 0 using 1:2:3 with yerrorlines lc rgb ");
+    assert_has(d, " title 'position=none'");
+    assert_has(d, "index 1 using 1:2:3 with yerrorlines lc rgb ");
+    assert_has(d, " title 'position=sdpa'");
     assert_has(d, "title 'diverged'");
     free(d);
     d = out_file(&fx, "plots/lrv-lr.gp"); /* series named by the labels without their lr */
-    assert_has(d, "index 0 using 1:2:3 with yerrorlines title 'baseline'");
-    assert_has(d, "index 1 using 1:2:3 with yerrorlines title 'G1'");
+    assert_has(d, "title 'baseline'");
+    assert_has(d, "title 'G1'");
+    free(d);
+    /* M-Act on a log axis: the means +- std span 11 .. 26 (rows 12 +- 1 and 22 +- 1 per layer, more-q-heads
+     * 15 and 25): under a decade, so round values 5 apart, not gnuplot's lone label at 10 */
+    d = out_file(&fx, "plots/main-m_act.gp");
+    assert_has(d, "set logscale y\nset autoscale yfix\n");
+    assert_has(d, "set ytics (\"15\" 15, \"20\" 20, \"25\" 25)\n");
     free(d);
 
     if (have_gnuplot()) {
@@ -857,6 +990,78 @@ Test(report, sink_and_context_length_md) {
     fx_rm(&fx);
 }
 
+/* More series than colours: 10 rows (2 seeds each) in sweep "many"; 2
+ * rows of one seed in sweep "single".  Every line must look different
+ * (colour, dash type), bands of +- std come first (under every line) and
+ * only where some point has 2 runs, error bars on the per-layer plots. */
+Test(report, plots_tell_many_series_apart_and_draw_the_std) {
+    Fx fx;
+    Store *s = fx_open(&fx);
+    enum { NR = 10 };
+    char ids[NR * 2 + 2][17], labels[NR + 2][32];
+    StoreSweepRun sr[NR * 2 + 2];
+    for (int i = 0; i < NR * 2 + 2; i++) {
+        int row = i < NR * 2 ? i / 2 : NR + (i - NR * 2), seed = i < NR * 2 ? i % 2 + 1 : 1;
+        snprintf(labels[row], sizeof labels[row], "row-%d", row);
+        char json[160], name[64];
+        snprintf(json, sizeof json, "{\"model.n_head\":%d,\"train.seed\":%d}", row + 1, seed);
+        snprintf(name, sizeof name, "r%d-s%d", row, seed);
+        add_run(s, json, name, seed, "finished", 2.0 + 0.01 * row + 0.005 * seed, 0.1, 5 + seed, NAN, 0, 0, 100,
+                ids[i]);
+        sr[i] = (StoreSweepRun){ids[i], labels[row], seed, i, row == 0 || row == NR};
+    }
+    cr_assert_eq(store_sweep_record(s, "many", NR * 2, sr, NR * 2), 0, "%s", store_errmsg(s));
+    cr_assert_eq(store_sweep_record(s, "single", 2, sr + NR * 2, 2), 0, "%s", store_errmsg(s));
+    store_close(s);
+    char err[1024], *log;
+    int rc = run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+
+    char *d = out_file(&fx, "plots/many-val_loss.gp");
+    char lk[NR][128];
+    int dashed = 0;
+    for (int i = 0; i < NR; i++) {
+        gp_look_of(d, i, "1:2 with linespoints", lk[i], sizeof lk[i]);
+        cr_assert(strstr(lk[i], " lc ") && strstr(lk[i], " dt "), "series %d has no colour and dash type:\n%s", i, d);
+        dashed += strstr(lk[i], " dt 1") == NULL;
+        /* colour and dash type: "lc rgb '#xxxxxx' dt N" */
+        char *pt = strstr(lk[i], " pt ");
+        if (pt) *pt = '\0';
+        for (int j = 0; j < i; j++) cr_assert_str_neq(lk[i], lk[j], "series %d and %d look alike", i, j);
+    }
+    cr_assert_eq(dashed, NR - 8, "the series past the palette's 8 colours are dashed:\n%s", d);
+    /* the bands: one per row, all before the first line */
+    const char *band = "using 1:($2-$3):($2+$3) with filledcurves";
+    int nband = 0;
+    for (const char *p = d; (p = strstr(p, band)); p++) nband++;
+    cr_assert_eq(nband, NR, "%s", d);
+    cr_assert(strstr(d, band) < strstr(d, "with linespoints"), "%s", d);
+    assert_has(d, "notitle");
+    free(d);
+    d = out_file(&fx, "plots/many-f_attn.gp");
+    assert_has(d, "' index 9 using 1:2:3 with yerrorlines lc rgb ");
+    free(d);
+    /* one seed per row: no std to draw */
+    d = out_file(&fx, "plots/single-val_loss.gp");
+    assert_lacks(d, "filledcurves");
+    assert_has(d, "' index 1 using 1:2 with linespoints lc rgb ");
+    free(d);
+    d = out_file(&fx, "plots/single-f_attn.gp");
+    assert_lacks(d, "yerrorlines");
+    free(d);
+    /* the captions say what is drawn */
+    char *md = out_file(&fx, "report.md");
+    const char *cap = "Validation loss against step (mean over seeds; band: +- std)";
+    assert_has(md, cap);
+    assert_lacks(strstr(md, cap) + 1, cap); /* sweep many only */
+    assert_has(md, "**F-Attn per layer (last step, mean over seeds; error bars: std)**");
+    assert_has(md, "**M-Act per layer (last step, mean over seeds; error bars: std; log scale)**");
+    assert_has(md, "**Validation loss against step (mean over seeds)**"); /* sweep single */
+    free(md);
+    fx_rm(&fx);
+}
+
 Test(report, sink_and_context_length_plots) {
     Fx fx;
     fixture_sink(&fx);
@@ -870,6 +1075,10 @@ Test(report, sink_and_context_length_plots) {
     free(d);
     d = out_file(&fx, "plots/sink-fattn-heads.gp");
     assert_has(d, "set cbrange [0:1]\n");
+    /* viridis (9 stops of matplotlib's map), not gnuplot's rainbow */
+    assert_has(d, "set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', "
+                  "5 '#28ae80', 6 '#5ec962', 7 '#addc30', 8 '#fde725')\n");
+    assert_lacks(d, "rgb 33,13,10");
     assert_has(d, " 'sink-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image");
     assert_has(d, " 'sink-fattn-heads.dat' index 1 matrix using ($1+3):2:3 with image");
     assert_has(d, "set label 2 'G1-elementwise' at 3.5, graph 1.03 center\n");
@@ -884,8 +1093,20 @@ Test(report, sink_and_context_length_plots) {
     d = out_file(&fx, "plots/sink-ppl-vs-length.gp");
     assert_has(d, "set logscale x 2\nset logscale y\n");
     assert_has(d, "set arrow from 128, graph 0 to 128, graph 1 nohead dt 3\n");
-    assert_has(d, "index 0 using 1:2:3 with yerrorlines lc 1 dt 1 title 'baseline (none)'");
-    assert_has(d, "index 5 using 1:2:3 with yerrorlines lc 2 dt 3 title 'G1-elementwise (yarn F=4)'");
+    /* PPL means +- std span 4.76 (G1 at 128: 4.9 - 0.14) .. 22.41 (baseline at 512: 21 + 1.41): 4 labelled
+     * ticks, where gnuplot labels only 10 */
+    assert_has(d, "set ytics (\"5\" 5, \"10\" 10, \"15\" 15, \"20\" 20)\n");
+    assert_has(d, "index 0 using 1:2:3 with yerrorlines lc rgb ");
+    assert_has(d, " title 'baseline (none)'");
+    assert_has(d, " title 'G1-elementwise (yarn F=4)'");
+    /* blocks: (baseline, G1) x (none, yarn, yarn F=4): colour by row, dash type by series */
+    char lk[6][128];
+    for (int i = 0; i < 6; i++) gp_look_of(d, i, "1:2:3 with yerrorlines", lk[i], sizeof lk[i]);
+    cr_assert(strstr(lk[0], " dt 1") && strstr(lk[1], " dt 1") && strstr(lk[2], " dt 2") && strstr(lk[5], " dt 3"),
+              "%s\n%s\n%s\n%s", lk[0], lk[1], lk[2], lk[5]);
+    cr_assert(strncmp(lk[0], lk[2], 20) == 0 && strncmp(lk[0], lk[4], 20) == 0, "one colour per row: %s / %s / %s",
+              lk[0], lk[2], lk[4]);
+    cr_assert(strncmp(lk[0], lk[1], 20) != 0, "rows differ in colour: %s / %s", lk[0], lk[1]);
     free(d);
     char *md = out_file(&fx, "report.md");
     assert_has(md, "**F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "

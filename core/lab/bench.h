@@ -225,14 +225,28 @@ typedef struct {
     double threshold;    /* percent: head > base by more than this is a regression */
     const char *metric;  /* "real_time" (default), "cpu_time", or a counter name */
     int fail_missing;    /* a case in base but not in head counts as a regression */
+    double alpha;        /* significance level of the U test; <= 0: 0.05 */
 } BenchCompareOpts;
 
 /* Compare two Google-Benchmark JSON files (read by util/json.h's
  * json_parse_file) by name: a case's value is its "median" aggregate's
  * metric (times converted from time_unit to seconds), else the median over
- * its iteration rows.  Prints one line per case to out (base, head,
- * change, verdict) and names regressions and missing cases.  Returns 0 (no regression), 3 (a regression) or 2 (a
- * file is unreadable or not benchmark JSON; message to errf). */
+ * its iteration rows; change = (head - base) / base.  Times are tested, as
+ * Google Benchmark's compare.py does: a two-sided Mann-Whitney U test
+ * (stats.h) of the base's iteration rows (repetitions) against the head's;
+ * a time is a regression when the change is over the threshold AND p <
+ * alpha, "faster" when under -threshold and p < alpha, "not significant"
+ * when beyond the threshold with p >= alpha.  When the repetitions are too
+ * few for any result to reach p < alpha (stats_mann_whitney_min_p >=
+ * alpha: 3 against 3 gives at best 0.1; a side with a median aggregate
+ * alone has none) the case is "not tested" and never a regression.
+ * Counters (any metric but real_time / cpu_time: callgrind's exact
+ * instruction counts) are compared by the threshold alone.  Prints one
+ * line per case to out (base, head, change, p, verdict; names escaped as
+ * store_escape does) and names regressions, untested and missing cases.
+ * Returns 0 (no regression), 3 (a regression, or with fail_missing a
+ * missing case) or 2 (a file is unreadable or not benchmark JSON, out of
+ * memory; message to errf). */
 int bench_compare_files(const char *base, const char *head, const BenchCompareOpts *o, FILE *out, FILE *errf);
 
 #endif

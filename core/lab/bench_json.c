@@ -7,6 +7,7 @@
 #include "lab/bench.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <gnu/libc-version.h>
 #endif
 
+#include "lab/stats.h"
 #include "nn/real.h"
 #include "run/store.h"
 #include "util/json.h"
@@ -398,9 +400,30 @@ static void fmt_val(char *buf, size_t cap, double x, int is_time) {
     snprintf(buf, cap, "%.4g %s", x * sc, u);
 }
 
+/* Append ", TEXT" (or TEXT when empty) to the list in buf (cut at cap). */
+static void list_add(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void list_add(char *buf, size_t cap, const char *fmt, ...) {
+    size_t m = strlen(buf);
+    if (m + 3 >= cap) return;
+    if (m) m += (size_t)snprintf(buf + m, cap - m, ", ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + m, cap - m, fmt, ap);
+    va_end(ap);
+}
+
+/* The fewest repetitions per side (k against k) whose Mann-Whitney test
+ * can reach p < alpha (999 if none up to that). */
+static int reps_needed(double alpha) {
+    for (int k = 1; k < 999; k++)
+        if (stats_mann_whitney_min_p(k, k) < alpha) return k;
+    return 999;
+}
+
 int bench_compare_files(const char *base, const char *head, const BenchCompareOpts *o, FILE *out, FILE *errf) {
     const char *metric = o && o->metric ? o->metric : "real_time";
     double thr = o ? o->threshold : 5;
+    double alpha = o && o->alpha > 0 ? o->alpha : 0.05;
     CmpSet A, B;
     int la = load_cmp(base, metric, &A, errf), lb = la ? -1 : load_cmp(head, metric, &B, errf);
     if (la || lb) {
@@ -417,52 +440,97 @@ int bench_compare_files(const char *base, const char *head, const BenchCompareOp
     int w = 40;
     for (int i = 0; i < A.n; i++)
         if ((int)strlen(A.c[i].name) > w) w = (int)strlen(A.c[i].name);
-    fprintf(out, "%-*s %14s %14s %9s  %s\n", w, "case", "base", "head", "change", "verdict");
-    int nreg = 0, nmiss = 0;
-    char regs[4096] = "", miss[4096] = "";
+    fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, "case", "base", "head", "change", "p", "verdict");
+    int nreg = 0, nmiss = 0, nfew = 0, nnoise = 0, rc = 0;
+    char regs[4096] = "", miss[4096] = "", few[4096] = "", noise[4096] = "";
     for (int i = 0; i < A.n; i++) {
         const CmpCase *a = &A.c[i];
         const CmpCase *b = NULL;
         for (int k = 0; k < B.n; k++)
             if (strcmp(B.c[k].name, a->name) == 0) b = &B.c[k];
         double va = cmp_value(a), vb = b ? cmp_value(b) : NAN;
-        char sa[32], sb[32];
+        char sa[32], sb[32], qn[768];
         fmt_val(sa, sizeof sa, va, a->is_time);
         fmt_val(sb, sizeof sb, vb, a->is_time);
+        store_escape(a->name, qn, sizeof qn);
         if (!b || isnan(vb)) {
             nmiss++;
-            size_t m = strlen(miss);
-            snprintf(miss + m, sizeof miss - m, "%s%s", m ? ", " : "", a->name);
-            fprintf(out, "%-*s %14s %14s %9s  %s\n", w, a->name, sa, "-", "", "MISSING in head");
+            list_add(miss, sizeof miss, "%s", qn);
+            fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, qn, sa, "-", "", "", "MISSING in head");
             continue;
         }
         double ch = va > 0 ? 100.0 * (vb - va) / va : (vb > va ? INFINITY : 0);
-        const char *verdict = "ok";
-        if (ch > thr) {
-            verdict = "REGRESSION";
-            nreg++;
-            size_t m = strlen(regs);
-            snprintf(regs + m, sizeof regs - m, "%s%s (%+.1f%%)", m ? ", " : "", a->name, ch);
-        } else if (ch < -thr) {
-            verdict = "faster";
+        /* times are measurements: over the threshold is not enough, the
+         * repetitions must differ significantly (Mann-Whitney U, as Google
+         * Benchmark's compare.py); counters (callgrind's instructions) are
+         * exact, the threshold alone decides */
+        char ps[16] = "-", verdict[64] = "ok";
+        int sig = 1;
+        if (a->is_time) {
+            MWUTest t;
+            if (stats_mann_whitney_min_p(a->nit, b->nit) >= alpha) {
+                snprintf(verdict, sizeof verdict, "not tested (%d vs %d repetitions)", a->nit, b->nit);
+                nfew++;
+                list_add(few, sizeof few, "%s (%+.1f%%, %d vs %d)", qn, ch, a->nit, b->nit);
+                fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
+                continue;
+            }
+            if (stats_mann_whitney(a->it, a->nit, b->it, b->nit, &t)) {
+                fprintf(errf, "gated compare: out of memory\n");
+                rc = 2;
+                break;
+            }
+            snprintf(ps, sizeof ps, "%.4f", t.p);
+            sig = t.p < alpha;
         }
-        fprintf(out, "%-*s %14s %14s %+8.1f%%  %s\n", w, a->name, sa, sb, ch, verdict);
+        if (ch > thr && sig) {
+            snprintf(verdict, sizeof verdict, "REGRESSION");
+            nreg++;
+            if (a->is_time)
+                list_add(regs, sizeof regs, "%s (%+.1f%%, p %s)", qn, ch, ps);
+            else
+                list_add(regs, sizeof regs, "%s (%+.1f%%)", qn, ch);
+        } else if (ch < -thr && sig) {
+            snprintf(verdict, sizeof verdict, "faster");
+        } else if (fabs(ch) > thr) {
+            snprintf(verdict, sizeof verdict, "%s, not significant", ch > 0 ? "slower" : "faster");
+            nnoise++;
+            list_add(noise, sizeof noise, "%s (%+.1f%%, p %s)", qn, ch, ps);
+        }
+        fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
     }
     int nnew = 0;
-    for (int k = 0; k < B.n; k++) {
+    for (int k = 0; rc == 0 && k < B.n; k++) {
         int found = 0;
         for (int i = 0; i < A.n && !found; i++) found = strcmp(A.c[i].name, B.c[k].name) == 0;
         if (!found) {
-            char sb[32];
+            char sb[32], qn[768];
             fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].is_time);
-            fprintf(out, "%-*s %14s %14s %9s  %s\n", w, B.c[k].name, "-", sb, "", "new in head");
+            fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, store_escape(B.c[k].name, qn, sizeof qn), "-", sb, "",
+                    "", "new in head");
             nnew++;
         }
     }
-    if (nreg) fprintf(out, "regressions over %.3g%% (%s): %s\n", thr, metric, regs);
-    if (nmiss) fprintf(out, "missing in %s: %s\n", head, miss);
-    if (!nreg && !nmiss) fprintf(out, "no regression over %.3g%% (%s) in %d cases\n", thr, metric, A.n);
+    int is_time = A.c[0].is_time;
+    if (rc == 0) {
+        char test[96] = "";
+        if (is_time) snprintf(test, sizeof test, ", Mann-Whitney U p < %.3g", alpha);
+        if (nreg) fprintf(out, "regressions over %.3g%% (%s%s): %s\n", thr, metric, test, regs);
+        if (nnoise)
+            fprintf(out, "over %.3g%% but not significant (p >= %.3g; not regressions): %s\n", thr, alpha, noise);
+        if (nfew)
+            fprintf(out,
+                    "not tested (not regressions): too few repetitions for p < %.3g: with n against m repetitions "
+                    "the smallest p is 2 / C(n + m, n) (0.1 for 3 against 3); %d against %d is the fewest that can "
+                    "reach it (9 or more recommended): %s\n",
+                    alpha, reps_needed(alpha), reps_needed(alpha), few);
+        if (nmiss) fprintf(out, "missing in %s: %s\n", head, miss);
+        if (!nreg && !nmiss)
+            fprintf(out, "no regression over %.3g%% (%s%s) in %d cases%s\n", thr, metric, test, A.n,
+                    nfew ? " (some not tested: see above)" : "");
+        rc = nreg || (nmiss && o && o->fail_missing) ? 3 : 0;
+    }
     cmpset_free(&A);
     cmpset_free(&B);
-    return nreg || (nmiss && o && o->fail_missing) ? 3 : 0;
+    return rc;
 }

@@ -4,8 +4,10 @@
  *
  * Plots (DIR/plots/SWEEP-*.{dat,gp,svg,png}; SWEEP with characters other
  * than [A-Za-z0-9._-] replaced by '_'), each from finished runs:
- *   -val_loss     metric val_loss against step, mean over the variant's runs
- *   -f_attn       metric f_attn, context layer=N, last step, mean, per layer
+ *   -val_loss     metric val_loss against step, mean over the variant's runs,
+ *                 a band of +- one std over them (when some step has 2 runs)
+ *   -f_attn       metric f_attn, context layer=N, last step, mean, per layer,
+ *                 error bars +- std
  *   -m_act        the same for m_act (log y axis)
  *   -gate-K-LABEL histogram 'gate', context layer=N, last step, counts summed
  *                 over the variant's runs, as a fraction per layer (K: the
@@ -21,10 +23,15 @@
  *   -fattn-heads  sweeps with sink probes: metric f_attn, context
  *                 layer=L,head=H, last step, mean over the row's finished
  *                 runs; one panel per row, side by side on one colour scale
- *                 0..1
+ *                 0..1 (viridis: perceptually uniform, readable in grey)
  *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
  *                 against the context length (log2 x, log y), mean ± std,
  *                 one colour per row and one dash type per scaling series
+ * Series are told apart by colour (GP_COLOURS), then dash type and point
+ * type (gp_look), so more series than colours never repeat a look.  Log
+ * axes get explicit labelled ticks (gp_log_tics): gnuplot labels only the
+ * powers of ten, which leaves a range under a decade with one label or
+ * none.
  * Each .gp script is self-contained (run `gnuplot NAME.gp` in plots/) and
  * is run by fork/exec with plots/ as working directory; gnuplot's output
  * goes to plots/gnuplot.log.  The SVG / PNG terminals are probed once
@@ -59,14 +66,21 @@ static int pts_add(R *r, Pts *v, double x, double y) {
     return 0;
 }
 
+static int dbl_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static int pt_cmp(const void *a, const void *b) {
     double x = ((const Pt *)a)->x, y = ((const Pt *)b)->x;
     return (x > y) - (x < y);
 }
 
 /* Sort by x and write "x mean std n" per distinct x (std 0 for n = 1);
- * returns the number of lines written. */
-static int pts_write(Pts *v, FILE *f) {
+ * returns the number of lines written.  The range of mean +- std (of the
+ * mean where mean - std <= 0, for log axes) widens [*lo, *hi], and *multi
+ * is set when some x has n > 1 (both may be NULL). */
+static int pts_write(Pts *v, FILE *f, double *lo, double *hi, int *multi) {
     if (v->n == 0) return 0;
     qsort(v->p, (size_t)v->n, sizeof *v->p, pt_cmp);
     int lines = 0;
@@ -82,6 +96,11 @@ static int pts_write(Pts *v, FILE *f) {
         n = j - i;
         s = n > 1 ? sqrt(ss / (n - 1)) : 0;
         fprintf(f, "%.10g %.10g %.10g %d\n", v->p[i].x, m, s, n);
+        if (lo && isfinite(m)) {
+            *lo = fmin(*lo, m - s > 0 ? m - s : m);
+            *hi = fmax(*hi, m + s);
+        }
+        if (multi && n > 1) *multi = 1;
         lines++;
         i = j;
     }
@@ -203,6 +222,67 @@ static void gp_tail(R *r, FILE *f, const char *base) {
     fprintf(f, "set output\n");
 }
 
+/* Line colours: Okabe & Ito's colour-blind-safe set, its yellow (unreadable
+ * on white) replaced by grey.  One place: the number of colours is what
+ * makes dash types necessary. */
+static const char *const GP_COLOURS[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                         "#e69f00", "#56b4e9", "#000000", "#999999"};
+#define GP_NCOLOURS ((int)(sizeof GP_COLOURS / sizeof GP_COLOURS[0]))
+/* Dash types: gnuplot's solid, dashed, dotted, dash-dot, dash-dot-dot and
+ * three patterns of our own (the built-in ones repeat after 5). */
+static const char *const GP_DASHES[] = {"1", "2", "3", "4", "5", "(12,4,2,4,2,4)", "(20,6)", "(2,8)"};
+#define GP_NDASHES ((int)(sizeof GP_DASHES / sizeof GP_DASHES[0]))
+/* Point types 1..13 (+, x, *, open and filled square, circle, triangle,
+ * inverted triangle, diamond) are all distinct shapes. */
+#define GP_NPOINTS 13
+
+/* " lc ... dt ... pt ..." for colour c, dash d and point type p (each taken
+ * modulo its count; p < 0: no point type, for styles without points). */
+static void gp_look(FILE *f, int c, int d, int p) {
+    fprintf(f, " lc rgb '%s' dt %s", GP_COLOURS[c % GP_NCOLOURS], GP_DASHES[d % GP_NDASHES]);
+    if (p >= 0) fprintf(f, " pt %d", p % GP_NPOINTS + 1);
+}
+
+/* The look of series k of a plot: colour k mod the colours, the next dash
+ * type each time the colours run out (solid lines up to GP_NCOLOURS
+ * series), point type k mod 13.  Colour and dash alone differ for the
+ * first 64 series; with the point type for the first 832. */
+static void gp_series_look(FILE *f, int k) { gp_look(f, k, k / GP_NCOLOURS, k); }
+
+/* Labelled ticks for a log axis ("x" or "y") whose data span [lo, hi]
+ * (lo > 0).  A decade or more: the powers of ten when 3 or more of them
+ * fall inside (every step-th one past 12), else 1, 2 and 5 times them
+ * (any decade holds 3 of those).  Under a decade, where gnuplot labels one
+ * power of ten or none: evenly spaced round values, the largest step of 1,
+ * 2 or 5 times a power of ten that fits 3 times (3 to 7 ticks).  Nothing
+ * for a range that is not positive and finite (gnuplot's own ticks). */
+static void gp_log_tics(FILE *f, const char *axis, double lo, double hi) {
+    if (!(lo > 0) || !(hi >= lo) || !isfinite(hi)) return;
+    static const double nice[3] = {1, 2, 5};
+    const double lo_ = lo * (1 - 1e-9), hi_ = hi * (1 + 1e-9);
+    fprintf(f, "set %stics (", axis);
+    int n = 0;
+    if (hi >= 10 * lo) {
+        int e0 = (int)floor(log10(lo)), e1 = (int)floor(log10(hi)), powers = 0;
+        for (int e = e0; e <= e1; e++) powers += pow(10, e) >= lo_;
+        int step = powers > 12 ? (powers + 11) / 12 : 1, m = powers >= 3 ? 1 : 3;
+        for (int e = e0; e <= e1; e++)
+            for (int i = 0; i < m; i++) {
+                double t = nice[i] * pow(10, e);
+                if (t >= lo_ && t <= hi_ && (m > 1 || (e - e0) % step == 0))
+                    fprintf(f, "%s\"%g\" %g", n++ ? ", " : "", t, t);
+            }
+    } else if (!(hi > lo)) {
+        fprintf(f, "\"%g\" %g", lo, lo); /* one value: gnuplot widens the range around it */
+    } else {
+        double span = hi - lo, p10 = pow(10, floor(log10(span / 3))), st = p10;
+        for (int i = 0; i < 3; i++)
+            if (nice[i] * p10 <= span / 3 * (1 + 1e-9)) st = nice[i] * p10;
+        for (double k = ceil(lo_ / st); k * st <= hi_; k++) fprintf(f, "%s\"%g\" %g", n++ ? ", " : "", k * st, k * st);
+    }
+    fprintf(f, ")\n");
+}
+
 /* Record the plot and run its script (when gnuplot is usable). */
 static int plot_finish(R *r, RSweep *s, const char *base, char *title) {
     if (rep_grow(r, (void **)&s->plots, &s->plots_cap, s->nplots + 1, sizeof *s->plots)) {
@@ -303,53 +383,87 @@ static int q_steps(R *r, const char *run_id, const char *key, Pts *pts) {
     return rep_q_rows(r, st, add_step_pt, pts);
 }
 
-/* One line per variant of metric `key`, mean over the finished seeds:
- * against the step (per_layer 0: context '', every step) or against the
- * layer (per_layer 1: context 'layer=N', each run's last step). */
+/* One line per variant of metric `key`, mean over the finished seeds
+ * (title: what the plot shows; the caption adds how):
+ * against the step (per_layer 0: context '', every step; a band of +- one
+ * std) or against the layer (per_layer 1: context 'layer=N', each run's
+ * last step; error bars +- std, the layers being discrete).  The std is
+ * drawn only when some point has two runs or more. */
 static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const char *ylabel, const char *title,
                        int logy) {
     char *base = rep_fmt(r, "%s-%s", s->fname, key);
     if (!base) return -1;
-    FILE *dat, *gp;
-    char *datp, *gpp;
-    int rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
-    int blocks = 0;
+    /* every variant's points first: the axis ticks and the bands come before the plot */
+    Pts *all = calloc((size_t)s->nvars + 1, sizeof *all);
+    int rc = all ? 0 : rep_oom(r);
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        RVar *v = &s->vars[k];
+        for (int i = 0; rc == 0 && i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (rep_is_finished(u))
+                rc = per_layer ? rep_q_each_context_last(r, u->run_id, key, add_layer_pt, &all[k])
+                               : q_steps(r, u->run_id, key, &all[k]);
+        }
+    }
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    if (rc == 0) rc = plot_open(r, base, &dat, &gp, &datp, &gpp);
+    int blocks = 0, multi = 0;
+    double lo = INFINITY, hi = -INFINITY;
     const char *xname = per_layer ? "layer" : "step";
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        if (!all[k].n) continue;
+        fprintf(dat, "# %s: %s, mean, std, runs\n", s->vars[k].label, xname);
+        pts_write(&all[k], dat, &lo, &hi, &multi);
+        fprintf(dat, "\n\n");
+        blocks++;
+    }
     if (rc == 0) {
         gp_head(r, gp, base, title);
         fprintf(gp, "set title ");
         gp_str(gp, s->name);
-        fprintf(gp, "\nset xlabel '%s'\n%s%sset ylabel ", xname, per_layer ? "set xtics 1\n" : "",
-                logy ? "set logscale y\n" : "");
-        gp_str(gp, ylabel);
+        fprintf(gp, "\nset xlabel '%s'\n%s", xname, per_layer ? "set xtics 1\n" : "");
+        if (logy) {
+            /* the range of the data, not gnuplot's whole decades, so that the ticks fall inside it */
+            fprintf(gp, "set logscale y\nset autoscale yfix\nset offsets 0, 0, graph 0.05, graph 0.05\n");
+            gp_log_tics(gp, "y", lo, hi);
+        }
+        fprintf(gp, "set ylabel ");
+        char *yl = multi ? rep_fmt(r, "%s (%s: +- std)", ylabel, per_layer ? "bars" : "band") : rep_dup(r, ylabel);
+        if (!yl) rc = -1;
+        if (yl) gp_str(gp, yl);
+        free(yl);
         fprintf(gp, "\nplot");
     }
+    /* bands first, so that no band covers another series' line */
+    int b = 0;
+    for (int k = 0; rc == 0 && multi && !per_layer && k < s->nvars; k++) {
+        if (!all[k].n) continue;
+        fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
+                    "fs transparent solid 0.15 noborder notitle",
+                b ? ", \\\n    " : "", base, b, GP_COLOURS[b % GP_NCOLOURS]);
+        b++;
+    }
+    int nl = 0;
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
-        RVar *v = &s->vars[k];
-        Pts pts = {0};
-        for (int i = 0; rc == 0 && i < v->nruns; i++) {
-            const RRun *u = &s->runs[v->runs[i]];
-            if (rep_is_finished(u))
-                rc = per_layer ? rep_q_each_context_last(r, u->run_id, key, add_layer_pt, &pts)
-                               : q_steps(r, u->run_id, key, &pts);
-        }
-        if (rc == 0 && pts.n) {
-            fprintf(dat, "# %s: %s, mean, std, runs\n", v->label, xname);
-            pts_write(&pts, dat);
-            fprintf(dat, "\n\n");
-            fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints title ", blocks ? ", \\\n    " : "", base,
-                    blocks);
-            gp_str(gp, v->label);
-            blocks++;
-        }
-        free(pts.p);
+        if (!all[k].n) continue;
+        fprintf(gp, "%s '%s.dat' index %d using %s with %s", b || nl ? ", \\\n    " : "", base, nl,
+                multi && per_layer ? "1:2:3" : "1:2", multi && per_layer ? "yerrorlines" : "linespoints");
+        gp_series_look(gp, nl);
+        fprintf(gp, " title ");
+        gp_str(gp, s->vars[k].label);
+        nl++;
     }
     if (rc == 0) {
         if (!blocks) fprintf(gp, " NaN notitle");
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base, "%s", title);
+    for (int k = 0; all && k < s->nvars; k++) free(all[k].p);
+    free(all);
+    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base, "%s (%smean over seeds%s%s)", title,
+                   per_layer ? "last step, " : "", !multi ? "" : per_layer ? "; error bars: std" : "; band: +- std",
+                   logy ? "; log scale" : "");
     free(base);
     return rc;
 }
@@ -500,8 +614,9 @@ static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
                 fprintf(dat, "%.10g %.10g %lld\n", a->lo + (b + 0.5) * w, tot ? (double)a->counts[b] / tot : 0.0,
                         a->counts[b]);
             fprintf(dat, "\n\n");
-            fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2 title 'layer %ld'", j ? ", \\\n    " : "",
-                    base, j, a->layer);
+            fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", j ? ", \\\n    " : "", base, j);
+            gp_look(gp, j, j / GP_NCOLOURS, -1); /* as gp_series_look, without points */
+            fprintf(gp, " title 'layer %ld'", a->layer);
         }
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
@@ -627,20 +742,45 @@ static void lr_write(R *r, const RSweep *s, LrPlot *p, const char *base, FILE *d
     gp_head(r, gp, base, "final validation loss against peak learning rate; diverged runs as crosses");
     fprintf(gp, "set title ");
     gp_str(gp, s->name);
-    fprintf(gp, "\nset logscale x\nset format x '%%g'\nset xlabel 'train.lr (log scale)'\n"
+    fprintf(gp, "\nset logscale x\nset autoscale xfix\nset format x '%%g'\nset xlabel 'train.lr (log scale)'\n"
                 "set ylabel 'final validation loss, mean +- std over seeds'\n"
-                "set yrange [%.10g:%.10g]\nset offsets graph 0.05, graph 0.05, 0, 0\nplot",
+                "set yrange [%.10g:%.10g]\nset offsets graph 0.05, graph 0.05, 0, 0\n",
             ymin - 0.1 * span, ymax + 0.3 * span);
+    /* ticks at the learning rates tried, when they are few (gnuplot would label only the powers of ten) */
+    double xlo = INFINITY, xhi = -INFINITY, lrs[12];
+    int nlr = 0;
+    for (int j = 0; j < p->n; j++) {
+        const Pts *v[2] = {&p->ser[j].fin, &p->ser[j].div};
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < v[h]->n; i++) {
+                double x = v[h]->p[i].x;
+                xlo = fmin(xlo, x);
+                xhi = fmax(xhi, x);
+                int seen = 0;
+                for (int k = 0; k < nlr && k < 12 && !seen; k++) seen = lrs[k] == x;
+                if (!seen && nlr++ < 12) lrs[nlr - 1] = x;
+            }
+    }
+    if (nlr > 12) {
+        gp_log_tics(gp, "x", xlo, xhi);
+    } else if (nlr > 0) {
+        qsort(lrs, (size_t)nlr, sizeof *lrs, dbl_cmp);
+        fprintf(gp, "set xtics (");
+        for (int k = 0; k < nlr; k++) fprintf(gp, "%s\"%g\" %.10g", k ? ", " : "", lrs[k], lrs[k]);
+        fprintf(gp, ")\n");
+    }
+    fprintf(gp, "plot");
     int blocks = 0, ndiv = 0;
     for (int j = 0; j < p->n; j++) {
         LrSeries *q = &p->ser[j];
         ndiv += q->div.n;
         if (!q->fin.n) continue;
         fprintf(dat, "# %s: lr, mean final val loss, std, finished runs\n", q->name);
-        pts_write(&q->fin, dat);
+        pts_write(&q->fin, dat, NULL, NULL, NULL);
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines title ", blocks ? ", \\\n    " : "", base,
-                blocks);
+        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+        gp_series_look(gp, blocks);
+        fprintf(gp, " title ");
         gp_str(gp, q->name);
         blocks++;
     }
@@ -688,6 +828,14 @@ static int plot_lr(R *r, RSweep *s) {
     return rc;
 }
 
+/* Viridis (matplotlib's default colour map) at 9 even steps: lightness
+ * rises steadily from dark violet to yellow, so equal steps in value look
+ * like equal steps in colour, and the map stays ordered in grey and for
+ * colour-blind readers (a rainbow has neither). */
+#define GP_VIRIDIS                                                                                                   \
+    "set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', 5 '#28ae80', "           \
+    "6 '#5ec962', 7 '#addc30', 8 '#fde725')"
+
 /* Per-head F-Attn of every row that has it: one panel per row, side by
  * side, on one colour scale 0..1 (data: one matrix block per panel, rows
  * layers, columns heads). */
@@ -706,9 +854,9 @@ static int plot_heads(R *r, RSweep *s) {
         /* more than 4 panels: labels alternate between two heights so long ones do not overlap */
         int stagger = panels > 4;
         fprintf(gp, " offset 0,%d\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
-                    "set palette rgb 33,13,10\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
+                    "%s\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
                     "set ytics 1\nset xtics () scale 0\n%s",
-                stagger ? 2 : 1, stagger ? "set tmargin 5\n" : "");
+                stagger ? 2 : 1, GP_VIRIDIS, stagger ? "set tmargin 5\n" : "");
         int x0 = 0, nl = 0, i = 0;
         for (int k = 0; k < s->nvars; k++) {
             const RVar *v = &s->vars[k];
@@ -770,6 +918,20 @@ static int plot_ppl(R *r, RSweep *s) {
                     "set ylabel 'validation PPL (log scale), mean +- std over seeds'\n");
         if (!isnan(s->train_len))
             fprintf(gp, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 3\n", s->train_len, s->train_len);
+        /* the y ticks from the range of mean +- std (the mean where that would not be positive) */
+        double lo = INFINITY, hi = -INFINITY;
+        for (int j = 0; j < s->neser; j++) {
+            int nl = rep_eval_lens(s, j, 0, lens);
+            for (int k = 0; k < s->nvars; k++)
+                for (int q = 0; q < nl; q++) {
+                    double m, sd;
+                    if (!rep_eval_stats(s, k, j, 0, lens[q], buf, &m, &sd) || !isfinite(m)) continue;
+                    if (isnan(sd)) sd = 0;
+                    lo = fmin(lo, m - sd > 0 ? m - sd : m);
+                    hi = fmax(hi, m + sd);
+                }
+        }
+        gp_log_tics(gp, "y", lo, hi);
         fprintf(gp, "plot");
     }
     for (int j = 0; rc == 0 && j < s->neser; j++) {
@@ -792,8 +954,10 @@ static int plot_ppl(R *r, RSweep *s) {
                 rc = -1;
                 break;
             }
-            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines lc %d dt %d title ",
-                    blocks ? ", \\\n    " : "", base, blocks, k + 1, j + 1);
+            /* colour by row, dash type by series; the point type by row too, for rows past the colours */
+            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+            gp_look(gp, k, j, k);
+            fprintf(gp, " title ");
             gp_str(gp, t);
             free(t);
             blocks++;
@@ -833,13 +997,10 @@ static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
 
 int rep_make_plots(R *r, RSweep *s) {
     if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds",
-                    "Validation loss against step (mean over seeds)", 0))
+                    "Validation loss against step", 0))
         return -1;
-    if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer (last step, mean over seeds)",
-                    0))
-        return -1;
-    if (plot_series(r, s, "m_act", 1, "M-Act (max |h| of the layer output, log scale)",
-                    "M-Act per layer (last step, mean over seeds; log scale)", 1))
+    if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer", 0)) return -1;
+    if (plot_series(r, s, "m_act", 1, "M-Act (max |h| of the layer output, log scale)", "M-Act per layer", 1))
         return -1;
     for (int k = 0; k < s->nvars; k++) {
         int has;

@@ -1,7 +1,8 @@
 /*
  * stats.h — the statistics of `gated report` (report.h): the Student-t
  * distribution, mean and sample standard deviation, Welch's and the paired
- * t-test, Holm–Bonferroni and Fisher's exact test.
+ * t-test, Holm–Bonferroni and Fisher's exact test; and of `gated compare`
+ * (bench.h): the Mann–Whitney U test.
  *
  * Pure functions of their arguments (no I/O, no global state; stats_holm
  * alone allocates, and says so).  Small samples are part of the contract,
@@ -63,5 +64,30 @@ int stats_holm(const double *p, int n, double *adj);
  * 1e-7, as R and SciPy).  NAN when a count is negative or a row is empty;
  * 1 when the margins allow a single table. */
 double stats_fisher_exact(long a, long b, long c, long d);
+
+/* The Mann–Whitney U test (Wilcoxon rank-sum), two-sided, of samples a and
+ * b: are they drawn from one distribution?  As SciPy's mannwhitneyu with
+ * its defaults (what Google Benchmark's compare.py calls): u is the U of a,
+ * the number of pairs (a_i, b_j) with a_i > b_j plus half the tied pairs.
+ * Exact: no ties, the smaller sample at most 8 values and na * nb at most
+ * 100000; p = 2 P(U <= min(u, na nb - u)) under the null (every ordering
+ * of the na + nb values equally likely), at most 1.  Otherwise the normal
+ * approximation with the tie correction and a continuity correction of
+ * 1/2: sigma^2 = na nb / 12 ((N + 1) - sum(t^3 - t) / (N (N - 1))), N =
+ * na + nb, t the size of each group of tied values; z = (max(u, na nb - u)
+ * - na nb / 2 - 1/2) / sigma, p = 2 (1 - Phi(z)), at most 1 (1 when every
+ * value is tied).  0 on success; -1 (w untouched) when na < 1, nb < 1, a
+ * value is NAN, or out of memory. */
+typedef struct {
+    double u, p;
+    int exact; /* 1: the exact distribution; 0: the normal approximation */
+} MWUTest;
+int stats_mann_whitney(const double *a, int na, const double *b, int nb, MWUTest *w);
+
+/* The smallest two-sided p the test can give for samples of na and nb
+ * values (no ties, the samples apart): 2 / C(na + nb, na), at most 1; 1
+ * when na < 1 or nb < 1.  3 against 3 values: 0.1, so no result of 3
+ * repetitions each is significant at 0.05. */
+double stats_mann_whitney_min_p(int na, int nb);
 
 #endif
