@@ -17,7 +17,8 @@
 enum { OPT_BASE = 256, OPT_VERSION = 1 };
 
 const char *cli_default_db(void) {
-    return CLI_DEFAULT_DB;
+    const char *e = getenv("GATED_DB");
+    return e && *e ? e : CLI_DEFAULT_DB;
 }
 
 const Command *cli_find(const char *name) {

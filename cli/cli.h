@@ -27,9 +27,11 @@
  * number (130, 143), as a shell reports a process the signal killed. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2, EXIT_REGRESSION = 3, EXIT_SIGNAL_BASE = 128 };
 
-/* The database a command uses without --db. */
-#define CLI_DEFAULT_DB "results/gated.db"
-#define CLI_DB_HELP "results database (default: " CLI_DEFAULT_DB ")"
+/* The database a command uses without --db: $GATED_DB when set and not
+ * empty, else this path under the current directory (git ignores .gated/,
+ * and `gated train` / `gated sweep` create the directory). */
+#define CLI_DEFAULT_DB ".gated/gated.db"
+#define CLI_DB_HELP "results database (default: $GATED_DB, else " CLI_DEFAULT_DB ")"
 const char *cli_default_db(void);
 
 /* One long option of a command. */

@@ -19,14 +19,13 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_SWEEP] = {"sweep", "NAME", "this sweep only (default: every sweep in the database)", 0},
     [O_FORMAT] = {"format", "md|csv|tex", "report.md (default), or a table per sweep as SWEEP.csv / SWEEP.tex", 0},
-    [O_OUT] = {"out", "DIR", "where to write (default: results/report)", 0},
+    [O_OUT] = {"out", "DIR", "where to write (default: the database's directory/report)", 0},
     [O_NO_PLOTS] = {"no-plots", NULL, "tables only: no gnuplot", 0},
 };
 
 static int run_report(int argc, char **argv) {
     ReportOpts o = {0};
     o.db_path = cli_default_db();
-    o.out_dir = "results/report";
     o.format = REPORT_MD;
     o.log = stderr;
     o.info = stdout;
@@ -50,9 +49,22 @@ static int run_report(int argc, char **argv) {
     if (k == CLI_EXIT) return a.status;
     char **rest;
     if (cli_rest(&a, &rest)) return cli_usage_error(&cmd_report, "takes no argument (got \"%s\")", rest[0]);
+    /* by default the report sits beside its database: results/gated.db -> results/report */
+    char *dir = NULL, *out = NULL;
+    if (!o.out_dir) {
+        dir = cli_dir_of(o.db_path);
+        if (!dir || asprintf(&out, "%s/report", dir) < 0) {
+            free(dir);
+            fprintf(stderr, "gated report: out of memory\n");
+            return EXIT_RUNTIME;
+        }
+        o.out_dir = out;
+    }
     char err[1024];
     int rc = report_run(&o, err, sizeof err);
     if (rc != REPORT_OK) fprintf(stderr, "gated report: %s\n", err);
+    free(dir);
+    free(out);
     return rc;
 }
 

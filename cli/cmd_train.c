@@ -86,6 +86,18 @@ static int run_train(int argc, char **argv) {
         fprintf(stderr, "gated train: --name: \"%s\" %s\n", store_escape(q, shown, sizeof shown), why);
         return EXIT_BADINPUT;
     }
+    /* the database's directory is made on demand (the default's .gated/ first of all) */
+    char *dir = cli_dir_of(to.db_path);
+    if (!dir) {
+        fprintf(stderr, "gated train: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    if (util_mkdir_p(dir)) {
+        fprintf(stderr, "gated train: %s: %s\n", dir, strerror(errno));
+        free(dir);
+        return EXIT_BADINPUT;
+    }
+    free(dir);
     return train_run(&c, &to);
 }
 

@@ -26,7 +26,9 @@ static void usage(FILE *f) {
         fprintf(f, "  %-8s %-20s %s\n", cli_commands[i]->name, cli_commands[i]->args, cli_commands[i]->summary);
     fprintf(f,
             "\nEvery command answers -h / --help (its options; the same as gated help COMMAND) and --version.\n"
-            "\nDatabase: without --db, commands use " CLI_DEFAULT_DB ".\n"
+            "\nDatabase: without --db, commands use $GATED_DB when it is set, else " CLI_DEFAULT_DB "\n"
+            "under the current directory (train and sweep create it; git ignores .gated/).  The committed\n"
+            "results are read with --db results/gated.db.\n"
             "\nExit status and output streams:\n"
             "  0       success; a diverged training run is a result, so 0 too\n"
             "  1       runtime failure: a run failed, a sweep left a run failed or not started, a write\n"

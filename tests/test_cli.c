@@ -3,11 +3,14 @@
  * it): every command answers -h / --help / gated help CMD with its usage on
  * stdout and exit 0, and --version; a missing value or an unknown option
  * is named, with the command's short usage, exit 2; a sweep file given to
- * train says to use gated sweep.
+ * train says to use gated sweep; the default database is an
+ * ignored path ($GATED_DB when set), so a training run without --db leaves
+ * a checkout's `git status` clean.
  */
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,4 +175,56 @@ Test(cli, a_sweep_file_given_to_train_says_to_use_sweep) {
         cr_expect_str_eq(r.err, want);
         result_free(&r);
     }
+}
+
+/* A checkout whose results/gated.db is committed, as this repository's:
+ * a training run without --db writes only ignored files (.gated/, the
+ * checkpoints), so `git status` stays clean; ls without --db reads the
+ * same default; $GATED_DB replaces it. */
+Test(cli, the_default_database_leaves_a_checkout_clean, .timeout = 120) {
+    gated_bin();
+    if (system("git --version >/dev/null 2>&1") != 0) cr_skip_test("git not found");
+    char dir[64], cmd[PATH_MAX + 256], tiny[PATH_MAX], here[PATH_MAX];
+    test_tmpdir(dir, sizeof dir);
+    cr_assert_not_null(realpath("experiments/tiny.yaml", tiny));
+    cr_assert_not_null(getcwd(here, sizeof here));
+    snprintf(cmd, sizeof cmd, "cd '%s' && git init -q . && mkdir results && cp '%s/.gitignore' .", dir, here);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    const char *run[] = {"train", tiny, "--set", "model.vocab_size=257", "--set", "data.corpus=synthetic",
+                         "--set", "train.steps=3", "--set", "threads=1", "--db", "results/gated.db", NULL};
+    Result r = gated_in(dir, NULL, run);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    result_free(&r);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && git add -f .gitignore results/gated.db && "
+             "git -c user.name=t -c user.email=t@t -c commit.gpgsign=false commit -qm results",
+             dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+
+    run[7] = "train.steps=4", run[10] = NULL; /* another run, without --db */
+    r = gated_in(dir, NULL, run);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char id[64];
+    snprintf(id, sizeof id, "%.16s", r.out);
+    result_free(&r);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git status --porcelain --untracked-files=all", dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char status[4096];
+    status[fread(status, 1, sizeof status - 1, p)] = '\0';
+    cr_assert_eq(pclose(p), 0);
+    cr_expect_str_eq(status, "", "a run without --db changed the checkout:\n%s", status);
+    snprintf(cmd, sizeof cmd, "%s/.gated/gated.db", dir);
+    cr_expect_eq(access(cmd, F_OK), 0, "no %s", cmd);
+
+    r = gated_in(dir, NULL, (const char *[]){"ls", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_not_null(strstr(r.out, id), "ls without --db does not list run %s:\n%s", id, r.out);
+    result_free(&r);
+    r = gated_in(dir, "elsewhere/e.db", (const char *[]){"ls", NULL});
+    cr_expect_eq(r.status, 2);
+    cr_expect_not_null(strstr(r.err, "elsewhere/e.db: no such database"), "%s", r.err);
+    result_free(&r);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }
