@@ -3,7 +3,10 @@
  *
  * Loads and validates the whole sweep (sweep.h; any error exits 2 before
  * anything runs), selects runs (--index I: run I alone; --shard i/N: the
- * runs with index % N == i - 1), records their sweep membership in the
+ * runs with index % N == i; both count from 0, as the runs' indices, so a
+ * Slurm array --array=0-(N-1) passes $SLURM_ARRAY_TASK_ID to either),
+ * --count prints how many runs that selection holds and stops, records
+ * their sweep membership in the
  * database (table sweep_runs), then runs each selected run that needs it as
  * a child process
  *
@@ -97,11 +100,12 @@
 
 extern char **environ;
 
-enum { O_DRY_RUN, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT };
+enum { O_DRY_RUN, O_COUNT, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
-    [O_INDEX] = {"index", "I", "run I alone (counting from 0)", 0},
-    [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i - 1 (1 <= i <= N)", 0},
+    [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
+    [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count)", 0},
+    [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i (0 <= i < N)", 0},
     [O_JOBS] = {"jobs", "J", "J runs at once, each with cores / J threads (default: 1)", 0},
     [O_FORCE] = {"force", NULL, "rerun finished, diverged and failed runs too", 0},
     [O_RERUN_FAILED] = {"rerun-failed", NULL, "rerun failed runs (else skipped, exit 1)", 0},
@@ -112,20 +116,20 @@ static const CliOpt opts[O__COUNT + 1] = {
 
 typedef struct {
     const char *path, *db, *data;
-    int dry_run, force, rerun_failed, fail_fast;
+    int dry_run, count, force, rerun_failed, fail_fast;
     long index;            /* -1: all */
     long shard_i, shard_n; /* shard_n 0: no sharding */
     long jobs;
 } SweepOpts;
 
-/* "i/N" with 1 <= i <= N into o.  0, or -1. */
+/* "i/N" with 0 <= i < N into o.  0, or -1. */
 static int parse_shard(const char *v, SweepOpts *o) {
     const char *slash = strchr(v, '/');
     char num[32];
     if (!slash || (size_t)(slash - v) >= sizeof num) return -1;
     snprintf(num, sizeof num, "%.*s", (int)(slash - v), v);
-    return util_parse_long(num, 1, 1L << 30, &o->shard_i) == 0 &&
-                   util_parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i <= o->shard_n
+    return util_parse_long(num, 0, (1L << 30) - 1, &o->shard_i) == 0 &&
+                   util_parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i < o->shard_n
                ? 0
                : -1;
 }
@@ -141,6 +145,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     while ((k = cli_next(&a, &v)) >= 0) {
         switch (k) {
         case O_DRY_RUN: o->dry_run = 1; break;
+        case O_COUNT: o->count = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_RERUN_FAILED: o->rerun_failed = 1; break;
         case O_FAIL_FAST: o->fail_fast = 1; break;
@@ -156,7 +161,8 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
             break;
         case O_SHARD:
             if (parse_shard(v, o))
-                return cli_usage_error(c, "--shard: expected i/N with 1 <= i <= N, got \"%s\"", v);
+                return cli_usage_error(c, "--shard: expected i/N with 0 <= i < N (shards count from 0, as --index), "
+                                          "got \"%s\"", v);
             break;
         }
     }
@@ -171,7 +177,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
 
 /* Whether --index / --shard select run i. */
 static int selected(const SweepOpts *o, int i) {
-    return (o->index < 0 || i == o->index) && (!o->shard_n || i % o->shard_n == o->shard_i - 1);
+    return (o->index < 0 || i == o->index) && (!o->shard_n || i % o->shard_n == o->shard_i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -859,6 +865,14 @@ static int run_sweep(int argc, char **argv) {
         sweep_free(&sw);
         return EXIT_BADINPUT;
     }
+    if (o.count) { /* machine-readable: the number alone */
+        int n = 0;
+        for (int i = 0; i < sw.nruns; i++)
+            n += selected(&o, i);
+        sweep_free(&sw);
+        printf("%d\n", n);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
     SweepCtx x;
     memset(&x, 0, sizeof x);
     x.o = &o;
@@ -950,8 +964,9 @@ const Command cmd_sweep = {
     "sweep", "SWEEP.yaml", "The runs of a sweep file (rows x seeds), each a child gated train.", opts,
     "The format is at the top of core/lab/sweep.c.  A run already finished by the same code is skipped,\n"
     "a killed one resumed, a failed one rerun only with --rerun-failed.  Logs and checkpoints go beside\n"
-    "the database (DBDIR/logs, DBDIR/checkpoints).\n"
-    "stdout: the plan (--dry-run), one line per run started, skipped or ended,\n"
+    "the database (DBDIR/logs, DBDIR/checkpoints).  Indices count from 0: a Slurm array\n"
+    "--array=0-$((N-1)) runs --index $SLURM_ARRAY_TASK_ID or --shard $SLURM_ARRAY_TASK_ID/N.\n"
+    "stdout: the plan (--dry-run), the count (--count), one line per run started, skipped or ended,\n"
     "and the summary line; stderr: a failed run's last log lines, warnings and errors.\n",
     run_sweep};
 const Command cmd_merge = {"merge", "OUT.db IN.db...",

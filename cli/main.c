@@ -38,7 +38,7 @@ static void usage(FILE *f) {
             "  3       gated compare: a regression\n"
             "  130     interrupted by SIGINT (143: SIGTERM); train and sweep first checkpoint, store the rows\n"
             "          and mark the run killed (train --resume, or the sweep run again, continues it)\n"
-            "  stdout  results: info's tables, train's run id, ls, show, the sweep plan (--dry-run),\n"
+            "  stdout  results: info's tables, train's run id, ls, show, the sweep plan (--dry-run), --count,\n"
             "          the sweep's per-run lines and summary, merge's counts, the files report wrote, eval's\n"
             "          results, bench's table, compare's verdicts; --help and --version\n"
             "  stderr  progress, warnings, errors, and the usage after a usage error\n");

@@ -3,7 +3,7 @@
  * it): every command answers -h / --help / gated help CMD with its usage on
  * stdout and exit 0, and --version; a missing value or an unknown option
  * is named, with the command's short usage, exit 2; a sweep file given to
- * train says to use gated sweep; the default database is an
+ * train says to use gated sweep; sweep --count; the default database is an
  * ignored path ($GATED_DB when set), so a training run without --db leaves
  * a checkout's `git status` clean.
  */
@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lab/sweep.h"
 #include "testutil.h"
 
 /* Every command of `gated`, as `gated --help` lists them. */
@@ -175,6 +176,51 @@ Test(cli, a_sweep_file_given_to_train_says_to_use_sweep) {
         cr_expect_str_eq(r.err, want);
         result_free(&r);
     }
+}
+
+/* --count: the number alone; shards and indices count from 0. */
+Test(cli, sweep_count_and_shards_from_0) {
+    Sweep s;
+    ConfigError e;
+    cr_assert_eq(sweep_load(&s, "experiments/smoke.yaml", &e), 0, "%s", e.msg);
+    int nruns = s.nruns;
+    sweep_free(&s);
+    cr_assert_geq(nruns, 4);
+    char want[32];
+    Result r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--count", NULL});
+    snprintf(want, sizeof want, "%d\n", nruns);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, want);
+    cr_expect_str_eq(r.err, "");
+    result_free(&r);
+    for (int k = 0; k < 3; k++) {
+        char shard[16];
+        int n = 0;
+        for (int i = 0; i < nruns; i++) n += i % 3 == k;
+        snprintf(shard, sizeof shard, "%d/3", k);
+        snprintf(want, sizeof want, "%d\n", n);
+        r = gated((const char *[]){"sweep", "--count", "--shard", shard, "experiments/smoke.yaml", NULL});
+        cr_expect_eq(r.status, 0, "%s", r.err);
+        cr_expect_str_eq(r.out, want, "--shard %s", shard);
+        result_free(&r);
+        /* the plan lists the runs of index k, k + 3, ... */
+        r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--dry-run", "--shard", shard, "--db",
+                                   "/nonexistent/gated-test.db", NULL});
+        cr_expect_eq(r.status, 0, "%s", r.err);
+        char row[32];
+        snprintf(row, sizeof row, "\n%5d  ", k);
+        cr_expect_not_null(strstr(r.out, row), "--shard %s: %s", shard, r.out);
+        for (int i = 0; i < nruns; i++) {
+            snprintf(row, sizeof row, "\n%5d  ", i);
+            if (i % 3 != k) cr_expect_null(strstr(r.out, row), "--shard %s lists index %d: %s", shard, i, r.out);
+        }
+        result_free(&r);
+    }
+    r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--index", "1", NULL});
+    cr_expect_str_eq(r.out, "1\n");
+    result_free(&r);
+    expect_usage_error((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--shard", "3/3", NULL}, "sweep",
+                       "--shard: expected i/N with 0 <= i < N (shards count from 0, as --index), got \"3/3\"");
 }
 
 /* A checkout whose results/gated.db is committed, as this repository's:

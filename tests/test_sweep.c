@@ -636,8 +636,9 @@ Test(sweep, cli_exits_2_with_the_message) {
         cr_expect(msg_matches(want, out), "row %zu:\nwant: %sgot:  %s", i, want, out);
     }
     /* usage errors are 2 as well, and nothing was created */
-    static const char *const args[] = {"",        "--jobs 0",  "--shard 3/2", "--shard x", "--index 1 --shard 1/2",
-                                       "--bogus", "--index 99"};
+    static const char *const args[] = {"",        "--jobs 0",  "--shard 3/2",           "--shard 2/2",
+                                       "--shard x", "--shard -1/2", "--index 1 --shard 1/2", "--bogus",
+                                       "--index 99", "--count --index 1"};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         char path[128], cmd[512], out[4096];
         write_file(&t, "ok.yaml", "name: ok\nbase: base.yaml\nvariants: [{label: a}]\n", path);
@@ -962,7 +963,7 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384];
     smoke_path(smoke);
-    static const char *const runs[] = {"--db all.db --jobs 2", "--db s1.db --shard 1/2", "--db s2.db --shard 2/2"};
+    static const char *const runs[] = {"--db all.db --jobs 2", "--db s1.db --shard 0/2", "--db s2.db --shard 1/2"};
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "sweep '%s' %s", smoke, runs[i]);
         cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s: %s", runs[i], out);
