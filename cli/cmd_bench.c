@@ -2,12 +2,6 @@
  * cmd_bench.c — `gated bench` (run a benchmark suite) and `gated compare`
  * (two Google-Benchmark JSON files; the perf gate's verdict).
  *
- *   gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S]
- *               [--json PATH] [--db PATH] [--threads N] [--interleave] [--paced]
- *               [--list] [--callgrind]
- *   gated bench --env
- *   gated compare BASE.json HEAD.json [--threshold PCT] [--alpha P] [--metric NAME] [--fail-missing]
- *
  * bench: SUITE defaults to bench/default.yaml (format in core/lab/bench.h).
  * --filter keeps the cases whose name matches the POSIX extended regular
  * expression RE; --repetitions / --min-time override every case; --threads
@@ -54,12 +48,6 @@
 #include "commands.h"
 #include "run/store.h"
 
-static void bench_usage(FILE *f) {
-    fprintf(f, "usage: gated bench [SUITE.yaml] [--filter RE] [--repetitions N] [--min-time S] [--json PATH]\n"
-               "                   [--db PATH] [--threads N] [--interleave] [--paced] [--list] [--callgrind]\n"
-               "       gated bench --env\n");
-}
-
 static void fmt_time(char *buf, size_t cap, double s) {
     if (isnan(s))
         snprintf(buf, cap, "-");
@@ -80,9 +68,25 @@ static void fmt_num(char *buf, size_t cap, double x, const char *fmt) {
         snprintf(buf, cap, fmt, x);
 }
 
+enum { O_FILTER, O_REPETITIONS, O_MIN_TIME, O_JSON, O_DB, O_THREADS, O_INTERLEAVE, O_PACED, O_LIST, O_CALLGRIND,
+       O_ENV, O__COUNT };
+static const CliOpt bench_opts[O__COUNT + 1] = {
+    [O_FILTER] = {"filter", "RE", "the cases whose name matches this extended regular expression", 0},
+    [O_REPETITIONS] = {"repetitions", "N", "repetitions of every case (default: the suite's)", 0},
+    [O_MIN_TIME] = {"min-time", "S", "minimum seconds per repetition (default: the suite's)", 0},
+    [O_JSON] = {"json", "PATH", "write Google-Benchmark JSON (\"-\": stdout)", 0},
+    [O_DB] = {"db", "PATH", "append the results to this database's bench table (default: none)", 0},
+    [O_THREADS] = {"threads", "N", "OpenBLAS and OpenMP threads (default: the libraries' own)", 0},
+    [O_INTERLEAVE] = {"interleave", NULL, "set every case up first, then one repetition of each in turn", 0},
+    [O_PACED] = {"paced", NULL, "--interleave driven by stdin (bench/peer_torch.py)", 0},
+    [O_LIST] = {"list", NULL, "print the selected cases' names and stop", 0},
+    [O_CALLGRIND] = {"callgrind", NULL, "run each case's fixed iterations once between callgrind requests", 0},
+    [O_ENV] = {"env", NULL, "print what instruction counts depend on, as JSON, and stop", 0},
+};
+
 static int parse_pos_int(const char *opt, const char *v, long lo, long hi, long *out) {
     if (util_parse_long(v, lo, hi, out) == 0) return 0;
-    fprintf(stderr, "gated bench: %s: expected an integer in [%ld, %ld], got \"%s\"\n", opt, lo, hi, v);
+    cli_usage_error(&cmd_bench, "%s: expected an integer in [%ld, %ld], got \"%s\"", opt, lo, hi, v);
     return -1;
 }
 
@@ -94,63 +98,49 @@ typedef struct {
     int list, callgrind, interleave, paced;
 } BenchArgs;
 
-/* Parse argv into a.  -1: go on; else the exit status (--env and --help
- * act as soon as they are read; 2 for a bad option). */
+/* Parse argv into a.  -1: go on; else the exit status (--env, --help:
+ * done; 2 for a bad option). */
 static int bench_args(int argc, char **argv, BenchArgs *a) {
-    static const char *const withval[] = {"--filter", "--repetitions", "--min-time", "--json", "--db", "--threads"};
     *a = (BenchArgs){.min_time = -1};
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
-        int which = -1;
-        for (int k = 0; k < 6 && which < 0; k++) {
-            size_t n = strlen(withval[k]);
-            if (strcmp(arg, withval[k]) == 0 && i + 1 < argc)
-                which = k, val = argv[++i];
-            else if (strncmp(arg, withval[k], n) == 0 && arg[n] == '=')
-                which = k, val = arg + n + 1;
-        }
-        if (which == 0) {
-            a->filter = val;
-        } else if (which == 1) {
-            if (parse_pos_int("--repetitions", val, 1, 100000, &a->reps)) return 2;
-        } else if (which == 2) {
-            char *end;
-            a->min_time = strtod(val, &end);
-            if (!*val || *end || !(a->min_time >= 0 && a->min_time <= 3600)) {
-                fprintf(stderr, "gated bench: --min-time: expected seconds in [0, 3600], got \"%s\"\n", val);
-                return 2;
-            }
-        } else if (which == 3) {
-            a->json = val;
-        } else if (which == 4) {
-            a->db = val;
-        } else if (which == 5) {
-            if (parse_pos_int("--threads", val, 1, 256, &a->threads)) return 2;
-        } else if (strcmp(arg, "--list") == 0) {
-            a->list = 1;
-        } else if (strcmp(arg, "--callgrind") == 0) {
-            a->callgrind = 1;
-        } else if (strcmp(arg, "--interleave") == 0) {
-            a->interleave = 1;
-        } else if (strcmp(arg, "--paced") == 0) {
-            a->interleave = a->paced = 1;
-        } else if (strcmp(arg, "--env") == 0) {
-            BenchEnv e;
-            bench_env_fill(&e);
-            bench_env_write_json(stdout, &e);
-            return fflush(stdout) == 0 ? 0 : 1;
-        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            bench_usage(stdout);
-            return 0;
-        } else if (arg[0] != '-' && !a->suite_path) {
-            a->suite_path = arg;
-        } else {
-            fprintf(stderr, "gated bench: unknown or incomplete option '%s'\n", arg);
-            bench_usage(stderr);
-            return 2;
+    CliArgs p;
+    const char *v;
+    int o, env = 0;
+    char *end;
+    cli_begin(&p, &cmd_bench, argc, argv);
+    while ((o = cli_next(&p, &v)) >= 0) {
+        switch (o) {
+        case O_FILTER: a->filter = v; break;
+        case O_JSON: a->json = v; break;
+        case O_DB: a->db = v; break;
+        case O_LIST: a->list = 1; break;
+        case O_CALLGRIND: a->callgrind = 1; break;
+        case O_INTERLEAVE: a->interleave = 1; break;
+        case O_PACED: a->interleave = a->paced = 1; break;
+        case O_ENV: env = 1; break;
+        case O_REPETITIONS:
+            if (parse_pos_int("--repetitions", v, 1, 100000, &a->reps)) return EXIT_BADINPUT;
+            break;
+        case O_THREADS:
+            if (parse_pos_int("--threads", v, 1, 256, &a->threads)) return EXIT_BADINPUT;
+            break;
+        case O_MIN_TIME:
+            a->min_time = strtod(v, &end);
+            if (*end || !(a->min_time >= 0 && a->min_time <= 3600))
+                return cli_usage_error(&cmd_bench, "--min-time: expected seconds in [0, 3600], got \"%s\"", v);
+            break;
         }
     }
-    if (!a->suite_path) a->suite_path = "bench/default.yaml";
+    if (o == CLI_EXIT) return p.status;
+    char **rest;
+    int n = cli_rest(&p, &rest);
+    if (n > 1) return cli_usage_error(&cmd_bench, "one SUITE.yaml at most, not %d", n);
+    if (env) {
+        BenchEnv e;
+        bench_env_fill(&e);
+        bench_env_write_json(stdout, &e);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
+    a->suite_path = n ? rest[0] : "bench/default.yaml";
     return -1;
 }
 
@@ -333,7 +323,7 @@ static StoreBenchRow bench_row(const BenchSuite *s, const BenchResult *res, int 
 
 /* --db PATH: one bench record, a row per case that ran.  0, 1 or 2 (the
  * store cannot be opened). */
-static int bench_record(const BenchArgs *a, int argc, char **argv, const BenchSuite *s, const int *sel, int nsel,
+static int bench_record(const BenchArgs *a, const char *joined, const BenchSuite *s, const int *sel, int nsel,
                         const BenchResult *res, const Provenance *pv) {
     char err[2048];
     Store *st;
@@ -356,11 +346,6 @@ static int bench_record(const BenchArgs *a, int argc, char **argv, const BenchSu
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(id, sizeof id, "%s-%ld", when, (long)getpid());
-    char joined[4096] = "gated bench";
-    for (int i = 0; i < argc; i++) {
-        size_t m = strlen(joined);
-        snprintf(joined + m, sizeof joined - m, " %s", argv[i]);
-    }
     if (store_bench_record(st, id, s->name, (int)a->threads, pv, joined, rows, k)) {
         fprintf(stderr, "gated bench: %s\n", store_errmsg(st));
         rc = 1;
@@ -374,7 +359,12 @@ static int bench_record(const BenchArgs *a, int argc, char **argv, const BenchSu
 
 /* The phases: options, threads, the suite, the selection (--list stops
  * there), the runs, the table, then --json and --db. */
-int cmd_bench(int argc, char **argv) {
+static int run_bench(int argc, char **argv) {
+    char joined[4096] = "gated"; /* the command line as given, before getopt permutes argv */
+    for (int i = 0; i < argc; i++) {
+        size_t m = strlen(joined);
+        snprintf(joined + m, sizeof joined - m, " %s", argv[i]);
+    }
     BenchArgs a;
     int rc = bench_args(argc, argv, &a);
     if (rc >= 0) return rc;
@@ -407,7 +397,7 @@ int cmd_bench(int argc, char **argv) {
             store_provenance_fill(&pv);
         }
         if (!rc && a.json) rc = bench_write(&a, &s, res, &pv);
-        if (!rc && a.db) rc = bench_record(&a, argc, argv, &s, sel, nsel, res, &pv);
+        if (!rc && a.db) rc = bench_record(&a, joined, &s, sel, nsel, res, &pv);
     }
     for (int i = 0; res && i < s.n; i++) bench_result_free(&res[i]);
     free(res);
@@ -416,55 +406,49 @@ int cmd_bench(int argc, char **argv) {
     return rc;
 }
 
-static void compare_usage(FILE *f) {
-    fprintf(f, "usage: gated compare BASE.json HEAD.json [--threshold PCT] [--alpha P]\n"
-               "                     [--metric real_time|cpu_time|COUNTER] [--fail-missing]\n");
-}
+enum { C_THRESHOLD, C_ALPHA, C_METRIC, C_FAIL_MISSING, C__COUNT };
+static const CliOpt compare_opts[C__COUNT + 1] = {
+    [C_THRESHOLD] = {"threshold", "PCT", "slower by more than PCT percent is a regression (default: 5)", 0},
+    [C_ALPHA] = {"alpha", "P", "significance level of the Mann-Whitney U test a regression must pass (default: 0.05)", 0},
+    [C_METRIC] = {"metric", "real_time|cpu_time|COUNTER", "what to compare (default: real_time)", 0},
+    [C_FAIL_MISSING] = {"fail-missing", NULL, "a case of BASE missing from HEAD counts as a regression", 0},
+};
 
-int cmd_compare(int argc, char **argv) {
-    const char *files[2] = {NULL, NULL};
-    int nf = 0;
+static int run_compare(int argc, char **argv) {
     BenchCompareOpts o = {5.0, "real_time", 0, 0.05};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if ((strcmp(a, "--threshold") == 0 && i + 1 < argc) || strncmp(a, "--threshold=", 12) == 0) {
-            const char *v = a[11] == '=' ? a + 12 : argv[++i];
-            char *end;
-            o.threshold = strtod(v, &end);
-            if (!*v || *end || !(o.threshold >= 0 && o.threshold <= 1e6)) {
-                fprintf(stderr, "gated compare: --threshold: expected a percentage >= 0, got \"%s\"\n", v);
-                return 2;
-            }
-        } else if ((strcmp(a, "--alpha") == 0 && i + 1 < argc) || strncmp(a, "--alpha=", 8) == 0) {
-            const char *v = a[7] == '=' ? a + 8 : argv[++i];
-            char *end;
+    CliArgs p;
+    const char *v;
+    int k;
+    char *end;
+    cli_begin(&p, &cmd_compare, argc, argv);
+    while ((k = cli_next(&p, &v)) >= 0) {
+        if (k == C_METRIC) o.metric = v;
+        if (k == C_FAIL_MISSING) o.fail_missing = 1;
+        if (k == C_ALPHA) {
             o.alpha = strtod(v, &end);
-            if (!*v || *end || !(o.alpha > 0 && o.alpha < 1)) {
-                fprintf(stderr, "gated compare: --alpha: expected a significance level in (0, 1), got \"%s\"\n", v);
-                return 2;
-            }
-        } else if ((strcmp(a, "--metric") == 0 && i + 1 < argc) || strncmp(a, "--metric=", 9) == 0) {
-            o.metric = a[8] == '=' ? a + 9 : argv[++i];
-            if (!*o.metric) {
-                fprintf(stderr, "gated compare: --metric: empty name\n");
-                return 2;
-            }
-        } else if (strcmp(a, "--fail-missing") == 0) {
-            o.fail_missing = 1;
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            compare_usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && nf < 2) {
-            files[nf++] = a;
-        } else {
-            fprintf(stderr, "gated compare: unknown or incomplete option '%s'\n", a);
-            compare_usage(stderr);
-            return 2;
+            if (*end || !*v || !(o.alpha > 0 && o.alpha < 1))
+                return cli_usage_error(&cmd_compare, "--alpha: expected a significance level in (0, 1), got \"%s\"", v);
+        }
+        if (k == C_THRESHOLD) {
+            o.threshold = strtod(v, &end);
+            if (*end || !(o.threshold >= 0 && o.threshold <= 1e6))
+                return cli_usage_error(&cmd_compare, "--threshold: expected a percentage >= 0, got \"%s\"", v);
         }
     }
-    if (nf != 2) {
-        compare_usage(stderr);
-        return 2;
-    }
+    if (k == CLI_EXIT) return p.status;
+    char **files;
+    int n = cli_rest(&p, &files);
+    if (n != 2) return cli_usage_error(&cmd_compare, "expected BASE.json and HEAD.json, got %d file%s", n, n == 1 ? "" : "s");
     return bench_compare_files(files[0], files[1], &o, stdout, stderr);
 }
+
+const Command cmd_bench = {
+    "bench", "[SUITE.yaml]", "Benchmarks: kernels, attention, training steps (bench/default.yaml).",
+    bench_opts,
+    "stdout: the results table (and --list, --env, --json -, --paced's protocol);\n"
+    "stderr: progress and errors.\n"
+    "The suite format is in core/lab/bench.h.\n",
+    run_bench};
+const Command cmd_compare = {
+    "compare", "BASE.json HEAD.json", "Compare two Google-Benchmark JSON files, median per case.", compare_opts,
+    "stdout: one line per case (base, head, change, verdict).  Exit 3 when a case regressed.\n", run_compare};

@@ -2,15 +2,12 @@
  * cmd_eval.c — `gated eval`: perplexity and F-Attn of trained models at
  * context lengths beyond their training length (core/run/eval.h).
  *
- *   gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,...
- *              [--rope-scaling none|linear|ntk|yarn] [--factor F]
- *              [--windows N] [--split val|test|both] [--db PATH] [--data DIR] [--ckpt DIR]
- *
  * Defaults: --rope-scaling none, factor = length / training length,
- * --windows 16, --split val, --db results/gated.db, --data data; --ckpt:
- * DBDIR/checkpoints (where gated sweep writes them), else checkpoints.  --sweep evaluates every finished run of the sweep.
- * The database must exist (it is never created); runs are looked up
- * read-only and the results written to the run's row.
+ * --windows 16, --split val, --db the default database (cli.h), --data
+ * data; --ckpt: DBDIR/checkpoints (where gated sweep writes them), else
+ * checkpoints.  --sweep evaluates every finished run of the sweep.  The
+ * database must exist (it is never created); runs are looked up read-only
+ * and the results written to the run's row.
  * Exit 0 ok, 1 runtime failure, 2 bad usage or input.
  */
 #include <stdio.h>
@@ -24,11 +21,18 @@
 #include "run/store.h"
 #include "util/util.h"
 
-static void eval_usage(FILE *f) {
-    fprintf(f, "usage: gated eval RUN|CHECKPOINT... [--sweep NAME] --lengths L1,L2,... "
-               "[--rope-scaling none|linear|ntk|yarn] [--factor F] [--windows N] [--split val|test|both] "
-               "[--db PATH] [--data DIR] [--ckpt DIR]\n");
-}
+enum { O_SWEEP, O_LENGTHS, O_ROPE_SCALING, O_FACTOR, O_WINDOWS, O_SPLIT, O_DB, O_DATA, O_CKPT, O__COUNT };
+static const CliOpt opts[O__COUNT + 1] = {
+    [O_SWEEP] = {"sweep", "NAME", "also every finished run of this sweep", 0},
+    [O_LENGTHS] = {"lengths", "L1,L2,...", "the context lengths (required)", 0, 1},
+    [O_ROPE_SCALING] = {"rope-scaling", "none|linear|ntk|yarn", "RoPE scaling beyond the training length (default: none)", 0},
+    [O_FACTOR] = {"factor", "F", "the scaling factor (default: length / training length)", 0},
+    [O_WINDOWS] = {"windows", "N", "windows per length (default: 16)", 0},
+    [O_SPLIT] = {"split", "val|test|both", "which split (default: val)", 0},
+    [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
+    [O_DATA] = {"data", "DIR", "the corpus (default: data)", 0},
+    [O_CKPT] = {"ckpt", "DIR", "checkpoints (default: DBDIR/checkpoints, else checkpoints)", 0},
+};
 
 /* "128,256,512" -> lengths (at most cap). -1 on a bad list. */
 static int parse_lengths(const char *s, int *out, int cap) {
@@ -43,53 +47,42 @@ static int parse_lengths(const char *s, int *out, int cap) {
     return n;
 }
 
-/* The value v of option a into o (and *lengths / *nl, *sweep).  0, 1 for
- * an unknown option (usage), -1 for a bad value (message printed). */
-static int eval_option(const char *a, const char *v, EvalOpts *o, int *lengths, int *nl, const char **sweep) {
-    if (strcmp(a, "--lengths") == 0) {
-        if ((*nl = parse_lengths(v, lengths, 64)) <= 0) {
-            fprintf(stderr, "gated eval: --lengths: expected integers >= 2 separated by commas, got \"%s\"\n", v);
-            return -1;
-        }
-    } else if (strcmp(a, "--rope-scaling") == 0) {
-        int k = 0;
-        while (rope_scaling_names[k] && strcmp(rope_scaling_names[k], v)) k++;
-        if (!rope_scaling_names[k]) {
-            fprintf(stderr, "gated eval: --rope-scaling: expected none, linear, ntk or yarn, got \"%s\"\n", v);
-            return -1;
-        }
-        o->scaling = k;
-    } else if (strcmp(a, "--factor") == 0) {
+/* The value v of option k into o (and *lengths / *nl, *sweep).  0, or 2
+ * for a bad value (message and usage printed). */
+static int eval_option(int k, const char *v, EvalOpts *o, int *lengths, int *nl, const char **sweep) {
+    const Command *c = &cmd_eval;
+    if (k == O_LENGTHS) {
+        if ((*nl = parse_lengths(v, lengths, 64)) <= 0)
+            return cli_usage_error(c, "--lengths: expected integers >= 2 separated by commas, got \"%s\"", v);
+    } else if (k == O_ROPE_SCALING) {
+        int s = 0;
+        while (rope_scaling_names[s] && strcmp(rope_scaling_names[s], v)) s++;
+        if (!rope_scaling_names[s])
+            return cli_usage_error(c, "--rope-scaling: expected none, linear, ntk or yarn, got \"%s\"", v);
+        o->scaling = s;
+    } else if (k == O_FACTOR) {
         char *end;
         o->factor = strtod(v, &end);
-        if (*end || !(o->factor >= 1 && o->factor <= 1e6)) {
-            fprintf(stderr, "gated eval: --factor: expected a number in [1, 1e6], got \"%s\"\n", v);
-            return -1;
-        }
-    } else if (strcmp(a, "--windows") == 0) {
+        if (*end || !(o->factor >= 1 && o->factor <= 1e6))
+            return cli_usage_error(c, "--factor: expected a number in [1, 1e6], got \"%s\"", v);
+    } else if (k == O_WINDOWS) {
         long w;
-        if (util_parse_long(v, 1, 1000000, &w)) {
-            fprintf(stderr, "gated eval: --windows: expected an integer in [1, 1000000], got \"%s\"\n", v);
-            return -1;
-        }
+        if (util_parse_long(v, 1, 1000000, &w))
+            return cli_usage_error(c, "--windows: expected an integer in [1, 1000000], got \"%s\"", v);
         o->windows = (int)w;
-    } else if (strcmp(a, "--split") == 0) {
+    } else if (k == O_SPLIT) {
         o->val = strcmp(v, "val") == 0 || strcmp(v, "both") == 0;
         o->test = strcmp(v, "test") == 0 || strcmp(v, "both") == 0;
-        if (!o->val && !o->test) {
-            fprintf(stderr, "gated eval: --split: expected val, test or both, got \"%s\"\n", v);
-            return -1;
-        }
-    } else if (strcmp(a, "--sweep") == 0)
+        if (!o->val && !o->test) return cli_usage_error(c, "--split: expected val, test or both, got \"%s\"", v);
+    } else if (k == O_SWEEP) {
         *sweep = v;
-    else if (strcmp(a, "--db") == 0)
+    } else if (k == O_DB) {
         o->db_path = v;
-    else if (strcmp(a, "--data") == 0)
+    } else if (k == O_DATA) {
         o->data_dir = v;
-    else if (strcmp(a, "--ckpt") == 0)
+    } else if (k == O_CKPT) {
         o->ckpt_dir = v;
-    else
-        return 1;
+    }
     return 0;
 }
 
@@ -117,48 +110,41 @@ static int eval_sweep(const char *sweep, const EvalOpts *o) {
     return rc;
 }
 
-int cmd_eval(int argc, char **argv) {
+static int run_eval(int argc, char **argv) {
     EvalOpts o = {0};
-    o.db_path = "results/gated.db";
+    o.db_path = cli_default_db();
     o.data_dir = "data";
     o.windows = 16;
     o.val = 1;
     o.progress = isatty(2);
-    int lengths[64], nl = 0;
-    const char *sweep = NULL;
-    const char **targets = calloc((size_t)argc + 1, sizeof *targets);
-    int nt = 0, rc = 2;
-    if (!targets) return 1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] != '-') {
-            targets[nt++] = a;
-            continue;
-        }
-        if (!v) goto usage;
-        i++;
-        int k = eval_option(a, v, &o, lengths, &nl, &sweep);
-        if (k < 0) goto out;
-        if (k > 0) goto usage;
-    }
-    if (nl == 0 || (nt == 0 && !sweep)) goto usage;
+    int lengths[64], nl = 0, k = CLI_END, rc = 0;
+    const char *sweep = NULL, *v;
+    CliArgs a;
+    cli_begin(&a, &cmd_eval, argc, argv);
+    while (rc == 0 && (k = cli_next(&a, &v)) >= 0) rc = eval_option(k, v, &o, lengths, &nl, &sweep);
+    if (rc) return rc;
+    if (k == CLI_EXIT) return a.status;
+    char **targets;
+    int nt = cli_rest(&a, &targets);
+    if (nl == 0) return cli_usage_error(&cmd_eval, "--lengths is required");
+    if (nt == 0 && !sweep) return cli_usage_error(&cmd_eval, "no RUN, CHECKPOINT or --sweep given");
     /* results go to the run's row in an existing database: a missing one is
      * an error, and nothing is created */
     if (access(o.db_path, F_OK) != 0) {
         fprintf(stderr, "gated eval: %s: no such database (train or sweep first, or pass --db)\n", o.db_path);
-        goto out;
+        return EXIT_BADINPUT;
     }
     o.lengths = lengths;
     o.nlengths = nl;
-    rc = 0;
     for (int i = 0; i < nt && rc == 0; i++) rc = eval_run(targets[i], &o);
     if (sweep && rc == 0) rc = eval_sweep(sweep, &o);
-    goto out;
-usage:
-    fprintf(stderr, "gated eval: missing or incomplete arguments\n");
-    eval_usage(stderr);
-    rc = 2;
-out:
-    free(targets);
     return rc;
 }
+
+const Command cmd_eval = {
+    "eval", "[RUN|CHECKPOINT]...", "Perplexity and F-Attn of trained models beyond the training length.", opts,
+    "A RUN is a run id, name or unique id prefix; its checkpoint is CKPT/RUN_ID.ckpt.  Results are stored\n"
+    "as metrics of the run (eval_loss, eval_ppl, eval_f_attn, eval_windows; a rerun replaces them)\n"
+    "in the database, which must exist (it is never created).\n"
+    "stdout: one line per run, split and length; stderr: progress and errors.\n",
+    run_eval};

@@ -2,9 +2,6 @@
  * cmd_report.c — `gated report`: tables and plots from the results store
  * (core/lab/report.h says what is written).
  *
- *   gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]
- *
- * Defaults: --db results/gated.db, every sweep, md, --out results/report.
  * Writes DIR/report.md (md) or DIR/SWEEP.csv / DIR/SWEEP.tex, and plots in
  * DIR/plots/ (gnuplot; without it a warning, and the tables anyway).
  * Exit 0 ok, 2 bad input (missing or corrupt database, unknown sweep, bad
@@ -17,62 +14,60 @@
 #include "commands.h"
 #include "lab/report.h"
 
-static void report_usage(FILE *f) {
-    fprintf(f, "usage: gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]\n");
-}
+enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O__COUNT };
+static const CliOpt opts[O__COUNT + 1] = {
+    [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
+    [O_SWEEP] = {"sweep", "NAME", "this sweep only (default: every sweep in the database)", 0},
+    [O_FORMAT] = {"format", "md|csv|tex", "report.md (default), or a table per sweep as SWEEP.csv / SWEEP.tex", 0},
+    [O_OUT] = {"out", "DIR", "where to write (default: the database's directory/report)", 0},
+    [O_NO_PLOTS] = {"no-plots", NULL, "tables only: no gnuplot", 0},
+};
 
-int cmd_report(int argc, char **argv) {
+static int run_report(int argc, char **argv) {
     ReportOpts o = {0};
-    o.db_path = "results/gated.db";
-    o.out_dir = "results/report";
+    o.db_path = cli_default_db();
     o.format = REPORT_MD;
     o.log = stderr;
     o.info = stdout;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        const char *opts[] = {"--db", "--sweep", "--format", "--out"};
-        int which = -1;
-        for (int j = 0; j < 4; j++) {
-            size_t n = strlen(opts[j]);
-            if (strcmp(a, opts[j]) == 0 && i + 1 < argc) {
-                which = j;
-                val = argv[++i];
-            } else if (strncmp(a, opts[j], n) == 0 && a[n] == '=') {
-                which = j;
-                val = a + n + 1;
-            }
-            if (which >= 0) break;
-        }
-        if (which < 0 && strcmp(a, "--no-plots") == 0) {
-            o.no_plots = 1;
-            continue;
-        }
-        if (which < 0 && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            report_usage(stdout);
-            return 0;
-        }
-        if (which < 0 || !val || !*val) {
-            fprintf(stderr, "gated report: unknown or incomplete option '%s'\n", a);
-            report_usage(stderr);
-            return REPORT_BADINPUT;
-        }
-        if (which == 0) o.db_path = val;
-        if (which == 1) o.sweep = val;
-        if (which == 3) o.out_dir = val;
-        if (which == 2) {
+    CliArgs a;
+    const char *v;
+    int k;
+    cli_begin(&a, &cmd_report, argc, argv);
+    while ((k = cli_next(&a, &v)) >= 0) {
+        if (k == O_DB) o.db_path = v;
+        if (k == O_SWEEP) o.sweep = v;
+        if (k == O_OUT) o.out_dir = v;
+        if (k == O_NO_PLOTS) o.no_plots = 1;
+        if (k == O_FORMAT) {
             int f = -1;
-            for (int k = 0; report_format_names[k]; k++)
-                if (strcmp(val, report_format_names[k]) == 0) f = k;
-            if (f < 0) {
-                fprintf(stderr, "gated report: --format: expected md, csv or tex, got \"%s\"\n", val);
-                return REPORT_BADINPUT;
-            }
+            for (int i = 0; report_format_names[i]; i++)
+                if (strcmp(v, report_format_names[i]) == 0) f = i;
+            if (f < 0) return cli_usage_error(&cmd_report, "--format: expected md, csv or tex, got \"%s\"", v);
             o.format = (ReportFormat)f;
         }
+    }
+    if (k == CLI_EXIT) return a.status;
+    char **rest;
+    if (cli_rest(&a, &rest)) return cli_usage_error(&cmd_report, "takes no argument (got \"%s\")", rest[0]);
+    /* by default the report sits beside its database: results/gated.db -> results/report */
+    char *dir = NULL, *out = NULL;
+    if (!o.out_dir) {
+        dir = cli_dir_of(o.db_path);
+        if (!dir || asprintf(&out, "%s/report", dir) < 0) {
+            free(dir);
+            fprintf(stderr, "gated report: out of memory\n");
+            return EXIT_RUNTIME;
+        }
+        o.out_dir = out;
     }
     char err[1024];
     int rc = report_run(&o, err, sizeof err);
     if (rc != REPORT_OK) fprintf(stderr, "gated report: %s\n", err);
+    free(dir);
+    free(out);
     return rc;
 }
+
+const Command cmd_report = {
+    "report", "", "Tables and plots per sweep: tests against the baseline, the paper.", opts,
+    "stdout: the files written; stderr: warnings (gnuplot missing: the tables anyway) and errors.\n", run_report};

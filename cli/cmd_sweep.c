@@ -1,12 +1,12 @@
 /*
  * cmd_sweep.c — `gated sweep` and `gated merge`.
  *
- *   gated sweep SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]
- *                          [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]
- *
  * Loads and validates the whole sweep (sweep.h; any error exits 2 before
  * anything runs), selects runs (--index I: run I alone; --shard i/N: the
- * runs with index % N == i - 1), records their sweep membership in the
+ * runs with index % N == i; both count from 0, as the runs' indices, so a
+ * Slurm array --array=0-(N-1) passes $SLURM_ARRAY_TASK_ID to either),
+ * --count prints how many runs that selection holds and stops, records
+ * their sweep membership in the
  * database (table sweep_runs), then runs each selected run that needs it as
  * a child process
  *
@@ -53,7 +53,9 @@
  * marked failed (killed, for SIGKILL / SIGTERM / SIGINT) with the reason.
  * A failed run does not stop the others unless --fail-fast (then no new
  * run starts; the ones running finish).  SIGINT / SIGTERM stop the sweep
- * the same way, after forwarding SIGTERM to the children.
+ * the same way, after forwarding SIGTERM to the children, and the sweep
+ * exits 128 + the signal (130 for SIGINT).  A child that exits 130 / 143
+ * (gated train stopped by the signal) leaves its run killed, not failed.
  *
  * --dry-run prints each selected run (index, stored status, what a real
  * sweep would do, run id, name, overrides) and writes nothing.
@@ -61,12 +63,10 @@
  * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
  * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
  * Exit 0 when nothing failed, 1 when a run failed now or a failed run was
- * skipped, 2 on bad input.  A run skipped because it is live elsewhere, or
+ * skipped, 2 on bad input, 130 / 143 when a signal stopped it.  A run skipped because it is live elsewhere, or
  * was finished elsewhere meanwhile, is not a failure.
  *
- *   gated merge OUT.db IN.db...
- *
- * Folds each input into OUT (created if missing) with merge_from():
+ * gated merge OUT.db IN.db... folds each input into OUT (created if missing) with merge_from():
  * idempotent, no duplicates, the better copy of a run shared by two inputs
  * wins.  Each input is merged in its own transaction; the first unusable
  * input stops the command (exit 2) with the inputs before it merged.  An
@@ -100,78 +100,84 @@
 
 extern char **environ;
 
-enum { EXIT_RUNTIME = 1, EXIT_BADINPUT = 2 };
-
-static void sweep_usage(FILE *f) {
-    fprintf(f, "usage: gated sweep SWEEP.yaml [--dry-run] [--index I] [--shard i/N] [--jobs J] [--force]\n"
-               "                   [--rerun-failed] [--fail-fast] [--db PATH] [--data DIR]\n"
-               "       gated merge OUT.db IN.db...\n");
-}
+enum { O_DRY_RUN, O_COUNT, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT };
+static const CliOpt opts[O__COUNT + 1] = {
+    [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
+    [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
+    [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count)", 0},
+    [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i (0 <= i < N)", 0},
+    [O_JOBS] = {"jobs", "J", "J runs at once, each with cores / J threads (default: 1)", 0},
+    [O_FORCE] = {"force", NULL, "rerun finished, diverged and failed runs too", 0},
+    [O_RERUN_FAILED] = {"rerun-failed", NULL, "rerun failed runs (else skipped, exit 1)", 0},
+    [O_FAIL_FAST] = {"fail-fast", NULL, "start no new run after one failed", 0},
+    [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
+    [O_DATA] = {"data", "DIR", "the corpus (default: data)", 0},
+};
 
 typedef struct {
     const char *path, *db, *data;
-    int dry_run, force, rerun_failed, fail_fast;
+    int dry_run, count, force, rerun_failed, fail_fast;
     long index;            /* -1: all */
-    long shard_i, shard_n; /* 0: no sharding */
+    long shard_i, shard_n; /* shard_n 0: no sharding */
     long jobs;
 } SweepOpts;
 
+/* "i/N" with 0 <= i < N into o.  0, or -1. */
+static int parse_shard(const char *v, SweepOpts *o) {
+    const char *slash = strchr(v, '/');
+    char num[32];
+    if (!slash || (size_t)(slash - v) >= sizeof num) return -1;
+    snprintf(num, sizeof num, "%.*s", (int)(slash - v), v);
+    return util_parse_long(num, 0, (1L << 30) - 1, &o->shard_i) == 0 &&
+                   util_parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i < o->shard_n
+               ? 0
+               : -1;
+}
+
+/* -1: go on; else the exit status. */
 static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
-    *o = (SweepOpts){.db = "results/gated.db", .data = "data", .index = -1, .jobs = 1};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
-        if (strcmp(a, "--dry-run") == 0)
-            o->dry_run = 1;
-        else if (strcmp(a, "--force") == 0)
-            o->force = 1;
-        else if (strcmp(a, "--rerun-failed") == 0)
-            o->rerun_failed = 1;
-        else if (strcmp(a, "--fail-fast") == 0)
-            o->fail_fast = 1;
-        else if (strcmp(a, "--db") == 0 && more)
-            o->db = argv[++i];
-        else if (strcmp(a, "--data") == 0 && more)
-            o->data = argv[++i];
-        else if (strcmp(a, "--index") == 0 && more) {
-            if (util_parse_long(argv[++i], 0, 1L << 30, &o->index)) {
-                fprintf(stderr, "gated sweep: --index: expected a run index (0, 1, ...), got \"%s\"\n", argv[i]);
-                return -1;
-            }
-        } else if (strcmp(a, "--jobs") == 0 && more) {
-            if (util_parse_long(argv[++i], 1, 1024, &o->jobs)) {
-                fprintf(stderr, "gated sweep: --jobs: expected an integer in [1, 1024], got \"%s\"\n", argv[i]);
-                return -1;
-            }
-        } else if (strcmp(a, "--shard") == 0 && more) {
-            const char *v = argv[++i], *slash = strchr(v, '/');
-            char num[32];
-            int ok = slash && (size_t)(slash - v) < sizeof num;
-            if (ok) {
-                snprintf(num, sizeof num, "%.*s", (int)(slash - v), v);
-                ok = util_parse_long(num, 1, 1L << 30, &o->shard_i) == 0 &&
-                     util_parse_long(slash + 1, 1, 1L << 30, &o->shard_n) == 0 && o->shard_i <= o->shard_n;
-            }
-            if (!ok) {
-                fprintf(stderr, "gated sweep: --shard: expected i/N with 1 <= i <= N, got \"%s\"\n", v);
-                return -1;
-            }
-        } else if (a[0] != '-' && !o->path)
-            o->path = a;
-        else {
-            fprintf(stderr, "gated sweep: unknown or incomplete option '%s'\n", a);
-            return -1;
+    *o = (SweepOpts){.db = cli_default_db(), .data = "data", .index = -1, .jobs = 1};
+    const Command *c = &cmd_sweep;
+    CliArgs a;
+    const char *v;
+    int k;
+    cli_begin(&a, c, argc, argv);
+    while ((k = cli_next(&a, &v)) >= 0) {
+        switch (k) {
+        case O_DRY_RUN: o->dry_run = 1; break;
+        case O_COUNT: o->count = 1; break;
+        case O_FORCE: o->force = 1; break;
+        case O_RERUN_FAILED: o->rerun_failed = 1; break;
+        case O_FAIL_FAST: o->fail_fast = 1; break;
+        case O_DB: o->db = v; break;
+        case O_DATA: o->data = v; break;
+        case O_INDEX:
+            if (util_parse_long(v, 0, 1L << 30, &o->index))
+                return cli_usage_error(c, "--index: expected a run index (0, 1, ...), got \"%s\"", v);
+            break;
+        case O_JOBS:
+            if (util_parse_long(v, 1, 1024, &o->jobs))
+                return cli_usage_error(c, "--jobs: expected an integer in [1, 1024], got \"%s\"", v);
+            break;
+        case O_SHARD:
+            if (parse_shard(v, o))
+                return cli_usage_error(c, "--shard: expected i/N with 0 <= i < N (shards count from 0, as --index), "
+                                          "got \"%s\"", v);
+            break;
         }
     }
-    if (!o->path) {
-        fprintf(stderr, "gated sweep: no sweep file given\n");
-        return -1;
-    }
-    if (o->index >= 0 && o->shard_n) {
-        fprintf(stderr, "gated sweep: give --index or --shard, not both\n");
-        return -1;
-    }
-    return 0;
+    if (k == CLI_EXIT) return a.status;
+    char **rest;
+    int n = cli_rest(&a, &rest);
+    if (n != 1) return n ? cli_usage_error(c, "one SWEEP.yaml, not %d", n) : cli_usage_error(c, "no sweep file given");
+    o->path = rest[0];
+    if (o->index >= 0 && o->shard_n) return cli_usage_error(c, "give --index or --shard, not both");
+    return -1;
+}
+
+/* Whether --index / --shard select run i. */
+static int selected(const SweepOpts *o, int i) {
+    return (o->index < 0 || i == o->index) && (!o->shard_n || i % o->shard_n == o->shard_i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -360,16 +366,6 @@ static char **child_env(int threads, const char *owner, char *own[3]) {
     return env;
 }
 
-/* The directory part of path ("." when none), malloc'd. */
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    if (slash == path)
-        return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
 /* DIR/logs/NAME.log, with bytes of NAME outside [A-Za-z0-9._,=+-] as '_'. */
 static char *log_path(const char *logdir, const char *name) {
     size_t n = strlen(logdir) + strlen(name) + 8;
@@ -500,7 +496,7 @@ static void finish_job(Job *j, int ws, Store *st, const char *owner, int done, i
         snprintf(why, sizeof why, "gated train was killed by signal %d (%s)", sig, strsignal(sig));
     else if (code != 0)
         snprintf(why, sizeof why, "gated train exited with status %d", code);
-    int killed = sig == SIGKILL || sig == SIGTERM || sig == SIGINT;
+    int killed = sig == SIGKILL || sig == SIGTERM || sig == SIGINT || code == 128 + SIGINT || code == 128 + SIGTERM;
     int ended = store_run_release(st, r->run_id, owner, killed ? "killed" : "failed",
                                   *why ? why : "gated train exited 0 but left the run running");
     if (ended < 0)
@@ -630,21 +626,12 @@ static int sweep_select(SweepCtx *x) {
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     x->t0 = (double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec;
-    if (o->index >= sw->nruns) {
-        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o->index, o->path, sw->nruns,
-                sw->nruns - 1);
-        return EXIT_BADINPUT;
-    }
     x->jobs = calloc((size_t)sw->nruns, sizeof *x->jobs);
     if (!x->jobs)
         return sweep_oom();
-    for (int i = 0; i < sw->nruns; i++) {
-        if (o->index >= 0 && i != o->index)
-            continue;
-        if (o->shard_n && i % o->shard_n != o->shard_i - 1)
-            continue;
-        x->jobs[x->n++].run = &sw->runs[i];
-    }
+    for (int i = 0; i < sw->nruns; i++)
+        if (selected(o, i))
+            x->jobs[x->n++].run = &sw->runs[i];
     Provenance prov;
     store_provenance_fill(&prov);
     snprintf(x->code, sizeof x->code, "%s", prov.code_version ? prov.code_version : "unknown");
@@ -670,7 +657,7 @@ static int sweep_dry_run(SweepCtx *x) {
 static int sweep_open_store(SweepCtx *x) {
     const SweepOpts *o = x->o;
     char dberr[1024];
-    x->dbdir = dir_of(o->db);
+    x->dbdir = cli_dir_of(o->db);
     if (!x->dbdir)
         return sweep_oom();
     if (util_mkdir_p(x->dbdir) != 0) {
@@ -862,23 +849,35 @@ static void sweep_ctx_free(SweepCtx *x) {
     store_close(x->st);
 }
 
-int cmd_sweep(int argc, char **argv) {
+static int run_sweep(int argc, char **argv) {
     SweepOpts o;
-    if (parse_sweep_args(argc, argv, &o)) {
-        sweep_usage(stderr);
-        return EXIT_BADINPUT;
-    }
+    int rc = parse_sweep_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
     Sweep sw;
     ConfigError err;
     if (sweep_load(&sw, o.path, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return EXIT_BADINPUT;
     }
+    if (o.index >= sw.nruns) {
+        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o.index, o.path, sw.nruns, sw.nruns - 1);
+        sweep_free(&sw);
+        return EXIT_BADINPUT;
+    }
+    if (o.count) { /* machine-readable: the number alone */
+        int n = 0;
+        for (int i = 0; i < sw.nruns; i++)
+            n += selected(&o, i);
+        sweep_free(&sw);
+        printf("%d\n", n);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
     SweepCtx x;
     memset(&x, 0, sizeof x);
     x.o = &o;
     x.sw = &sw;
-    int rc = sweep_select(&x);
+    rc = sweep_select(&x);
     if (rc == GO && o.dry_run)
         rc = sweep_dry_run(&x);
     if (rc == GO)
@@ -888,6 +887,8 @@ int cmd_sweep(int argc, char **argv) {
     if (rc == GO) {
         sweep_run_jobs(&x);
         rc = sweep_summary(&x);
+        if (stop_requested)
+            rc = EXIT_SIGNAL_BASE + stop_requested;
     }
     sweep_ctx_free(&x);
     sweep_free(&sw);
@@ -898,18 +899,21 @@ int cmd_sweep(int argc, char **argv) {
 /* gated merge                                                         */
 /* ------------------------------------------------------------------ */
 
-int cmd_merge(int argc, char **argv) {
+static int run_merge(int all_argc, char **all_argv) {
     static const char *const tables[] = {"runs", "metrics", "summary", "histograms", "sweep_runs", "environments"};
     enum { NT = sizeof tables / sizeof tables[0] };
-    if (argc < 2) {
-        fprintf(stderr, "usage: gated merge OUT.db IN.db...\n");
-        return EXIT_BADINPUT;
+    CliArgs a;
+    const char *v;
+    int k;
+    cli_begin(&a, &cmd_merge, all_argc, all_argv);
+    while ((k = cli_next(&a, &v)) >= 0) {
     }
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "gated merge: unknown option '%s'\nusage: gated merge OUT.db IN.db...\n", argv[i]);
-            return EXIT_BADINPUT;
-        }
+    if (k == CLI_EXIT)
+        return a.status;
+    char **argv;
+    int argc = cli_rest(&a, &argv);
+    if (argc < 2)
+        return cli_usage_error(&cmd_merge, "needs OUT.db and at least one IN.db");
     for (int i = 1; i < argc; i++) {
         struct stat sb;
         if (stat(argv[i], &sb) != 0) {
@@ -955,3 +959,16 @@ int cmd_merge(int argc, char **argv) {
     store_close(st);
     return rc;
 }
+
+const Command cmd_sweep = {
+    "sweep", "SWEEP.yaml", "The runs of a sweep file (rows x seeds), each a child gated train.", opts,
+    "The format is at the top of core/lab/sweep.c.  A run already finished by the same code is skipped,\n"
+    "a killed one resumed, a failed one rerun only with --rerun-failed.  Logs and checkpoints go beside\n"
+    "the database (DBDIR/logs, DBDIR/checkpoints).  Indices count from 0: a Slurm array\n"
+    "--array=0-$((N-1)) runs --index $SLURM_ARRAY_TASK_ID or --shard $SLURM_ARRAY_TASK_ID/N.\n"
+    "stdout: the plan (--dry-run), the count (--count), one line per run started, skipped or ended,\n"
+    "and the summary line; stderr: a failed run's last log lines, warnings and errors.\n",
+    run_sweep};
+const Command cmd_merge = {"merge", "OUT.db IN.db...",
+                           "Fold per-shard or per-machine databases into OUT.db, idempotently.", NULL,
+                           "stdout: the rows each input added.\n", run_merge};

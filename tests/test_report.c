@@ -909,7 +909,7 @@ Test(report, bad_input) {
             {"--db '%s/fx.db' --sweep nope", "no sweep 'nope' (sweeps: lr, lrv, main)"},
             {"--db '%s/junk.db'", "not a gated database"},
             {"--db '%s/fx.db' --format pdf", "--format: expected md, csv or tex, got \"pdf\""},
-            {"--db '%s/fx.db' --bogus", "unknown or incomplete option '--bogus'"},
+            {"--db '%s/fx.db' --bogus", "unknown option '--bogus'"},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             char args[512];

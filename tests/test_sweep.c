@@ -15,6 +15,8 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -634,8 +636,9 @@ Test(sweep, cli_exits_2_with_the_message) {
         cr_expect(msg_matches(want, out), "row %zu:\nwant: %sgot:  %s", i, want, out);
     }
     /* usage errors are 2 as well, and nothing was created */
-    static const char *const args[] = {"",        "--jobs 0",  "--shard 3/2", "--shard x", "--index 1 --shard 1/2",
-                                       "--bogus", "--index 99"};
+    static const char *const args[] = {"",        "--jobs 0",  "--shard 3/2",           "--shard 2/2",
+                                       "--shard x", "--shard -1/2", "--index 1 --shard 1/2", "--bogus",
+                                       "--index 99", "--count --index 1"};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         char path[128], cmd[512], out[4096];
         write_file(&t, "ok.yaml", "name: ok\nbase: base.yaml\nvariants: [{label: a}]\n", path);
@@ -960,7 +963,7 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
     tmp_dir(&t);
     char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384];
     smoke_path(smoke);
-    static const char *const runs[] = {"--db all.db --jobs 2", "--db s1.db --shard 1/2", "--db s2.db --shard 2/2"};
+    static const char *const runs[] = {"--db all.db --jobs 2", "--db s1.db --shard 0/2", "--db s2.db --shard 1/2"};
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "sweep '%s' %s", smoke, runs[i]);
         cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s: %s", runs[i], out);
@@ -990,6 +993,55 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
     snprintf(args, sizeof args, "sweep '%s' --db m.db", smoke);
     cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
     cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 0 finished, 0 diverged, 0 failed, 6 skipped", "%s", out);
+    tmp_rm(&t);
+}
+
+/* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
+ * leaves its run killed (resumable), and the sweep exits 130. */
+Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], db[160];
+    write_file(&t, "long.yaml", "name: long\nbase: base.yaml\nset: {train.steps: 100000}\nvariants: [{label: a}]\n",
+               path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (chdir(t.dir) != 0)
+            _exit(126);
+        dup2(null, 1), dup2(null, 2);
+        execl(bin, bin, "sweep", "long.yaml", "--db", "r.db", (char *)NULL);
+        _exit(127);
+    }
+    long long rows = 0; /* polled without asserting: the schema may not be there yet */
+    for (int i = 0; i < 600 && rows == 0; i++) {
+        usleep(100000);
+        sqlite3 *h;
+        sqlite3_stmt *q;
+        if (access(db, F_OK) != 0)
+            continue;
+        if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+            sqlite3_close(h);
+            continue;
+        }
+        if (sqlite3_prepare_v2(h, "SELECT count(*) FROM metrics", -1, &q, NULL) == SQLITE_OK) {
+            if (sqlite3_step(q) == SQLITE_ROW)
+                rows = sqlite3_column_int64(q, 0);
+            sqlite3_finalize(q);
+        }
+        sqlite3_close(h);
+    }
+    kill(pid, SIGINT);
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_assert_gt(rows, 0, "the run never wrote a metric");
+    cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "wait status %d", ws);
+    char st[256];
+    q_text(db, "SELECT status || ':' || error_text FROM runs", st, sizeof st);
+    cr_assert(strncmp(st, "killed:stopped by signal 15", 27) == 0, "%s", st);
     tmp_rm(&t);
 }
 

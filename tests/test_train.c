@@ -240,11 +240,28 @@ Test(train_cli, bad_config_exits_2_with_location) {
                        "%s", err);
 }
 
-Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120) {
-    const char *bin = gated_bin();
-    char dir[64], db[128];
-    test_tmpdir(dir, sizeof dir);
-    snprintf(db, sizeof db, "%s/k.db", dir);
+/* Poll db (up to a minute) until it holds a metric row; 1 then, else 0. */
+static int wait_for_metrics(const char *db) {
+    for (int i = 0; i < 600; i++) {
+        usleep(100000);
+        sqlite3 *h;
+        int n = 0;
+        if (access(db, F_OK) == 0 && sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+            sqlite3_stmt *st;
+            if (sqlite3_prepare_v2(h, "SELECT count(*) FROM metrics", -1, &st, NULL) == SQLITE_OK) {
+                if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+                sqlite3_finalize(st);
+            }
+            sqlite3_close(h);
+        }
+        if (n > 0) return 1;
+    }
+    return 0;
+}
+
+/* A long tiny run on the synthetic corpus into db (checkpoints in dir),
+ * started in a child with its output to /dev/null; its pid. */
+static pid_t start_long_run(const char *bin, const char *db, const char *dir) {
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
@@ -255,27 +272,58 @@ Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120)
               (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+/* SIGINT: exit 130 (as a shell reports an interrupted command), with the
+ * cleanup done first: the run killed, its rows and its checkpoint kept. */
+Test(train_cli, sigint_exits_130_with_the_run_killed_and_kept, .timeout = 120) {
+    const char *bin = gated_bin();
+    char dir[64], db[128];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/k.db", dir);
+    pid_t pid = start_long_run(bin, db, dir);
+    int ok = wait_for_metrics(db);
+    kill(pid, SIGINT);
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_assert(ok, "the run never wrote a metric");
+    cr_assert(WIFEXITED(ws), "gated train did not exit (wait status %d)", ws);
+    cr_assert_eq(WEXITSTATUS(ws), 130);
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT run_id, status, error_text, (SELECT max(step) FROM metrics m"
+                                    " WHERE m.run_id = r.run_id AND key = 'train_loss') FROM runs r",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    char id[32], ckpt[160];
+    snprintf(id, sizeof id, "%s", (const char *)sqlite3_column_text(st, 0));
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 1), "killed");
+    cr_assert_not_null(strstr((const char *)sqlite3_column_text(st, 2), "stopped by signal 2"));
+    cr_assert_eq(sqlite3_column_type(st, 3), SQLITE_INTEGER, "no train_loss rows");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    snprintf(ckpt, sizeof ckpt, "%s/%s.ckpt", dir, id);
+    cr_assert_eq(access(ckpt, F_OK), 0, "no checkpoint %s", ckpt);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120) {
+    const char *bin = gated_bin();
+    char dir[64], db[128];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/k.db", dir);
+    pid_t pid = start_long_run(bin, db, dir);
     /* wait until the run has written some metrics, then kill it hard */
-    double v[4];
-    int ok = 0;
-    for (int i = 0; i < 600 && !ok; i++) {
-        usleep(100000);
-        if (access(db, F_OK) == 0) {
-            sqlite3 *h;
-            if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-                sqlite3_stmt *st;
-                if (sqlite3_prepare_v2(h, "SELECT count(*) FROM metrics", -1, &st, NULL) == SQLITE_OK) {
-                    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0) ok = 1;
-                    sqlite3_finalize(st);
-                }
-                sqlite3_close(h);
-            }
-        }
-    }
+    int ok = wait_for_metrics(db);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     cr_assert(ok, "the run never wrote a metric");
-    (void)v;
     Store *s;
     char err[512], buf[16];
     cr_assert_eq(store_open(&s, db, err, sizeof err), 0, "%s", err);

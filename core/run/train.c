@@ -743,7 +743,7 @@ static int train_finish(Run *r) {
         else
             fprintf(stderr, "%s; no checkpoint could be written, a rerun starts over\n", r->stop_reason);
         store_run_end(r->st, r->id, "killed", r->stop_reason, -1);
-        return stop_signal ? 1 : 0;
+        return stop_signal ? 128 + stop_signal : 0; /* as a shell reports a signal's kill: 130 for SIGINT */
     }
     int rc = finish_result(r);
     return rc == GO ? finish_summary(r) : rc;

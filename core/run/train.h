@@ -26,7 +26,9 @@ typedef struct {
  * run is then `failed`, never `diverged`), 2 bad input (for example a
  * missing corpus, a corrupt checkpoint to resume, or a model whose memory
  * estimate (train_memory_check) exceeds what the machine has, unless
- * o->force), with the message on stderr.
+ * o->force), with the message on stderr; 128 + the signal number (130,
+ * 143) when SIGINT or SIGTERM stopped it (checkpointed, its rows stored,
+ * the run killed).
  *
  * Before anything is stored the run is checked: with o->resume, a run the
  * database already has as finished or diverged is left as it is (exit 0,

@@ -1,0 +1,262 @@
+/*
+ * cmd_info.c — `gated info` (a run config resolved: parameters, gate cost,
+ * FLOPs) and `gated xcheck` (weights, a batch, logits and gradients dumped
+ * for tests/torch_ref.py; --list: the cases tests/xcheck.sh runs).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "nn/model.h"
+#include "nn/rng.h"
+#include "nn/variant.h"
+#include "run/config.h"
+#include "run/dump.h"
+
+/* The options of info and xcheck (info has --set alone). */
+enum { O_SET, O_OUT, O_LIST, O__COUNT };
+static const CliOpt xcheck_opts[O__COUNT + 1] = {
+    [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
+    [O_OUT] = {"out", "FILE", "the dump to write (required unless --list)", 0},
+    [O_LIST] = {"list", NULL, "print the cases tests/xcheck.sh runs (LABEL|KEY=VALUE ...) instead", 0},
+};
+static const CliOpt info_opts[O_SET + 2] = {
+    [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
+};
+
+/* Parse argv: the config's path and its --set list (malloc'd into *sets),
+ * --out, --list.  -1: go on; else the exit status. */
+static int parse(const Command *cmd, int argc, char **argv, const char **path, char ***sets, int *nsets,
+                 const char **out, int *list) {
+    CliArgs a;
+    const char *v;
+    int o;
+    *sets = calloc((size_t)argc, sizeof **sets);
+    if (!*sets) {
+        fprintf(stderr, "gated %s: out of memory\n", cmd->name);
+        return EXIT_RUNTIME;
+    }
+    *nsets = 0;
+    cli_begin(&a, cmd, argc, argv);
+    while ((o = cli_next(&a, &v)) >= 0) {
+        if (o == O_SET) (*sets)[(*nsets)++] = (char *)v;
+        if (o == O_OUT) *out = v;
+        if (o == O_LIST) *list = 1;
+    }
+    if (o == CLI_EXIT) return a.status;
+    char **rest;
+    int n = cli_rest(&a, &rest);
+    if (list && *list) {
+        if (n || *nsets || *out) return cli_usage_error(cmd, "--list takes no config, --set or --out");
+        return -1;
+    }
+    if (n == 0) return cli_usage_error(cmd, "no CONFIG.yaml given");
+    if (n > 1) return cli_usage_error(cmd, "one CONFIG.yaml, not %d", n);
+    *path = rest[0];
+    return -1;
+}
+
+static void shape_text(const Tensor *t, char *buf, size_t cap) {
+    if (t->ndim == 1)
+        snprintf(buf, cap, "[%d]", t->shape[0]);
+    else
+        snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
+}
+
+static int run_info(int argc, char **argv) {
+    const char *path = NULL, *out = NULL;
+    char **sets;
+    int nsets, rc = parse(&cmd_info, argc, argv, &path, &sets, &nsets, &out, NULL);
+    Config c, cb;
+    if (rc < 0 && cli_load_config(&c, path, sets, nsets, &cb)) rc = EXIT_BADINPUT;
+    free(sets);
+    if (rc >= 0) return rc;
+    printf("# resolved configuration (%s)\n", path);
+    config_print(&c, stdout);
+
+    /* the ungated model: same settings, no gate, d_ff not shrunk */
+    ConfigError err;
+    cb.gate = gate_default();
+    cb.gate.control = c.gate.control;
+    cb.match_params = 0;
+    if (config_resolve(&cb, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return EXIT_BADINPUT;
+    }
+    Model m, base;
+    ModelCfg mc = config_model(&c), mcb = config_model(&cb);
+    if (model_layout(&m, &mc) || model_layout(&base, &mcb)) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    printf("\n# parameters\n%-20s %-14s %12s  %s\n", "tensor", "shape", "count", "weight decay");
+    for (int i = 0; i < m.p.n; i++) {
+        char sh[40];
+        shape_text(&m.p.t[i], sh, sizeof sh);
+        printf("%-20s %-14s %12zu  %s\n", m.p.t[i].name, sh, m.p.t[i].n, m.p.t[i].decay ? "yes" : "no");
+    }
+    printf("%-20s %-14s %12zu\n", "total", "", m.p.total);
+
+    char lab[128];
+    const GateCfg *g = &c.gate;
+    printf("\n# gate: %s", gate_label(g, lab, sizeof lab));
+    if (g->position != GP_NONE) printf(" (%s: %s)", gate_positions[g->position].paper, gate_positions[g->position].what);
+    printf("\n");
+    const char *formula;
+    long paper = gate_paper_params(&c.gate, c.d_model, c.n_head, c.n_kv_head, c.d_head, &formula);
+    printf("added parameters per layer: %ld", m.gs.wg_params);
+    if (paper >= 0) printf("  (paper: %s = %ld%s)", formula, paper, paper == m.gs.wg_params ? "" : "  MISMATCH");
+    printf("\nadded parameters, all layers: %ld\n", model_gate_params(&m));
+    printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m.p.total, base.p.total,
+           100.0 * ((double)m.p.total - (double)base.p.total) / (double)base.p.total);
+    if (c.match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c.d_ff);
+
+    double fwd, train, fb, tb;
+    model_flops(&m, c.seq_len, &fwd, &train);
+    model_flops(&base, c.seq_len, &fb, &tb);
+    printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
+           c.seq_len, fwd, train, fb, 100.0 * (fwd - fb) / fb);
+    model_free(&m);
+    model_free(&base);
+    return 0;
+}
+
+/* Append to buf the --set overrides of g's keys that differ from the default. */
+static void gate_sets(const GateCfg *g, char *buf, size_t cap) {
+    GateCfg d = gate_default();
+    const struct {
+        const char *key;
+        const char *const *names;
+        int v, dv;
+    } ax[] = {
+        {"position", gate_position_names, g->position, d.position},
+        {"granularity", gate_granularity_names, g->granularity, d.granularity},
+        {"sharing", gate_sharing_names, g->sharing, d.sharing},
+        {"form", gate_form_names, g->form, d.form},
+        {"activation", gate_activation_names, g->activation, d.activation},
+        {"input", gate_input_names, g->input, d.input},
+        {"control", gate_control_names, g->control, d.control},
+    };
+    for (size_t i = 0; i < sizeof ax / sizeof ax[0]; i++) {
+        size_t k = strlen(buf);
+        if (ax[i].v != ax[i].dv && k < cap)
+            snprintf(buf + k, cap - k, "%smodel.gate.%s=%s", k ? " " : "", ax[i].key, ax[i].names[ax[i].v]);
+    }
+}
+
+/* One cross-check case: "LABEL|KEY=VALUE KEY=VALUE" (tests/xcheck.sh). */
+static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
+    char lab[128], all[512];
+    snprintf(all, sizeof all, "%s", sets);
+    gate_sets(&g, all, sizeof all);
+    GateCfg d = gate_default();
+    int plain = memcmp(&g, &d, sizeof g) == 0;
+    printf("%s%s|%s\n", prefix, plain ? "baseline" : gate_label(&g, lab, sizeof lab), all);
+}
+
+/* `gated xcheck --list`: the cases tests/xcheck.sh runs, from the tables:
+ * the baseline, gate_covering() (every value of every gate list), each
+ * control alone and before a G1 gate, every position under GQA (n_kv_head
+ * 2, and 1 with a headwise gate where the position splits into KV heads)
+ * and without QK-norm, and match_params. */
+static void xcheck_list(void) {
+    GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
+    int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
+    xcheck_case("", "", d);
+    for (int i = 0; i < n; i++) xcheck_case("", "", cov[i]);
+    for (int c = GC_NONE + 1; c < GC__COUNT; c++) {
+        g = d, g.control = c;
+        xcheck_case("", "", g);
+        g.position = GP_SDPA;
+        xcheck_case("", "", g);
+    }
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) {
+        g = d, g.position = p;
+        xcheck_case("kv2-", "model.n_kv_head=2", g);
+    }
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++)
+        if (gate_positions[p].heads == HEADS_KV && gate_positions[p].headwise_ok) {
+            g = d, g.position = p, g.granularity = GG_HEADWISE;
+            xcheck_case("kv1-", "model.n_kv_head=1", g);
+        }
+    for (int p = GP_NONE; p < GP__COUNT; p++) {
+        g = d, g.position = p;
+        xcheck_case("noqk-", "model.qk_norm=false", g);
+    }
+    g = d, g.position = GP_SDPA;
+    xcheck_case("matched-", "model.match_params=true", g);
+    /* a learned logit bias at every position (headwise at G3, head-shared at
+     * G1), a static gate started off zero, and a scale other than the
+     * default (issue 14's scale controls) */
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) {
+        g = d, g.position = p, g.bias = 1, g.init_bias = 2;
+        if (p == GP_KEY) g.granularity = GG_HEADWISE;
+        xcheck_case("", "model.gate.bias=true model.gate.init_bias=2", g);
+    }
+    g = d, g.position = GP_SDPA, g.granularity = GG_HEADWISE, g.sharing = GS_HEAD_SHARED, g.bias = 1, g.init_bias = -1;
+    xcheck_case("", "model.gate.bias=true model.gate.init_bias=-1", g);
+    g = d, g.position = GP_SDPA, g.input = GI_STATIC, g.init_bias = 2;
+    xcheck_case("", "model.gate.init_bias=2", g);
+    g = d, g.position = GP_SDPA, g.control = GC_SCALE, g.control_scale = 1.7;
+    xcheck_case("", "model.gate.control_scale=1.7", g);
+}
+
+static int run_xcheck(int argc, char **argv) {
+    const char *path = NULL, *out = NULL;
+    char **sets;
+    int nsets, list = 0, rc = parse(&cmd_xcheck, argc, argv, &path, &sets, &nsets, &out, &list);
+    Config c;
+    if (rc < 0 && list) {
+        xcheck_list();
+        rc = 0;
+    } else if (rc < 0 && !out) {
+        rc = cli_usage_error(&cmd_xcheck, "--out FILE is required");
+    } else if (rc < 0 && cli_load_config(&c, path, sets, nsets, NULL)) {
+        rc = EXIT_BADINPUT;
+    }
+    free(sets);
+    if (rc >= 0) return rc;
+    Model m;
+    ModelCfg mc = config_model(&c);
+    if (model_init(&m, &mc)) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    /* Perturb the norm weights and static gate parameters away from their
+     * init (ones / zeros) so the check sees their full effect. */
+    Rng r = rng_seed((uint64_t)c.seed + 99);
+    for (int i = 0; i < m.p.n; i++)
+        if (!m.p.t[i].decay)
+            for (size_t j = 0; j < m.p.t[i].n; j++) m.p.w[m.p.t[i].off + j] += (real)(0.3 * rng_normal(&r));
+    int B = c.batch, T = c.seq_len, n = B * T;
+    int *tok = malloc(sizeof(int) * (size_t)n), *tgt = malloc(sizeof(int) * (size_t)n);
+    if (!tok || !tgt) {
+        fprintf(stderr, "gated: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
+    for (int i = 0; i < n; i++) tgt[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
+    double loss = model_forward(&m, tok, tgt, B, T);
+    model_zero_grad(&m);
+    if (loss != loss || model_backward(&m, tok) || dump_write(out, &c, &m, tok, tgt)) {
+        fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    free(tok);
+    free(tgt);
+    model_free(&m);
+    return 0;
+}
+
+const Command cmd_info = {"info", "CONFIG.yaml", "The resolved config, its parameters, the gate's cost and FLOPs.",
+                          info_opts, "The config is printed as resolved (automatic values filled in), then a table of\n"
+                                     "tensors, the gate's added parameters (against the paper's formula) and FLOPs per\n"
+                                     "token against the ungated model; all on stdout.\n",
+                          run_info};
+const Command cmd_xcheck = {"xcheck", "[CONFIG.yaml]",
+                            "Dump weights, a batch, logits and gradients for tests/torch_ref.py.", xcheck_opts,
+                            "The norm weights and static gate parameters are perturbed away from their init so the\n"
+                            "cross-check sees them; tests/xcheck.sh runs every case of --list.\n",
+                            run_xcheck};

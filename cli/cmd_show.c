@@ -1,0 +1,53 @@
+/*
+ * cmd_show.c — `gated ls` and `gated show RUN`: the store read only (its
+ * bytes, journal mode included, stay as they are), formatted by
+ * store_show.c.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "store_show.h"
+
+enum { O_DB, O__COUNT };
+static const CliOpt opts[O__COUNT + 1] = {
+    [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
+};
+
+/* ls (cmd_ls, no argument) or show (cmd_show, one run). */
+static int run_store(const Command *cmd, int argc, char **argv) {
+    const char *db = cli_default_db(), *v;
+    int show = cmd == &cmd_show, o;
+    CliArgs a;
+    cli_begin(&a, cmd, argc, argv);
+    while ((o = cli_next(&a, &v)) >= 0)
+        if (o == O_DB) db = v;
+    if (o == CLI_EXIT) return a.status;
+    char **rest;
+    int n = cli_rest(&a, &rest);
+    if (show && n != 1) return n ? cli_usage_error(cmd, "one RUN, not %d", n) : cli_usage_error(cmd, "no RUN given");
+    if (!show && n) return cli_usage_error(cmd, "takes no argument (got \"%s\")", rest[0]);
+    if (access(db, F_OK) != 0) {
+        fprintf(stderr, "gated %s: %s: no such database (train a run first, or pass --db)\n", cmd->name, db);
+        return EXIT_BADINPUT;
+    }
+    char err[1024];
+    Store *st;
+    if (store_open_ro(&st, db, err, sizeof err)) {
+        fprintf(stderr, "gated %s: %s\n", cmd->name, err);
+        return EXIT_BADINPUT;
+    }
+    int rc = show ? show_run(st, rest[0], stdout, err, sizeof err) : show_ls(st, stdout, err, sizeof err);
+    if (rc) fprintf(stderr, "gated %s: %s\n", cmd->name, err);
+    store_close(st);
+    return rc ? EXIT_BADINPUT : EXIT_OK;
+}
+
+static int run_ls(int argc, char **argv) { return run_store(&cmd_ls, argc, argv); }
+static int run_show(int argc, char **argv) { return run_store(&cmd_show, argc, argv); }
+
+const Command cmd_ls = {"ls", "", "The runs in the database: id, name, status, steps, val loss, start.", opts,
+                        "A run recorded as running whose heartbeat stopped is shown killed.\n", run_ls};
+const Command cmd_show = {"show", "RUN",
+                          "One run (id, name or id prefix): config, provenance, results.",
+                          opts, NULL, run_show};
