@@ -853,7 +853,7 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     /* each run's 12 steps, once each, from one attempt */
     cr_assert_eq(q_int(db, "SELECT count(*) FROM (SELECT run_id FROM metrics WHERE key = 'train_loss'"
                            " GROUP BY run_id HAVING count(*) = 12 AND count(DISTINCT step) = 12"
-                           " AND min(step) = 0 AND max(step) = 11)"),
+                           " AND min(step) = 1 AND max(step) = 12)"),
                  6, "%s", out);
     cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims"), 0, "claims left behind");
     free(ta);
@@ -1037,13 +1037,13 @@ Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
     cr_assert_eq(system(cmd), 0);
     db_exec(b, "PRAGMA journal_mode=DELETE");
     db_exec(b, "UPDATE runs SET status = 'failed', ended_at = ended_at + 100 WHERE name = 'smoke-baseline-s1'");
-    db_exec(b, "UPDATE metrics SET value = 99 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+    db_exec(b, "UPDATE metrics SET value = 99 WHERE step = 1 AND key = 'train_loss' AND run_id ="
                " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s1')");
     db_exec(b, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'extra', '', 0, 1"
                " FROM runs WHERE name = 'smoke-baseline-s1'");
     /* and one run finished later in b (a --force rerun): b's copy and values win */
     db_exec(b, "UPDATE runs SET ended_at = ended_at + 50 WHERE name = 'smoke-baseline-s2'");
-    db_exec(b, "UPDATE metrics SET value = 42 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+    db_exec(b, "UPDATE metrics SET value = 42 WHERE step = 1 AND key = 'train_loss' AND run_id ="
                " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s2')");
     static const char *const orders[] = {"merge ab.db a.db b.db", "merge ba.db b.db a.db"};
     for (int k = 0; k < 2; k++) {
@@ -1054,13 +1054,13 @@ Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
         cr_assert_str_eq(txt, "finished", "%s", orders[k]);
         q_text(p,
                "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s1'"
-               " AND m.key = 'train_loss' AND m.step = 0",
+               " AND m.key = 'train_loss' AND m.step = 1",
                txt, sizeof txt);
         cr_assert_str_neq(txt, "99.0", "%s: the failed copy's metric replaced the finished one", orders[k]);
         cr_assert_eq(q_int(p, "SELECT count(*) FROM metrics WHERE key = 'extra'"), 1, "%s", orders[k]);
         q_text(p,
                "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s2'"
-               " AND m.key = 'train_loss' AND m.step = 0",
+               " AND m.key = 'train_loss' AND m.step = 1",
                txt, sizeof txt);
         cr_assert_str_eq(txt, "42.0", "%s", orders[k]);
         cr_assert_eq(q_int(p, "SELECT count(*) FROM runs"), 6);

@@ -49,6 +49,9 @@
  *   );
  *   CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
  *   -- Time series: one value per (run, key, context, step); NaN is stored as NULL.
+ *   -- Steps count optimizer updates from 1 (train.c): train_loss, lr,
+ *   -- grad_norm and spike at step s are update s's; evaluations and probes
+ *   -- at step s follow update s.
  *   CREATE TABLE IF NOT EXISTS metrics (
  *       run_id  TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
  *       key     TEXT NOT NULL,
