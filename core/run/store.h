@@ -24,8 +24,10 @@
 #include "run/config.h"
 #include "util/sysinfo.h"
 
-/* Schema version written to / required of meta.schema_version. */
-#define STORE_SCHEMA_VERSION 1
+/* Schema version written to meta.schema_version; files of version 1 are
+ * migrated by a writer's store_open and read as version 2 read-only
+ * (store.c). */
+#define STORE_SCHEMA_VERSION 2
 /* A 'running' run whose heartbeat is older than this is reported 'killed'. */
 #define STORE_STALE_SECONDS 60
 /* Buffered metric rows are written automatically once this many are held. */
@@ -78,8 +80,9 @@ int store_heartbeat(Store *s, const char *run_id);
 int store_run_end(Store *s, const char *run_id, const char *status, const char *error_text,
                   long long diverged_step);
 
-/* Buffer one metric row (context NULL means ''); written by store_flush.
- * A rewritten (run, key, context, step) replaces the old value. */
+/* Buffer one metric row (context NULL means ''), timestamped now (column
+ * t); written by store_flush.  A rewritten (run, key, context, step)
+ * replaces the old value. */
 int store_metric(Store *s, const char *run_id, const char *key, const char *context,
                  long long step, double value);
 /* Write buffered metrics in one transaction; also done automatically every
@@ -101,6 +104,11 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
  * static storage, overwritten by the next call. */
 void store_provenance_fill(Provenance *p);
 
+
+/* The metric keys recorded once per optimizer update (run/train.c), which
+ * schema 1 numbered from 0: train_loss, lr, grad_norm, spike.  Steps count
+ * updates from 1 (README, "Steps"). */
+extern const char *const store_update_keys[4];
 
 /* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
  * lowercase hex digits plus NUL. */
