@@ -17,6 +17,7 @@
 
 #include "nn/model.h"
 #include "nn/optim.h"
+#include "run/codever.h"
 #include "run/eval.h"
 #include "run/probes.h"
 #include "run/store.h"
@@ -435,6 +436,34 @@ Test(train_cli, bad_config_exits_2_with_location) {
     cr_assert_eq(sh(cmd, err, sizeof err), 2, "%s", err);
     cr_assert_not_null(strstr(err, "--set train.lr=fast: error: train.lr: expected number in [0, 10], got \"fast\""),
                        "%s", err);
+}
+
+/* The code version is the build's: the binary run from /tmp (no git
+ * checkout there) records the commit and dirty flag it was built with. */
+Test(train_cli, code_version_is_the_builds_from_any_directory, .timeout = 60) {
+    const char *bin = gated_bin();
+    if (strcmp(codever_commit(), "unknown") == 0) cr_skip_test("this build's source tree is not a git checkout");
+    cr_assert_eq(strlen(codever_commit()), 40, "%s", codever_commit());
+    char dir[64], db[128], tiny[4096], cmd[8192], err[4096];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/c.db", dir);
+    cr_assert_not_null(realpath("experiments/tiny.yaml", tiny), "run the tests from the repository root");
+    cr_assert_null(strchr(tiny, '\''));
+    cr_assert_null(strchr(bin, '\''));
+    snprintf(cmd, sizeof cmd,
+             "cd /tmp && '%s' train '%s' --set model.vocab_size=257 --set data.corpus=synthetic --set train.steps=2"
+             " --set threads=1 --db '%s' --ckpt '%s'",
+             bin, tiny, db, dir);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT code_version, git_dirty FROM runs", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), codever_commit());
+    cr_assert_eq(sqlite3_column_int(st, 1), codever_dirty());
+    sqlite3_finalize(st);
+    sqlite3_close(h);
 }
 
 Test(train_cli, sigkill_leaves_readable_db_and_run_shows_killed, .timeout = 120) {

@@ -30,8 +30,8 @@
  *       config_json      TEXT NOT NULL,
  *       seed             INTEGER NOT NULL,
  *       threads          INTEGER NOT NULL,
- *       code_version     TEXT NOT NULL,         -- git commit, or 'unknown'
- *       git_dirty        INTEGER,               -- 1 dirty, 0 clean, NULL unknown
+ *       code_version     TEXT NOT NULL,         -- the build's git commit, or 'unknown'
+ *       git_dirty        INTEGER,               -- at build time: 1 dirty, 0 clean, NULL unknown
  *       host             TEXT NOT NULL,
  *       cpu_model        TEXT NOT NULL,
  *       compiler         TEXT NOT NULL,
@@ -152,6 +152,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "run/codever.h"
 #include "util/sysinfo.h"
 
 static const char SCHEMA_SQL[] =
@@ -805,36 +806,23 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
 /* ------------------------------------------------------------------ */
 
 void store_provenance_fill(Provenance *p) {
-    static char host[256], cpu[256], blas[256], commit[64];
+    static char host[256], cpu[256], blas[256];
     sysinfo_host(host, sizeof host);
     sysinfo_cpu_model(cpu, sizeof cpu);
     const char *bc = openblas_get_config();
     snprintf(blas, sizeof blas, "%s", bc ? bc : "unknown");
     sysinfo_trim(blas);
 
-    int dirty = -1;
-    if (sysinfo_command("git -c core.fsmonitor=false rev-parse HEAD 2>/dev/null", commit, sizeof commit, NULL) != 0 || !commit[0]) {
-        snprintf(commit, sizeof commit, "unknown");
-    } else {
-        char first[256];
-        int any = 0;
-        if (sysinfo_command("git -c core.fsmonitor=false status --porcelain 2>/dev/null", first, sizeof first, &any) == 0)
-            dirty = any;
-    }
-
     p->host = host;
     p->cpu_model = cpu;
     p->compiler = sysinfo_compiler();
-#ifdef GATED_CFLAGS
-    p->cflags = GATED_CFLAGS;
-#else
-    p->cflags = "unknown";
-#endif
+    p->cflags = codever_cflags();
     p->openblas_version = blas;
     p->sqlite_version = sqlite3_libversion();
     p->libyaml_version = yaml_get_version_string();
-    p->code_version = commit;
-    p->git_dirty = dirty;
+    /* the build's, not the working directory's (codever.h) */
+    p->code_version = codever_commit();
+    p->git_dirty = codever_dirty();
 }
 
 /* ------------------------------------------------------------------ */

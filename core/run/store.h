@@ -35,8 +35,10 @@
 
 typedef struct Store Store;
 
-/* Where a run ran.  store_provenance_fill() sets every field; git_dirty is
- * 1 (uncommitted changes), 0 (clean) or -1 (unknown: not a git checkout).
+/* Where a run ran, and with which build.  store_provenance_fill() sets
+ * every field; code_version is the build's commit and git_dirty 1
+ * (uncommitted changes at build time), 0 (clean) or -1 (unknown: not built
+ * from a git checkout).
  * NULL strings are stored as "unknown". */
 typedef struct {
     const char *host, *cpu_model, *compiler, *cflags, *openblas_version, *sqlite_version,
@@ -98,10 +100,11 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
                     long long step, double lo, double hi, const long long *counts, int nbins);
 
 /* Fill p for this process: host, CPU model and compiler (util/sysinfo.h),
- * cflags (GATED_CFLAGS if defined, else "unknown"), OpenBLAS / SQLite /
- * libyaml versions, and the git commit and dirty flag of the current
- * directory ("unknown" / -1 if not a git checkout).  The strings are
- * static storage, overwritten by the next call. */
+ * OpenBLAS / SQLite / libyaml versions, and the build's cflags, commit and
+ * dirty flag (run/codever.h: fixed when the binary was built, "unknown" /
+ * -1 when its source tree was not a git checkout; the working directory
+ * plays no part).  The strings are static storage, overwritten by the next
+ * call. */
 void store_provenance_fill(Provenance *p);
 
 
@@ -273,6 +276,7 @@ typedef struct {
     const char *status;       /* effective status (a stale 'running' reads "killed"); NULL: no such run */
     const char *code_version; /* NULL: no such run */
     double ended_at;          /* unix seconds; NaN when not ended or no such run */
+    const char *cflags;       /* the build's flags it was recorded with; NULL: no such run */
 } StoreRunState;
 
 /* Whether to claim a run in this state: 1 yes, 0 no.  Called inside the
@@ -327,9 +331,10 @@ typedef struct {
  * changed since they were written). */
 int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n);
 
-/* The code_version recorded for a run into buf; NULL if the run is absent
- * (or on error: store_errmsg() then says which). */
+/* The code_version / cflags recorded for a run into buf; NULL if the run
+ * is absent (or on error: store_errmsg() then says which). */
 const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap);
+const char *store_run_cflags(Store *s, const char *run_id, char *buf, size_t cap);
 
 /* Rows in one of the store's tables (meta, environments, runs, metrics,
  * summary, histograms, sweep_runs); -1 on error or another name. */
