@@ -19,7 +19,7 @@ OPT     ?= -O2 -march=native
 SANFLAGS ?=
 PKGS    := openblas yaml-0.1 sqlite3
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g $(OPT) -fopenmp $(SANFLAGS) \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -I$(BUILD)/gen \
            -DGATED_CFLAGS='"$(strip $(OPT) $(SANFLAGS))"'
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAGS)
 TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
@@ -36,8 +36,15 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run check sanitize deps clean xcheck layers
+.PHONY: all test test-run check sanitize deps clean xcheck layers FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
+
+# The code version (run/codever.h): the commit and dirty flag of this source
+# tree, fixed at build time.  The script runs on every make and rewrites the
+# header only when they changed, so only codever.o follows a new commit.
+%/gen/run/build_version.h: FORCE
+	@tools/build_version.sh "$(CURDIR)" $@
+$(BUILD)/f32/core/run/codever.o: $(BUILD)/gen/run/build_version.h
 
 $(BUILD)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -192,7 +199,8 @@ FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 # (not in DEB_PKGS: `make test` does not need them; fuzz-build runs fuzz-deps)
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
-                 $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -DGATED_CFLAGS='"fuzz: -O1 $(FUZZ_SAN)"'
+                 $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -I$(FUZZ_BUILD)/gen \
+                 -DGATED_CFLAGS='"fuzz: -O1 $(FUZZ_SAN)"'
 FUZZ_LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
 FUZZ_OBJ      := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/entry.o
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
@@ -228,6 +236,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 $(FUZZ_BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -DFUZZ_TARGET=$* -o $@ $^ $(FUZZ_LDLIBS)
+$(FUZZ_BUILD)/obj/core/run/codever.o: $(FUZZ_BUILD)/gen/run/build_version.h
 -include $(FUZZ_OBJ:.o=.d)
 .SECONDARY: $(FUZZ_OBJ)
 

@@ -8,7 +8,8 @@
 #
 # Resumable: a second invocation skips every finished run (same run id and
 # code version), resumes killed runs from their checkpoints, and reruns
-# failed ones.  Each invocation appends its wall time to results/run_all.log.
+# failed ones.  Each invocation appends its wall time to results/run_all.log
+# (ignored by git: a run changes no tracked file but the results it makes).
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -21,11 +21,14 @@
  *
  * What runs, by the status stored for the run's id (its resolved config):
  *   absent                      run
- *   finished, diverged          skip if recorded by the same code version (git
+ *   finished, diverged          skip if recorded with this build's cflags and
+ *                               by the same code version (the build's git
  *                               commit; "unknown" outside a checkout) or by a
- *                               commit whose model code (core/, cli/, the
- *                               Makefile) is identical to this one's, so a
- *                               commit of docs or results invalidates nothing;
+ *                               commit whose result-computing code
+ *                               (core/util, core/nn, core/run:
+ *                               run/codever.h) is identical to this one's,
+ *                               so a commit of the CLI, the report, docs or
+ *                               results invalidates nothing;
  *                               else run again; --force runs it regardless;
  *                               never rerun when it ended after this sweep
  *                               started (another worker made it meanwhile)
@@ -93,6 +96,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "run/codever.h"
 #include "run/store.h"
 #include "lab/merge.h"
 #include "lab/sweep.h"
@@ -199,49 +203,11 @@ typedef struct {
     char *log;
 } Job;
 
-static int is_commit(const char *v) {
-    size_t n = strlen(v);
-    if (n != 40) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return 0;
-    return 1;
-}
-
-/* Whether results recorded by code version a are valid for code version b:
- * the same string, or two commits between which `git diff` shows no change
- * in the code that computes results.  Answers are cached (a sweep asks
- * about few distinct versions). */
-static int same_code(const char *a, const char *b) {
-    static struct {
-        char a[41], b[41];
-        int same;
-    } cache[16];
-    static int ncache;
-    if (strcmp(a, b) == 0) return 1;
-    if (!is_commit(a) || !is_commit(b)) return 0;
-    for (int i = 0; i < ncache; i++)
-        if (strcmp(cache[i].a, a) == 0 && strcmp(cache[i].b, b) == 0) return cache[i].same;
-    int same = 0;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) dup2(null, 1), dup2(null, 2);
-        execlp("git", "git", "diff", "--quiet", a, b, "--", "core", "cli", "Makefile", (char *)NULL);
-        _exit(127);
-    }
-    if (pid > 0) {
-        int status = 0;
-        pid_t r;
-        while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-        }
-        same = r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
-    if (ncache < 16) {
-        snprintf(cache[ncache].a, sizeof cache[ncache].a, "%s", a);
-        snprintf(cache[ncache].b, sizeof cache[ncache].b, "%s", b);
-        cache[ncache++].same = same;
-    }
-    return same;
+/* Whether a run's stored result is valid for this build (run/codever.h):
+ * the same cflags, and the same code version or a commit whose
+ * result-computing code (codever_result_paths) git finds unchanged. */
+static int same_code(const StoreRunState *rs, const char *code) {
+    return codever_same_results(rs->code_version, rs->cflags, code, codever_cflags(), codever_git_unchanged, NULL);
 }
 
 /* Decide what to do with j given the run's state (status NULL: absent).
@@ -260,12 +226,15 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
     }
     if (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0) {
         const char *v = rs->code_version;
-        int same = v && same_code(v, code);
+        int same = same_code(rs, code);
         if (!isnan(rs->ended_at) && rs->ended_at >= t0) {
             snprintf(j->why, sizeof j->why, "%s by another worker since this sweep started", s);
         } else if (o->force) {
             j->run_it = 1;
             snprintf(j->why, sizeof j->why, "%s, rerun (--force)", s);
+        } else if (!same && v && strcmp(v, code) == 0) {
+            j->run_it = 1;
+            snprintf(j->why, sizeof j->why, "%s with other compiler flags: rerun", s);
         } else if (!same) {
             j->run_it = 1;
             snprintf(j->why, sizeof j->why, "%s by code %.12s, now %.12s: rerun", s,
@@ -299,10 +268,12 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
 /* The plan from the stored status alone (what --dry-run shows, and the
  * first guess of a real sweep: each run is decided again when claimed). */
 static void plan(Job *j, Store *st, const char *code, const SweepOpts *o, double t0) {
-    char buf[16], cv[128];
-    StoreRunState rs = {NULL, NULL, NAN};
-    if (st && (rs.status = store_run_status(st, j->run->run_id, buf, sizeof buf)))
+    char buf[16], cv[128], cf[512];
+    StoreRunState rs = {NULL, NULL, NAN, NULL};
+    if (st && (rs.status = store_run_status(st, j->run->run_id, buf, sizeof buf))) {
         rs.code_version = store_run_code_version(st, j->run->run_id, cv, sizeof cv);
+        rs.cflags = store_run_cflags(st, j->run->run_id, cf, sizeof cf);
+    }
     plan_state(j, &rs, code, o, t0);
 }
 

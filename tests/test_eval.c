@@ -201,12 +201,12 @@ Test(eval, continued_training_starts_from_the_weights, .timeout = 120) {
     Config fresh = b;
     fresh.init_from[0] = 0;
     train_ok(&fresh, db, "fresh", dir);
-    /* first-step training losses: the child starts where the parent was */
+    /* step-1 training losses: the child starts where the parent was */
     sqlite3 *h;
     sqlite3_stmt *st;
     cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_prepare_v2(h, "SELECT r.name, m.value FROM metrics m JOIN runs r ON r.run_id = m.run_id "
-                                       "WHERE m.key = 'train_loss' AND m.step = 0 ORDER BY r.name",
+                                       "WHERE m.key = 'train_loss' AND m.step = 1 ORDER BY r.name",
                                     -1, &st, NULL),
                  SQLITE_OK);
     double v[3];

@@ -232,7 +232,7 @@ Test(store, run_id_is_fnv1a_64) {
     cr_assert_eq(strlen(a), 16);
 }
 
-Test(store, open_creates_wal_schema_v1_with_foreign_keys) {
+Test(store, open_creates_wal_schema_with_foreign_keys) {
     TmpDb t;
     tmp_db(&t);
     Store *s = open_or_die(t.db);
@@ -243,7 +243,9 @@ Test(store, open_creates_wal_schema_v1_with_foreign_keys) {
 
     sqlite3 *db = raw_open(t.db);
     char *v = q_text(db, "SELECT value FROM meta WHERE key = ?1", ARGS("schema_version"));
-    cr_assert_str_eq(v, "1");
+    char want[16];
+    snprintf(want, sizeof want, "%d", STORE_SCHEMA_VERSION);
+    cr_assert_str_eq(v, want);
     free(v);
     char *mode = q_text(db, "PRAGMA journal_mode", NULL);
     cr_assert_str_eq(mode, "wal");
@@ -332,8 +334,10 @@ Test(store, newer_schema_version_is_refused) {
     tmp_db(&t);
     store_close(open_or_die(t.db));
     sqlite3 *db = raw_open(t.db);
+    char newer[16], want[96];
+    snprintf(newer, sizeof newer, "%d", STORE_SCHEMA_VERSION + 1);
     sqlite3_stmt *st = raw_query(db, "UPDATE meta SET value = ?1 WHERE key = ?2",
-                                 ARGS("2", "schema_version"));
+                                 ARGS(newer, "schema_version"));
     cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
     cr_assert_eq(sqlite3_finalize(st), SQLITE_OK);
     raw_close(db);
@@ -345,7 +349,9 @@ Test(store, newer_schema_version_is_refused) {
     cr_assert_eq(store_open(&s, t.db, err, sizeof err), -1);
     cr_assert_null(s);
     cr_assert(strstr(err, t.db) == err, "message names the path: %s", err);
-    cr_assert(strstr(err, "schema version 2 is newer than this build supports (1)"), "%s", err);
+    snprintf(want, sizeof want, "schema version %d is newer than this build supports (%d)", STORE_SCHEMA_VERSION + 1,
+             STORE_SCHEMA_VERSION);
+    cr_assert(strstr(err, want), "%s", err);
     unsigned char *after = read_all(t.db, &n1);
     cr_assert(n0 == n1 && memcmp(before, after, n0) == 0, "refused database was modified");
     free(before);
@@ -353,7 +359,7 @@ Test(store, newer_schema_version_is_refused) {
 
     db = raw_open(t.db);
     char *v = q_text(db, "SELECT value FROM meta WHERE key = ?1", ARGS("schema_version"));
-    cr_assert_str_eq(v, "2");
+    cr_assert_str_eq(v, newer);
     free(v);
     raw_close(db);
     tmp_db_remove(&t);
@@ -1586,4 +1592,185 @@ Test(store, untrusted_rows_stay_in_bounds) {
     cr_assert_eq(rc, 2, "eval: exit %d: %s", rc, out);
     cr_assert(strstr(out, "is not 16 hex digits"), "%s", out);
     tmp_db_remove(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* metric timestamps and schema 1                                      */
+/* ------------------------------------------------------------------ */
+
+/* Each metric row holds when store_metric was called (t, unix seconds);
+ * merge carries it. */
+Test(store, metric_rows_are_timestamped) {
+    TmpDb t, u;
+    tmp_db(&t);
+    tmp_db(&u);
+    Store *s = open_or_die(t.db);
+    Provenance p = test_prov("hostA");
+    OK(store_run_begin(s, RID, "timed", "{}", 1, 1, &p, NULL));
+    struct timespec ts;
+    cr_assert_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+    double before = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
+    OK(store_metric(s, RID, "val_loss", NULL, 1, 2.4));
+    OK(store_flush(s));
+    cr_assert_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+    double after = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    OK(store_run_end(s, RID, "finished", NULL, -1));
+    store_close(s);
+    sqlite3 *db = raw_open(t.db);
+    sqlite3_stmt *st = raw_query(db, "SELECT key, t FROM metrics ORDER BY key", NULL);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        n++;
+        cr_assert_eq(sqlite3_column_type(st, 1), SQLITE_FLOAT, "%s: no timestamp", sqlite3_column_text(st, 0));
+        double v = sqlite3_column_double(st, 1);
+        /* 1 ms of slack: sto_now and this clock_gettime round differently */
+        cr_assert(v >= before - 1e-3 && v <= after + 1e-3, "%s: t %.6f outside [%.6f, %.6f]",
+                  sqlite3_column_text(st, 0), v, before, after);
+    }
+    cr_assert_eq(sqlite3_finalize(st), SQLITE_OK);
+    cr_assert_eq(n, 2);
+    raw_close(db);
+
+    Store *d = open_or_die(u.db);
+    char err[1024];
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    store_close(d);
+    db = raw_open(u.db);
+    char attach[256];
+    snprintf(attach, sizeof attach, "ATTACH DATABASE '%s' AS a", t.db);
+    raw_exec(db, attach);
+    cr_assert_eq(q_int(db,
+                       "SELECT count(*) FROM metrics m JOIN a.metrics o USING (run_id, key, context, step)"
+                       " WHERE m.t IS o.t AND m.t IS NOT NULL",
+                       NULL),
+                 2, "merge lost or changed the timestamps");
+    raw_close(db);
+    tmp_db_remove(&t);
+    tmp_db_remove(&u);
+}
+
+/* The schema of version 1, as shipped: metrics without t, and the
+ * per-update keys counted from 0. */
+static const char V1_SQL[] =
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE environments (env_id INTEGER PRIMARY KEY, env_hash TEXT NOT NULL UNIQUE, host TEXT NOT NULL,"
+    " cpu_model TEXT NOT NULL, compiler TEXT NOT NULL, cflags TEXT NOT NULL, openblas_version TEXT NOT NULL,"
+    " sqlite_version TEXT NOT NULL, libyaml_version TEXT NOT NULL);"
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, name TEXT NOT NULL, status TEXT NOT NULL"
+    " CHECK (status IN ('running','finished','failed','diverged','killed')), config_json TEXT NOT NULL,"
+    " seed INTEGER NOT NULL, threads INTEGER NOT NULL, code_version TEXT NOT NULL, git_dirty INTEGER,"
+    " host TEXT NOT NULL, cpu_model TEXT NOT NULL, compiler TEXT NOT NULL, cflags TEXT NOT NULL,"
+    " openblas_version TEXT NOT NULL, sqlite_version TEXT NOT NULL, libyaml_version TEXT NOT NULL, argv TEXT,"
+    " started_at REAL NOT NULL, ended_at REAL, heartbeat_at REAL NOT NULL, error_text TEXT, diverged_step INTEGER,"
+    " env_id INTEGER NOT NULL REFERENCES environments(env_id));"
+    "CREATE INDEX runs_name ON runs(name);"
+    "CREATE TABLE metrics (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, key TEXT NOT NULL,"
+    " context TEXT NOT NULL DEFAULT '', step INTEGER NOT NULL, value REAL, UNIQUE (run_id, key, context, step));"
+    "CREATE INDEX metrics_run_key_step ON metrics(run_id, key, step);"
+    "CREATE TABLE summary (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, key TEXT NOT NULL,"
+    " context TEXT NOT NULL DEFAULT '', value REAL, text TEXT, PRIMARY KEY (run_id, key, context));"
+    "CREATE TABLE histograms (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, key TEXT NOT NULL,"
+    " context TEXT NOT NULL DEFAULT '', step INTEGER NOT NULL, lo REAL NOT NULL, hi REAL NOT NULL,"
+    " counts TEXT NOT NULL, PRIMARY KEY (run_id, key, context, step));"
+    "INSERT INTO meta VALUES ('schema_version', '1');"
+    /* a run of 3 updates that diverged at its 4th (0-based step 3) */
+    "INSERT INTO environments VALUES (1, 'e1', 'h', 'c', 'gcc', '-O2', 'ob', 'sq', 'y');"
+    "INSERT INTO runs VALUES ('0123456789abcdef', 'old', 'diverged', '{}', 1, 1, 'unknown', NULL, 'h', 'c', 'gcc',"
+    " '-O2', 'ob', 'sq', 'y', NULL, 1.0, 2.0, 2.0, NULL, 3, 1);"
+    "INSERT INTO metrics VALUES ('0123456789abcdef', 'train_loss', '', 0, 3.0), ('0123456789abcdef', 'train_loss',"
+    " '', 1, 2.5), ('0123456789abcdef', 'train_loss', '', 2, 2.0), ('0123456789abcdef', 'train_loss', '', 3, 30.0),"
+    " ('0123456789abcdef', 'lr', '', 0, 0.1), ('0123456789abcdef', 'lr', '', 1, 0.2), ('0123456789abcdef', 'lr', '',"
+    " 2, 0.3), ('0123456789abcdef', 'grad_norm', '', 2, 1.5), ('0123456789abcdef', 'spike', '', 2, 0.7),"
+    " ('0123456789abcdef', 'val_loss', '', 3, 2.2), ('0123456789abcdef', 'f_attn', 'layer=0', 3, 0.4);"
+    "INSERT INTO histograms VALUES ('0123456789abcdef', 'gate', 'layer=0', 3, 0, 1, '[1,2]');";
+
+/* What a schema-1 run reads as in schema 2, through db (a connection whose
+ * unqualified metrics / runs are the ones to check; what: for messages). */
+static void assert_renumbered(sqlite3 *db, const char *what) {
+    static const struct {
+        const char *key, *want;
+    } k[] = {{"train_loss", "1:3.0,2:2.5,3:2.0,4:30.0"},
+             {"lr", "1:0.1,2:0.2,3:0.3"},
+             {"grad_norm", "3:1.5"},
+             {"spike", "3:0.7"},
+             {"val_loss", "3:2.2"},
+             {"f_attn", "3:0.4"}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        char *got = q_text(db,
+                           "SELECT group_concat(step || ':' || value, ',') FROM"
+                           " (SELECT step, value FROM metrics WHERE key = ?1 ORDER BY step)",
+                           ARGS(k[i].key));
+        cr_assert_str_eq(got, k[i].want, "%s: %s", what, k[i].key);
+        free(got);
+    }
+    cr_assert_eq(q_int(db, "SELECT diverged_step FROM runs", NULL), 4, "%s: diverged_step", what);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics WHERE t IS NOT NULL", NULL), 0, "%s: old rows' t", what);
+    cr_assert_eq(q_int(db, "SELECT step FROM histograms", NULL), 3, "%s: histogram step", what);
+}
+
+/* A database of schema 1 opens: read-only it is read as schema 2 and left
+ * as it is; merged, it arrives renumbered; opened for writing, it is
+ * migrated once (ALTER TABLE, old rows' t NULL). */
+Test(store, schema_1_databases_open_merge_and_migrate) {
+    TmpDb t, u;
+    tmp_db(&t);
+    tmp_db(&u);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+    raw_exec(db, V1_SQL);
+    raw_close(db);
+    size_t n0;
+    unsigned char *before = read_all(t.db, &n0);
+
+    /* read-only */
+    Store *s = NULL;
+    char err[1024];
+    cr_assert_eq(store_open_ro(&s, t.db, err, sizeof err), 0, "%s", err);
+    assert_renumbered(store_db(s), "read-only");
+    StoreRunList l;
+    OK(store_list_runs(s, &l));
+    cr_assert_eq(l.n, 1);
+    cr_assert_eq(l.rows[0].steps, 4, "ls: %lld steps", l.rows[0].steps);
+    store_run_list_free(&l);
+    StoreRunInfo ri;
+    OK(store_run_info(s, RID, &ri));
+    cr_assert(ri.has_diverged && ri.diverged_step == 4, "show: diverged at %lld", ri.diverged_step);
+    store_run_info_free(&ri);
+    OK(store_metric(s, RID, "x", NULL, 1, 1.0));
+    cr_assert_eq(store_flush(s), -1);
+    cr_assert(strstr(store_errmsg(s), "readonly"), "%s", store_errmsg(s));
+    store_close(s);
+    cr_assert(same_bytes(before, n0, t.db), "a read-only open changed a schema-1 file");
+
+    /* merged into a new database, twice */
+    Store *d = open_or_die(u.db);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(d, "metrics"), 11);
+    store_close(d);
+    db = raw_open(u.db);
+    assert_renumbered(db, "merged");
+    raw_close(db);
+    cr_assert(same_bytes(before, n0, t.db), "merge changed its input");
+
+    /* opened for writing: migrated, then a new row gets its timestamp and a
+     * second open changes nothing more */
+    s = open_or_die(t.db);
+    OK(store_metric(s, RID, "eval_loss", "len=64", 4, 2.1));
+    store_close(s);
+    store_close(open_or_die(t.db));
+    db = raw_open(t.db);
+    char *v = q_text(db, "SELECT value FROM meta WHERE key = ?1", ARGS("schema_version"));
+    char want[16];
+    snprintf(want, sizeof want, "%d", STORE_SCHEMA_VERSION);
+    cr_assert_str_eq(v, want);
+    free(v);
+    raw_exec(db, "DELETE FROM metrics WHERE key = 'eval_loss' AND t IS NOT NULL");
+    cr_assert_eq(sqlite3_changes(db), 1, "the new row has no timestamp");
+    assert_renumbered(db, "migrated");
+    raw_close(db);
+    free(before);
+    tmp_db_remove(&t);
+    tmp_db_remove(&u);
 }

@@ -9,8 +9,11 @@
  * choice between two copies of a run.
  *
  * The end-to-end tests run tiny models on the synthetic corpus from a
- * temporary directory (not a git checkout, so every run's code version is
- * "unknown" and a commit made meanwhile cannot turn a skip into a rerun).
+ * temporary directory; every run records the code version of the build
+ * (run/codever.h), so a commit made meanwhile cannot turn a skip into a
+ * rerun.  Which other code versions and compiler flags keep a result valid
+ * is tested on codever_same_results itself, with a made-up git answer and
+ * with a scratch git repository.
  */
 #include <criterion/criterion.h>
 
@@ -26,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/codever.h"
 #include "run/config.h"
 #include "run/store.h"
 #include "lab/merge.h"
@@ -712,38 +716,86 @@ Test(sweep, smoke_twice_runs_everything_once) {
     snprintf(args, sizeof args, "sweep '%s' --db r.db", smoke);
     cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
     cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 1 finished, 0 diverged, 0 failed, 5 skipped", "%s", out);
-    cr_assert_not_null(strstr(out, "finished by code deadbeef, now unknown: rerun"), "%s", out);
+    char want[128];
+    snprintf(want, sizeof want, "finished by code deadbeef, now %.12s: rerun", codever_commit());
+    cr_assert_not_null(strstr(out, want), "%s", out);
+    /* ... and so is one of this code version built with other flags */
+    db_exec(db, "UPDATE runs SET cflags = '-O0 -g' WHERE name = 'smoke-G1-headwise-s2'");
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 1 finished, 0 diverged, 0 failed, 5 skipped", "%s", out);
+    cr_assert_not_null(strstr(out, "finished with other compiler flags: rerun"), "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM runs WHERE cflags = '-O0 -g'"), 0);
     tmp_rm(&t);
 }
 
-/* Results recorded at commit A stay valid at a later commit B when B changed
- * nothing under core/, cli/ or the Makefile (docs, results); a change to
- * core/ makes them stale. */
-Test(sweep, code_version_follows_model_code_not_docs, .timeout = 120) {
-    const char *bin = sweep_gated_bin();
+/* A made-up git: 1 (unchanged) or 0, and what it was asked. */
+typedef struct {
+    int answer, calls;
+    char paths[256];
+} FakeGit;
+
+static int fake_unchanged(void *ctx, const char *a, const char *b, const char *const *paths) {
+    FakeGit *g = ctx;
+    (void)a, (void)b;
+    g->calls++;
+    size_t n = 0;
+    g->paths[0] = '\0';
+    for (int i = 0; paths[i]; i++) n += (size_t)snprintf(g->paths + n, sizeof g->paths - n, "%s%s", i ? " " : "", paths[i]);
+    return g->answer;
+}
+
+/* A result stands for another build when the flags are equal and the code
+ * is the same, or when git finds nothing changed under core/util, core/nn
+ * and core/run between the two commits. */
+Test(sweep, results_stay_valid_for_the_same_result_code_and_flags) {
+    const char *A = "1111111111111111111111111111111111111111", *B = "2222222222222222222222222222222222222222";
+    FakeGit g = {1, 0, ""};
+    cr_assert_eq(codever_same_results(A, "-O2", A, "-O2", fake_unchanged, &g), 1);
+    cr_assert_eq(g.calls, 0, "the same commit needs no diff");
+    cr_assert_eq(codever_same_results("unknown", "-O2", "unknown", "-O2", fake_unchanged, &g), 1);
+    cr_assert_eq(codever_same_results(A, "-O2", B, "-O2", fake_unchanged, &g), 1, "unchanged result code");
+    cr_assert_eq(g.calls, 1);
+    cr_assert_str_eq(g.paths, "core/util core/nn core/run");
+    g.answer = 0;
+    cr_assert_eq(codever_same_results(A, "-O2", B, "-O2", fake_unchanged, &g), 0, "changed result code");
+    /* other flags: rerun, whatever git says, even at the same commit */
+    g.answer = 1;
+    g.calls = 0;
+    cr_assert_eq(codever_same_results(A, "-O0", A, "-O2", fake_unchanged, &g), 0);
+    cr_assert_eq(codever_same_results(A, "-O0", B, "-O2", fake_unchanged, &g), 0);
+    cr_assert_eq(codever_same_results(A, NULL, A, "-O2", fake_unchanged, &g), 0);
+    /* only commits reach git (never an option, never "unknown") */
+    cr_assert_eq(codever_same_results("unknown", "-O2", B, "-O2", fake_unchanged, &g), 0);
+    cr_assert_eq(codever_same_results("--output=x", "-O2", B, "-O2", fake_unchanged, &g), 0);
+    cr_assert_eq(codever_same_results(NULL, "-O2", B, "-O2", fake_unchanged, &g), 0);
+    cr_assert_eq(g.calls, 0);
+}
+
+/* codever_git_unchanged on a scratch repository: commits that differ only
+ * in docs or the CLI leave results valid, one in core/nn does not. */
+Test(sweep, git_diff_looks_at_the_result_code_only) {
     Tmp t;
     tmp_dir(&t);
-    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], cmd[PATH_MAX + 512];
-    smoke_path(smoke);
-    const char *git = "git -c user.email=t@example.com -c user.name=t";
+    char cmd[PATH_MAX + 1024], out[4096];
+    const char *git = "git -c user.email=t@example.com -c user.name=t -c commit.gpgsign=false";
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && git init -q && mkdir core && echo 1 > core/x.c && echo a > README.md && "
-             "printf '*.db*\\nlogs/\\ncheckpoints/\\n' > .gitignore && git add -A && %s commit -qm A",
-             t.dir, git);
+             "cd '%s' && git init -q && mkdir -p core/run core/nn cli && echo 1 > core/run/a.c && echo 1 > core/nn/b.c"
+             " && echo a > README.md && echo 1 > cli/main.c && git add -A && %s commit -qm A && git rev-parse HEAD"
+             " && echo b > README.md && %s commit -qam B && git rev-parse HEAD"
+             " && echo 2 > cli/main.c && %s commit -qam C && git rev-parse HEAD"
+             " && echo 2 > core/nn/b.c && %s commit -qam D && git rev-parse HEAD",
+             t.dir, git, git, git, git);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    snprintf(args, sizeof args, "sweep '%s' --db r.db --jobs 2", smoke);
-    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 6 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
-
-    snprintf(cmd, sizeof cmd, "cd '%s' && echo b > README.md && %s commit -qam B", t.dir, git);
-    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 0 finished, 0 diverged, 0 failed, 6 skipped", "%s", out);
-
-    snprintf(cmd, sizeof cmd, "cd '%s' && echo 2 > core/x.c && %s commit -qam C", t.dir, git);
-    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
-    cr_assert_str_eq(last_line(out), "sweep smoke: 6 runs: 6 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    char c[4][41];
+    cr_assert_eq(sscanf(out, "%40s %40s %40s %40s", c[0], c[1], c[2], c[3]), 4, "%s", out);
+    cr_assert_eq(codever_git_unchanged(t.dir, c[0], c[1], codever_result_paths), 1, "a README change");
+    cr_assert_eq(codever_git_unchanged(t.dir, c[0], c[2], codever_result_paths), 1, "a CLI change");
+    cr_assert_eq(codever_git_unchanged(t.dir, c[2], c[3], codever_result_paths), 0, "a core/nn change");
+    cr_assert_eq(codever_git_unchanged(t.dir, c[0], c[3], codever_result_paths), 0);
+    static const char *const no_such = "3333333333333333333333333333333333333333";
+    cr_assert_eq(codever_git_unchanged(t.dir, c[0], no_such, codever_result_paths), 0, "an unknown commit");
+    cr_assert_eq(codever_same_results(c[0], "-O2", c[2], "-O2", codever_git_unchanged, t.dir), 1);
+    cr_assert_eq(codever_same_results(c[0], "-O2", c[3], "-O2", codever_git_unchanged, t.dir), 0);
     tmp_rm(&t);
 }
 
@@ -856,7 +908,7 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     /* each run's 12 steps, once each, from one attempt */
     cr_assert_eq(q_int(db, "SELECT count(*) FROM (SELECT run_id FROM metrics WHERE key = 'train_loss'"
                            " GROUP BY run_id HAVING count(*) = 12 AND count(DISTINCT step) = 12"
-                           " AND min(step) = 0 AND max(step) = 11)"),
+                           " AND min(step) = 1 AND max(step) = 12)"),
                  6, "%s", out);
     cr_assert_eq(q_int(db, "SELECT count(*) FROM run_claims"), 0, "claims left behind");
     free(ta);
@@ -1089,13 +1141,13 @@ Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
     cr_assert_eq(system(cmd), 0);
     db_exec(b, "PRAGMA journal_mode=DELETE");
     db_exec(b, "UPDATE runs SET status = 'failed', ended_at = ended_at + 100 WHERE name = 'smoke-baseline-s1'");
-    db_exec(b, "UPDATE metrics SET value = 99 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+    db_exec(b, "UPDATE metrics SET value = 99 WHERE step = 1 AND key = 'train_loss' AND run_id ="
                " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s1')");
     db_exec(b, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'extra', '', 0, 1"
                " FROM runs WHERE name = 'smoke-baseline-s1'");
     /* and one run finished later in b (a --force rerun): b's copy and values win */
     db_exec(b, "UPDATE runs SET ended_at = ended_at + 50 WHERE name = 'smoke-baseline-s2'");
-    db_exec(b, "UPDATE metrics SET value = 42 WHERE step = 0 AND key = 'train_loss' AND run_id ="
+    db_exec(b, "UPDATE metrics SET value = 42 WHERE step = 1 AND key = 'train_loss' AND run_id ="
                " (SELECT run_id FROM runs WHERE name = 'smoke-baseline-s2')");
     static const char *const orders[] = {"merge ab.db a.db b.db", "merge ba.db b.db a.db"};
     for (int k = 0; k < 2; k++) {
@@ -1106,13 +1158,13 @@ Test(sweep, merge_is_idempotent_and_keeps_the_better_copy) {
         cr_assert_str_eq(txt, "finished", "%s", orders[k]);
         q_text(p,
                "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s1'"
-               " AND m.key = 'train_loss' AND m.step = 0",
+               " AND m.key = 'train_loss' AND m.step = 1",
                txt, sizeof txt);
         cr_assert_str_neq(txt, "99.0", "%s: the failed copy's metric replaced the finished one", orders[k]);
         cr_assert_eq(q_int(p, "SELECT count(*) FROM metrics WHERE key = 'extra'"), 1, "%s", orders[k]);
         q_text(p,
                "SELECT value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = 'smoke-baseline-s2'"
-               " AND m.key = 'train_loss' AND m.step = 0",
+               " AND m.key = 'train_loss' AND m.step = 1",
                txt, sizeof txt);
         cr_assert_str_eq(txt, "42.0", "%s", orders[k]);
         cr_assert_eq(q_int(p, "SELECT count(*) FROM runs"), 6);

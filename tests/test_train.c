@@ -16,10 +16,14 @@
 #include <unistd.h>
 
 #include "nn/model.h"
+#include "nn/optim.h"
+#include "run/codever.h"
+#include "run/eval.h"
 #include "run/probes.h"
 #include "run/store.h"
 #include "testutil.h"
 #include "run/train.h"
+#include "util/util.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -39,6 +43,69 @@ static int metric_series(const char *db, const char *key, double *out, int cap) 
     sqlite3_finalize(st);
     sqlite3_close(h);
     return n;
+}
+
+/* The distinct steps at which key has rows (any context) in table
+ * (metrics or histograms), "1,2,3" (malloc'd; "" when none). */
+static char *steps_of(const char *db, const char *table, const char *key) {
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    const char *sql = strcmp(table, "histograms") == 0
+                          ? "SELECT DISTINCT step FROM histograms WHERE key = ?1 ORDER BY step"
+                          : "SELECT DISTINCT step FROM metrics WHERE key = ?1 ORDER BY step";
+    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    char *out = calloc(4096, 1);
+    cr_assert_not_null(out);
+    size_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < 4000)
+        n += (size_t)snprintf(out + n, 4096 - n, "%s%lld", n ? "," : "", sqlite3_column_int64(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+static void assert_steps(const char *db, const char *table, const char *key, const char *want, const char *what) {
+    char *got = steps_of(db, table, key);
+    cr_assert_str_eq(got, want, "%s: %s %s at steps %s, want %s", what, table, key, got, want);
+    free(got);
+}
+
+/* The one run of db: its id (17 bytes) and runs.diverged_step (-1 NULL). */
+static long long run_of(const char *db, char id[17]) {
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT run_id, diverged_step FROM runs", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    snprintf(id, 17, "%s", (const char *)sqlite3_column_text(st, 0));
+    long long d = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "one run expected");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return d;
+}
+
+/* The steps `gated ls` shows for db's one run, and the step its checkpoint
+ * (in dir) holds. */
+static void ls_and_checkpoint_steps(const Config *c, const char *db, const char *dir, long long *ls, long *ckpt) {
+    Store *s;
+    char err[512];
+    cr_assert_eq(store_open_ro(&s, db, err, sizeof err), 0, "%s", err);
+    StoreRunList l;
+    cr_assert_eq(store_list_runs(s, &l), 0, "%s", store_errmsg(s));
+    cr_assert_eq(l.n, 1);
+    cr_assert(l.rows[0].has_steps);
+    *ls = l.rows[0].steps;
+    char id[17];
+    snprintf(id, sizeof id, "%s", l.rows[0].run_id);
+    store_run_list_free(&l);
+    store_close(s);
+    Model m;
+    cr_assert_eq(cfg_model_init(&m, c), 0);
+    cr_assert_eq(trained_load_weights(&m, c, id, db, dir, ckpt, err, sizeof err), 0, "%s", err);
+    model_free(&m);
 }
 
 static int run_quiet(const Config *c, TrainOpts *o) {
@@ -89,11 +156,142 @@ Test(train, resume_is_bitwise_identical, .timeout = 120) {
     int na = metric_series(a, "train_loss", la, 32), nb = metric_series(b, "train_loss", lb, 32);
     cr_assert_eq(na, 25);
     cr_assert_eq(nb, 25);
+    char *sa = steps_of(a, "metrics", "train_loss"), *sb = steps_of(b, "metrics", "train_loss");
+    cr_assert_str_eq(sb, sa, "resumed at other steps than the uninterrupted run");
+    cr_assert_str_eq(sa, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25");
+    free(sa), free(sb);
     for (int i = 0; i < 25; i++)
         cr_assert(memcmp(&la[i], &lb[i], sizeof(double)) == 0, "step %d: %.17g uninterrupted vs %.17g resumed", i,
                   la[i], lb[i]);
     cr_assert_eq(metric_series(a, "val_loss", la, 32), metric_series(b, "val_loss", lb, 32));
     cr_assert(memcmp(la, lb, sizeof(double) * 3) == 0);
+    assert_steps(b, "metrics", "val_loss", "10,20,25", "resumed");
+}
+
+/* Steps count optimizer updates from 1 (README, "Steps"): every kind of row
+ * of a 6-step run, one stopped after 4 and resumed, and one that diverges
+ * at its first update. */
+Test(train, steps_count_updates_from_1_for_every_metric_kind, .timeout = 120) {
+    set_threads(1);
+    char dir[64], db[128], stopped[128], div[128];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    snprintf(stopped, sizeof stopped, "%s/s.db", dir);
+    snprintf(div, sizeof div, "%s/d.db", dir);
+    Config c = synth_config(6);
+    c.eval_every = 3;
+    c.gate.position = GP_SDPA; /* gate metrics and histograms too */
+    resolve_or_die(&c);
+    c.spike_threshold = -1e9; /* out of the schema's range on purpose: every update after the first is a spike */
+    TrainOpts o = {db, "steps", "data", "test", 0, 0, dir, 0, 0};
+    cr_assert_eq(run_quiet(&c, &o), 0);
+
+    static const char *const per_update[] = {"train_loss", "lr", "grad_norm"};
+    for (int i = 0; i < 3; i++) assert_steps(db, "metrics", per_update[i], "1,2,3,4,5,6", "whole run");
+    assert_steps(db, "metrics", "spike", "2,3,4,5,6", "whole run"); /* update 1 has no previous losses */
+    static const char *const per_eval[] = {"val_loss", "val_ppl", "val_bpb", "f_attn", "m_act", "gate_mean",
+                                           "sink_heads", "f_attn_rel", "sparsity_after_lt_1e-2"};
+    for (int i = 0; i < (int)(sizeof per_eval / sizeof *per_eval); i++)
+        assert_steps(db, "metrics", per_eval[i], "3,6", "whole run");
+    assert_steps(db, "histograms", "gate", "3,6", "whole run");
+    /* no other key, and nothing outside 1..6 */
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT count(*) FROM metrics WHERE step NOT IN (3, 6) AND key NOT IN"
+                                    " ('train_loss', 'lr', 'grad_norm', 'spike')",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int64(st, 0), 0, "an evaluation row outside steps 3 and 6");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+
+    /* the values sit at their update: lr of step s is the schedule's for
+     * update s (index s - 1), spike of step s is train_loss(s) less the
+     * median of the losses of steps 1 .. s - 1 */
+    double lr[8], loss[8], spike[8];
+    cr_assert_eq(metric_series(db, "lr", lr, 8), 6);
+    cr_assert_eq(metric_series(db, "train_loss", loss, 8), 6);
+    cr_assert_eq(metric_series(db, "spike", spike, 8), 5);
+    for (int s = 1; s <= 6; s++) {
+        double want = lr_schedule(s - 1, c.steps, c.warmup, c.lr, c.min_lr);
+        cr_assert(lr[s - 1] == want, "lr at step %d: %.9g, want %.9g", s, lr[s - 1], want);
+    }
+    for (int s = 2; s <= 6; s++) {
+        double want = loss[s - 1] - util_median(loss, s - 1);
+        cr_assert(spike[s - 2] == want, "spike at step %d: %.9g, want %.9g", s, spike[s - 2], want);
+    }
+    /* stopped after 4 updates: ls and the checkpoint say 4; the resumed run
+     * goes on with step 5, losing and repeating nothing (a checkpoint's
+     * config must be valid: the schema's spike threshold) */
+    Config v = c;
+    v.spike_threshold = 0.3;
+    char ck2[128];
+    snprintf(ck2, sizeof ck2, "%s/ck2", dir);
+    TrainOpts part = {stopped, "steps", "data", "test", 0, 0, ck2, 4, 0};
+    cr_assert_eq(run_quiet(&v, &part), 0);
+    assert_steps(stopped, "metrics", "train_loss", "1,2,3,4", "stopped after 4");
+    assert_steps(stopped, "metrics", "val_loss", "3", "stopped after 4");
+    long long ls;
+    long ck;
+    ls_and_checkpoint_steps(&v, stopped, ck2, &ls, &ck);
+    cr_assert_eq(ls, 4, "ls shows %lld steps for a run stopped after 4", ls);
+    cr_assert_eq(ck, 4, "the checkpoint of a run stopped after 4 holds %ld updates", ck);
+    TrainOpts rest = {stopped, "steps", "data", "test", 0, 1, ck2, 0, 0};
+    cr_assert_eq(run_quiet(&v, &rest), 0);
+    for (int i = 0; i < 3; i++) assert_steps(stopped, "metrics", per_update[i], "1,2,3,4,5,6", "resumed");
+    assert_steps(stopped, "metrics", "val_loss", "3,6", "resumed");
+    assert_steps(stopped, "histograms", "gate", "3,6", "resumed");
+    ls_and_checkpoint_steps(&v, stopped, ck2, &ls, &ck);
+    cr_assert_eq(ls, 6, "ls shows %lld steps", ls);
+    cr_assert_eq(ck, 6, "the final checkpoint holds %ld updates", ck);
+
+    /* diverging at the first update: diverged_step 1, its loss at step 1 */
+    Config d = v;
+    d.diverge_loss = 1;
+    TrainOpts od = {div, "div", "data", "test", 0, 0, dir, 0, 0};
+    cr_assert_eq(run_quiet(&d, &od), 0);
+    char id[17];
+    cr_assert_eq(run_of(div, id), 1);
+    assert_steps(div, "metrics", "train_loss", "1", "diverged");
+}
+
+/* On a terminal the progress line shows the last validation loss once
+ * there is one. */
+Test(train, progress_line_shows_the_validation_loss, .timeout = 120) {
+    set_threads(1);
+    char dir[64], db[128], log[128];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    snprintf(log, sizeof log, "%s/err.log", dir);
+    Config c = synth_config(4);
+    c.eval_every = 2;
+    resolve_or_die(&c);
+    TrainOpts o = {db, "tty", "data", "test", 1, 0, dir, 0, 0};
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc = run_quiet(&c, &o);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    cr_assert_eq(rc, 0);
+    char *text = test_read_file(log, NULL);
+    const char *last = strstr(text, "\rstep 4/4");
+    cr_assert_not_null(last, "no progress line for step 4: %s", text);
+    size_t len = strcspn(last + 1, "\r\n");
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), last + 1);
+    double v[4];
+    cr_assert_eq(metric_series(db, "val_loss", v, 4), 2);
+    char want[64];
+    snprintf(want, sizeof want, "  val %.4f  ", v[1]);
+    cr_assert_not_null(strstr(line, want), "progress line \"%s\" lacks \"%s\"", line, want);
+    free(text);
 }
 
 /* ------------------------------------------------------------ probes */
@@ -238,6 +436,34 @@ Test(train_cli, bad_config_exits_2_with_location) {
     cr_assert_eq(sh(cmd, err, sizeof err), 2, "%s", err);
     cr_assert_not_null(strstr(err, "--set train.lr=fast: error: train.lr: expected number in [0, 10], got \"fast\""),
                        "%s", err);
+}
+
+/* The code version is the build's: the binary run from /tmp (no git
+ * checkout there) records the commit and dirty flag it was built with. */
+Test(train_cli, code_version_is_the_builds_from_any_directory, .timeout = 60) {
+    const char *bin = gated_bin();
+    if (strcmp(codever_commit(), "unknown") == 0) cr_skip_test("this build's source tree is not a git checkout");
+    cr_assert_eq(strlen(codever_commit()), 40, "%s", codever_commit());
+    char dir[64], db[128], tiny[4096], cmd[8192], err[4096];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/c.db", dir);
+    cr_assert_not_null(realpath("experiments/tiny.yaml", tiny), "run the tests from the repository root");
+    cr_assert_null(strchr(tiny, '\''));
+    cr_assert_null(strchr(bin, '\''));
+    snprintf(cmd, sizeof cmd,
+             "cd /tmp && '%s' train '%s' --set model.vocab_size=257 --set data.corpus=synthetic --set train.steps=2"
+             " --set threads=1 --db '%s' --ckpt '%s'",
+             bin, tiny, db, dir);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT code_version, git_dirty FROM runs", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), codever_commit());
+    cr_assert_eq(sqlite3_column_int(st, 1), codever_dirty());
+    sqlite3_finalize(st);
+    sqlite3_close(h);
 }
 
 /* Poll db (up to a minute) until it holds a metric row; 1 then, else 0. */

@@ -218,7 +218,7 @@ Test(train_safety, out_of_memory_in_forward_is_failed_not_diverged, .timeout = 1
     snprintf(db, sizeof db, "%s/f.db", dir);
     int rc = oom_run("256", db, dir, out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
-    cr_assert_not_null(strstr(out, "out of memory in the forward pass of step 0"), "%s", out);
+    cr_assert_not_null(strstr(out, "out of memory in the forward pass of step 1"), "%s", out);
     cr_assert_str_eq(q_text(db, "SELECT status FROM runs", NULL, buf, sizeof buf), "failed");
     cr_assert_not_null(strstr(q_text(db, "SELECT error_text FROM runs", NULL, buf, sizeof buf), "out of memory"), "%s",
                        buf);
@@ -231,7 +231,7 @@ Test(train_safety, out_of_memory_in_backward_is_failed, .timeout = 180) {
     snprintf(db, sizeof db, "%s/b.db", dir);
     int rc = oom_run("64", db, dir, out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
-    cr_assert_not_null(strstr(out, "out of memory in the backward pass of step 0"), "%s", out);
+    cr_assert_not_null(strstr(out, "out of memory in the backward pass of step 1"), "%s", out);
     cr_assert_str_eq(q_text(db, "SELECT status FROM runs", NULL, buf, sizeof buf), "failed");
     /* the step that could not finish is not recorded as done */
     cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics WHERE key = 'train_loss'", NULL), 0);
@@ -311,7 +311,7 @@ Test(train_safety, rlimit_as_bounds_the_memory_check, .timeout = 120) {
 
 /* ------------------------------------------------------------ kill after a checkpoint */
 
-/* Every step's rows exactly once: train_loss, lr, grad_norm at 0..steps-1,
+/* Every step's rows exactly once: train_loss, lr, grad_norm at 1..steps,
  * val_loss at each evaluation. */
 static void assert_complete(const char *db, int steps, int evals, const char *what) {
     static const char *const keys[] = {"train_loss", "lr", "grad_norm"};
@@ -320,9 +320,9 @@ static void assert_complete(const char *db, int steps, int evals, const char *wh
         long long d = q_int(db, "SELECT count(DISTINCT step) FROM metrics WHERE key = ?1 AND context = ''", keys[k]);
         long long lo = q_int(db, "SELECT min(step) FROM metrics WHERE key = ?1", keys[k]);
         long long hi = q_int(db, "SELECT max(step) FROM metrics WHERE key = ?1", keys[k]);
-        cr_assert(n == steps && d == steps && lo == 0 && hi == steps - 1,
-                  "%s: %s: %lld rows, %lld steps, %lld..%lld; want %d rows 0..%d", what, keys[k], n, d, lo, hi, steps,
-                  steps - 1);
+        cr_assert(n == steps && d == steps && lo == 1 && hi == steps,
+                  "%s: %s: %lld rows, %lld steps, %lld..%lld; want %d rows 1..%d", what, keys[k], n, d, lo, hi, steps,
+                  steps);
     }
     long long v = q_int(db, "SELECT count(*) FROM metrics WHERE key = 'val_loss' AND value IS NOT NULL", NULL);
     cr_assert_eq(v, evals, "%s: %lld val_loss rows, want %d", what, v, evals);

@@ -3,7 +3,9 @@
  *
  * The input is ATTACHed to dst's connection (store_db) as merge_src and
  * copied with INSERT ... SELECT, every value bound.  Its messages name the
- * input; SQLite failures name dst's path, as the store's own do.
+ * input; SQLite failures name dst's path, as the store's own do.  An input
+ * of schema 1 (run/store.c) is copied as schema 2 reads: its per-update
+ * keys and diverged_step one step later, metric timestamps NULL.
  */
 #include "lab/merge.h"
 
@@ -166,8 +168,9 @@ static int merge_src_fail(Merge *s, const char *src) {
 }
 
 /* Check that merge_src is a gated database this build can read.  0 ok,
- * -2 not (message set), *has_sweeps whether it has sweep_runs. */
-static int merge_check_src(Merge *s, const char *src, int *has_sweeps) {
+ * -2 not (message set), *has_sweeps whether it has sweep_runs, *version
+ * its schema version. */
+static int merge_check_src(Merge *s, const char *src, int *has_sweeps, int *version) {
     static const char *const q = "SELECT count(*) FROM merge_src.sqlite_master WHERE type = ?1 AND name = ?2";
     int meta = mg_has_table(s, q, "meta");
     if (meta < 0) return merge_src_fail(s, src), -2;
@@ -209,6 +212,7 @@ static int merge_check_src(Merge *s, const char *src, int *has_sweeps) {
     int h = mg_has_table(s, q, "sweep_runs");
     if (h < 0) return merge_src_fail(s, src), -2;
     *has_sweeps = h;
+    *version = (int)v;
     return 0;
 }
 
@@ -249,8 +253,9 @@ static int merge_check_names(Merge *s, const char *src, int has_sweeps) {
     return 0;
 }
 
-/* The copy itself, in one transaction (merge_src attached). */
-static int merge_copy(Merge *s, int has_sweeps) {
+/* The copy itself, in one transaction (merge_src attached, of schema
+ * version `version`). */
+static int merge_copy(Merge *s, int has_sweeps, int version) {
     if (mg_begin(s)) return -1;
     int rc = mg_exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
     if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
@@ -292,15 +297,29 @@ static int merge_copy(Merge *s, int has_sweeps) {
                       " heartbeat_at = excluded.heartbeat_at, error_text = excluded.error_text,"
                       " diverged_step = excluded.diverged_step, env_id = excluded.env_id",
                       "");
+    /* schema 1 counted the per-update keys and diverged_step from 0 */
+    if (rc == 0 && version == 1)
+        rc = mg_run(s,
+                      "UPDATE main.runs SET diverged_step = diverged_step + 1"
+                      " WHERE diverged_step IS NOT NULL AND run_id IN (SELECT run_id FROM temp.merge_win)",
+                      "");
     /* a winning run's rows replace the output's on the same key; every
      * other run's rows only fill gaps */
+#define MERGE_METRICS(verb, in, step, t)                                                  \
+    "INSERT OR " verb " INTO main.metrics(run_id, key, context, step, value, t)"         \
+    " SELECT run_id, key, context, " step ", value, " t " FROM merge_src.metrics"         \
+    " WHERE run_id " in " (SELECT run_id FROM temp.merge_win)"
+#define V1_STEP "step + (key IN (?1, ?2, ?3, ?4))"
+    static const char *const metrics_sql[2][2] = {
+        {MERGE_METRICS("REPLACE", "IN", "step", "t"), MERGE_METRICS("IGNORE", "NOT IN", "step", "t")},
+        {MERGE_METRICS("REPLACE", "IN", V1_STEP, "NULL"), MERGE_METRICS("IGNORE", "NOT IN", V1_STEP, "NULL")}};
+#undef V1_STEP
+#undef MERGE_METRICS
+    const char *const *k = store_update_keys;
+    for (int i = 0; rc == 0 && i < 2; i++)
+        rc = version == 1 ? mg_run(s, metrics_sql[1][i], "tttt", k[0], k[1], k[2], k[3])
+                          : mg_run(s, metrics_sql[0][i], "");
     static const char *const rows_sql[] = {
-        "INSERT OR REPLACE INTO main.metrics(run_id, key, context, step, value)"
-        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
-        " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
-        "INSERT OR IGNORE INTO main.metrics(run_id, key, context, step, value)"
-        " SELECT run_id, key, context, step, value FROM merge_src.metrics"
-        " WHERE run_id NOT IN (SELECT run_id FROM temp.merge_win)",
         "INSERT OR REPLACE INTO main.summary(run_id, key, context, value, text)"
         " SELECT run_id, key, context, value, text FROM merge_src.summary"
         " WHERE run_id IN (SELECT run_id FROM temp.merge_win)",
@@ -342,10 +361,10 @@ static int merge_inner(Merge *s, const char *src) {
         if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB) merge_src_fail(s, src);
         return -2;
     }
-    int has_sweeps = 0;
-    int rc = merge_check_src(s, src, &has_sweeps);
+    int has_sweeps = 0, version = 0;
+    int rc = merge_check_src(s, src, &has_sweeps, &version);
     if (rc == 0) rc = merge_check_names(s, src, has_sweeps);
-    if (rc == 0) rc = merge_copy(s, has_sweeps);
+    if (rc == 0) rc = merge_copy(s, has_sweeps, version);
     char keep[sizeof s->err];
     memcpy(keep, s->err, sizeof keep);
     if (mg_exec(s, "DETACH DATABASE merge_src") && rc == 0) return -1;

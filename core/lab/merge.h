@@ -22,7 +22,9 @@
  * ended_at, then the later heartbeat; on a tie dst's row stays.  The
  * winning run's metric, summary and histogram rows replace dst's on the
  * same key; the other runs' rows only fill keys dst lacks.  Merging the
- * same input twice changes nothing.  src is only read.  Returns 0; -2 when
+ * same input twice changes nothing.  An input of schema 1 is copied as
+ * run/store.c migrates one (steps of the per-update keys and diverged_step
+ * + 1, metric timestamps NULL).  src is only read.  Returns 0; -2 when
  * src is not usable (missing, not a gated database, a newer schema, or dst
  * itself); -1 on a failure while copying (nothing of that input is kept).
  * The message is in err (always NUL-terminated; "" on success). */

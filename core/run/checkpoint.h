@@ -32,7 +32,7 @@
 #include "nn/rng.h"
 
 typedef struct {
-    int64_t step;     /* next step to run */
+    int64_t step;     /* updates made: the last step run (steps count from 1), 0 before any */
     Rng data_rng;     /* training window stream */
     double ring[100]; /* last 100 training losses */
     int64_t spikes;

@@ -1,7 +1,7 @@
 /*
  * store.c — the SQLite results store (see store.h for the API).
  *
- * Schema (schema_version 1).  This block is the exact SQL store_open runs
+ * Schema (schema_version 2).  This block is the exact SQL store_open runs
  * on a new database (SCHEMA_SQL below repeats it; keep the two identical):
  *
  *   -- Facts about the database itself; schema_version is checked at open.
@@ -30,8 +30,8 @@
  *       config_json      TEXT NOT NULL,
  *       seed             INTEGER NOT NULL,
  *       threads          INTEGER NOT NULL,
- *       code_version     TEXT NOT NULL,         -- git commit, or 'unknown'
- *       git_dirty        INTEGER,               -- 1 dirty, 0 clean, NULL unknown
+ *       code_version     TEXT NOT NULL,         -- the build's git commit, or 'unknown'
+ *       git_dirty        INTEGER,               -- at build time: 1 dirty, 0 clean, NULL unknown
  *       host             TEXT NOT NULL,
  *       cpu_model        TEXT NOT NULL,
  *       compiler         TEXT NOT NULL,
@@ -49,12 +49,16 @@
  *   );
  *   CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
  *   -- Time series: one value per (run, key, context, step); NaN is stored as NULL.
+ *   -- Steps count optimizer updates from 1 (train.c): train_loss, lr,
+ *   -- grad_norm and spike at step s are update s's; evaluations and probes
+ *   -- at step s follow update s.
  *   CREATE TABLE IF NOT EXISTS metrics (
  *       run_id  TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
  *       key     TEXT NOT NULL,
  *       context TEXT NOT NULL DEFAULT '',      -- '', 'layer=2', 'layer=1,head=3'
  *       step    INTEGER NOT NULL,
  *       value   REAL,
+ *       t       REAL,                          -- unix seconds the value was recorded
  *       UNIQUE (run_id, key, context, step)
  *   );
  *   CREATE INDEX IF NOT EXISTS metrics_run_key_step ON metrics(run_id, key, step);
@@ -112,6 +116,17 @@
  *       claimed_at  REAL NOT NULL              -- unix seconds, refreshed while held
  *   );
  *
+ * Schema 1 (databases written before metrics.t) differs in two ways:
+ * metrics has no t column, and the per-update keys (store_update_keys:
+ * train_loss, lr, grad_norm, spike) and runs.diverged_step were numbered
+ * from 0 (update s at step s - 1) while evaluations already followed the
+ * update they came after.  A writer's store_open migrates such a file in
+ * one transaction (migrate_v1: ALTER TABLE metrics ADD COLUMN t, the old
+ * rows' t NULL; those steps and diverged_step + 1; schema_version 2); a
+ * read-only open leaves the file alone and reads it through TEMP views
+ * named metrics and runs that show it renumbered (shadow_v1).  Older
+ * builds refuse a schema-2 file, so they cannot add 0-based rows to it.
+ *
  * Connection settings: PRAGMA journal_mode=WAL, busy timeout 5000 ms,
  * PRAGMA foreign_keys=ON.  Writers use BEGIN IMMEDIATE transactions, so a
  * process killed at any point leaves every committed batch and nothing of
@@ -137,6 +152,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "run/codever.h"
 #include "util/sysinfo.h"
 
 static const char SCHEMA_SQL[] =
@@ -187,6 +203,7 @@ static const char SCHEMA_SQL[] =
     "    context TEXT NOT NULL DEFAULT '',\n"
     "    step    INTEGER NOT NULL,\n"
     "    value   REAL,\n"
+    "    t       REAL,\n"
     "    UNIQUE (run_id, key, context, step)\n"
     ");\n"
     "CREATE INDEX IF NOT EXISTS metrics_run_key_step ON metrics(run_id, key, step);\n"
@@ -343,6 +360,7 @@ static int open_probe(Store *s, int *has_meta) {
         if (!read_schema_version(s, &v, &vrc))
             return vrc ? -1 : sto_fail(s, "%s: not a gated database (no schema_version in meta)", path);
         if (check_version(s, v)) return -1;
+        s->schema = (int)v;
     }
     return 0;
 }
@@ -401,10 +419,67 @@ static int open_create_schema(Store *s) {
         goto bad;
     }
     if (check_version(s, v) || sto_commit(s)) goto bad;
+    s->schema = (int)v;
     return 0;
 bad:
     sto_rollback(s);
     return -1;
+}
+
+const char *const store_update_keys[4] = {"train_loss", "lr", "grad_norm", "spike"};
+
+/* Schema 1 -> 2 (see the top of this file), in one transaction: a process
+ * that opened the file at the same time waits, then finds version 2 and
+ * does nothing.  Steps are never negative, so the renumbering passes
+ * through -1 - step (an UPDATE checks UNIQUE row by row: step + 1 at once
+ * would collide with the next row). */
+static int migrate_v1(Store *s) {
+    if (sto_begin(s)) return -1;
+    long long v = 0;
+    int vrc;
+    const char *const *k = store_update_keys;
+    if (!read_schema_version(s, &v, &vrc)) {
+        if (!vrc) sto_fail(s, "%s: not a gated database (no schema_version in meta)", s->path);
+        goto bad;
+    }
+    if (v == 1) {
+        char ver[16];
+        snprintf(ver, sizeof ver, "%d", STORE_SCHEMA_VERSION);
+        if (sto_exec(s, "ALTER TABLE metrics ADD COLUMN t REAL") ||
+            sto_run(s, NULL, "UPDATE metrics SET step = -1 - step WHERE step >= 0 AND key IN (?1, ?2, ?3, ?4)",
+                    "tttt", k[0], k[1], k[2], k[3]) ||
+            sto_run(s, NULL, "UPDATE metrics SET step = -step WHERE step < 0 AND key IN (?1, ?2, ?3, ?4)", "tttt",
+                    k[0], k[1], k[2], k[3]) ||
+            sto_run(s, NULL, "UPDATE runs SET diverged_step = diverged_step + 1 WHERE diverged_step IS NOT NULL",
+                    "") ||
+            sto_run(s, NULL, "UPDATE meta SET value = ?2 WHERE key = ?1", "tt", "schema_version", ver))
+            goto bad;
+        v = STORE_SCHEMA_VERSION;
+    }
+    if (check_version(s, v) || sto_commit(s)) goto bad;
+    s->schema = (int)v;
+    return 0;
+bad:
+    sto_rollback(s);
+    return -1;
+}
+
+/* A schema-1 file opened read-only: TEMP views that shadow metrics and runs
+ * (TEMP names are found first) show it as schema 2 would, t NULL; the file
+ * is not touched.  The keys go into a TEMP table: a view cannot hold bound
+ * parameters. */
+static int shadow_v1(Store *s) {
+    if (sto_exec(s, "CREATE TEMP TABLE update_keys (key TEXT PRIMARY KEY)")) return -1;
+    for (int i = 0; i < 4; i++)
+        if (sto_run(s, NULL, "INSERT INTO temp.update_keys(key) VALUES (?1)", "t", store_update_keys[i])) return -1;
+    return sto_exec(s,
+                    "CREATE TEMP VIEW metrics AS SELECT run_id, key, context,"
+                    " step + (key IN (SELECT key FROM temp.update_keys)) AS step, value, NULL AS t"
+                    " FROM main.metrics;"
+                    "CREATE TEMP VIEW runs AS SELECT run_id, name, status, config_json, seed, threads,"
+                    " code_version, git_dirty, host, cpu_model, compiler, cflags, openblas_version,"
+                    " sqlite_version, libyaml_version, argv, started_at, ended_at, heartbeat_at, error_text,"
+                    " diverged_step + 1 AS diverged_step, env_id FROM main.runs");
 }
 
 static int open_inner(Store *s) {
@@ -412,17 +487,19 @@ static int open_inner(Store *s) {
     if (open_connection(s) || open_probe(s, &has_meta)) return -1;
     if (s->readonly) {
         /* Reading only: no journal-mode switch, no schema; a database from
-         * before sweep_runs gets an empty TEMP one, so readers need no case. */
-        if (sto_ensure_sweep_schema(s)) return -1;
+         * before sweep_runs gets an empty TEMP one, so readers need no case;
+         * one of schema 1 is read as schema 2. */
+        if (sto_ensure_sweep_schema(s) || (s->schema == 1 && shadow_v1(s))) return -1;
     } else {
         if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
+        if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
         if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s)) return -1;
+        /* (read-only, store_flush refuses with SQLite's own words) */
+        if (sto_prep(s, &s->ins_metric,
+                     "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value, t)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"))
+            return -1;
     }
-    /* preparing writes nothing; read-only, the statement fails when run */
-    if (sto_prep(s, &s->ins_metric,
-                 "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value)"
-                 " VALUES (?1, ?2, ?3, ?4, ?5)"))
-        return -1;
     s->err[0] = '\0';
     return 0;
 }
@@ -649,7 +726,7 @@ int store_metric(Store *s, const char *run_id, const char *key, const char *cont
     if (s->nrows >= STORE_FLUSH_ROWS && store_flush(s)) return -1;
     size_t pool_mark = s->pool_len;
     MetricRow *prev = s->nrows ? &s->rows[s->nrows - 1] : NULL;
-    MetricRow r = {.step = step, .value = value};
+    MetricRow r = {.step = step, .value = value, .t = sto_now()}; /* when it was made, not flushed */
     if (pool_put(s, run_id, prev ? &prev->run : NULL, &r.run) ||
         pool_put(s, key, prev ? &prev->key : NULL, &r.key) ||
         pool_put(s, context ? context : "", prev ? &prev->ctx : NULL, &r.ctx)) {
@@ -664,12 +741,18 @@ int store_metric(Store *s, const char *run_id, const char *key, const char *cont
 int store_flush(Store *s) {
     int n = s->nrows;
     if (n == 0) return 0;
+    if (!s->ins_metric) { /* read-only */
+        s->nrows = 0;
+        s->pool_len = 0;
+        return sto_fail(s, "%s: flush metrics: attempt to write a readonly database (%d buffered metric rows dropped)",
+                        s->path, n);
+    }
     int rc = sto_begin(s);
     sqlite3_stmt *st = s->ins_metric;
     for (int i = 0; rc == 0 && i < n; i++) {
         const MetricRow *r = &s->rows[i];
-        if (sto_bind(s, st, "tttid", s->pool + r->run, s->pool + r->key, s->pool + r->ctx, r->step,
-                 r->value)) {
+        if (sto_bind(s, st, "tttidd", s->pool + r->run, s->pool + r->key, s->pool + r->ctx, r->step,
+                 r->value, r->t)) {
             rc = -1;
             break;
         }
@@ -723,36 +806,23 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
 /* ------------------------------------------------------------------ */
 
 void store_provenance_fill(Provenance *p) {
-    static char host[256], cpu[256], blas[256], commit[64];
+    static char host[256], cpu[256], blas[256];
     sysinfo_host(host, sizeof host);
     sysinfo_cpu_model(cpu, sizeof cpu);
     const char *bc = openblas_get_config();
     snprintf(blas, sizeof blas, "%s", bc ? bc : "unknown");
     sysinfo_trim(blas);
 
-    int dirty = -1;
-    if (sysinfo_command("git -c core.fsmonitor=false rev-parse HEAD 2>/dev/null", commit, sizeof commit, NULL) != 0 || !commit[0]) {
-        snprintf(commit, sizeof commit, "unknown");
-    } else {
-        char first[256];
-        int any = 0;
-        if (sysinfo_command("git -c core.fsmonitor=false status --porcelain 2>/dev/null", first, sizeof first, &any) == 0)
-            dirty = any;
-    }
-
     p->host = host;
     p->cpu_model = cpu;
     p->compiler = sysinfo_compiler();
-#ifdef GATED_CFLAGS
-    p->cflags = GATED_CFLAGS;
-#else
-    p->cflags = "unknown";
-#endif
+    p->cflags = codever_cflags();
     p->openblas_version = blas;
     p->sqlite_version = sqlite3_libversion();
     p->libyaml_version = yaml_get_version_string();
-    p->code_version = commit;
-    p->git_dirty = dirty;
+    /* the build's, not the working directory's (codever.h) */
+    p->code_version = codever_commit();
+    p->git_dirty = codever_dirty();
 }
 
 /* ------------------------------------------------------------------ */

@@ -24,8 +24,10 @@
 #include "run/config.h"
 #include "util/sysinfo.h"
 
-/* Schema version written to / required of meta.schema_version. */
-#define STORE_SCHEMA_VERSION 1
+/* Schema version written to meta.schema_version; files of version 1 are
+ * migrated by a writer's store_open and read as version 2 read-only
+ * (store.c). */
+#define STORE_SCHEMA_VERSION 2
 /* A 'running' run whose heartbeat is older than this is reported 'killed'. */
 #define STORE_STALE_SECONDS 60
 /* Buffered metric rows are written automatically once this many are held. */
@@ -33,8 +35,10 @@
 
 typedef struct Store Store;
 
-/* Where a run ran.  store_provenance_fill() sets every field; git_dirty is
- * 1 (uncommitted changes), 0 (clean) or -1 (unknown: not a git checkout).
+/* Where a run ran, and with which build.  store_provenance_fill() sets
+ * every field; code_version is the build's commit and git_dirty 1
+ * (uncommitted changes at build time), 0 (clean) or -1 (unknown: not built
+ * from a git checkout).
  * NULL strings are stored as "unknown". */
 typedef struct {
     const char *host, *cpu_model, *compiler, *cflags, *openblas_version, *sqlite_version,
@@ -78,8 +82,9 @@ int store_heartbeat(Store *s, const char *run_id);
 int store_run_end(Store *s, const char *run_id, const char *status, const char *error_text,
                   long long diverged_step);
 
-/* Buffer one metric row (context NULL means ''); written by store_flush.
- * A rewritten (run, key, context, step) replaces the old value. */
+/* Buffer one metric row (context NULL means ''), timestamped now (column
+ * t); written by store_flush.  A rewritten (run, key, context, step)
+ * replaces the old value. */
 int store_metric(Store *s, const char *run_id, const char *key, const char *context,
                  long long step, double value);
 /* Write buffered metrics in one transaction; also done automatically every
@@ -95,12 +100,18 @@ int store_histogram(Store *s, const char *run_id, const char *key, const char *c
                     long long step, double lo, double hi, const long long *counts, int nbins);
 
 /* Fill p for this process: host, CPU model and compiler (util/sysinfo.h),
- * cflags (GATED_CFLAGS if defined, else "unknown"), OpenBLAS / SQLite /
- * libyaml versions, and the git commit and dirty flag of the current
- * directory ("unknown" / -1 if not a git checkout).  The strings are
- * static storage, overwritten by the next call. */
+ * OpenBLAS / SQLite / libyaml versions, and the build's cflags, commit and
+ * dirty flag (run/codever.h: fixed when the binary was built, "unknown" /
+ * -1 when its source tree was not a git checkout; the working directory
+ * plays no part).  The strings are static storage, overwritten by the next
+ * call. */
 void store_provenance_fill(Provenance *p);
 
+
+/* The metric keys recorded once per optimizer update (run/train.c), which
+ * schema 1 numbered from 0: train_loss, lr, grad_norm, spike.  Steps count
+ * updates from 1 (README, "Steps"). */
+extern const char *const store_update_keys[4];
 
 /* Run id of a resolved config (JSON incl. seed): 64-bit FNV-1a as 16
  * lowercase hex digits plus NUL. */
@@ -265,6 +276,7 @@ typedef struct {
     const char *status;       /* effective status (a stale 'running' reads "killed"); NULL: no such run */
     const char *code_version; /* NULL: no such run */
     double ended_at;          /* unix seconds; NaN when not ended or no such run */
+    const char *cflags;       /* the build's flags it was recorded with; NULL: no such run */
 } StoreRunState;
 
 /* Whether to claim a run in this state: 1 yes, 0 no.  Called inside the
@@ -319,9 +331,10 @@ typedef struct {
  * changed since they were written). */
 int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepRun *runs, int n);
 
-/* The code_version recorded for a run into buf; NULL if the run is absent
- * (or on error: store_errmsg() then says which). */
+/* The code_version / cflags recorded for a run into buf; NULL if the run
+ * is absent (or on error: store_errmsg() then says which). */
 const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap);
+const char *store_run_cflags(Store *s, const char *run_id, char *buf, size_t cap);
 
 /* Rows in one of the store's tables (meta, environments, runs, metrics,
  * summary, histograms, sweep_runs); -1 on error or another name. */

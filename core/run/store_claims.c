@@ -63,7 +63,7 @@ typedef struct {
     int has_claim, has_run;
     char owner[256];
     double claimed_at;
-    char status[16], code[128];
+    char status[16], code[128], cflags[512];
     double heartbeat, ended_at;
 } ClaimView;
 
@@ -87,7 +87,8 @@ static int claim_view(Store *s, const char *run_id, ClaimView *v) {
         return -1;
     }
     if (sto_fin(s, st)) return -1;
-    if (sto_prep(s, &st, "SELECT status, heartbeat_at, code_version, ended_at FROM runs WHERE run_id = ?1")) return -1;
+    if (sto_prep(s, &st, "SELECT status, heartbeat_at, code_version, ended_at, cflags FROM runs WHERE run_id = ?1"))
+        return -1;
     if (sto_bind(s, st, "t", run_id)) {
         (void)sqlite3_finalize(st);
         return -1;
@@ -99,6 +100,9 @@ static int claim_view(Store *s, const char *run_id, ClaimView *v) {
         v->heartbeat = sqlite3_column_double(st, 1);
         snprintf(v->code, sizeof v->code, "%s", sto_text_or(st, 2, "unknown"));
         if (sqlite3_column_type(st, 3) != SQLITE_NULL) v->ended_at = sqlite3_column_double(st, 3);
+        /* flags too long to hold compare unequal: never a false match */
+        const char *f = sto_text_or(st, 4, "unknown");
+        snprintf(v->cflags, sizeof v->cflags, "%s", strlen(f) < sizeof v->cflags ? f : "(too long)");
     } else if (r != SQLITE_DONE) {
         sto_dbfail(s, "claim: read run");
         (void)sqlite3_finalize(st);
@@ -127,7 +131,7 @@ int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimD
         rc = STORE_CLAIM_LIVE;
         eff = "running";
     } else {
-        StoreRunState rs = {eff, v.has_run ? v.code : NULL, v.ended_at};
+        StoreRunState rs = {eff, v.has_run ? v.code : NULL, v.ended_at, v.has_run ? v.cflags : NULL};
         int yes = decide ? decide(ctx, &rs) : !(eff && (strcmp(eff, "finished") == 0 || strcmp(eff, "diverged") == 0));
         rc = yes ? STORE_CLAIMED : STORE_CLAIM_DECLINED;
     }

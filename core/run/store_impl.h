@@ -24,18 +24,19 @@
 typedef struct {
     size_t run, key, ctx;
     long long step;
-    double value;
+    double value, t; /* t: unix seconds when store_metric was called */
 } MetricRow;
 
 struct Store {
     sqlite3 *db;
     char *path;
-    sqlite3_stmt *ins_metric; /* cached INSERT OR REPLACE INTO metrics */
+    sqlite3_stmt *ins_metric; /* cached INSERT OR REPLACE INTO metrics (NULL read-only) */
     MetricRow *rows;          /* STORE_FLUSH_ROWS slots */
     int nrows;
     char *pool; /* NUL-terminated strings of the buffered rows */
     size_t pool_len, pool_cap;
     int readonly; /* store_open_ro: SQLITE_OPEN_READONLY, nothing written at open */
+    int schema;   /* the file's schema_version (a read-only schema-1 file stays 1) */
     char err[1024];
 };
 

@@ -116,17 +116,25 @@ int store_find_run(Store *s, const char *arg, char id[17], char **config_json) {
     return 0;
 }
 
-const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap) {
+/* One text column of a run's row (sql selects it; "unknown" for NULL). */
+static const char *run_text(Store *s, const char *sql, const char *what, const char *run_id, char *buf, size_t cap) {
     sqlite3_stmt *st;
-    if (sto_run_row(s, "SELECT code_version FROM runs WHERE run_id = ?1", run_id, "run_code_version", &st))
-        return NULL;
+    if (sto_run_row(s, sql, run_id, what, &st)) return NULL;
     int n = snprintf(buf, cap, "%s", sto_text_or(st, 0, "unknown"));
     if (sto_fin(s, st)) return NULL;
     if (n < 0 || (size_t)n >= cap) {
-        sto_fail(s, "%s: run_code_version: buffer too small", s->path);
+        sto_fail(s, "%s: %s: buffer too small", s->path, what);
         return NULL;
     }
     return buf;
+}
+
+const char *store_run_code_version(Store *s, const char *run_id, char *buf, size_t cap) {
+    return run_text(s, "SELECT code_version FROM runs WHERE run_id = ?1", "run_code_version", run_id, buf, cap);
+}
+
+const char *store_run_cflags(Store *s, const char *run_id, char *buf, size_t cap) {
+    return run_text(s, "SELECT cflags FROM runs WHERE run_id = ?1", "run_cflags", run_id, buf, cap);
 }
 
 /* ------------------------------------------------------------------ */

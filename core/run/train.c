@@ -12,6 +12,12 @@
  * Every train.eval_every steps and at the end: the same fixed validation
  * windows give val loss / perplexity / bits per byte and the probes
  * (probes.h).  At the end the test split is evaluated once.
+ *
+ * Steps count optimizer updates from 1: the rows of step s (train_loss, lr,
+ * grad_norm, spike) are those of update s, its loss computed before it; an
+ * evaluation at step s follows update s; a checkpoint at step s holds the
+ * model after s updates (TrainState.step = s), so a resumed run goes on
+ * with step s + 1.
  */
 #include "run/train.h"
 
@@ -439,10 +445,10 @@ static int open_resume(Run *r) {
         if (k > 0) {
             r->resumed = 1;
             if (r->ts.step == c->steps)
-                fprintf(stderr, "resuming %s at step %lld: every step is done; evaluating and finishing\n", r->id,
+                fprintf(stderr, "resuming %s after step %lld: every step is done; evaluating and finishing\n", r->id,
                         (long long)r->ts.step);
             else
-                fprintf(stderr, "resuming %s at step %lld\n", r->id, (long long)r->ts.step);
+                fprintf(stderr, "resuming %s after step %lld\n", r->id, (long long)r->ts.step);
         }
     }
     /* continued training: a fresh run (step 0) starts from another run's weights */
@@ -499,12 +505,15 @@ static int open_claim(Run *r) {
     return GO;
 }
 
-/* Training step `step` (0-based): a batch from the data stream, forward and
- * backward over the micro-batches, AdamW, the step's rows.  0, or 1 when the
- * run ends here (status set: failed out of memory, or diverged). */
+/* Step `step`, the step-th optimizer update (steps count updates from 1;
+ * README, "Steps"): a batch from the data stream, forward and backward over
+ * the micro-batches, AdamW, and the step's rows, the loss being the one
+ * computed before the update.  0, or 1 when the run ends here (status set:
+ * failed out of memory, or diverged). */
 static int train_step(Run *r, long step) {
     const Config *c = r->c;
     int T = r->T;
+    long done = step - 1; /* updates made before this one */
     double tstart = util_now();
     for (int b = 0; b < r->B; b++) {
         split_sample_window(&r->corp.train, &r->ts.data_rng, T, c->bos_start, r->w);
@@ -532,46 +541,47 @@ static int train_step(Run *r, long step) {
         r->status = "failed";
         return 1;
     }
-    r->opt.lr = lr_schedule(step, c->steps, c->warmup, c->lr, c->min_lr);
-    double gn = adamw_step(&r->m.p, &r->opt, step + 1);
+    r->opt.lr = lr_schedule(done, c->steps, c->warmup, c->lr, c->min_lr);
+    double gn = adamw_step(&r->m.p, &r->opt, step);
     r->ts.train_time += util_now() - tstart;
-    if (step > 0) {
-        double med = running_median(r->ts.ring, step);
+    if (done > 0) {
+        double med = running_median(r->ts.ring, done);
         if (loss > med + c->spike_threshold) {
             r->ts.spikes++;
             DB(store_metric(r->st, r->id, "spike", "", step, loss - med));
         }
     }
-    r->ts.ring[step % 100] = loss;
+    r->ts.ring[done % 100] = loss;
     DB(store_metric(r->st, r->id, "train_loss", "", step, loss));
     DB(store_metric(r->st, r->id, "lr", "", step, r->opt.lr));
     DB(store_metric(r->st, r->id, "grad_norm", "", step, gn));
-    r->ts.step = step + 1;
+    r->ts.step = step;
     return 0;
 }
 
-/* The evaluation after step, every train.eval_every steps and at the last.
- * 0, or 1 when it ran out of memory (the run is failed). */
+/* The evaluation after update `step`, every train.eval_every steps and at
+ * the last.  0, or 1 when it ran out of memory (the run is failed). */
 static int train_eval(Run *r, long step, int last) {
     const Config *c = r->c;
-    if ((step + 1) % c->eval_every != 0 && !last) return 0;
+    if (step % c->eval_every != 0 && !last) return 0;
     double vl;
-    if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, step + 1, &vl)) {
-        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %ld", step + 1);
+    if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, step, &vl)) {
+        snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %ld", step);
         r->status = "failed";
         return 1;
     }
     r->last_val = vl;
     r->evaluated_last = last;
-    if (!r->o->progress) fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step + 1, c->steps, r->last_loss, vl);
+    if (!r->o->progress) fprintf(stderr, "step %ld/%d  train %.4f  val %.4f\n", step, c->steps, r->last_loss, vl);
     return 0;
 }
 
-/* The checkpoint after step, every train.checkpoint_every steps and when
- * the run stops.  0, or 1 when a write to the store failed. */
+/* The checkpoint after update `step` (it holds the model after `step`
+ * updates), every train.checkpoint_every steps and when the run stops.  0,
+ * or 1 when a write to the store failed. */
 static int train_checkpoint(Run *r, long step, int stop) {
     const Config *c = r->c;
-    if (!((c->checkpoint_every > 0 && (step + 1) % c->checkpoint_every == 0) || stop)) return 0;
+    if (!((c->checkpoint_every > 0 && step % c->checkpoint_every == 0) || stop)) return 0;
     /* every row up to this step is committed before the checkpoint names it done */
     DB(store_flush(r->st));
     if (db_errors) return 1;
@@ -581,8 +591,9 @@ static int train_checkpoint(Run *r, long step, int stop) {
     return 0;
 }
 
-/* Heartbeat and claim every 5 s; the progress line (a terminal) or a plain
- * line every 30 s.  0, or 1 when a write to the store failed. */
+/* Heartbeat and claim every 5 s; the progress line (a terminal: with the
+ * last validation loss once there is one) or a plain line every 30 s.  0,
+ * or 1 when a write to the store failed. */
 static int train_report(Run *r, long step, int last) {
     const Config *c = r->c;
     double tnow = util_now();
@@ -592,20 +603,22 @@ static int train_report(Run *r, long step, int last) {
         r->last_beat = tnow;
         if (db_errors) return 1;
     }
-    double tps = (double)(step + 1) * r->n / (r->ts.train_time > 0 ? r->ts.train_time : 1);
+    double tps = (double)step * r->n / (r->ts.train_time > 0 ? r->ts.train_time : 1);
     if (r->o->progress && (tnow - r->last_log > 0.2 || last)) {
-        double eta = (c->steps - step - 1) * (double)r->n / tps;
-        fprintf(stderr, "\rstep %ld/%d  loss %.4f  %.0f tok/s  ETA %.0fs   ", step + 1, c->steps, r->last_loss, tps,
+        double eta = (c->steps - step) * (double)r->n / tps;
+        char val[32] = "";
+        if (!isnan(r->last_val)) snprintf(val, sizeof val, "  val %.4f", r->last_val);
+        fprintf(stderr, "\rstep %ld/%d  loss %.4f%s  %.0f tok/s  ETA %.0fs   ", step, c->steps, r->last_loss, val, tps,
                 eta);
         r->last_log = tnow;
     } else if (!r->o->progress && tnow - r->last_log > 30) {
-        fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step + 1, c->steps, r->last_loss, tps);
+        fprintf(stderr, "step %ld/%d  loss %.4f  %.0f tok/s\n", step, c->steps, r->last_loss, tps);
         r->last_log = tnow;
     }
     return 0;
 }
 
-/* The steps from ts.step to train.steps; r->status says how they ended. */
+/* The steps after ts.step up to train.steps; r->status says how they ended. */
 static void train_loop(Run *r) {
     const Config *c = r->c;
     const TrainOpts *o = r->o;
@@ -621,19 +634,19 @@ static void train_loop(Run *r) {
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    for (long step = r->ts.step; step < c->steps; step++) {
+    for (long step = r->ts.step + 1; step <= c->steps; step++) {
         if (train_step(r, step)) break;
-        int last = step + 1 == c->steps;
+        int last = step == c->steps;
         if (train_eval(r, step, last)) break;
-        int stop = stop_signal || (o->stop_after > 0 && step + 1 >= o->stop_after && !last);
+        int stop = stop_signal || (o->stop_after > 0 && step >= o->stop_after && !last);
         if (train_checkpoint(r, step, stop) || train_report(r, step, last)) break;
         if (stop) {
             r->status = "killed";
             if (stop_signal)
                 snprintf(r->stop_reason, sizeof r->stop_reason, "stopped by signal %d at step %ld", (int)stop_signal,
-                         step + 1);
+                         step);
             else
-                snprintf(r->stop_reason, sizeof r->stop_reason, "stopped after %ld steps (--stop-after)", step + 1);
+                snprintf(r->stop_reason, sizeof r->stop_reason, "stopped after %ld steps (--stop-after)", step);
             break;
         }
     }
