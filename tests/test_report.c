@@ -1,10 +1,12 @@
 /*
  * test_report.c — `gated report`: the Student-t distribution, Welch's and
- * the paired t-test, Holm–Bonferroni, Fisher's exact test and the
- * Mann-Whitney U test (`gated compare`'s) against reference values (t:
- * mpmath at 30 digits; Fisher: exact fractions, as computed by an
- * independent Python script; U: by hand and by brute force over every
- * ordering; see the values' comments), and
+ * the paired t-test, TOST and the minimum detectable effect,
+ * Holm–Bonferroni, Fisher's exact test and the Mann-Whitney U test (`gated
+ * compare`'s) against reference values (t: mpmath at 30 digits; TOST and
+ * the MDE: closed forms of the t distribution at df 1, 2 and 4; Fisher:
+ * exact fractions, as computed by an independent Python script; U: by
+ * hand and by brute force over every ordering; see the values' comments),
+ * and
  * the report itself on a fixture database built here through the store
  * API: exact numbers in the md, csv and tex tables (means, sample stds of
  * the loss and the probes, Δ, its interval, the test used, raw and
@@ -582,6 +584,64 @@ Test(report, mann_whitney) {
             if (u == 0) cr_assert_float_eq(stats_mann_whitney_min_p(n, m), p, 1e-12 * p);
         }
     }
+}
+
+/* TOST and the minimum detectable effect against closed forms of the t
+ * distribution: df 1 (Cauchy) P(T <= t) = 1/2 + atan(t) / pi and quantile
+ * tan(pi (p - 1/2)); df 2 P(T <= t) = 1/2 + t / (2 sqrt(t^2 + 2)) and
+ * quantile (2p - 1) / sqrt(2 p (1 - p)); and a printed t table (df 10). */
+static double cdf_df2(double t) { return 0.5 + t / (2 * sqrt(t * t + 2)); }
+static double q_df2(double p) { return (2 * p - 1) / sqrt(2 * p * (1 - p)); }
+
+Test(report, tost_and_mde) {
+    /* per-seed differences 0.01 0.02 0.03: mean 0.02, sd 0.01, se 0.01 / sqrt(3), df 2 */
+    const double base[3] = {1.50, 1.52, 1.54}, up[3] = {1.51, 1.54, 1.57}, down[3] = {1.49, 1.50, 1.51};
+    TTest w;
+    cr_assert_eq(stats_paired(up, base, 3, &w), 0);
+    /* margin 0.05: t = (0.02 + 0.05) / se = 7 sqrt(3) and (0.02 - 0.05) / se = -3 sqrt(3); the upper test decides */
+    double p = stats_tost(&w, 0.05);
+    cr_assert_float_eq(p, fmax(cdf_df2(-7 * sqrt(3)), cdf_df2(-3 * sqrt(3))), 1e-9);
+    cr_assert_float_eq(p, cdf_df2(-3 * sqrt(3)), 1e-9);
+    cr_assert(p < 0.05, "p %g: |0.02| inside +-0.05", p);
+    /* a mirror image gives the same p */
+    cr_assert_eq(stats_paired(down, base, 3, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.05), p, 1e-12);
+    /* margin 0.01, below |Δ|: t = (0.02 - 0.01) / se = sqrt(3) on the near side: far from equivalent */
+    cr_assert_eq(stats_paired(up, base, 3, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.01), cdf_df2(sqrt(3)), 1e-9);
+    /* p < alpha exactly when the (1 - 2 alpha) interval lies inside the margin: at margin = |Δ| + t(0.95) se, p = 0.05 */
+    cr_assert_float_eq(stats_tost(&w, 0.02 + q_df2(0.95) * 0.01 / sqrt(3)), 0.05, 1e-9);
+    /* df 1 (2 pairs): differences 0 and 0.02, mean 0.01, se 0.01; margin 0.03: t = 4 and -2 */
+    const double a2[2] = {1.00, 1.02}, b2[2] = {1.00, 1.00};
+    cr_assert_eq(stats_paired(a2, b2, 2, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.03), fmax(0.5 + atan(-4) / M_PI, 0.5 + atan(-2) / M_PI), 1e-9);
+    /* Welch: the test's own se and df */
+    TTest t = {.diff = 0.01, .se = 0.01, .df = 2};
+    cr_assert_float_eq(stats_tost(&t, 0.03), cdf_df2(-2), 1e-9);
+    /* no spread: inside the margin or not; no margin: no test */
+    const double c1[2] = {1.25, 2.25}, c2[2] = {1.00, 2.00}; /* differences exactly 0.25 */
+    cr_assert_eq(stats_paired(c1, c2, 2, &w), 0);
+    cr_assert_eq(stats_tost(&w, 0.5), 0);
+    cr_assert_eq(stats_tost(&w, 0.125), 1);
+    cr_assert(isnan(stats_tost(&w, 0)) && isnan(stats_tost(&w, -0.02)) && isnan(stats_tost(&w, NAN)));
+    t.se = NAN;
+    cr_assert(isnan(stats_tost(&t, 0.02)));
+
+    /* MDE = (t(1 - alpha/2, n-1) + t(power, n-1)) sd / sqrt(n) */
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05, 0.8), (q_df2(0.975) + q_df2(0.8)) * 0.01 / sqrt(3), 1e-9);
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05, 0.8), (4.302653 + 1.060660) * 0.01 / sqrt(3), 1e-8);
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05 / 4, 0.8), (q_df2(1 - 0.05 / 8) + q_df2(0.8)) * 0.01 / sqrt(3),
+                       1e-9); /* Holm's worst case in a family of 4 */
+    cr_assert_float_eq(stats_paired_mde(0.02, 2, 0.05, 0.8), (tan(M_PI * 0.475) + tan(M_PI * 0.3)) * 0.02 / sqrt(2),
+                       1e-9);
+    /* df 10 from a printed table: t(0.975) = 2.228, t(0.80) = 0.879 */
+    cr_assert_float_eq(stats_paired_mde(1, 11, 0.05, 0.8), (2.228 + 0.879) / sqrt(11), 1e-3);
+    /* more seeds, smaller effects; more power, larger */
+    cr_assert(stats_paired_mde(1, 6, 0.05, 0.8) < stats_paired_mde(1, 3, 0.05, 0.8));
+    cr_assert(stats_paired_mde(1, 3, 0.05, 0.9) > stats_paired_mde(1, 3, 0.05, 0.8));
+    cr_assert_eq(stats_paired_mde(0, 3, 0.05, 0.8), 0);
+    cr_assert(isnan(stats_paired_mde(0.01, 1, 0.05, 0.8)) && isnan(stats_paired_mde(NAN, 3, 0.05, 0.8)) &&
+              isnan(stats_paired_mde(0.01, 3, 0, 0.8)) && isnan(stats_paired_mde(0.01, 3, 0.05, 1)));
 }
 
 Test(report, paper_table) {
