@@ -3,13 +3,17 @@
  * (core/lab/report.h says what is written).
  *
  *   gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]
+ *                [--margin NATS]
  *
- * Defaults: --db results/gated.db, every sweep, md, --out results/report.
+ * Defaults: --db results/gated.db, every sweep, md, --out results/report,
+ * --margin 0.02 (the equivalence margin of the TOST column, in nats).
  * Writes DIR/report.md (md) or DIR/SWEEP.csv / DIR/SWEEP.tex, and plots in
  * DIR/plots/ (gnuplot; without it a warning, and the tables anyway).
  * Exit 0 ok, 2 bad input (missing or corrupt database, unknown sweep, bad
  * format or option), 1 runtime failure (unwritable output, gnuplot failed).
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +22,8 @@
 #include "lab/report.h"
 
 static void report_usage(FILE *f) {
-    fprintf(f, "usage: gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]\n");
+    fprintf(f, "usage: gated report [--db PATH] [--sweep NAME] [--format md|csv|tex] [--out DIR] [--no-plots]\n"
+               "                    [--margin NATS]\n");
 }
 
 int cmd_report(int argc, char **argv) {
@@ -31,9 +36,9 @@ int cmd_report(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
-        const char *opts[] = {"--db", "--sweep", "--format", "--out"};
+        const char *opts[] = {"--db", "--sweep", "--format", "--out", "--margin"};
         int which = -1;
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < 5; j++) {
             size_t n = strlen(opts[j]);
             if (strcmp(a, opts[j]) == 0 && i + 1 < argc) {
                 which = j;
@@ -60,6 +65,15 @@ int cmd_report(int argc, char **argv) {
         if (which == 0) o.db_path = val;
         if (which == 1) o.sweep = val;
         if (which == 3) o.out_dir = val;
+        if (which == 4) {
+            char *end;
+            errno = 0;
+            o.margin = strtod(val, &end);
+            if (errno || *end || !(o.margin > 0) || !isfinite(o.margin)) {
+                fprintf(stderr, "gated report: --margin: expected a positive number of nats, got \"%s\"\n", val);
+                return REPORT_BADINPUT;
+            }
+        }
         if (which == 2) {
             int f = -1;
             for (int k = 0; report_format_names[k]; k++)
