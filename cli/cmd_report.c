@@ -2,11 +2,13 @@
  * cmd_report.c — `gated report`: tables and plots from the results store
  * (core/lab/report.h says what is written).
  *
+ * --margin NATS is the equivalence margin of the TOST verdicts (default 0.02).
  * Writes DIR/report.md (md) or DIR/SWEEP.csv / DIR/SWEEP.tex, and plots in
  * DIR/plots/ (gnuplot; without it a warning, and the tables anyway).
  * Exit 0 ok, 2 bad input (missing or corrupt database, unknown sweep, bad
  * format or option), 1 runtime failure (unwritable output, gnuplot failed).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +16,14 @@
 #include "commands.h"
 #include "lab/report.h"
 
-enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O__COUNT };
+enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O_MARGIN, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_SWEEP] = {"sweep", "NAME", "this sweep only (default: every sweep in the database)", 0},
     [O_FORMAT] = {"format", "md|csv|tex", "report.md (default), or a table per sweep as SWEEP.csv / SWEEP.tex", 0},
     [O_OUT] = {"out", "DIR", "where to write (default: the database's directory/report)", 0},
     [O_NO_PLOTS] = {"no-plots", NULL, "tables only: no gnuplot", 0},
+    [O_MARGIN] = {"margin", "NATS", "equivalence margin of the TOST verdict, in nats (default: 0.02)", 0},
 };
 
 static int run_report(int argc, char **argv) {
@@ -38,6 +41,12 @@ static int run_report(int argc, char **argv) {
         if (k == O_SWEEP) o.sweep = v;
         if (k == O_OUT) o.out_dir = v;
         if (k == O_NO_PLOTS) o.no_plots = 1;
+        if (k == O_MARGIN) {
+            char *end;
+            o.margin = strtod(v, &end);
+            if (*end || !*v || !(o.margin > 0) || !isfinite(o.margin))
+                return cli_usage_error(&cmd_report, "--margin: expected a positive number of nats, got \"%s\"", v);
+        }
         if (k == O_FORMAT) {
             int f = -1;
             for (int i = 0; report_format_names[i]; i++)

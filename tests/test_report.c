@@ -1,10 +1,12 @@
 /*
  * test_report.c — `gated report`: the Student-t distribution, Welch's and
- * the paired t-test, Holm–Bonferroni, Fisher's exact test and the
- * Mann-Whitney U test (`gated compare`'s) against reference values (t:
- * mpmath at 30 digits; Fisher: exact fractions, as computed by an
- * independent Python script; U: by hand and by brute force over every
- * ordering; see the values' comments), and
+ * the paired t-test, TOST and the minimum detectable effect,
+ * Holm–Bonferroni, Fisher's exact test and the Mann-Whitney U test (`gated
+ * compare`'s) against reference values (t: mpmath at 30 digits; TOST and
+ * the MDE: closed forms of the t distribution at df 1, 2 and 4; Fisher:
+ * exact fractions, as computed by an independent Python script; U: by
+ * hand and by brute force over every ordering; see the values' comments),
+ * and
  * the report itself on a fixture database built here through the store
  * API: exact numbers in the md, csv and tex tables (means, sample stds of
  * the loss and the probes, Δ, its interval, the test used, raw and
@@ -20,6 +22,12 @@
  * `gated eval` results: the sink columns, the sink formation, per-head
  * F-Attn and perplexity-against-context-length sections in md, csv and
  * tex, and their plot data; the first fixture must get none of them.
+ * fixture_family adds sweeps that share the first fixture's baseline runs
+ * (one Holm family over them, the same p (Holm) in every table and with
+ * --sweep; the TOST verdicts and --margin; the MDE line) and one that has
+ * its own; fixture_budget holds one row set at three budgets, a pending
+ * row and a sweep at another lr (the budget series: Δ with CIs, test loss,
+ * the last quarter's drop, the plot and its quoting, csv and tex).
  *
  * Fixture (two sweeps; every value chosen so the expected numbers are
  * exact):
@@ -311,7 +319,7 @@ static int run_report_opts(Fx *fx, ReportFormat fmt, const char *sweep, const ch
                            char **logtext, char *err, size_t cap) {
     FILE *log = tmpfile();
     cr_assert_not_null(log);
-    ReportOpts o = {fx->db, sweep, fmt, fx->out, no_plots, gnuplot, log, NULL};
+    ReportOpts o = {fx->db, sweep, fmt, fx->out, no_plots, gnuplot, log, NULL, 0};
     int rc = report_run(&o, err, cap);
     long n = ftell(log);
     rewind(log);
@@ -336,6 +344,32 @@ static char *out_file(Fx *fx, const char *name) {
     char p[256];
     snprintf(p, sizeof p, "%s/%s", fx->out, name);
     return test_read_file(p, NULL);
+}
+
+/* Field `col` (named in the header, the first line) of the line of CSV
+ * text that starts with prefix, into out (unquoted fields only); "" and
+ * an assertion failure when there is no such line or column. */
+static void csv_field(const char *text, const char *prefix, const char *col, char *out, size_t cap) {
+    size_t hl = strcspn(text, "\n"), cl = strlen(col);
+    int ci = -1, k = 0;
+    for (const char *p = text; p < text + hl; k++) {
+        size_t n = strcspn(p, ",\n");
+        if (n == cl && strncmp(p, col, n) == 0) ci = k;
+        p += n + 1;
+    }
+    cr_assert(ci >= 0, "no column %s in:\n%.*s", col, (int)hl, text);
+    const char *line = text;
+    while (line && strncmp(line, prefix, strlen(prefix)) != 0) line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+    cr_assert_not_null(line, "no line %s", prefix);
+    for (int i = 0; i < ci; i++) line += strcspn(line, ",\n") + 1;
+    snprintf(out, cap, "%.*s", (int)strcspn(line, ",\n"), line);
+}
+
+/* csv_field as a number (NAN when empty). */
+static double csv_num_of(const char *text, const char *prefix, const char *col) {
+    char buf[64];
+    csv_field(text, prefix, col, buf, sizeof buf);
+    return *buf ? strtod(buf, NULL) : NAN;
 }
 
 /* The look (" lc ... dt ...[ pt ...]", up to " title") of the plot clause
@@ -584,6 +618,458 @@ Test(report, mann_whitney) {
     }
 }
 
+/* TOST and the minimum detectable effect against closed forms of the t
+ * distribution: df 1 (Cauchy) P(T <= t) = 1/2 + atan(t) / pi and quantile
+ * tan(pi (p - 1/2)); df 2 P(T <= t) = 1/2 + t / (2 sqrt(t^2 + 2)) and
+ * quantile (2p - 1) / sqrt(2 p (1 - p)); and a printed t table (df 10). */
+static double cdf_df2(double t) { return 0.5 + t / (2 * sqrt(t * t + 2)); }
+static double q_df2(double p) { return (2 * p - 1) / sqrt(2 * p * (1 - p)); }
+
+Test(report, tost_and_mde) {
+    /* per-seed differences 0.01 0.02 0.03: mean 0.02, sd 0.01, se 0.01 / sqrt(3), df 2 */
+    const double base[3] = {1.50, 1.52, 1.54}, up[3] = {1.51, 1.54, 1.57}, down[3] = {1.49, 1.50, 1.51};
+    TTest w;
+    cr_assert_eq(stats_paired(up, base, 3, &w), 0);
+    /* margin 0.05: t = (0.02 + 0.05) / se = 7 sqrt(3) and (0.02 - 0.05) / se = -3 sqrt(3); the upper test decides */
+    double p = stats_tost(&w, 0.05);
+    cr_assert_float_eq(p, fmax(cdf_df2(-7 * sqrt(3)), cdf_df2(-3 * sqrt(3))), 1e-9);
+    cr_assert_float_eq(p, cdf_df2(-3 * sqrt(3)), 1e-9);
+    cr_assert(p < 0.05, "p %g: |0.02| inside +-0.05", p);
+    /* a mirror image gives the same p */
+    cr_assert_eq(stats_paired(down, base, 3, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.05), p, 1e-12);
+    /* margin 0.01, below |Δ|: t = (0.02 - 0.01) / se = sqrt(3) on the near side: far from equivalent */
+    cr_assert_eq(stats_paired(up, base, 3, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.01), cdf_df2(sqrt(3)), 1e-9);
+    /* p < alpha exactly when the (1 - 2 alpha) interval lies inside the margin: at margin = |Δ| + t(0.95) se,
+     * p = 0.05 */
+    cr_assert_float_eq(stats_tost(&w, 0.02 + q_df2(0.95) * 0.01 / sqrt(3)), 0.05, 1e-9);
+    /* df 1 (2 pairs): differences 0 and 0.02, mean 0.01, se 0.01; margin 0.03: t = 4 and -2 */
+    const double a2[2] = {1.00, 1.02}, b2[2] = {1.00, 1.00};
+    cr_assert_eq(stats_paired(a2, b2, 2, &w), 0);
+    cr_assert_float_eq(stats_tost(&w, 0.03), fmax(0.5 + atan(-4) / M_PI, 0.5 + atan(-2) / M_PI), 1e-9);
+    /* Welch: the test's own se and df */
+    TTest t = {.diff = 0.01, .se = 0.01, .df = 2};
+    cr_assert_float_eq(stats_tost(&t, 0.03), cdf_df2(-2), 1e-9);
+    /* no spread: inside the margin or not; no margin: no test */
+    const double c1[2] = {1.25, 2.25}, c2[2] = {1.00, 2.00}; /* differences exactly 0.25 */
+    cr_assert_eq(stats_paired(c1, c2, 2, &w), 0);
+    cr_assert_eq(stats_tost(&w, 0.5), 0);
+    cr_assert_eq(stats_tost(&w, 0.125), 1);
+    cr_assert(isnan(stats_tost(&w, 0)) && isnan(stats_tost(&w, -0.02)) && isnan(stats_tost(&w, NAN)));
+    t.se = NAN;
+    cr_assert(isnan(stats_tost(&t, 0.02)));
+
+    /* MDE = (t(1 - alpha/2, n-1) + t(power, n-1)) sd / sqrt(n) */
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05, 0.8), (q_df2(0.975) + q_df2(0.8)) * 0.01 / sqrt(3), 1e-9);
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05, 0.8), (4.302653 + 1.060660) * 0.01 / sqrt(3), 1e-8);
+    cr_assert_float_eq(stats_paired_mde(0.01, 3, 0.05 / 4, 0.8), (q_df2(1 - 0.05 / 8) + q_df2(0.8)) * 0.01 / sqrt(3),
+                       1e-9); /* Holm's worst case in a family of 4 */
+    cr_assert_float_eq(stats_paired_mde(0.02, 2, 0.05, 0.8), (tan(M_PI * 0.475) + tan(M_PI * 0.3)) * 0.02 / sqrt(2),
+                       1e-9);
+    /* df 10 from a printed table: t(0.975) = 2.228, t(0.80) = 0.879 */
+    cr_assert_float_eq(stats_paired_mde(1, 11, 0.05, 0.8), (2.228 + 0.879) / sqrt(11), 1e-3);
+    /* more seeds, smaller effects; more power, larger */
+    cr_assert(stats_paired_mde(1, 6, 0.05, 0.8) < stats_paired_mde(1, 3, 0.05, 0.8));
+    cr_assert(stats_paired_mde(1, 3, 0.05, 0.9) > stats_paired_mde(1, 3, 0.05, 0.8));
+    cr_assert_eq(stats_paired_mde(0, 3, 0.05, 0.8), 0);
+    cr_assert(isnan(stats_paired_mde(0.01, 1, 0.05, 0.8)) && isnan(stats_paired_mde(NAN, 3, 0.05, 0.8)) &&
+              isnan(stats_paired_mde(0.01, 3, 0, 0.8)) && isnan(stats_paired_mde(0.01, 3, 0.05, 1)));
+}
+
+/* ------------------------------------------------------------------ */
+/* Holm families across sweeps, equivalence, minimum detectable effect */
+/* ------------------------------------------------------------------ */
+
+/* The run ids of row `label` of sweep `sweep`, seeds 1..3, into ids. */
+static void row_ids(Store *s, const char *sweep, const char *label, char ids[3][17]) {
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(store_db(s),
+                                    "SELECT run_id FROM sweep_runs WHERE sweep = ?1 AND label = ?2 ORDER BY seed", -1,
+                                    &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, sweep, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, label, -1, SQLITE_STATIC);
+    int n = 0;
+    while (n < 3 && sqlite3_step(st) == SQLITE_ROW) snprintf(ids[n++], 17, "%s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    cr_assert_eq(n, 3, "%s/%s: %d runs", sweep, label, n);
+}
+
+/* The fixture above, and two sweeps more:
+ *   "main2": main's baseline, G1-elementwise and G1-silu runs (the same run
+ *     ids, as a sweep that shares them records them) and two rows of its own:
+ *       G1-headwise-copy  1.49 1.53 1.57: per-seed Δ as G1-headwise, p 0.478
+ *       near-baseline     1.501 1.522 1.543: Δ 0.001 0.002 0.003, mean 0.002,
+ *                         sd 0.001, t = 2 sqrt(3), df 2: p = 1 - 2 sqrt(3) /
+ *                         sqrt(14) = 0.074; inside ±0.02
+ *     main and main2 then share one family of 6 distinct contrasts (main's 4,
+ *     main2's 2 new ones; G1-elementwise and G1-silu once), p sorted: 0.00274
+ *     (G1) 0.0351 (silu) 0.0376 (more-q-heads, Welch) 0.0742 (near) 0.478
+ *     0.478: Holm G1 6p, silu 5p, more-q-heads max(5 p_silu, 4p) = 5 p_silu,
+ *     near 3p, the two headwise 2p;
+ *   "other": a baseline of its own (its configs carry "other":1; the losses
+ *     are main's) and G1 1.40 1.41 1.42: a family of one, p (Holm) = p. */
+static void fixture_family(Fx *fx) {
+    fixture(fx);
+    Store *s;
+    char err[512];
+    cr_assert_eq(store_open(&s, fx->db, err, sizeof err), 0, "%s", err);
+    char ids[5][3][17];
+    row_ids(s, "main", "baseline", ids[0]);
+    row_ids(s, "main", "G1-elementwise", ids[1]);
+    row_ids(s, "main", "G1-silu", ids[2]);
+    static const char *const own[2] = {"G1-headwise-copy", "near-baseline"};
+    static const double own_vl[2][3] = {{1.49, 1.53, 1.57}, {1.501, 1.522, 1.543}};
+    for (int v = 0; v < 2; v++)
+        for (int k = 0; k < 3; k++) {
+            char json[160], name[64];
+            snprintf(json, sizeof json, "{\"model.gate.position\":\"sdpa\",\"row\":%d,\"train.seed\":%d}", v, k + 1);
+            snprintf(name, sizeof name, "main2-%s-s%d", own[v], k + 1);
+            add_run(s, json, name, k + 1, "finished", own_vl[v][k], 0.1, 5, NAN, 0, 0, 500, ids[3 + v][k]);
+        }
+    static const char *const labels[5] = {"baseline", "G1-elementwise", "G1-silu", "G1-headwise-copy",
+                                          "near-baseline"};
+    StoreSweepRun sr[15];
+    for (int i = 0; i < 15; i++) sr[i] = (StoreSweepRun){ids[i / 3][i % 3], labels[i / 3], i % 3 + 1, i, i < 3};
+    cr_assert_eq(store_sweep_record(s, "main2", 15, sr, 15), 0, "%s", store_errmsg(s));
+    static const double other_vl[2][3] = {{1.50, 1.52, 1.54}, {1.40, 1.41, 1.42}};
+    char oids[2][3][17];
+    for (int v = 0; v < 2; v++)
+        for (int k = 0; k < 3; k++) {
+            char json[160], name[64];
+            snprintf(json, sizeof json, "{\"model.gate.position\":\"%s\",\"other\":1,\"train.seed\":%d}",
+                     v ? "sdpa" : "none", k + 1);
+            snprintf(name, sizeof name, "other-%d-s%d", v, k + 1);
+            add_run(s, json, name, k + 1, "finished", other_vl[v][k], 0.1, 5, NAN, 0, 0, 500, oids[v][k]);
+            sr[v * 3 + k] = (StoreSweepRun){oids[v][k], v ? "G1-elementwise" : "baseline", k + 1, v * 3 + k, v == 0};
+        }
+    cr_assert_eq(store_sweep_record(s, "other", 6, sr, 6), 0, "%s", store_errmsg(s));
+    store_close(s);
+}
+
+/* The text of report.md's section of sweep `name` (up to the next sweep's
+ * or the budget section), heap. */
+static char *md_section(const char *md, const char *name) {
+    char head[96];
+    snprintf(head, sizeof head, "## Sweep `%s`\n", name);
+    const char *a = strstr(md, head);
+    cr_assert_not_null(a, "no section %s", name);
+    const char *b = strstr(a + 1, "\n## ");
+    size_t n = b ? (size_t)(b - a) : strlen(a);
+    char *out = malloc(n + 1);
+    cr_assert_not_null(out);
+    memcpy(out, a, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* Sweeps that share their baseline runs share one Holm family: the same
+ * contrast gets the same p (Holm) in every table, whichever tables are
+ * written (--sweep); a sweep with a baseline of its own keeps its own
+ * family.  The raw p-values are the mpmath ones of Test(report, csv). */
+Test(report, holm_family_per_sweep_group) {
+    const double p_g1 = 0.00274348939442592404, p_silu = 0.0350987186459846505, p_hw = 0.4777670321;
+    const double t_near = 2 * sqrt(3), p_near = 1 - t_near / sqrt(t_near * t_near + 2);
+    Fx fx;
+    fixture_family(&fx);
+    char err[1024], *log, want[640];
+    int rc = run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    static const char *const shared[2] = {"main", "main2"};
+    for (int i = 0; i < 2; i++) {
+        char *sec = md_section(md, shared[i]);
+        assert_has(sec, "Holm–Bonferroni family: 6 distinct contrasts with a p over the sweeps `main` and `main2`, "
+                        "whose baseline rows are the same runs (a contrast shown in several of their tables is "
+                        "counted once).");
+        snprintf(want, sizeof want, "| -0.1100* | [-0.1348, -0.0852] | paired (3) | 0.003 | %.3f | ", 6 * p_g1);
+        assert_has(sec, want);
+        snprintf(want, sizeof want, "| -0.0300 | [-0.0548, -0.0052] | paired (3) | 0.035 | %.3f | ", 5 * p_silu);
+        assert_has(sec, want);
+        snprintf(want, sizeof want, "| +0.0100 | [-0.0397, +0.0597] | paired (3) | 0.478 | %.3f | ", 2 * p_hw);
+        assert_has(sec, want);
+        free(sec);
+    }
+    char *sec = md_section(md, "main");
+    snprintf(want, sizeof want, "| Welch | 0.038 | %.3f | ", 5 * p_silu);
+    assert_has(sec, want);
+    /* the MDE: sd_d pooled over G1 (0.01), G1-headwise (0.02), G1-silu (0.01), n = 3, df 2; Holm: m = 6 */
+    double sd = sqrt((0.0001 + 0.0004 + 0.0001) / 3);
+    snprintf(want, sizeof want,
+             "Minimum detectable effect: with n = 3 seed pairs this table detects |Δ| ≥ %.4f nats at 80%% power "
+             "(paired t-test, two-sided α = 0.05; σ_d = %.4f, the std of the per-seed differences pooled over its 3 "
+             "paired rows), and |Δ| ≥ %.4f at the Holm worst case α/m = 0.05/6; equivalence margin ±0.02 nats.",
+             (q_df2(0.975) + q_df2(0.8)) * sd / sqrt(3), sd, (q_df2(1 - 0.05 / 12) + q_df2(0.8)) * sd / sqrt(3));
+    assert_has(sec, want);
+    free(sec);
+    /* main2's own rows: near-baseline is equivalent within ±0.02 (TOST at t = (0.002 - 0.02) / (0.001 / sqrt 3)) */
+    sec = md_section(md, "main2");
+    snprintf(want, sizeof want, "| paired (3) | %.3f | %.3f | %.1e | equivalent within ±0.02 |", p_near, 3 * p_near,
+             cdf_df2(-18 * sqrt(3)));
+    assert_has(sec, want);
+    assert_has(sec, "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 |");
+    free(sec);
+    /* a baseline of its own: its own family of one */
+    sec = md_section(md, "other");
+    assert_has(sec, "Holm–Bonferroni family: the 1 contrast with a p of this table (no other sweep has the same "
+                    "baseline runs).");
+    assert_has(sec, "| -0.1100* | [-0.1348, -0.0852] | paired (3) | 0.003 | 0.003 | ");
+    free(sec);
+    free(md);
+
+    /* one table written: the family is still the group's */
+    rc = run_report_opts(&fx, REPORT_MD, "main2", NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    md = out_file(&fx, "report.md");
+    assert_lacks(md, "## Sweep `main`\n");
+    assert_lacks(md, "## Sweep `other`\n");
+    assert_has(md, "6 distinct contrasts with a p over the sweeps `main` and `main2`");
+    snprintf(want, sizeof want, "| paired (3) | 0.035 | %.3f | ", 5 * p_silu);
+    assert_has(md, want);
+    free(md);
+
+    /* csv: the family's size and p (Holm) per row */
+    rc = run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *c = out_file(&fx, "main2.csv");
+    cr_assert_eq(csv_num_of(c, "main2,G1-silu,", "holm_family_size"), 6);
+    cr_assert_float_eq(csv_num_of(c, "main2,G1-silu,", "p_holm"), 5 * p_silu, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "main2,G1-elementwise,", "p_holm"), 6 * p_g1, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "main2,near-baseline,", "p_tost"), cdf_df2(-18 * sqrt(3)), 1e-9);
+    char verdict[32];
+    csv_field(c, "main2,near-baseline,", "verdict", verdict, sizeof verdict);
+    cr_assert_str_eq(verdict, "equivalent");
+    free(c);
+    c = out_file(&fx, "other.csv");
+    cr_assert_eq(csv_num_of(c, "other,G1-elementwise,", "holm_family_size"), 1);
+    cr_assert_float_eq(csv_num_of(c, "other,G1-elementwise,", "p_holm"), p_g1, 1e-9);
+    free(c);
+
+    /* a narrower margin (--margin 0.001): near-baseline's 0.002 is no longer inside it */
+    FILE *lg = tmpfile();
+    cr_assert_not_null(lg);
+    ReportOpts o = {fx.db, "main2", REPORT_MD, fx.out, 1, NULL, lg, NULL, 0.001};
+    cr_assert_eq(report_run(&o, err, sizeof err), 0, "%s", err);
+    fclose(lg);
+    md = out_file(&fx, "report.md");
+    assert_has(md, "- equivalence margin: ±0.001 nats of val loss (`--margin`)\n");
+    snprintf(want, sizeof want, "| paired (3) | %.3f | %.3f | ", p_near, 3 * p_near);
+    const char *near = strstr(md, want);
+    cr_assert_not_null(near, "missing %s", want);
+    const char *inc = strstr(near, "| inconclusive |");
+    cr_assert(inc && inc < strchr(near, '\n'), "near-baseline is inconclusive at ±0.001");
+    assert_lacks(md, "equivalent within ±0.02");
+    free(md);
+    o.margin = -1; /* a bad margin: bad input */
+    cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
+    assert_has(err, "equivalence margin must be a positive number");
+    fx_rm(&fx);
+}
+
+/* ------------------------------------------------------------------ */
+/* the effect against the training budget                             */
+/* ------------------------------------------------------------------ */
+
+/* One finished run of a budget sweep: summary val_loss (vl) and test_loss
+ * (tl), and the metric val_loss at the given evaluation steps, final +
+ * above[i] (above[last] = 0). */
+static void add_budget_run(Store *s, const char *json, const char *name, long long seed, double vl, double tl,
+                           const long long *steps, const double *above, int nsteps, char id[17]) {
+    store_run_id(json, id);
+    cr_assert_eq(store_run_begin(s, id, name, json, seed, 1, &PROV, NULL), 0, "%s", store_errmsg(s));
+    for (int i = 0; i < nsteps; i++) cr_assert_eq(store_metric(s, id, "val_loss", "", steps[i], vl + above[i]), 0);
+    cr_assert_eq(store_summary(s, id, "val_loss", "", vl, NULL), 0);
+    cr_assert_eq(store_summary(s, id, "val_ppl", "", exp(vl), NULL), 0);
+    cr_assert_eq(store_summary(s, id, "test_loss", "", tl, NULL), 0);
+    cr_assert_eq(store_run_end(s, id, "finished", NULL, -1), 0, "%s", store_errmsg(s));
+}
+
+/* Budget sweeps bud_a, bud_b, bud_0c (named out of budget order: the
+ * series is ordered by tokens): rows baseline, G1 (a label with a
+ * quote and a line break, escaped when loaded) and G2, seeds 1..3, at
+ * train.steps 100, 200, 400 (eval_every 25, 50, 100: left out of the
+ * comparison like steps), batch 4 x seq_len 64: 25,600, 51,200 and
+ * 102,400 tokens per run.
+ *   val loss: baseline 2.0 - 0.2 b + {0, 0.02, 0.04} (b = 0, 1, 2);
+ *     G1 = baseline + Δ_b + {-0.01, 0, +0.01}, Δ = -0.10, -0.05, -0.01
+ *     (mean Δ_b, sd 0.01: 95% CI Δ_b ± t(0.975, 2) 0.01 / sqrt 3);
+ *     G2 = baseline + {0.04, 0.05, 0.06} at bud_a and bud_b; at bud_0c G2 has
+ *     not started (sweep_runs only): the series takes bud_0c all the same
+ *   test loss: val + 0.1, G1 val + 0.12 (test Δ = Δ_b + 0.02)
+ *   val_loss evaluations (above the final value): bud_a at 25 50 75 100:
+ *     0.12 0.08 0.04 0: drop over the last quarter 0.04; bud_b at 50 100 140
+ *     180 200: 0.6 0.4 0.3 0.1 0: at 150 (interpolated) 0.25; bud_0c at 100
+ *     200 300 400: 0.03 0.02 0.01 0: 0.01
+ * And bud_lr: the same rows at 800 steps but train.lr 0.01: not part of the
+ * series. */
+static void fixture_budget(Fx *fx) {
+    Store *s = fx_open(fx);
+    static const char *const names[4] = {"bud_a", "bud_b", "bud_0c", "bud_lr"};
+    static const long long steps[4] = {100, 200, 400, 800};
+    static const long long ev[4][5] = {{25, 50, 75, 100}, {50, 100, 140, 180, 200}, {100, 200, 300, 400},
+                                       {200, 400, 600, 800}};
+    static const double above[4][5] = {{0.12, 0.08, 0.04, 0}, {0.6, 0.4, 0.3, 0.1, 0}, {0.03, 0.02, 0.01, 0},
+                                       {0.03, 0.02, 0.01, 0}};
+    static const int nev[4] = {4, 5, 4, 4};
+    static const double delta[4] = {-0.10, -0.05, -0.01, -0.01};
+    static const char *const pos[3] = {"none", "sdpa", "value"};
+    const char *labels[3] = {"baseline", "G1 'q'", "G2"};
+    for (int b = 0; b < 4; b++) {
+        char ids[9][17];
+        StoreSweepRun sr[9];
+        for (int v = 0; v < 3; v++)
+            for (int k = 0; k < 3; k++) {
+                int i = v * 3 + k;
+                char json[320], name[64];
+                snprintf(json, sizeof json,
+                         "{\"model.gate.position\":\"%s\",\"model.seq_len\":64,\"train.batch\":4,\"train.steps\":%lld,"
+                         "\"train.eval_every\":%lld,\"train.checkpoint_every\":1000,\"train.lr\":%g,\"train.seed\":%d}",
+                         pos[v], steps[b], steps[b] / 4, b == 3 ? 0.01 : 0.003, k + 1);
+                snprintf(name, sizeof name, "%s-%d-s%d", names[b], v, k + 1);
+                double base = 2.0 - 0.2 * b + 0.02 * k;
+                double vl = v == 0 ? base : v == 1 ? base + delta[b] + 0.01 * (k - 1) : base + 0.04 + 0.01 * k;
+                if (v == 2 && b == 2)
+                    store_run_id(json, ids[i]); /* pending: in sweep_runs, not in runs */
+                else
+                    add_budget_run(s, json, name, k + 1, vl, vl + 0.1 + (v == 1 ? 0.02 : 0), ev[b], above[b], nev[b],
+                                   ids[i]);
+                sr[i] = (StoreSweepRun){ids[i], labels[v], k + 1, i, v == 0};
+            }
+        cr_assert_eq(store_sweep_record(s, names[b], 9, sr, 9), 0, "%s", store_errmsg(s));
+    }
+    /* the store refuses a line break in a label; a database merged from elsewhere may hold one */
+    cr_assert_eq(sqlite3_exec(store_db(s), "UPDATE sweep_runs SET label = label || char(10) || '!x' WHERE label = "
+                                           "'G1 ''q'''", NULL, NULL, NULL), SQLITE_OK);
+    store_close(s);
+}
+
+/* A Δ cell of the budget tables: Δ [Δ - h, Δ + h] (3), h the half-width of
+ * the 95% CI of 3 pairs whose differences have sd 0.01. */
+static void budget_cell(char *out, size_t cap, double d) {
+    double h = q_df2(0.975) * 0.01 / sqrt(3);
+    snprintf(out, cap, "%+.4f [%+.4f, %+.4f] (3)", d, d - h, d + h);
+}
+
+Test(report, effect_against_budget) {
+    Fx fx;
+    fixture_budget(&fx);
+    char err[1024], *log, want[512], c1[64], c2[64], c3[64];
+    int rc = run_report(&fx, REPORT_MD, NULL, NULL, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "- [effect against training budget](#budget): 1 series of sweeps at several budgets\n");
+    assert_has(md, "<a id=\"budget\"></a>\n\n## Effect against training budget\n\n");
+    assert_has(md, "### Series `bud_a`, `bud_b`, `bud_0c`\n\nBudgets (tokens per run = train.steps × train.batch × "
+                   "model.seq_len): `bud_a` 25600 tokens (100 steps), `bud_b` 51200 tokens (200 steps), `bud_0c` 102400 "
+                   "tokens (400 steps). Baseline row: `baseline`.\n");
+    assert_lacks(md, "`bud_lr` 204800"); /* another train.lr: not the same rows at another budget */
+    /* Δ final val loss per contrast and budget; the pending G2 at bud_0c has none */
+    assert_has(md, "| row - baseline | bud_a (25.6k) | bud_b (51.2k) | bud_0c (102k) |\n|---|--:|--:|--:|\n");
+    budget_cell(c1, sizeof c1, -0.10), budget_cell(c2, sizeof c2, -0.05), budget_cell(c3, sizeof c3, -0.01);
+    snprintf(want, sizeof want, "| G1 'q'\\\\x0a!x | %s | %s | %s |\n", c1, c2, c3);
+    assert_has(md, want);
+    budget_cell(c1, sizeof c1, 0.05);
+    snprintf(want, sizeof want, "| G2 | %s | %s | – |\n", c1, c1);
+    assert_has(md, want);
+    /* Δ final test loss: Δ + 0.02 */
+    assert_has(md, "**Δ final test loss** (summary `test_loss`; as above):\n\n");
+    budget_cell(c1, sizeof c1, -0.08), budget_cell(c2, sizeof c2, -0.03), budget_cell(c3, sizeof c3, 0.01);
+    snprintf(want, sizeof want, "| G1 'q'\\\\x0a!x | %s | %s | %s |\n", c1, c2, c3);
+    assert_has(md, want);
+    /* final val loss and the last quarter's drop per row and budget */
+    assert_has(md, "| baseline | 2.0200 ± 0.0200 (3) | 1.8200 ± 0.0200 (3) | 1.6200 ± 0.0200 (3) |\n");
+    assert_has(md, "| baseline | 0.0400 ± 0.0000 (3) | 0.2500 ± 0.0000 (3) | 0.0100 ± 0.0000 (3) |\n");
+    assert_has(md, "| G2 | 0.0400 ± 0.0000 (3) | 0.2500 ± 0.0000 (3) | – |\n");
+    /* the plot: Δ against tokens, log x, a tick at each budget, error bars, the zero line, labels quoted */
+    char *gp = out_file(&fx, "plots/budget-bud_a.gp");
+    assert_has(gp, "set logscale x\n");
+    assert_has(gp, "set xtics ('25.6k' 25600, '51.2k' 51200, '102k' 102400)\n");
+    assert_has(gp, "set arrow from graph 0, first 0 to graph 1, first 0 nohead");
+    assert_has(gp, "'budget-bud_a.dat' index 0 using 1:2:3:4 with yerrorlines");
+    assert_has(gp, " title 'G1 ''q''\\x0a!x'");
+    assert_has(gp, " title 'G2'");
+    assert_lacks(gp, "\n!");
+    free(gp);
+    char *dat = out_file(&fx, "plots/budget-bud_a.dat");
+    assert_has(dat, "# G1 'q'\\x0a!x - baseline: tokens (offset), delta, CI low, CI high, seed pairs, tokens\n");
+    double h = q_df2(0.975) * 0.01 / sqrt(3);
+    for (int b = 0; b < 3; b++) {
+        static const double d[3] = {-0.10, -0.05, -0.01};
+        static const char *const tok[3] = {" 3 25600\n", " 3 51200\n", " 3 102400\n"};
+        const char *line = strstr(dat, tok[b]);
+        cr_assert_not_null(line, "no point at %s", tok[b]);
+        while (line > dat && line[-1] != '\n') line--;
+        double x, y, lo, hi;
+        cr_assert_eq(sscanf(line, "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+        cr_assert_float_eq(y, d[b], 1e-9);
+        cr_assert_float_eq(lo, d[b] - h, 1e-9);
+        cr_assert_float_eq(hi, d[b] + h, 1e-9);
+        cr_assert(x > 0.9 * 25600 * (1 << b) && x < 1.1 * 25600 * (1 << b), "x %g", x);
+    }
+    free(dat);
+    if (have_gnuplot()) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/plots/budget-bud_a.png", fx.out);
+        cr_assert(exists(p), "%s missing", p);
+        assert_has(md, "(plots/budget-bud_a.png)");
+    }
+    free(md);
+
+    /* csv: a line per series, budget and row; a line per run */
+    rc = run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *c = out_file(&fx, "budget.csv");
+    assert_has(c, "series,sweep,tokens,steps,label,is_baseline,n_finished,val_loss_mean,");
+    const char *g1 = "bud_a,bud_b,51200,200,G1 'q'\\x0a!x,";
+    cr_assert_float_eq(csv_num_of(c, g1, "delta_val_loss"), -0.05, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "delta_val_ci_lo"), -0.05 - h, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "delta_val_ci_hi"), -0.05 + h, 1e-9);
+    cr_assert_eq(csv_num_of(c, g1, "n_pairs_val"), 3);
+    cr_assert_float_eq(csv_num_of(c, g1, "delta_test_loss"), -0.03, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,", "q_drop_mean"), 0.25, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_0c,102400,400,baseline,", "val_loss_mean"), 1.62, 1e-9);
+    cr_assert_eq(csv_num_of(c, "bud_a,bud_0c,102400,400,G2,", "n_finished"), 0);
+    assert_lacks(c, "bud_lr");
+    free(c);
+    c = out_file(&fx, "budget-runs.csv");
+    assert_has(c, "series,sweep,tokens,steps,label,seed,run_id,status,val_loss,test_loss,q_from_step,q_to_step,"
+                  "q_drop\n");
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_from_step"), 150, 1e-12);
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_to_step"), 200, 1e-12);
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_drop"), 0.25, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "bud_a,bud_a,25600,100,G2,1,", "q_drop"), 0.04, 1e-9);
+    free(c);
+
+    /* tex */
+    rc = run_report(&fx, REPORT_TEX, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *t = out_file(&fx, "budget.tex");
+    assert_has(t, "% series bud_a, bud_b, bud_0c\n");
+    assert_has(t, "\\begin{tabular}{lrrr}\n\\toprule\nrow - baseline & bud\\_a (25.6k) & bud\\_b (51.2k) & "
+                  "bud\\_0c (102k) \\\\\n\\midrule\n");
+    free(t);
+
+    /* one budget's table asked for: the whole series; a sweep outside every series: no section */
+    rc = run_report_opts(&fx, REPORT_MD, "bud_b", NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    md = out_file(&fx, "report.md");
+    assert_has(md, "### Series `bud_a`, `bud_b`, `bud_0c`\n");
+    assert_lacks(md, "## Sweep `bud_a`");
+    free(md);
+    rc = run_report_opts(&fx, REPORT_MD, "bud_lr", NULL, 1, &log, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s\n%s", err, log);
+    free(log);
+    md = out_file(&fx, "report.md");
+    assert_lacks(md, "Effect against training budget");
+    free(md);
+    fx_rm(&fx);
+}
+
 Test(report, paper_table) {
     static const char *const labels[] = {
         "baseline",       "more-kv-heads",      "more-q-heads",     "G1-elementwise",     "G2-elementwise",
@@ -628,26 +1114,48 @@ Test(report, markdown) {
     assert_has(md, "## Sweep `lr`");
     assert_has(md, "## Sweep `lrv`");
     assert_has(md, "15 runs: 15 finished. Baseline row: `baseline`. Δ: every row against the baseline row "
-                   "`baseline`. Holm–Bonferroni over the 4 rows with a p.\n");
-    /* exact rows: mean ± std, Δ, CI, test, raw and Holm p, probes ± std, paper */
-    assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | 95% CI of Δ | test | p | p (Holm) | F-Attn | "
-                   "M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act | "
-                   "paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
-    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | 0.3200 ± 0.0200 "
-                   "| 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 |");
-    /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*` */
-    assert_has(md, "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | -0.1100* | [-0.1348, -0.0852] "
-                   "| paired (3) | 0.003 | 0.011 | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 "
-                   "| 5.761 | -0.265 | 0.116 | 94 | 0.048 |");
-    assert_has(md, "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.0100 | [-0.0397, +0.0597] "
-                   "| paired (3) | 0.478 | 0.478 | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 "
-                   "| 5.792 | -0.234 | 0.172 | 98 | 0.073 |");
-    /* raw p < 0.05 but not after Holm: no `*` */
-    assert_has(md, "| G1-silu | 3 | 0 | 1.4900 ± 0.0100 | 4.437 ± 0.044 | -0.0300 | [-0.0548, -0.0052] "
-                   "| paired (3) | 0.035 | 0.105 | 0.0900 ± 0.0100 | 7.00 ± 1.00 | 0.450 ± 0.050 |");
-    /* no common seed: Welch */
-    assert_has(md, "| more-q-heads | 3 | 0 | 1.4700 ± 0.0200 | 4.350 ± 0.087 | -0.0500 | [-0.0953, -0.0047] "
-                   "| Welch | 0.038 | 0.105 | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | 5.953 |");
+                   "`baseline`.\n\n| variant ");
+    /* under the table: the Holm family (this sweep alone) and the minimum detectable effect */
+    assert_has(md, "|\n\nHolm–Bonferroni family: the 4 contrasts with a p of this table (no other sweep has the same "
+                   "baseline runs). Minimum detectable effect: with n = 3 seed pairs this table detects |Δ| ≥ ");
+    /* exact rows: mean ± std, Δ, CI, test, raw and Holm p, TOST p and verdict, probes ± std, paper.  TOST p
+     * from the t CDF in closed form (df 2: 1/2 + t / (2 sqrt(t^2 + 2)); df 4: 1/2 + 3x/4 (1 - x^2/3) with x = t
+     * / sqrt(t^2 + 4)) at (|Δ| - 0.02) / se, se = sd_d / sqrt(3) (paired) or Welch's sqrt(2 0.02^2 / 3) */
+    char row[512];
+    assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | 95% CI of Δ | test | p | p (Holm) | p (TOST) | "
+                   "verdict | F-Attn | M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | "
+                   "paper M-Act | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|"
+                   "--:|--:|--:|--:|--:|--:|\n");
+    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | – | – "
+                   "| 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 |");
+    /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*`, differs; TOST at t = 9 sqrt(3) */
+    snprintf(row, sizeof row,
+             "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | -0.1100* | [-0.1348, -0.0852] "
+             "| paired (3) | 0.003 | 0.011 | %.3f | differs | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 "
+             "| 4096 | 1110 | 5.761 | -0.265 | 0.116 | 94 | 0.048 |",
+             0.5 + 9 * sqrt(3) / (2 * sqrt(243 + 2)));
+    assert_has(md, row);
+    /* Δ +0.01, sd_d 0.02: TOST at t = (0.01 - 0.02) / (0.02 / sqrt 3) = -sqrt(3) / 2 */
+    snprintf(row, sizeof row,
+             "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.0100 | [-0.0397, +0.0597] "
+             "| paired (3) | 0.478 | 0.478 | %.3f | inconclusive | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 "
+             "| 0.0 | 64 | 1210 | 5.792 | -0.234 | 0.172 | 98 | 0.073 |",
+             0.5 - sqrt(3) / 2 / (2 * sqrt(0.75 + 2)));
+    assert_has(md, row);
+    /* raw p < 0.05 but not after Holm: no `*`; TOST at t = sqrt(3) */
+    snprintf(row, sizeof row,
+             "| G1-silu | 3 | 0 | 1.4900 ± 0.0100 | 4.437 ± 0.044 | -0.0300 | [-0.0548, -0.0052] "
+             "| paired (3) | 0.035 | 0.105 | %.3f | inconclusive | 0.0900 ± 0.0100 | 7.00 ± 1.00 | 0.450 ± 0.050 |",
+             0.5 + sqrt(3) / (2 * sqrt(5)));
+    assert_has(md, row);
+    /* no common seed: Welch (df 4); TOST at t = 0.03 / sqrt(2 x 0.0004 / 3) */
+    double tw = 0.03 / sqrt(2 * 0.0004 / 3), xw = tw / sqrt(tw * tw + 4);
+    snprintf(row, sizeof row,
+             "| more-q-heads | 3 | 0 | 1.4700 ± 0.0200 | 4.350 ± 0.087 | -0.0500 | [-0.0953, -0.0047] "
+             "| Welch | 0.038 | 0.105 | %.3f | inconclusive | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 "
+             "| 5.953 |",
+             0.5 + 0.75 * xw * (1 - xw * xw / 3));
+    assert_has(md, row);
     assert_lacks(md, "+0.0100*");
     assert_lacks(md, "-0.0300*");
     assert_lacks(md, "| 4.350 ± 0.087 | -0.0500*");
@@ -656,25 +1164,37 @@ Test(report, markdown) {
                    "`train.lr`, so Δ is lr-matched: each row against the row with the configuration of the baseline row "
                    "`lr=0.001,position=none` (every key but `train.lr`, `train.min_lr`, `train.seed`) at the row's own "
                    "`train.lr` (column vs; those reference rows are marked `(lr baseline)`); 1 row with no such row "
-                   "(marked `(no lr match)`) is compared with `lr=0.001,position=none` instead. Holm–Bonferroni over "
-                   "the 3 rows with a p.\n");
+                   "(marked `(no lr match)`) is compared with `lr=0.001,position=none` instead.\n");
+    /* lr and lrv hold the same runs: one family of the 3 distinct contrasts, not 6 */
+    assert_has(md, "Holm–Bonferroni family: 3 distinct contrasts with a p over the sweeps `lr` and `lrv`, whose "
+                   "baseline rows are the same runs (a contrast shown in several of their tables is counted once).");
     assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | vs | 95% CI of Δ | test | p | p (Holm) | "
-                   "div/total | p (div, Fisher) | F-Attn |");
+                   "p (TOST) | verdict | div/total | p (div, Fisher) | F-Attn |");
     assert_has(md, "| lr=0.001,position=none | 4 | 0 | 2.0750 ± 0.0645 | 7.977 ± 0.515 | (baseline) | – | – | – | – "
-                   "| – | 0/4 | – | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |");
+                   "| – | – | – | 0/4 | – | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |");
     assert_has(md, "| lr=0.01,position=none | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) | – | – | – "
-                   "| – | – | 2/4 | – |");
+                   "| – | – | – | – | 2/4 | – |");
     assert_has(md, "| lr=0.001,position=sdpa | 4 | 0 | 1.9800 ± 0.0594 | 7.252 ± 0.424 | -0.0950* "
-                   "| lr=0.001,position=none | [-0.1255, -0.0645] | paired (4) | 0.002 | 0.007 | 0/4 | 1.000 |");
-    /* against its own lr's baseline, on the 2 seeds both finished: -0.725, not -0.2 against the baseline row */
-    assert_has(md, "| lr=0.01,position=sdpa | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* "
-                   "| lr=0.01,position=none | [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | 0/4 | 0.429 |");
+                   "| lr=0.001,position=none | [-0.1255, -0.0645] | paired (4) | 0.002 | 0.007 | ");
+    assert_has(md, " | differs | 0/4 | 1.000 |");
+    /* against its own lr's baseline, on the 2 seeds both finished: -0.725, not -0.2 against the baseline row;
+     * TOST (df 1, Cauchy: 1/2 + atan(t) / pi) at t = (0.725 - 0.02) / 0.025 */
+    snprintf(row, sizeof row,
+             "| lr=0.01,position=sdpa | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* "
+             "| lr=0.01,position=none | [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs | 0/4 "
+             "| 0.429 |",
+             0.5 + atan(0.705 / 0.025) / M_PI);
+    assert_has(md, row);
     assert_has(md, "| lr=0.003,position=sdpa | 4 | 0 | 2.0250 ± 0.0520 | 7.584 ± 0.392 | -0.0500* "
-                   "| lr=0.001,position=none (no lr match) | [-0.0725, -0.0275] | paired (4) | 0.006 | 0.012 | 0/4 "
-                   "| 1.000 | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – | – | – | – | – |");
+                   "| lr=0.001,position=none (no lr match) | [-0.0725, -0.0275] | paired (4) | 0.006 | 0.012 | ");
+    assert_has(md, " | differs | 0/4 | 1.000 | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – "
+                   "| – | – | – | – |");
     /* the variants-style labels give the same rows */
-    assert_has(md, "| G1-lr1.0e-2 | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* | baseline-lr1.0e-2 "
-                   "| [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | 0/4 | 0.429 |");
+    snprintf(row, sizeof row,
+             "| G1-lr1.0e-2 | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* | baseline-lr1.0e-2 "
+             "| [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs | 0/4 | 0.429 |",
+             0.5 + atan(0.705 / 0.025) / M_PI);
+    assert_has(md, row);
     assert_has(md, "| baseline-lr1.0e-2 | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) |");
     assert_has(md, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
                    "attention data");
@@ -770,39 +1290,44 @@ Test(report, csv) {
                   "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,"
                   "p_holm,significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                   "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-                  "paper_gate_mean,paper_m_act,paper_f_attn\n");
+                  "paper_gate_mean,paper_m_act,paper_f_attn,holm_family_size,p_tost,tost_margin,verdict\n");
     assert_has(c, "\nmain,baseline,0,1,3,0,3,1.52,0.02,4.572834845,0.09145212439,reference,,,,,,,,,,,,0.32,0.02,12,2,,,"
-                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467\n");
+                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467,,,,\n");
     /* paired: t -19.0525588832576502, p 0.00274348939442592404, Holm 0.0109739575777036961 (mpmath) */
     assert_has(c, "\nmain,G1-elementwise,3,0,3,0,3,1.41,0.01,4.096091937,0.04096040737,baseline,baseline,-0.11,"
                   "-0.1348413771,-0.08515862288,paired,3,-19.05255888,2,0.002743489394,0.01097395758,1,0.06,0.01,5,1,"
-                  "0.25,0.05,0,4096,1110,0.003,3,,5.761,-0.265,0.116,94,0.048\n");
+                  "0.25,0.05,0,4096,1110,0.003,3,,5.761,-0.265,0.116,94,0.048,4,");
+    assert_has(c, ",0.02,differs\n");
+    /* TOST: t CDF of df 2 in closed form at 9 sqrt(3) (see Test(report, markdown)) */
+    cr_assert_float_eq(csv_num_of(c, "main,G1-elementwise,", "p_tost"), 0.5 + 9 * sqrt(3) / (2 * sqrt(245)), 1e-9);
     assert_has(c, "\nmain,G1-headwise,6,0,3,0,3,1.53,0.04,4.620640178,0.1847886521,baseline,baseline,0.01,"
                   "-0.03968275424,0.05968275424,paired,3,0.8660254038,2,0.4777670321,0.4777670321,0,0.11,0.01,8,1,0.35,"
                   "0.05,0,64,1210,0.003,3,,5.792,");
     /* raw p 0.0350987186459846505 < 0.05; Holm 3 x p = 0.105296155937953951: not significant */
     assert_has(c, "\nmain,G1-silu,9,0,3,0,3,1.49,0.01,4.437243423,0.04437187959,baseline,baseline,-0.03,"
                   "-0.05484137712,-0.005158622882,paired,3,-5.196152423,2,0.03509871865,0.1052961559,0,0.09,0.01,7,1,"
-                  "0.45,0.05,0,4096,1310,0.003,3,,5.822,-0.204,,,\n");
+                  "0.45,0.05,0,4096,1310,0.003,3,,5.822,-0.204,,,,4,");
+    cr_assert_float_eq(csv_num_of(c, "main,G1-silu,", "p_tost"), 0.5 + sqrt(3) / (2 * sqrt(5)), 1e-9);
+    assert_has(c, ",0.02,inconclusive\n");
     /* Welch (no common seed): p 0.0375901115111464697, Holm max(0.1053, 2 x p) = 0.1053 */
     assert_has(c, "\nmain,more-q-heads,12,0,3,0,3,1.47,0.02,4.349815058,0.08699195165,baseline,baseline,-0.05,"
                   "-0.09533915871,-0.004660841289,welch,,-3.061862178,4,0.03759011151,0.1052961559,0,0.26,0.01,12,1,"
-                  ",,0,8192,1410,0.003,3,,5.953,-0.073,,,\n");
+                  ",,0,8192,1410,0.003,3,,5.953,-0.073,,,,4,");
     free(c);
     c = out_file(&fx, "lr.csv");
     /* labels holding a comma are quoted; the lr baseline is a reference; lr-matched Δ against it with
      * Fisher's p 3/7 for 0/4 against 2/4 diverged; the row without a baseline at its lr falls back */
     assert_has(c, "\nlr,\"lr=0.01,position=none\",4,0,2,2,4,2.55,0.07071067812,12.823116,0.9059763733,reference,,,,,,,"
-                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,\n");
+                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,,,,,\n");
     assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
                   "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
-                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,\n");
+                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,,3,");
     assert_has(c, "\nlr,\"lr=0.001,position=sdpa\",8,0,4,0,4,1.98,0.05944184833,7.252245556,0.4243337027,lr_matched,"
                   "\"lr=0.001,position=none\",-0.095,-0.1254696036,-0.06453039638,paired,4,-9.922426389,3,"
                   "0.002177513114,0.006532539341,1,");
     assert_has(c, "\nlr,\"lr=0.003,position=sdpa\",16,0,4,0,4,2.025,0.05196152423,7.583753608,0.3916144526,"
                   "baseline_fallback,\"lr=0.001,position=none\",-0.05,-0.07250329363,-0.02749670637,paired,4,"
-                  "-7.071067812,3,0.005815647593,0.01163129519,1,0.1,0,5,0,0.5,0,0,4096,500,0.003,4,1,,,,,\n");
+                  "-7.071067812,3,0.005815647593,0.01163129519,1,0.1,0,5,0,0.5,0,0,4096,500,0.003,4,1,,,,,,3,");
     free(c);
     fx_rm(&fx);
 }
@@ -814,17 +1339,22 @@ Test(report, tex_and_one_sweep) {
     int rc = run_report(&fx, REPORT_TEX, "main", "/nonexistent/gnuplot", NULL, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     char *t = out_file(&fx, "main.tex");
-    assert_has(t, "% Δ: every row against the baseline row baseline. Holm–Bonferroni over the 4 rows with a p.\n");
-    assert_has(t, "\\begin{tabular}{lrrrrrrlrrrrrrrrrrrrr}\n\\toprule\n"
-                  " & \\multicolumn{15}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
-                  "\\cmidrule(lr){2-16}\\cmidrule(lr){17-21}\n"
+    assert_has(t, "% Δ: every row against the baseline row baseline.\n% Holm–Bonferroni family: the 4 contrasts "
+                  "with a p of this table (no other sweep has the same baseline runs). Minimum detectable effect: ");
+    assert_has(t, "\\begin{tabular}{lrrrrrrlrrrlrrrrrrrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{17}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-18}\\cmidrule(lr){19-23}\n"
                   "variant & $n$ & div & val loss & val PPL & $\\Delta$ loss & 95\\% CI of $\\Delta$ & test & $p$ & "
-                  "$p_{\\mathrm{Holm}}$ & F-Attn & M-Act & gate & spikes & +params & tok/s & PPL & $\\Delta$PPL & gate & "
-                  "M-Act & F-Attn \\\\\n\\midrule\n");
+                  "$p_{\\mathrm{Holm}}$ & $p_{\\mathrm{TOST}}$ & verdict & F-Attn & M-Act & gate & spikes & +params & "
+                  "tok/s & PPL & $\\Delta$PPL & gate & M-Act & F-Attn \\\\\n\\midrule\n");
     assert_has(t, "\\bottomrule\n\\end{tabular}\n");
-    assert_has(t, "G1-elementwise & 3 & 0 & 1.4100 $\\pm$ 0.0100 & 4.096 $\\pm$ 0.041 & -0.1100$^{*}$ & "
-                  "[-0.1348, -0.0852] & paired (3) & 0.003 & 0.011 & 0.0600 $\\pm$ 0.0100 & 5.00 $\\pm$ 1.00 & "
-                  "0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n");
+    char row[512];
+    snprintf(row, sizeof row,
+             "G1-elementwise & 3 & 0 & 1.4100 $\\pm$ 0.0100 & 4.096 $\\pm$ 0.041 & -0.1100$^{*}$ & "
+             "[-0.1348, -0.0852] & paired (3) & 0.003 & 0.011 & %.3f & differs & 0.0600 $\\pm$ 0.0100 & "
+             "5.00 $\\pm$ 1.00 & 0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n",
+             0.5 + 9 * sqrt(3) / (2 * sqrt(245)));
+    assert_has(t, row);
     assert_has(t, "G1-silu & 3 & 0 & 1.4900 $\\pm$ 0.0100 & 4.437 $\\pm$ 0.044 & -0.0300 & [-0.0548, -0.0052] & "
                   "paired (3) & 0.035 & 0.105 & ");
     assert_has(t, "more-q-heads & 3 & 0 & 1.4700 $\\pm$ 0.0200 & 4.350 $\\pm$ 0.087 & -0.0500 & [-0.0953, -0.0047] & "
@@ -838,11 +1368,15 @@ Test(report, tex_and_one_sweep) {
     cr_assert_eq(rc, 0, "%s", err);
     t = out_file(&fx, "lr.tex");
     assert_has(t, "% Rows differ in train.lr, so Δ is lr-matched: ");
-    assert_has(t, "\\begin{tabular}{lrrrrrlrlrrrrrrrrrrrrrrr}\n\\toprule\n"
-                  " & \\multicolumn{18}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
-                  "\\cmidrule(lr){2-19}\\cmidrule(lr){20-24}\n");
-    assert_has(t, "lr=0.01,position=sdpa & 4 & 0 & 1.8750 $\\pm$ 0.0645 & 6.531 $\\pm$ 0.421 & -0.7250$^{*}$ & "
-                  "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & 0/4 & 0.429 & ");
+    assert_has(t, "\\begin{tabular}{lrrrrrlrlrrrlrrrrrrrrrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{20}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-21}\\cmidrule(lr){22-26}\n");
+    snprintf(row, sizeof row,
+             "lr=0.01,position=sdpa & 4 & 0 & 1.8750 $\\pm$ 0.0645 & 6.531 $\\pm$ 0.421 & -0.7250$^{*}$ & "
+             "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & %.3f & differs & 0/4 & "
+             "0.429 & ",
+             0.5 + atan(0.705 / 0.025) / M_PI);
+    assert_has(t, row);
     assert_has(t, "lr=0.003,position=sdpa & 4 & 0 & 2.0250 $\\pm$ 0.0520 & 7.584 $\\pm$ 0.392 & -0.0500$^{*}$ & "
                   "lr=0.001,position=none (no lr match) & ");
     free(t);
@@ -884,7 +1418,7 @@ Test(report, bad_input) {
     cr_assert_str_eq(err, want);
     /* missing database: not created */
     snprintf(db, sizeof db, "%s/missing.db", fx.dir);
-    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL};
+    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL, 0};
     cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
     snprintf(want, sizeof want, "%s: no such database (run a sweep first, or pass --db)", db);
     cr_assert_str_eq(err, want);
@@ -910,6 +1444,8 @@ Test(report, bad_input) {
             {"--db '%s/junk.db'", "not a gated database"},
             {"--db '%s/fx.db' --format pdf", "--format: expected md, csv or tex, got \"pdf\""},
             {"--db '%s/fx.db' --bogus", "unknown option '--bogus'"},
+            {"--db '%s/fx.db' --margin -0.02", "--margin: expected a positive number of nats, got \"-0.02\""},
+            {"--db '%s/fx.db' --margin 0.02x", "--margin: expected a positive number of nats, got \"0.02x\""},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             char args[512];
@@ -929,6 +1465,15 @@ Test(report, bad_input) {
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cmd, st);
         snprintf(cmd, sizeof cmd, "%s/cli/main.csv", fx.dir);
         cr_assert(exists(cmd));
+        snprintf(cmd, sizeof cmd,
+                 "'%s' report --db '%s/fx.db' --out '%s/cli' --sweep main --no-plots --margin=0.05 > '%s/cli.out' 2>&1",
+                 bin, fx.dir, fx.dir, fx.dir);
+        st = system(cmd);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cmd, st);
+        snprintf(cmd, sizeof cmd, "%s/cli/report.md", fx.dir);
+        char *md = test_read_file(cmd, NULL);
+        assert_has(md, "- equivalence margin: ±0.05 nats of val loss (`--margin`)\n");
+        free(md);
     }
     fx_rm(&fx);
 }
@@ -1139,8 +1684,9 @@ Test(report, sink_and_context_length_csv_tex) {
     int rc = run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     char *c = out_file(&fx, "sink.csv");
-    assert_has(c, ",paper_f_attn,sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std\n");
-    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812\n");
+    assert_has(c, ",paper_f_attn,sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std,"
+                  "holm_family_size,p_tost,tost_margin,verdict\n");
+    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812,,,,\n");
     free(c);
     c = out_file(&fx, "sink-sink.csv");
     assert_has(c, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,"
@@ -1334,7 +1880,7 @@ Test(report, stored_json_is_read_as_json) {
     char *c = out_file(&fx, "lr.csv");
     assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
                   "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
-                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,\n");
+                  "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,,3,");
     assert_has(c, "\nlr,\"lr=0.003,position=sdpa\",16,0,4,0,4,2.025,0.05196152423,7.583753608,0.3916144526,"
                   "baseline_fallback,\"lr=0.001,position=none\",-0.05,");
     free(c);
@@ -1349,8 +1895,8 @@ Test(report, stored_json_is_read_as_json) {
     /* no train.lr from a config that is not JSON or from a string: the rows' lr is empty */
     c = out_file(&fx, "main.csv");
     assert_has(c, "\nmain,G1-silu,9,0,3,0,3,1.49,0.01,");
-    assert_has(c, ",0.45,0.05,0,4096,1310,,3,,5.822,-0.204,,,\n");
-    assert_has(c, ",,,0,8192,1410,,3,,5.953,-0.073,,,\n");
+    assert_has(c, ",0.45,0.05,0,4096,1310,,3,,5.822,-0.204,,,,4,");
+    assert_has(c, ",,,0,8192,1410,,3,,5.953,-0.073,,,,4,");
     assert_has(c, ",0,4096,1110,0.003,3,,5.761,"); /* G1-elementwise keeps its lr */
     free(c);
 

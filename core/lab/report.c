@@ -3,10 +3,13 @@
  * and the small helpers that every file of the report shares (report_int.h
  * lists the files and what each does).
  *
- * The driver opens the database, loads every selected sweep (report_load.c:
- * the store into RSweep, each statistic computed there), draws the plots
- * (report_plot.c; before the tables, since report.md says which plots were
- * made) and writes the tables (report_write.c, report_sections.c).
+ * The driver opens the database, loads every sweep (report_load.c: the
+ * store into RSweep, each statistic computed there; with --sweep the
+ * others too, marked `context`, since the Holm families and budget series
+ * span sweeps), computes what spans sweeps (report_family.c,
+ * report_budget.c), draws the plots (report_plot.c; before the tables,
+ * since report.md says which plots were made) and writes the tables of the
+ * selected sweeps (report_write.c, report_sections.c, report_budget.c).
  *
  * Reading.  The database is opened read-only with store_open_ro (which
  * validates it and writes nothing: a read-only file works, and its bytes
@@ -30,6 +33,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +148,10 @@ static int open_db(R *r) {
         rep_fail(r, "report: bad format %d", (int)o->format);
         return REPORT_BADINPUT;
     }
+    if (o->margin != 0 && !(o->margin > 0 && isfinite(o->margin))) {
+        rep_fail(r, "report: the equivalence margin must be a positive number of nats, got %g", o->margin);
+        return REPORT_BADINPUT;
+    }
     if (access(o->db_path, F_OK) != 0) {
         rep_fail(r, "%s: no such database (run a sweep first, or pass --db)", o->db_path);
         return REPORT_BADINPUT;
@@ -157,8 +165,9 @@ static int open_db(R *r) {
     return REPORT_OK;
 }
 
-/* Load the sweeps the options select (all, or the one named) into r->sw.
- * REPORT_OK, REPORT_BADINPUT (no such sweep) or REPORT_RUNTIME. */
+/* Load every sweep into r->sw, those the options do not select (--sweep
+ * names one) marked context; then what spans sweeps.  REPORT_OK,
+ * REPORT_BADINPUT (no such sweep) or REPORT_RUNTIME. */
 static int load_sweeps(R *r, char **names, int nnames) {
     const char *want = r->o->sweep;
     if (want) {
@@ -176,10 +185,10 @@ static int load_sweeps(R *r, char **names, int nnames) {
         }
     }
     for (int i = 0; i < nnames; i++) {
-        if (want && strcmp(names[i], want) != 0) continue;
         if (rep_grow(r, (void **)&r->sw, &r->sw_cap, r->nsw + 1, sizeof *r->sw)) return REPORT_RUNTIME;
         RSweep *s = &r->sw[r->nsw++];
         memset(s, 0, sizeof *s);
+        s->context = want && strcmp(names[i], want) != 0;
         if (!(s->raw = rep_dup(r, names[i])) || !(s->name = rep_esc(r, names[i])) ||
             !(s->fname = rep_safe_name(r, names[i])))
             return REPORT_RUNTIME;
@@ -195,6 +204,7 @@ static int load_sweeps(R *r, char **names, int nnames) {
             }
         if (rep_load_sweep(r, s)) return REPORT_RUNTIME;
     }
+    if (rep_families(r) || rep_budget_find(r)) return REPORT_RUNTIME;
     return REPORT_OK;
 }
 
@@ -205,7 +215,9 @@ static int write_plots(R *r) {
     rep_gp_check(r);
     if (r->failed) return -1;
     for (int i = 0; i < r->nsw; i++)
-        if (rep_make_plots(r, &r->sw[i])) return -1;
+        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) return -1;
+    for (int i = 0; i < r->nbud; i++)
+        if (r->bud[i].shown && rep_plot_budget(r, &r->bud[i])) return -1;
     return 0;
 }
 
@@ -223,6 +235,7 @@ static int write_tables(R *r) {
     }
     if (r->nsw == 0) fprintf(r->log, "gated report: %s: no sweeps recorded; nothing written\n", o->db_path);
     for (int i = 0; i < r->nsw; i++) {
+        if (r->sw[i].context) continue;
         char *path = rep_fmt(r, "%s/%s.%s", o->out_dir, r->sw[i].fname, report_format_names[o->format]);
         if (!path) return -1;
         int rc = o->format == REPORT_CSV ? rep_write_csv(r, &r->sw[i], path) : rep_write_tex(r, &r->sw[i], path);
@@ -230,7 +243,7 @@ static int write_tables(R *r) {
         free(path);
         if (rc || (o->format == REPORT_CSV && rep_write_csv_sections(r, &r->sw[i]))) return -1;
     }
-    return 0;
+    return rep_budget_files(r);
 }
 
 int report_run(const ReportOpts *o, char *err, size_t errcap) {
@@ -240,6 +253,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     r.errcap = errcap;
     r.log = o->log ? o->log : stderr;
     r.info = o->info;
+    r.margin = o->margin > 0 ? o->margin : REPORT_MARGIN;
     if (err && errcap) err[0] = '\0';
     char **names = NULL;
     int nnames = 0;
@@ -259,6 +273,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
 out:
     for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
+    rep_budget_free(&r);
     for (int i = 0; i < r.nsw; i++) rep_free_sweep(&r.sw[i]);
     free(r.sw);
     free(r.plots_dir);

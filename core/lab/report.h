@@ -15,8 +15,23 @@
  *     per-seed difference, with a one-sample t interval and two-sided p
  *     (df = pairs - 1); otherwise Welch's unequal-variance test of the two
  *     means; the table says which;
- *   - raw p and the Holm–Bonferroni adjusted p across the rows of the table
- *     that have one; `*` when the adjusted p < 0.05.
+ *   - raw p and the Holm–Bonferroni adjusted p over the family of the
+ *     sweep's group: the sweeps whose baseline rows are the same set of
+ *     runs (run ids) share one family, every distinct contrast (a row's
+ *     runs against its reference row's runs) with a p counted once however
+ *     many of the group's tables show it; `*` when the adjusted p < 0.05.
+ *     Every sweep is loaded for this, --sweep or not, so a p (Holm) does
+ *     not depend on which tables are written;
+ *   - p (TOST): the two one-sided tests of |Δ| < margin (ReportOpts.margin,
+ *     default 0.02 nats) on the same t statistics, and a verdict: "differs"
+ *     (p Holm < 0.05), "equivalent" within ±margin (TOST p < 0.05, not
+ *     adjusted) or "inconclusive";
+ *   - under the table the family (size, the sweeps sharing it) and the
+ *     minimum detectable effect of the table: (t(0.975, n-1) + t(0.8,
+ *     n-1)) sd_d / sqrt(n) for the paired test, sd_d the std of the
+ *     per-seed differences pooled over the paired rows (weights pairs - 1),
+ *     n the pair count most of them have; and the same at the Holm worst
+ *     case alpha / m (m the family size).
  * Then the last-step probes F-Attn, M-Act and gate mean (metrics f_attn,
  * m_act, gate_mean at context '') as mean ± std over seeds, loss spikes,
  * added parameters, tokens/s, and the paper's figures for the same label
@@ -50,16 +65,25 @@
  * paper's Table 5 (paper.h) beside it.  Sweeps without these metrics get
  * none of this.
  *
+ * Sweeps that form a budget series (report_budget.c: the same rows, whose
+ * configs differ only in train.steps, train.eval_every and
+ * train.checkpoint_every, at different tokens per run) get the section
+ * "Effect against training budget": per contrast (row against the baseline
+ * row) the paired Δ of final val and test loss with its 95% CI and pairs
+ * at each budget, each row's final val loss and its drop over the last
+ * quarter of the run, and the plot budget-SWEEP (Δ against tokens).
+ *
  * Formats: md (DIR/report.md: header, legend, every sweep, plot links),
  * csv (DIR/SWEEP.csv, one per sweep, plain numbers; with sink probes also
  * SWEEP-sink.csv, a line per run, and SWEEP-fattn-heads.csv; with eval
- * results SWEEP-ppl.csv) and tex (DIR/SWEEP.tex, booktabs tabulars: the
- * main table, then the sections above).  Plots (every format) go to
- * DIR/plots/ as gnuplot data files, scripts, SVG and PNG: validation loss
- * against step, F-Attn and M-Act per layer, gate-score histograms per gated
- * variant, final val loss against learning rate for a sweep whose runs
- * vary train.lr, and the two plots above.  Without gnuplot the tables are
- * still written.
+ * results SWEEP-ppl.csv; with a budget series budget.csv and
+ * budget-runs.csv) and tex (DIR/SWEEP.tex, booktabs tabulars: the main
+ * table, then the sections above; with a budget series DIR/budget.tex).
+ * Plots (every format) go to DIR/plots/ as gnuplot data files, scripts,
+ * SVG and PNG: validation loss against step, F-Attn and M-Act per layer,
+ * gate-score histograms per gated variant, final val loss against learning
+ * rate for a sweep whose runs vary train.lr, and the three plots above.
+ * Without gnuplot the tables are still written.
  *
  * Every query binds its values; the database is opened read-only
  * (store_open_ro: nothing is created or changed).  Text read from it is
@@ -88,7 +112,11 @@ typedef struct {
                               path; NULL means "gnuplot" */
     FILE *log;             /* warnings; NULL: stderr */
     FILE *info;            /* "wrote PATH" for each table file; NULL: nothing */
+    double margin;         /* the equivalence (TOST) margin in nats, > 0; 0: REPORT_MARGIN */
 } ReportOpts;
+
+/* The default equivalence margin: 0.02 nats of final val loss. */
+#define REPORT_MARGIN 0.02
 
 /* Exit statuses, as the CLI's. */
 enum { REPORT_OK = 0, REPORT_RUNTIME = 1, REPORT_BADINPUT = 2 };

@@ -6,9 +6,14 @@
  *                     errors, memory, strings, output files
  *   report_load.c     the store into RSweep: SQL helpers, runs, rows, their
  *                     statistics (stats.h), sink probes, `gated eval` results
+ *   report_family.c   the statistics across sweeps: Holm families of sweep
+ *                     groups, equivalence verdicts, minimum detectable effects
+ *   report_budget.c   the effect against the training budget: series of
+ *                     sweeps, their tables (md, tex, csv)
  *   report_plot.c     gnuplot: data files, scripts, running gnuplot
  *   report_write.c    the main table in md, csv and tex; quoting per format
- *   report_sections.c the sink and context-length sections (md, tex, csv)
+ *   report_sections.c the sink and context-length sections (md, tex, csv),
+ *                     and the text tables (Tab) they and report_budget.c use
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
@@ -48,8 +53,13 @@ typedef struct {
     long long seed;
     int idx, is_baseline;
     double lr; /* train.lr of the config, a JSON number; NAN if absent */
-    double val_loss, val_ppl, f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
+    char *bkey; /* the config without train.seed, train.steps, train.eval_every, train.checkpoint_every:
+                   equal for the runs of one row at two budgets (report_budget.c); NULL as cfg_key */
+    double val_loss, val_ppl, test_loss, f_attn, m_act, gate_mean, spikes, gate_params, tokens_per_s;
     double tokens, seq_len; /* train.steps x train.batch x model.seq_len, and model.seq_len; NAN if absent */
+    double steps;           /* train.steps; NAN if absent */
+    double q_drop;          /* val loss drop over the last quarter (report_budget.c); NAN if not computed */
+    long long q_last;       /* the last evaluation step that drop ends at; -1 if not computed */
     /* sink probes, read for finished runs only */
     int has_sink;           /* the run has sink_formed metrics */
     long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
@@ -96,13 +106,17 @@ typedef struct {
     double loss_mean, loss_std, ppl_mean, ppl_std;
     double lr; /* train.lr of every run of the row that has a config; NAN if none or they differ */
     char *key; /* the runs' cfg_key; NULL if none has a config or they differ */
+    char *bkey; /* the runs' bkey; NULL if none has a config or they differ */
+    int bkey_mixed; /* the runs' bkeys differ */
     int ref;   /* the row Δ is against; -1: none (a reference row, or no baseline) */
     int is_ref; /* a reference: the baseline row or (lr rule) its line's row at this lr */
     int rule;  /* RULE_*: how ref was chosen */
     int have_delta, have_test, paired, n_pairs;
     double delta; /* paired: mean per-seed difference; else difference of the means */
     TTest t;
-    double p_holm; /* Holm-adjusted t.p; NAN without a test */
+    double p_holm; /* Holm-adjusted t.p over the sweep group's family (report_family.c); NAN without a test */
+    double p_tost; /* TOST p of t within +-R.margin; NAN without a test */
+    double sd_d;   /* paired: the sample std of the per-seed differences; else NAN */
     double div_p;  /* Fisher p of the divergence count against ref (lr rule); NAN if none */
     double f_attn, f_attn_std, m_act, m_act_std, gate_mean, gate_std, spikes, gate_params, tokens_per_s;
     double tokens, seq_len; /* of the row's first run that has them */
@@ -127,7 +141,13 @@ typedef struct {
     int lr_plot; /* runs vary train.lr */
     int lr_rule; /* rows differ in train.lr and the baseline has an lr and a config: Δ is lr-matched */
     int n_fallback; /* lr rule: rows with no baseline-line row at their lr, compared with the baseline */
-    int n_tests;    /* rows with a p-value: the Holm family */
+    int n_tests;    /* rows with a p-value */
+    int context;    /* not selected (--sweep): loaded only for the Holm families and budget series */
+    int group;      /* the sweep group (report_family.c): index in R.sw of its first sweep; -1: no baseline */
+    int fam_m;      /* the group's Holm family: distinct contrasts with a p */
+    int mde_n, mde_rows; /* MDE: the seed pairs most paired rows have; the paired rows pooled */
+    double mde_sd, mde, mde_holm; /* pooled std of per-seed differences; MDE at alpha and at alpha / fam_m */
+    double tokens;  /* tokens per run when every run with a config has the same (report_budget.c); else NAN */
     int has_sink;   /* finished runs have sink probes: the sink columns and sections */
     long long *seeds; /* the seeds of those runs, ascending */
     int nseeds;
@@ -137,6 +157,17 @@ typedef struct {
     int neser, eser_cap;
     double train_len; /* model.seq_len shared by the runs in ev; NAN if they differ */
 } RSweep;
+
+/* A budget series (report_budget.c): sweeps with the same rows at
+ * different training budgets. */
+typedef struct {
+    int *sw;     /* indices into R.sw, by ascending tokens */
+    int n, cap;
+    int shown;   /* holds a selected sweep */
+    char *fname; /* "budget-" + the first sweep's fname: the series' files */
+    PlotEntry *plots;
+    int nplots, plots_cap;
+} RBudget;
 
 /* The report being written: options, database, sweeps, gnuplot. */
 typedef struct {
@@ -149,6 +180,9 @@ typedef struct {
     int failed; /* an error message is set */
     RSweep *sw;
     int nsw, sw_cap;
+    double margin;  /* the TOST margin in nats (ReportOpts.margin, or REPORT_MARGIN) */
+    RBudget *bud;
+    int nbud, bud_cap;
     char *plots_dir;
     /* gnuplot */
     int gp_checked, gp_ok, gp_fail;
@@ -215,12 +249,60 @@ int rep_list_sweeps(R *r, char ***names, int *n);
  * statistics, sink probes and `gated eval` results. */
 int rep_load_sweep(R *r, RSweep *s);
 void rep_free_sweep(RSweep *s);
+/* The finished runs of v and w with a value of field off (offsetof(RRun,
+ * ...)) and the same seed, as pairs a[i] (v), b[i] (w) in v's order (a, b:
+ * cap >= v->nruns); seeds[i] the seed (may be NULL).  0 when a seed occurs
+ * twice among either row's finished runs: pairing is then ambiguous. */
+int rep_paired_values(const RSweep *s, const RVar *v, const RVar *w, size_t off, double *a, double *b,
+                      long long *seeds);
+/* Values of field off of the finished runs of v into buf (cap >= nruns). */
+int rep_finished_values(const RSweep *s, const RVar *v, size_t off, double *buf);
 /* The distinct lengths of series j on split sp, ascending, into lens
  * (cap >= nev); returns how many. */
 int rep_eval_lens(const RSweep *s, int j, int sp, long long *lens);
 /* eval_ppl of row k in series j, split sp, at length len: mean and std
  * over the row's finished runs (buf: cap >= nev); returns how many. */
 int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double *buf, double *m, double *sd);
+
+/* ------------------------------------------------------------------ */
+/* report_family.c                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Over every loaded sweep: the sweep groups and their Holm families
+ * (RVar.p_holm, RSweep.group, fam_m), each row's TOST p, each table's
+ * minimum detectable effect.  -1 when out of memory. */
+int rep_families(R *r);
+/* The verdict of row v: "differs", "equivalent" or "inconclusive"; NULL
+ * without a test. */
+const char *rep_verdict(const R *r, const RVar *v);
+/* The sentence under a table in md (or a TeX comment's text, md = 0): the
+ * family (its size, the sweeps that share it) and the MDE. */
+void rep_family_text(const R *r, FILE *f, const RSweep *s, int md);
+
+/* ------------------------------------------------------------------ */
+/* report_budget.c                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Find the budget series among the loaded sweeps (R.bud) and read what
+ * their tables need (the last-quarter drop of each finished run). */
+int rep_budget_find(R *r);
+/* The row of sweep s labelled label; -1 if none. */
+int rep_row_of(const RSweep *s, const char *label);
+/* A difference of row k against the sweep's baseline row, paired by seed:
+ * n pairs; n >= 2: d the mean difference with its 95% CI [lo, hi] and
+ * two-sided p; n = 1: d alone (lo, hi, p NAN); n = 0: all NAN. */
+typedef struct {
+    int n;
+    double d, lo, hi, p;
+} RepDelta;
+/* Field off (offsetof(RRun, ...)) of row k against the baseline; -1 when
+ * out of memory. */
+int rep_budget_delta(R *r, const RSweep *s, int k, size_t off, RepDelta *o);
+/* The section "Effect against training budget" of report.md. */
+int rep_budget_md(R *r, FILE *f);
+/* DIR/budget.tex, or DIR/budget.csv and DIR/budget-runs.csv, when a series is shown. */
+int rep_budget_files(R *r);
+void rep_budget_free(R *r);
 
 /* ------------------------------------------------------------------ */
 /* report_plot.c                                                       */
@@ -232,6 +314,8 @@ void rep_gp_check(R *r);
 /* The sweep's plots: data files and scripts, and the images when gnuplot
  * is usable; each is listed in s->plots. */
 int rep_make_plots(R *r, RSweep *s);
+/* The plot of budget series b: Δ against tokens (listed in b->plots). */
+int rep_plot_budget(R *r, RBudget *b);
 
 /* ------------------------------------------------------------------ */
 /* report_write.c                                                      */
@@ -253,6 +337,11 @@ void rep_csv_val(FILE *f, double v, char sep);
  * miss when the mean is. */
 void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss);
 
+/* A p-value: 3 decimals, or 2 significant digits below 0.001. */
+void rep_fmt_p(char *buf, size_t cap, double p);
+/* One plot of report.md: its title and image, or why it was not drawn. */
+void rep_md_plot(const R *r, FILE *f, const PlotEntry *e);
+
 /* DIR/report.md: every sweep. */
 int rep_write_md(R *r, const char *path);
 /* DIR/SWEEP.csv and DIR/SWEEP.tex: one sweep's main table (tex: and its
@@ -270,5 +359,33 @@ int rep_write_tex(R *r, const RSweep *s, const char *path);
 int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
 /* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-ppl.csv. */
 int rep_write_csv_sections(R *r, const RSweep *s);
+
+/* How a text table is written: markdown (md) or TeX. */
+typedef struct {
+    int md;
+    const char *pm, *miss;
+} RepStyle;
+extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
+
+/* A table of text cells; row 0 is the header.  The header and column 0
+ * (labels) are escaped when written, other cells are written as they are
+ * (they hold the format's own markup, such as the ± of the style). */
+typedef struct {
+    int ncol, nrow, cap;
+    char **cell; /* nrow x ncol; NULL: empty */
+} Tab;
+/* An empty table of ncol columns with its header row; 0 or -1. */
+int rep_tab_init(R *r, Tab *t, int ncol);
+/* Append an empty row; its index, or -1. */
+int rep_tab_row(R *r, Tab *t);
+/* Set a cell to text (heap, owned by the table from now on; NULL: an error
+ * already set, -1). */
+int rep_tab_put(Tab *t, int row, int col, char *text);
+void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y);
+void rep_tab_free(Tab *t);
+/* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
+char *rep_fmt_count(R *r, double v, const char *miss);
+/* mean ± std (rep_cell_ms) as a table cell. */
+char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec);
 
 #endif

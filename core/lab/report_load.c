@@ -7,10 +7,12 @@
  * 'running' run whose heartbeat is older than STORE_STALE_SECONDS counts as
  * killed, as in `gated ls`.  From a run's config (flat JSON, key "train.lr"
  * and so on) the query takes train.lr, model.seq_len, train.steps and
- * train.batch when they are JSON numbers (json_extract), and the config
+ * train.batch when they are JSON numbers (json_extract), the config
  * without train.lr, train.min_lr and train.seed (json_remove, compact) as
- * the key that says whether two runs differ only in those; a config that
- * is not JSON has no numbers and is its own key.
+ * the key that says whether two runs differ only in those, and the config
+ * without train.seed, train.steps, train.eval_every and
+ * train.checkpoint_every as the key of budget series (report_budget.c); a
+ * config that is not JSON has no numbers and is its own key.
  *
  * Per variant row (runs of one label, rows in order of their first idx):
  *   n            finished runs; every mean and std below is over them
@@ -29,8 +31,8 @@
  *                else mean(row) - mean(ref) with Welch's test (CI with the
  *                Welch–Satterthwaite df; needs n >= 2 in both rows); p from
  *                the Student-t CDF (stats.h)
- *   p (Holm)     Holm–Bonferroni over the table's rows with a p; `*` when
- *                the adjusted p < 0.05
+ *   p (Holm)     Holm–Bonferroni over the family of the sweep's group, and
+ *                p (TOST) (report_family.c: they span sweeps)
  *   div/total, p (div)    lr rule only: diverged / (finished + diverged),
  *                Fisher's exact two-sided p against ref's counts
  *   F-Attn, M-Act, gate   metrics f_attn / m_act / gate_mean, context '',
@@ -280,8 +282,7 @@ static double mean_of(const RSweep *s, const RVar *v, size_t off) {
     return n ? sum / n : NAN;
 }
 
-/* Values of field off of the finished runs of v into buf (cap >= nruns). */
-static int finished_values(const RSweep *s, const RVar *v, size_t off, double *buf) {
+int rep_finished_values(const RSweep *s, const RVar *v, size_t off, double *buf) {
     int n = 0;
     for (int i = 0; i < v->nruns; i++) {
         const RRun *u = &s->runs[v->runs[i]];
@@ -291,30 +292,33 @@ static int finished_values(const RSweep *s, const RVar *v, size_t off, double *b
     return n;
 }
 
-/* The finished runs of v and w with a val loss and the same seed, as
- * pairs a[i] (v), b[i] (w) in v's order (a, b: cap >= v->nruns).  0 when a
- * seed occurs twice among either row's finished runs: pairing is then
- * ambiguous. */
-static int paired_values(const RSweep *s, const RVar *v, const RVar *w, double *a, double *b) {
+/* Field off of run u when it is finished and has one; else NAN. */
+static double fin_value(const RRun *u, size_t off) {
+    return strcmp(u->status, "finished") == 0 ? *(const double *)((const char *)u + off) : NAN;
+}
+
+int rep_paired_values(const RSweep *s, const RVar *v, const RVar *w, size_t off, double *a, double *b,
+                      long long *seeds) {
     const RVar *rows[2] = {v, w};
     for (int q = 0; q < 2; q++)
         for (int i = 0; i < rows[q]->nruns; i++) {
             const RRun *x = &s->runs[rows[q]->runs[i]];
-            if (strcmp(x->status, "finished") != 0 || isnan(x->val_loss)) continue;
+            if (isnan(fin_value(x, off))) continue;
             for (int j = i + 1; j < rows[q]->nruns; j++) {
                 const RRun *y = &s->runs[rows[q]->runs[j]];
-                if (y->seed == x->seed && strcmp(y->status, "finished") == 0 && !isnan(y->val_loss)) return 0;
+                if (y->seed == x->seed && !isnan(fin_value(y, off))) return 0;
             }
         }
     int n = 0;
     for (int i = 0; i < v->nruns; i++) {
         const RRun *x = &s->runs[v->runs[i]];
-        if (strcmp(x->status, "finished") != 0 || isnan(x->val_loss)) continue;
+        if (isnan(fin_value(x, off))) continue;
         for (int j = 0; j < w->nruns; j++) {
             const RRun *y = &s->runs[w->runs[j]];
-            if (y->seed == x->seed && strcmp(y->status, "finished") == 0 && !isnan(y->val_loss)) {
-                a[n] = x->val_loss;
-                b[n] = y->val_loss;
+            if (y->seed == x->seed && !isnan(fin_value(y, off))) {
+                a[n] = fin_value(x, off);
+                b[n] = fin_value(y, off);
+                if (seeds) seeds[n] = x->seed;
                 n++;
                 break;
             }
@@ -323,29 +327,35 @@ static int paired_values(const RSweep *s, const RVar *v, const RVar *w, double *
     return n;
 }
 
-/* Each row's lr and config key (see RVar), from the runs that have a
- * config. */
+/* Each row's lr, config key and budget key (see RVar), from the runs that
+ * have a config. */
 static int row_configs(R *r, RSweep *s) {
     for (int k = 0; k < s->nvars; k++) {
         RVar *v = &s->vars[k];
-        int any = 0, same_lr = 1, same_key = 1;
+        int any = 0, same_lr = 1, same_key = 1, same_bkey = 1;
         v->lr = NAN;
         for (int i = 0; i < v->nruns; i++) {
             const RRun *u = &s->runs[v->runs[i]];
             if (!u->cfg_key) continue;
             if (!any) {
                 v->lr = u->lr;
-                if (!(v->key = rep_dup(r, u->cfg_key))) return -1;
+                if (!(v->key = rep_dup(r, u->cfg_key)) || !(v->bkey = rep_dup(r, u->bkey))) return -1;
                 any = 1;
                 continue;
             }
             if (!(u->lr == v->lr)) same_lr = 0; /* NAN never equals */
             if (strcmp(u->cfg_key, v->key) != 0) same_key = 0;
+            if (strcmp(u->bkey, v->bkey) != 0) same_bkey = 0;
         }
         if (!same_lr) v->lr = NAN;
         if (!same_key) {
             free(v->key);
             v->key = NULL;
+        }
+        if (!same_bkey) {
+            free(v->bkey);
+            v->bkey = NULL;
+            v->bkey_mixed = 1;
         }
     }
     return 0;
@@ -454,11 +464,11 @@ static int row_sink(R *r, const RSweep *s, RVar *v, double *buf) {
         }
         if (same > best) best = same, v->where = v->runs[i];
     }
-    int n = finished_values(s, v, offsetof(RRun, sink_share), buf);
+    int n = rep_finished_values(s, v, offsetof(RRun, sink_share), buf);
     stats_mean_std(buf, n, &v->sink_share, &v->sink_share_std);
-    n = finished_values(s, v, offsetof(RRun, f_attn_rel), buf);
+    n = rep_finished_values(s, v, offsetof(RRun, f_attn_rel), buf);
     stats_mean_std(buf, n, &v->f_attn_rel, &v->f_attn_rel_std);
-    n = finished_values(s, v, offsetof(RRun, head_max), buf);
+    n = rep_finished_values(s, v, offsetof(RRun, head_max), buf);
     stats_mean_std(buf, n, &v->head_max, &v->head_max_std);
     if (!nl || !nh) return 0;
     /* the per-head mean: each cell over the runs that have it */
@@ -619,14 +629,17 @@ static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
     "json_extract(r.config_json, " P ") WHEN 'real' THEN json_extract(r.config_json, " P ") END END"
 
 /* A sweep's runs: ?1 the sweep; ?2 .. ?4 the paths of the keys the config
- * key leaves out (?2: train.lr), ?5 .. ?7 those of model.seq_len,
- * train.steps, train.batch.  Columns: run_id, label, seed, idx,
+ * key leaves out (?2: train.lr, ?4: train.seed), ?5 .. ?7 those of
+ * model.seq_len, train.steps, train.batch; ?8, ?9 those of
+ * train.eval_every and train.checkpoint_every, which the budget key leaves
+ * out with train.seed and train.steps.  Columns: run_id, label, seed, idx,
  * is_baseline, status, heartbeat_at, the config key, lr, seq_len, steps,
- * batch. */
+ * batch, the budget key. */
 static const char RUNS_SQL[] =
     "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?2, ?3, ?4) ELSE r.config_json END,"
-    " " CFG_NUM("?2") ", " CFG_NUM("?5") ", " CFG_NUM("?6") ", " CFG_NUM("?7")
+    " " CFG_NUM("?2") ", " CFG_NUM("?5") ", " CFG_NUM("?6") ", " CFG_NUM("?7") ","
+    " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?4, ?6, ?8, ?9) ELSE r.config_json END"
     " FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id";
 
 /* One line of RUNS_SQL into u (zeroed); now: the time, for stale runs. */
@@ -641,13 +654,17 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->label = rep_esc(r, rep_col_text(st, 1));
     u->status = rep_dup(r, status);
     u->cfg_key = sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL : rep_dup(r, rep_col_text(st, 7));
+    u->bkey = u->cfg_key ? rep_dup(r, rep_col_text(st, 12)) : NULL;
     u->seed = sqlite3_column_int64(st, 2);
     u->idx = sqlite3_column_int(st, 3);
     u->is_baseline = sqlite3_column_int(st, 4) != 0;
     if (r->failed) return -1;
     u->lr = rep_col_real(st, 8);
     u->seq_len = rep_col_real(st, 9);
-    u->tokens = rep_col_real(st, 10) * rep_col_real(st, 11) * u->seq_len;
+    u->steps = rep_col_real(st, 10);
+    u->tokens = u->steps * rep_col_real(st, 11) * u->seq_len;
+    u->test_loss = u->q_drop = NAN;
+    u->q_last = -1;
     u->sink_step = -1;
     u->sink_share = u->f_attn_rel = u->head_max = NAN;
     return 0;
@@ -656,8 +673,9 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
 /* The sweep's runs (RSweep.runs) from sweep_runs and runs. */
 static int load_runs(R *r, RSweep *s) {
     sqlite3_stmt *st;
-    if (rep_q_prep(r, &st, RUNS_SQL, "ttttttt", s->raw, "$.\"train.lr\"", "$.\"train.min_lr\"", "$.\"train.seed\"",
-                   "$.\"model.seq_len\"", "$.\"train.steps\"", "$.\"train.batch\""))
+    if (rep_q_prep(r, &st, RUNS_SQL, "ttttttttt", s->raw, "$.\"train.lr\"", "$.\"train.min_lr\"",
+                   "$.\"train.seed\"", "$.\"model.seq_len\"", "$.\"train.steps\"", "$.\"train.batch\"",
+                   "$.\"train.eval_every\"", "$.\"train.checkpoint_every\""))
         return -1;
     double now = (double)time(NULL);
     int rc;
@@ -682,6 +700,7 @@ static int load_rows(R *r, RSweep *s) {
     for (int i = 0; i < s->nruns; i++) {
         RRun *u = &s->runs[i];
         if (q_summary(r, u->run_id, "val_loss", &u->val_loss) || q_summary(r, u->run_id, "val_ppl", &u->val_ppl) ||
+            q_summary(r, u->run_id, "test_loss", &u->test_loss) ||
             q_summary(r, u->run_id, "spikes", &u->spikes) ||
             q_summary(r, u->run_id, "gate_params", &u->gate_params) ||
             q_summary(r, u->run_id, "tokens_per_s", &u->tokens_per_s) ||
@@ -727,15 +746,15 @@ static int varies_lr(const RSweep *s) {
 static int row_means(R *r, RSweep *s, double *buf) {
     for (int k = 0; k < s->nvars; k++) {
         RVar *v = &s->vars[k];
-        int n = finished_values(s, v, offsetof(RRun, val_loss), buf);
+        int n = rep_finished_values(s, v, offsetof(RRun, val_loss), buf);
         stats_mean_std(buf, n, &v->loss_mean, &v->loss_std);
-        n = finished_values(s, v, offsetof(RRun, val_ppl), buf);
+        n = rep_finished_values(s, v, offsetof(RRun, val_ppl), buf);
         stats_mean_std(buf, n, &v->ppl_mean, &v->ppl_std);
-        n = finished_values(s, v, offsetof(RRun, f_attn), buf);
+        n = rep_finished_values(s, v, offsetof(RRun, f_attn), buf);
         stats_mean_std(buf, n, &v->f_attn, &v->f_attn_std);
-        n = finished_values(s, v, offsetof(RRun, m_act), buf);
+        n = rep_finished_values(s, v, offsetof(RRun, m_act), buf);
         stats_mean_std(buf, n, &v->m_act, &v->m_act_std);
-        n = finished_values(s, v, offsetof(RRun, gate_mean), buf);
+        n = rep_finished_values(s, v, offsetof(RRun, gate_mean), buf);
         stats_mean_std(buf, n, &v->gate_mean, &v->gate_std);
         v->spikes = mean_of(s, v, offsetof(RRun, spikes));
         v->tokens_per_s = mean_of(s, v, offsetof(RRun, tokens_per_s));
@@ -752,48 +771,45 @@ static int row_means(R *r, RSweep *s, double *buf) {
 
 /* Row k's Δ against its reference and its test (paired by seed, else
  * Welch), and under the lr rule Fisher's test of the divergence counts
- * (a, b: cap >= nruns).  Returns the test's p, NAN without one. */
-static double row_test(RSweep *s, int k, double *a, double *b) {
+ * (a, b: cap >= nruns). */
+static void row_test(RSweep *s, int k, double *a, double *b) {
     RVar *v = &s->vars[k];
-    v->p_holm = v->div_p = NAN;
-    if (v->ref < 0) return NAN;
+    v->p_holm = v->p_tost = v->div_p = v->sd_d = NAN;
+    if (v->ref < 0) return;
     const RVar *w = &s->vars[v->ref];
     if (s->lr_rule) v->div_p = stats_fisher_exact(v->n_div, v->n_fin, w->n_div, w->n_fin);
-    int n = paired_values(s, v, w, a, b);
+    int n = rep_paired_values(s, v, w, offsetof(RRun, val_loss), a, b, NULL);
     if (n >= 2) {
         stats_paired(a, b, n, &v->t);
         v->have_delta = v->have_test = v->paired = 1;
         v->n_pairs = n;
         v->delta = v->t.diff;
+        v->sd_d = v->t.se * sqrt(n);
     } else {
-        int na = finished_values(s, v, offsetof(RRun, val_loss), a);
-        int nb = finished_values(s, w, offsetof(RRun, val_loss), b);
+        int na = rep_finished_values(s, v, offsetof(RRun, val_loss), a);
+        int nb = rep_finished_values(s, w, offsetof(RRun, val_loss), b);
         if (na >= 1 && nb >= 1) {
             v->have_delta = 1;
             v->delta = v->loss_mean - w->loss_mean;
             v->have_test = stats_welch(a, na, b, nb, &v->t) == 0;
         }
     }
-    return v->have_test ? v->t.p : NAN;
 }
 
 /* The rows' statistics: means, sink statistics, the sweep's seeds and
- * eval series, each row's test, Holm over the table. */
+ * eval series, each row's test (Holm comes later, over the sweep's group:
+ * report_family.c). */
 static int sweep_stats(R *r, RSweep *s) {
     size_t cap = (size_t)s->nruns + 1;
     double *a = malloc(sizeof(double) * cap), *b = malloc(sizeof(double) * cap);
-    double *p = malloc(sizeof(double) * (size_t)(s->nvars + 1));
-    int rc = !a || !b || !p ? rep_oom(r) : 0;
+    int rc = !a || !b ? rep_oom(r) : 0;
     if (rc == 0 && (row_means(r, s, a) || sweep_seeds(r, s) || eval_series(r, s))) rc = -1;
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
-        p[k] = row_test(s, k, a, b);
+        row_test(s, k, a, b);
         s->n_tests += s->vars[k].have_test;
     }
-    if (rc == 0 && stats_holm(p, s->nvars, p)) rc = rep_oom(r);
-    for (int k = 0; rc == 0 && k < s->nvars; k++) s->vars[k].p_holm = p[k];
     free(a);
     free(b);
-    free(p);
     return rc;
 }
 
@@ -812,10 +828,12 @@ void rep_free_sweep(RSweep *s) {
         free(s->runs[i].label);
         free(s->runs[i].status);
         free(s->runs[i].cfg_key);
+        free(s->runs[i].bkey);
     }
     for (int k = 0; k < s->nvars; k++) {
         free(s->vars[k].label);
         free(s->vars[k].key);
+        free(s->vars[k].bkey);
         free(s->vars[k].runs);
         free(s->vars[k].heads.v);
     }

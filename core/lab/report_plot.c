@@ -27,6 +27,11 @@
  *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
  *                 against the context length (log2 x, log y), mean ± std,
  *                 one colour per row and one dash type per scaling series
+ * and per budget series (report_budget.c), DIR/plots/budget-SWEEP.*, SWEEP
+ * its smallest budget's sweep:
+ *   budget-       the paired Δ final val loss of each row against the
+ *                 baseline of the same budget, against tokens per run (log
+ *                 x), error bars the 95% CI, a dashed zero line
  * Series are told apart by colour (GP_COLOURS), then dash type and point
  * type (gp_look), so more series than colours never repeat a look.  Log
  * axes get explicit labelled ticks (gp_log_tics): gnuplot labels only the
@@ -283,13 +288,14 @@ static void gp_log_tics(FILE *f, const char *axis, double lo, double hi) {
     fprintf(f, ")\n");
 }
 
-/* Record the plot and run its script (when gnuplot is usable). */
-static int plot_finish(R *r, RSweep *s, const char *base, char *title) {
-    if (rep_grow(r, (void **)&s->plots, &s->plots_cap, s->nplots + 1, sizeof *s->plots)) {
+/* Record the plot in the list (*v, *n, *cap: a sweep's or a budget
+ * series') and run its script (when gnuplot is usable). */
+static int plot_finish(R *r, PlotEntry **v, int *n, int *cap, const char *base, char *title) {
+    if (rep_grow(r, (void **)v, cap, *n + 1, sizeof **v)) {
         free(title);
         return -1;
     }
-    PlotEntry *e = &s->plots[s->nplots++];
+    PlotEntry *e = &(*v)[(*n)++];
     e->title = title;
     e->base = rep_dup(r, base);
     e->made = 0;
@@ -347,11 +353,12 @@ static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
 }
 
 /* Close a plot's files and, when nothing failed and it has data (any),
- * register and draw it under the title fmt.  Returns the new rc. */
-static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
-                     const char *fmt, ...) __attribute__((format(printf, 10, 11)));
-static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp, const char *base,
-                     const char *fmt, ...) {
+ * register and draw it under the title fmt: in sweep s's plots, or (s
+ * NULL) in budget series b's.  Returns the new rc. */
+static int plot_done(R *r, RSweep *s, RBudget *b, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp,
+                     const char *base, const char *fmt, ...) __attribute__((format(printf, 11, 12)));
+static int plot_done(R *r, RSweep *s, RBudget *b, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp,
+                     const char *base, const char *fmt, ...) {
     if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
     if (rc != 0 || !any) return rc;
     char buf[512];
@@ -360,7 +367,9 @@ static int plot_done(R *r, RSweep *s, int rc, int any, FILE *dat, FILE *gp, char
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     char *t = rep_dup(r, buf);
-    return t ? plot_finish(r, s, base, t) : -1;
+    if (!t) return -1;
+    return s ? plot_finish(r, &s->plots, &s->nplots, &s->plots_cap, base, t)
+             : plot_finish(r, &b->plots, &b->nplots, &b->plots_cap, base, t);
 }
 
 /* RepRowFn on (context, value): a context layer=N as (N, value) into the Pts arg. */
@@ -461,7 +470,7 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
     }
     for (int k = 0; all && k < s->nvars; k++) free(all[k].p);
     free(all);
-    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base, "%s (%smean over seeds%s%s)", title,
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (%smean over seeds%s%s)", title,
                    per_layer ? "last step, " : "", !multi ? "" : per_layer ? "; error bars: std" : "; band: +- std",
                    logy ? "; log scale" : "");
     free(base);
@@ -623,8 +632,9 @@ static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
     }
     char *code = rc == 0 ? rep_md_code_str(r, v->label) : NULL;
     if (!code) rc = -1;
-    rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base, "Gate scores of %s per layer (last step, %d run%s summed)",
-                   code ? code : "", runs_with, runs_with == 1 ? "" : "s");
+    rc = plot_done(r, s, NULL, rc, 1, dat, gp, datp, gpp, base,
+                   "Gate scores of %s per layer (last step, %d run%s summed)", code ? code : "", runs_with,
+                   runs_with == 1 ? "" : "s");
     free(code);
     free(base);
     return rc;
@@ -814,7 +824,7 @@ static int plot_lr(R *r, RSweep *s) {
             rc = -1;
         else
             lr_write(r, s, &p, base, dat, gp);
-        rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+        rc = plot_done(r, s, NULL, rc, 1, dat, gp, datp, gpp, base,
                        "Final validation loss against learning rate (log scale; diverged runs as red crosses above the "
                        "curves)");
     }
@@ -887,7 +897,7 @@ static int plot_heads(R *r, RSweep *s) {
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    rc = plot_done(r, s, rc, 1, dat, gp, datp, gpp, base,
+    rc = plot_done(r, s, NULL, rc, 1, dat, gp, datp, gpp, base,
                    "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "
                    "to 1)");
     free(base);
@@ -968,12 +978,107 @@ static int plot_ppl(R *r, RSweep *s) {
         fprintf(gp, "\n");
         gp_tail(r, gp, base);
     }
-    rc = plot_done(r, s, rc, blocks, dat, gp, datp, gpp, base,
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
                    "Validation perplexity against context length (log-log; one colour per row, one dash type per RoPE "
                    "scaling; error bars: std over seeds)");
     free(base);
     free(lens);
     free(buf);
+    return rc;
+}
+
+/* Budget series b: Δ final val loss of each contrast against tokens per
+ * run (log x), error bars its 95% CI (a budget with one seed pair: the
+ * point alone), a dashed line at 0; the contrasts are offset by a few per
+ * cent along x so that their bars do not hide one another. */
+int rep_plot_budget(R *r, RBudget *b) {
+    const RSweep *s0 = &r->sw[b->sw[0]];
+    int nc = s0->nvars, blocks = 0;
+    RepDelta *d = calloc((size_t)nc * (size_t)b->n + 1, sizeof *d);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = d ? 0 : rep_oom(r);
+    double ylo = 0, yhi = 0; /* 0 is always in range: the zero line */
+    for (int k = 0; rc == 0 && k < nc; k++)
+        for (int m = 0; rc == 0 && m < b->n; m++) {
+            const RSweep *s = &r->sw[b->sw[m]];
+            int j = rep_row_of(s, s0->vars[k].label);
+            RepDelta *x = &d[k * b->n + m];
+            *x = (RepDelta){0, NAN, NAN, NAN, NAN};
+            if (k == s0->base || j < 0) continue;
+            rc = rep_budget_delta(r, s, j, offsetof(RRun, val_loss), x);
+            if (rc == 0 && x->n > 0) {
+                ylo = fmin(ylo, isnan(x->lo) ? x->d : x->lo);
+                yhi = fmax(yhi, isnan(x->hi) ? x->d : x->hi);
+            }
+        }
+    if (rc == 0) rc = plot_open(r, b->fname, &dat, &gp, &datp, &gpp);
+    if (rc == 0) {
+        const RSweep *sl = &r->sw[b->sw[b->n - 1]];
+        char *title = rep_fmt(r, "%s ... %s: %s", s0->name, sl->name, "row - baseline at each budget");
+        if (!title) rc = -1;
+        gp_head(r, gp, b->fname, "final val loss of each row minus the baseline's, against tokens per run");
+        fprintf(gp, "set title ");
+        gp_str(gp, title ? title : "");
+        free(title);
+        double span = yhi - ylo > 0 ? yhi - ylo : 0.1;
+        fprintf(gp, "\nset logscale x\nset xrange [%.10g:%.10g]\nset yrange [%.10g:%.10g]\n"
+                    "set xlabel 'tokens per run (log scale)'\n"
+                    "set ylabel 'final val loss - baseline (nats), mean over seed pairs, 95%% CI'\n"
+                    "set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2\nset xtics (",
+                r->sw[b->sw[0]].tokens / 1.5, sl->tokens * 1.5, ylo - 0.1 * span, yhi + 0.1 * span);
+        for (int m = 0; m < b->n; m++) {
+            double t = r->sw[b->sw[m]].tokens;
+            char *lab = rep_fmt_count(r, t, "?");
+            if (!lab) {
+                rc = -1;
+                break;
+            }
+            fprintf(gp, "%s", m ? ", " : "");
+            gp_str(gp, lab);
+            fprintf(gp, " %.10g", t);
+            free(lab);
+        }
+        fprintf(gp, ")\nplot");
+    }
+    int ndata = 0; /* contrasts with a point: the offsets are centred on them */
+    for (int k = 0; k < nc && d; k++)
+        for (int m = 0; m < b->n; m++)
+            if (d[k * b->n + m].n > 0) {
+                ndata++;
+                break;
+            }
+    for (int k = 0; rc == 0 && k < nc; k++) {
+        int lines = 0;
+        double shift = 1 + 0.03 * (blocks - (ndata - 1) / 2.0);
+        for (int m = 0; m < b->n; m++) {
+            const RepDelta *x = &d[k * b->n + m];
+            if (x->n == 0 || isnan(x->d)) continue;
+            if (!lines++)
+                fprintf(dat, "# %s - %s: tokens (offset), delta, CI low, CI high, seed pairs, tokens\n",
+                        s0->vars[k].label, s0->vars[s0->base].label);
+            double t = r->sw[b->sw[m]].tokens;
+            fprintf(dat, "%.10g %.10g %.10g %.10g %d %.10g\n", t * shift, x->d, isnan(x->lo) ? x->d : x->lo,
+                    isnan(x->hi) ? x->d : x->hi, x->n, t);
+        }
+        if (!lines) continue;
+        fprintf(dat, "\n\n");
+        fprintf(gp, "%s '%s.dat' index %d using 1:2:3:4 with yerrorlines", blocks ? ", \\\n    " : "", b->fname,
+                blocks);
+        gp_series_look(gp, blocks);
+        fprintf(gp, " title ");
+        gp_str(gp, s0->vars[k].label);
+        blocks++;
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, b->fname);
+    }
+    rc = plot_done(r, NULL, b, rc, blocks, dat, gp, datp, gpp, b->fname,
+                   "Δ final val loss against the training budget (row minus the baseline of the same budget, paired "
+                   "by seed; log x; error bars: 95%% CI; dashed: no effect; the rows are offset slightly along x)");
+    free(d);
     return rc;
 }
 

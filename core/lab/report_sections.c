@@ -17,8 +17,9 @@
  *     M = L / model.seq_len when the runs share one), cells eval_ppl
  *     mean ± std over the row's finished runs; then the paper's Table 5
  *     (paper.h; markdown only).
- * In md and tex a section is a Tab, written by tab_write in the style of
- * the format (Style); in csv format the sections are files of their own:
+ * In md and tex a section is a Tab (report_int.h; report_budget.c's tables
+ * are Tabs too), written by rep_tab_write in the style of the format
+ * (RepStyle); in csv format the sections are files of their own:
  * SWEEP-sink.csv (one line per finished run with sink probes),
  * SWEEP-fattn-heads.csv (row, layer, head) and SWEEP-ppl.csv (row, split,
  * series, length).  In tex they follow the main tabular in SWEEP.tex.
@@ -36,48 +37,32 @@
 /* md and tex                                                          */
 /* ================================================================== */
 
-/* How a section is written: markdown (report.md) or TeX (SWEEP.tex). */
-typedef struct {
-    int md;
-    const char *pm, *miss;
-} Style;
-static const Style MD_STYLE = {1, " ± ", "–"}, TEX_STYLE = {0, " $\\pm$ ", "--"};
+const RepStyle REP_MD_STYLE = {1, " ± ", "–"}, REP_TEX_STYLE = {0, " $\\pm$ ", "--"};
 
-/* A table of text cells; row 0 is the header.  The header and column 0
- * (labels) are escaped when written, other cells are written as they are
- * (they hold the format's own markup, such as the ± of the style). */
-typedef struct {
-    int ncol, nrow, cap;
-    char **cell; /* nrow x ncol; NULL: empty */
-} Tab;
-
-/* Append an empty row; its index, or -1. */
-static int tab_row(R *r, Tab *t) {
+int rep_tab_row(R *r, Tab *t) {
     if (rep_grow(r, (void **)&t->cell, &t->cap, (t->nrow + 1) * t->ncol, sizeof *t->cell)) return -1;
     for (int j = 0; j < t->ncol; j++) t->cell[t->nrow * t->ncol + j] = NULL;
     return t->nrow++;
 }
 
-static int tab_init(R *r, Tab *t, int ncol) {
+int rep_tab_init(R *r, Tab *t, int ncol) {
     *t = (Tab){ncol, 0, 0, NULL};
-    return tab_row(r, t) < 0 ? -1 : 0;
+    return rep_tab_row(r, t) < 0 ? -1 : 0;
 }
 
-/* Set a cell to text (heap, owned by the table from now on; NULL: an error
- * already set). */
-static int tab_put(Tab *t, int row, int col, char *text) {
+int rep_tab_put(Tab *t, int row, int col, char *text) {
     if (!text) return -1;
     free(t->cell[row * t->ncol + col]);
     t->cell[row * t->ncol + col] = text;
     return 0;
 }
 
-static void tab_free(Tab *t) {
+void rep_tab_free(Tab *t) {
     for (int i = 0; i < t->nrow * t->ncol; i++) free(t->cell[i]);
     free(t->cell);
 }
 
-static void tab_write(FILE *f, const Tab *t, const Style *y) {
+void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y) {
     if (!y->md) {
         fprintf(f, "\\begin{tabular}{l");
         for (int j = 1; j < t->ncol; j++) fputc('r', f);
@@ -108,28 +93,27 @@ static void tab_write(FILE *f, const Tab *t, const Style *y) {
 }
 
 /* Builds a table of sweep s; arg says which one. */
-typedef int (*TabFn)(R *r, const RSweep *s, const Style *y, int arg, Tab *t);
+typedef int (*TabFn)(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t);
 
-static int emit_tab(R *r, FILE *f, const RSweep *s, const Style *y, TabFn fn, int arg) {
+static int emit_tab(R *r, FILE *f, const RSweep *s, const RepStyle *y, TabFn fn, int arg) {
     Tab t = {0};
     int rc = fn(r, s, y, arg, &t);
-    if (rc == 0) tab_write(f, &t, y);
-    tab_free(&t);
+    if (rc == 0) rep_tab_write(f, &t, y);
+    rep_tab_free(&t);
     return rc;
 }
 
 /* A label inside a caption: `code` in markdown; in a TeX comment as is,
  * but on one line (store_fput_escaped: a line break would end the comment
  * and make the rest TeX input). */
-static void cap_label(FILE *f, const Style *y, const char *s) {
+static void cap_label(FILE *f, const RepStyle *y, const char *s) {
     if (y->md)
         rep_md_code(f, s);
     else
         store_fput_escaped(f, s);
 }
 
-/* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
-static char *fmt_count(R *r, double v, const char *miss) {
+char *rep_fmt_count(R *r, double v, const char *miss) {
     static const char *const suffix[] = {"", "k", "M", "B"};
     int i = 0;
     if (isnan(v)) return rep_dup(r, miss);
@@ -137,8 +121,7 @@ static char *fmt_count(R *r, double v, const char *miss) {
     return i ? rep_fmt(r, "%.3g%s", v, suffix[i]) : rep_fmt(r, "%.0f", v);
 }
 
-/* mean ± std (rep_cell_ms) as a table cell. */
-static char *ms_cell(R *r, const Style *y, double m, double sd, int prec) {
+char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec) {
     char buf[96];
     rep_cell_ms(buf, sizeof buf, m, sd, prec, y->pm, y->miss);
     return rep_dup(r, buf);
@@ -146,7 +129,7 @@ static char *ms_cell(R *r, const Style *y, double m, double sd, int prec) {
 
 /* The first step with a sink of row v's run with seed `seed`: "no" if
  * none formed, the missing mark if the row has no such run. */
-static char *seed_cell(R *r, const RSweep *s, const RVar *v, long long seed, const Style *y) {
+static char *seed_cell(R *r, const RSweep *s, const RVar *v, long long seed, const RepStyle *y) {
     for (int i = 0; i < v->nruns; i++) {
         const RRun *u = &s->runs[v->runs[i]];
         if (u->has_sink && u->seed == seed)
@@ -156,60 +139,63 @@ static char *seed_cell(R *r, const RSweep *s, const RVar *v, long long seed, con
 }
 
 /* TabFn: the sink formation table, a line per row. */
-static int sink_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+static int sink_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     (void)arg;
-    int ns = s->nseeds, rc = tab_init(r, t, 9 + ns);
+    int ns = s->nseeds, rc = rep_tab_init(r, t, 9 + ns);
     static const char *const head[] = {"formed", "max head F-Attn", "where", "F-Attn/unif", "sink heads (%)",
                                        "paper F-Attn"};
-    rc = rc || tab_put(t, 0, 0, rep_dup(r, "variant")) || tab_put(t, 0, 1, rep_dup(r, "tokens/run")) ||
-         tab_put(t, 0, 2, rep_dup(r, "seq_len"));
-    for (int q = 0; rc == 0 && q < ns; q++) rc = tab_put(t, 0, 3 + q, rep_fmt(r, "seed %lld", s->seeds[q]));
-    for (int q = 0; rc == 0 && q < 6; q++) rc = tab_put(t, 0, 3 + ns + q, rep_dup(r, head[q]));
+    rc = rc || rep_tab_put(t, 0, 0, rep_dup(r, "variant")) || rep_tab_put(t, 0, 1, rep_dup(r, "tokens/run")) ||
+         rep_tab_put(t, 0, 2, rep_dup(r, "seq_len"));
+    for (int q = 0; rc == 0 && q < ns; q++) rc = rep_tab_put(t, 0, 3 + q, rep_fmt(r, "seed %lld", s->seeds[q]));
+    for (int q = 0; rc == 0 && q < 6; q++) rc = rep_tab_put(t, 0, 3 + ns + q, rep_dup(r, head[q]));
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
         const RRun *w = v->where >= 0 ? &s->runs[v->where] : NULL;
         const PaperRow *pr = paper_lookup(v->label);
-        int i = tab_row(r, t), c = 3 + ns;
-        rc = i < 0 || tab_put(t, i, 0, rep_dup(r, v->label)) || tab_put(t, i, 1, fmt_count(r, v->tokens, y->miss)) ||
-             tab_put(t, i, 2, isnan(v->seq_len) ? rep_dup(r, y->miss) : rep_fmt(r, "%.0f", v->seq_len));
-        for (int q = 0; rc == 0 && q < ns; q++) rc = tab_put(t, i, 3 + q, seed_cell(r, s, v, s->seeds[q], y));
-        rc = rc || tab_put(t, i, c, v->n_sink ? rep_fmt(r, "%d/%d", v->n_formed, v->n_sink) : rep_dup(r, y->miss)) ||
-             tab_put(t, i, c + 1, ms_cell(r, y, v->head_max, v->head_max_std, 3)) ||
-             tab_put(t, i, c + 2, w ? rep_fmt(r, "L%d.H%d", w->max_l, w->max_h) : rep_dup(r, y->miss)) ||
-             tab_put(t, i, c + 3, ms_cell(r, y, v->f_attn_rel, v->f_attn_rel_std, 2)) ||
-             tab_put(t, i, c + 4, ms_cell(r, y, 100 * v->sink_share, 100 * v->sink_share_std, 1)) ||
-             tab_put(t, i, c + 5, pr && !isnan(pr->f_attn) ? rep_fmt(r, "%.3f", pr->f_attn) : rep_dup(r, y->miss));
+        int i = rep_tab_row(r, t), c = 3 + ns;
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, v->label)) ||
+             rep_tab_put(t, i, 1, rep_fmt_count(r, v->tokens, y->miss)) ||
+             rep_tab_put(t, i, 2, isnan(v->seq_len) ? rep_dup(r, y->miss) : rep_fmt(r, "%.0f", v->seq_len));
+        for (int q = 0; rc == 0 && q < ns; q++) rc = rep_tab_put(t, i, 3 + q, seed_cell(r, s, v, s->seeds[q], y));
+        rc = rc ||
+             rep_tab_put(t, i, c, v->n_sink ? rep_fmt(r, "%d/%d", v->n_formed, v->n_sink) : rep_dup(r, y->miss)) ||
+             rep_tab_put(t, i, c + 1, rep_ms_cell(r, y, v->head_max, v->head_max_std, 3)) ||
+             rep_tab_put(t, i, c + 2, w ? rep_fmt(r, "L%d.H%d", w->max_l, w->max_h) : rep_dup(r, y->miss)) ||
+             rep_tab_put(t, i, c + 3, rep_ms_cell(r, y, v->f_attn_rel, v->f_attn_rel_std, 2)) ||
+             rep_tab_put(t, i, c + 4, rep_ms_cell(r, y, 100 * v->sink_share, 100 * v->sink_share_std, 1)) ||
+             rep_tab_put(t, i, c + 5,
+                         pr && !isnan(pr->f_attn) ? rep_fmt(r, "%.3f", pr->f_attn) : rep_dup(r, y->miss));
     }
     return rc ? -1 : 0;
 }
 
 /* TabFn: row arg's per-head F-Attn in %, layers as rows. */
-static int heads_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+static int heads_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     const HeadMap *m = &s->vars[arg].heads;
-    int rc = tab_init(r, t, 1 + m->nh) || tab_put(t, 0, 0, rep_dup(r, "layer"));
-    for (int h = 0; rc == 0 && h < m->nh; h++) rc = tab_put(t, 0, 1 + h, rep_fmt(r, "H%d", h));
+    int rc = rep_tab_init(r, t, 1 + m->nh) || rep_tab_put(t, 0, 0, rep_dup(r, "layer"));
+    for (int h = 0; rc == 0 && h < m->nh; h++) rc = rep_tab_put(t, 0, 1 + h, rep_fmt(r, "H%d", h));
     for (int l = 0; rc == 0 && l < m->nl; l++) {
-        int i = tab_row(r, t);
-        rc = i < 0 || tab_put(t, i, 0, rep_fmt(r, "L%d", l));
+        int i = rep_tab_row(r, t);
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_fmt(r, "L%d", l));
         for (int h = 0; rc == 0 && h < m->nh; h++) {
             double x = m->v[l * m->nh + h];
-            rc = tab_put(t, i, 1 + h, isnan(x) ? rep_dup(r, y->miss) : rep_fmt(r, "%.1f", 100 * x));
+            rc = rep_tab_put(t, i, 1 + h, isnan(x) ? rep_dup(r, y->miss) : rep_fmt(r, "%.1f", 100 * x));
         }
     }
     return rc ? -1 : 0;
 }
 
 /* TabFn: eval_ppl of series arg / 2 on split arg % 2, rows x lengths. */
-static int ppl_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
+static int ppl_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     int j = arg / 2, sp = arg % 2;
     size_t cap = (size_t)s->nev + 1;
     long long *lens = malloc(sizeof *lens * cap);
     double *buf = malloc(sizeof *buf * cap);
     int nl = lens && buf ? rep_eval_lens(s, j, sp, lens) : 0;
-    int rc = !lens || !buf ? rep_oom(r) : tab_init(r, t, 2 + nl);
-    rc = rc || tab_put(t, 0, 0, rep_dup(r, "variant")) || tab_put(t, 0, 1, rep_dup(r, "n"));
+    int rc = !lens || !buf ? rep_oom(r) : rep_tab_init(r, t, 2 + nl);
+    rc = rc || rep_tab_put(t, 0, 0, rep_dup(r, "variant")) || rep_tab_put(t, 0, 1, rep_dup(r, "n"));
     for (int q = 0; rc == 0 && q < nl; q++)
-        rc = tab_put(t, 0, 2 + q,
+        rc = rep_tab_put(t, 0, 2 + q,
                      isnan(s->train_len) ? rep_fmt(r, "%lld", lens[q])
                                          : rep_fmt(r, "%lld (%gx)", lens[q], (double)lens[q] / s->train_len));
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
@@ -217,18 +203,19 @@ static int ppl_tab(R *r, const RSweep *s, const Style *y, int arg, Tab *t) {
         for (int q = 0; rc == 0 && q < nl; q++) {
             double m, sd;
             int nq = rep_eval_stats(s, k, j, sp, lens[q], buf, &m, &sd);
-            if (nq && i < 0) rc = (i = tab_row(r, t)) < 0 || tab_put(t, i, 0, rep_dup(r, s->vars[k].label));
-            if (rc == 0 && i >= 0) rc = tab_put(t, i, 2 + q, ms_cell(r, y, m, sd, 3));
+            if (nq && i < 0)
+                rc = (i = rep_tab_row(r, t)) < 0 || rep_tab_put(t, i, 0, rep_dup(r, s->vars[k].label));
+            if (rc == 0 && i >= 0) rc = rep_tab_put(t, i, 2 + q, rep_ms_cell(r, y, m, sd, 3));
             if (nq > n) n = nq;
         }
-        if (rc == 0 && i >= 0) rc = tab_put(t, i, 1, rep_fmt(r, "%d", n));
+        if (rc == 0 && i >= 0) rc = rep_tab_put(t, i, 1, rep_fmt(r, "%d", n));
     }
     free(lens);
     free(buf);
     return rc ? -1 : 0;
 }
 
-static int sink_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     if (y->md)
         fprintf(f, "### Sink formation\n\n"
                    "`gated train` tests at every evaluation whether an attention sink has formed: some query head "
@@ -248,7 +235,7 @@ static int sink_section(R *r, FILE *f, const RSweep *s, const Style *y) {
     return emit_tab(r, f, s, y, sink_tab, 0);
 }
 
-static int heads_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+static int heads_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     int any = 0;
     for (int k = 0; k < s->nvars; k++) any |= s->vars[k].heads.nl > 0;
     if (!any) return 0;
@@ -284,7 +271,7 @@ static void paper_longctx_md(FILE *f) {
                "past 1x (byte-level perplexity, not RULER accuracy: compare directions only).\n\n");
 }
 
-static int ppl_section(R *r, FILE *f, const RSweep *s, const Style *y) {
+static int ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     static const char *const splits[2] = {"val", "test"};
     if (y->md)
         fprintf(f, "### Perplexity against context length\n\n"
@@ -309,7 +296,7 @@ static int ppl_section(R *r, FILE *f, const RSweep *s, const Style *y) {
 }
 
 int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
-    const Style *y = md ? &MD_STYLE : &TEX_STYLE;
+    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
     if (s->has_sink && (sink_section(r, f, s, y) || heads_section(r, f, s, y))) return -1;
     if (s->nev && ppl_section(r, f, s, y)) return -1;
     return 0;

@@ -138,8 +138,7 @@ static void cellnum(char *dst, size_t cap, double v, const char *fmt, const char
         snprintf(dst, cap, fmt, v);
 }
 
-/* A p-value: 3 decimals, or 2 significant digits below 0.001. */
-static void fmt_p(char *buf, size_t cap, double p) {
+void rep_fmt_p(char *buf, size_t cap, double p) {
     if (p >= 0.001)
         snprintf(buf, cap, "%.3f", p);
     else
@@ -148,8 +147,9 @@ static void fmt_p(char *buf, size_t cap, double p) {
 
 /* Table columns (md and tex). */
 enum {
-    C_LABEL, C_N, C_DIV, C_LOSS, C_PPL, C_DELTA, C_VS, C_CI, C_TEST, C_P, C_PHOLM, C_DIVTOT, C_PDIV, C_FATTN,
-    C_MACT, C_GATE, C_SINKS, C_FREL, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT, C_PFATTN, NCOL
+    C_LABEL, C_N, C_DIV, C_LOSS, C_PPL, C_DELTA, C_VS, C_CI, C_TEST, C_P, C_PHOLM, C_PTOST, C_VERDICT, C_DIVTOT,
+    C_PDIV, C_FATTN, C_MACT, C_GATE, C_SINKS, C_FREL, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT,
+    C_PFATTN, NCOL
 };
 enum { NPAPER = NCOL - C_PPPL };
 enum { ONLY_LR = 1, ONLY_SINK = 2 };
@@ -170,6 +170,8 @@ static const struct {
     [C_TEST] = {"test", "test", 'l', 0, 0},
     [C_P] = {"p", "$p$", 'r', 0, 0},
     [C_PHOLM] = {"p (Holm)", "$p_{\\mathrm{Holm}}$", 'r', 0, 0},
+    [C_PTOST] = {"p (TOST)", "$p_{\\mathrm{TOST}}$", 'r', 0, 0},
+    [C_VERDICT] = {"verdict", "verdict", 'l', 0, 0},
     [C_DIVTOT] = {"div/total", "div/total", 'r', 1, 0},
     [C_PDIV] = {"p (div, Fisher)", "$p_{\\mathrm{div}}$ (Fisher)", 'r', 1, 0},
     [C_FATTN] = {"F-Attn", "F-Attn", 'r', 0, 0},
@@ -209,7 +211,9 @@ void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const cha
         snprintf(dst, cap, "%.*f%s%.*f", prec, m, pm, prec, sd);
 }
 
-static void cells(const RSweep *s, int k, const char *pm, const char *star, const char *miss, Cells *c) {
+/* pm: " ± " between a mean and its std; pm1: the sign alone. */
+static void cells(const R *r, const RSweep *s, int k, const char *pm, const char *pm1, const char *star,
+                  const char *miss, Cells *c) {
     const RVar *v = &s->vars[k];
     const size_t cap = sizeof c->buf[0];
     for (int j = 0; j < NCOL; j++) {
@@ -236,11 +240,17 @@ static void cells(const RSweep *s, int k, const char *pm, const char *star, cons
             snprintf(c->buf[C_TEST], cap, "paired (%d)", v->n_pairs);
         else
             snprintf(c->buf[C_TEST], cap, "Welch");
-        fmt_p(c->buf[C_P], cap, v->t.p);
-        fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
+        rep_fmt_p(c->buf[C_P], cap, v->t.p);
+        rep_fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
+        if (!isnan(v->p_tost)) rep_fmt_p(c->buf[C_PTOST], cap, v->p_tost);
+        const char *verdict = rep_verdict(r, v);
+        if (strcmp(verdict, "equivalent") == 0)
+            snprintf(c->buf[C_VERDICT], cap, "equivalent within %s%g", pm1, r->margin);
+        else
+            snprintf(c->buf[C_VERDICT], cap, "%s", verdict);
     }
     snprintf(c->buf[C_DIVTOT], cap, "%d/%d", v->n_div, v->n_div + v->n_fin);
-    if (!isnan(v->div_p)) fmt_p(c->buf[C_PDIV], cap, v->div_p);
+    if (!isnan(v->div_p)) rep_fmt_p(c->buf[C_PDIV], cap, v->div_p);
     rep_cell_ms(c->buf[C_FATTN], cap, v->f_attn, v->f_attn_std, 4, pm, miss);
     rep_cell_ms(c->buf[C_MACT], cap, v->m_act, v->m_act_std, 2, pm, miss);
     rep_cell_ms(c->buf[C_GATE], cap, v->gate_mean, v->gate_std, 3, pm, miss);
@@ -271,7 +281,8 @@ static void status_line(const RSweep *s, char *buf, size_t cap) {
     if (!o) snprintf(buf, cap, "none");
 }
 
-static void md_legend(FILE *f, int sink) {
+static void md_legend(const R *r, FILE *f, int sink) {
+    double mg = r->margin;
     fprintf(f,
             "## How to read the tables\n\n"
             "One row per variant label, in sweep order.\n\n"
@@ -290,12 +301,25 @@ static void md_legend(FILE *f, int sink) {
             "t-test. `Welch`: fewer than 2 seeds pair up; Δ is the difference of the means, with Welch's "
             "unequal-variance interval and two-sided p (at least 2 finished runs in each row). `–`: too few runs "
             "for either (Δ, if shown, is then the plain difference of the means).\n"
-            "- **p** is the raw p-value of the row; **p (Holm)** is Holm–Bonferroni-adjusted over all rows of the "
-            "same table that have a p, so that the chance of any false `*` in a table stays below 5%%. `*` on Δ "
-            "marks p (Holm) < 0.05; the CI is per row and not adjusted. With 2–3 seeds per row these tests have "
-            "little power: an effect of the size of the seed-to-seed noise will usually get no `*`, so no `*` "
-            "means \"not resolved with these seeds\", not \"no effect\". They also assume roughly normal "
-            "per-seed values, which so few seeds cannot check.\n"
+            "- **p** is the raw p-value of the row; **p (Holm)** is Holm–Bonferroni-adjusted over the family of "
+            "the table's sweep group, so that the chance of any false `*` in the family stays below 5%%. Sweeps "
+            "whose baseline rows are the same runs (the same run ids: a run shared by several sweeps is trained "
+            "once) form a group, and its family is every distinct contrast with a p in the group's tables (a row's "
+            "runs against its reference row's runs), each counted once however many tables show it; so one "
+            "contrast gets the same p (Holm) in every table. Under each table: the sweeps that share its family "
+            "and the family's size. `*` on Δ marks p (Holm) < 0.05; the CI is per row and not adjusted. With 2–3 "
+            "seeds per row these tests have little power: an effect of the size of the seed-to-seed noise will "
+            "usually get no `*`, so no `*` means \"not resolved with these seeds\", not \"no effect\". They also "
+            "assume roughly normal per-seed values, which so few seeds cannot check.\n"
+            "- **p (TOST)**: the equivalence test of the same Δ (two one-sided t-tests, same standard error and "
+            "degrees of freedom) against the margin ±%g nats (`gated report --margin`): p < 0.05 says |Δ| < %g "
+            "(the 90%% CI lies inside ±%g). **verdict**: `differs` when p (Holm) < 0.05; else `equivalent within "
+            "±%g` when p (TOST) < 0.05 (per row, not adjusted); else `inconclusive` (the data allow both an effect "
+            "of the margin's size and none).\n"
+            "- **Minimum detectable effect** (under each table): the |Δ| that the paired t-test finds with 80%% "
+            "power at the table's seed count n, (t(0.975, n−1) + t(0.8, n−1)) · σ_d / √n, where σ_d is the "
+            "standard deviation of the per-seed differences pooled over the table's paired rows; and the same at "
+            "the Holm worst case α/m (m: the family's size). A true effect below it will usually be missed.\n"
             "- **div/total**, **p (div, Fisher)** (only in sweeps whose rows differ in `train.lr`): diverged runs "
             "out of the runs that finished or diverged, and Fisher's exact two-sided p of that count against the "
             "reference row's (not adjusted for multiple comparisons).\n"
@@ -303,7 +327,8 @@ static void md_legend(FILE *f, int sink) {
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
             "mean ± sample std over seeds.\n"
             "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
-            "throughput (mean).\n");
+            "throughput (mean).\n",
+            mg, mg, mg, mg);
     if (sink)
         fprintf(f, "- **sink heads (%%)**, **F-Attn/unif** (sweeps with sink probes): at each run's last evaluation, "
                    "the share of the layer × head query heads that put more than %g%% of their attention on position "
@@ -317,7 +342,7 @@ static void md_legend(FILE *f, int sink) {
             "F-Attn and M-Act lower with a gate). `–`: no value.\n\n");
 }
 
-static int write_md_table(FILE *f, const RSweep *s) {
+static int write_md_table(const R *r, FILE *f, const RSweep *s) {
     fprintf(f, "|");
     for (int j = 0; j < NCOL; j++)
         if (col_on(s, j)) fprintf(f, " %s |", COLS[j].md);
@@ -327,7 +352,7 @@ static int write_md_table(FILE *f, const RSweep *s) {
     fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(s, k, " ± ", "*", "–", &c);
+        cells(r, s, k, " ± ", "±", "*", "–", &c);
         fprintf(f, "|");
         for (int j = 0; j < NCOL; j++) {
             if (!col_on(s, j)) continue;
@@ -343,8 +368,8 @@ static int write_md_table(FILE *f, const RSweep *s) {
     return 0;
 }
 
-/* The rule for Δ and the size of the Holm family, as one paragraph; lab
- * writes a label (quoted as the format needs). */
+/* The rule for Δ, as one paragraph; lab writes a label (quoted as the
+ * format needs).  The Holm family is rep_family_text's. */
 static void rule_text(FILE *f, const RSweep *s, void (*lab)(FILE *, const char *), const char *code_on,
                       const char *code_off) {
     const char *bl = s->vars[s->base].label;
@@ -370,10 +395,6 @@ static void rule_text(FILE *f, const RSweep *s, void (*lab)(FILE *, const char *
         }
         fprintf(f, ".");
     }
-    if (s->n_tests)
-        fprintf(f, " Holm–Bonferroni over the %d row%s with a p.", s->n_tests, s->n_tests == 1 ? "" : "s");
-    else
-        fprintf(f, " No row has a p (a test needs 2 paired seeds, or 2 finished runs in each row).");
 }
 
 /* ================================================================== */
@@ -442,12 +463,18 @@ static int md_header(R *r, FILE *f) {
     fprintf(f, "\n- generated: %s\n", tbuf);
     if (md_runs(r, f, (double)now) || md_versions(r, f)) return -1;
     fprintf(f, "- sweeps:");
+    int shown = 0, series = 0;
     for (int i = 0; i < r->nsw; i++) {
-        fprintf(f, "%s [", i ? "," : "");
+        if (r->sw[i].context) continue;
+        fprintf(f, "%s [", shown++ ? "," : "");
         rep_md_code(f, r->sw[i].name);
         fprintf(f, "](#sweep-%s) (%d runs)", r->sw[i].fname, r->sw[i].nruns);
     }
-    fprintf(f, "%s\n", r->nsw ? "" : " none recorded (run `gated sweep` first)");
+    fprintf(f, "%s\n", shown ? "" : " none recorded (run `gated sweep` first)");
+    for (int i = 0; i < r->nbud; i++) series += r->bud[i].shown;
+    if (series)
+        fprintf(f, "- [effect against training budget](#budget): %d series of sweeps at several budgets\n", series);
+    fprintf(f, "- equivalence margin: ±%g nats of val loss (`--margin`)\n", r->margin);
     if (r->o->no_plots)
         fprintf(f, "- plots: not requested (--no-plots)\n");
     else if (!r->gp_ok)
@@ -458,24 +485,25 @@ static int md_header(R *r, FILE *f) {
     return 0;
 }
 
+void rep_md_plot(const R *r, FILE *f, const PlotEntry *e) {
+    fprintf(f, "**%s**", e->title);
+    if (e->made) {
+        if (r->term_svg && r->term_png)
+            fprintf(f, " ([SVG](plots/%s.svg))\n\n![%s](plots/%s.png)\n\n", e->base, e->base, e->base);
+        else
+            fprintf(f, "\n\n![%s](plots/%s.%s)\n\n", e->base, e->base, r->term_png ? "png" : "svg");
+    } else if (r->gp_ok)
+        fprintf(f, ": gnuplot failed (see `plots/gnuplot.log`); data `plots/%s.dat`, script `plots/%s.gp`\n\n",
+                e->base, e->base);
+    else
+        fprintf(f, ": not drawn; data `plots/%s.dat`, script `plots/%s.gp`\n\n", e->base, e->base);
+}
+
 /* A sweep's "Plots": each plot (image, or why not) and what is not drawn. */
 static void md_plots(const R *r, FILE *f, const RSweep *s) {
     fprintf(f, "### Plots\n\n");
     if (!r->gp_ok) fprintf(f, "Plots skipped: %s.\n\n", r->gp_note);
-    for (int k = 0; k < s->nplots; k++) {
-        const PlotEntry *e = &s->plots[k];
-        fprintf(f, "**%s**", e->title);
-        if (e->made) {
-            if (r->term_svg && r->term_png)
-                fprintf(f, " ([SVG](plots/%s.svg))\n\n![%s](plots/%s.png)\n\n", e->base, e->base, e->base);
-            else
-                fprintf(f, "\n\n![%s](plots/%s.%s)\n\n", e->base, e->base, r->term_png ? "png" : "svg");
-        } else if (r->gp_ok)
-            fprintf(f, ": gnuplot failed (see `plots/gnuplot.log`); data `plots/%s.dat`, script `plots/%s.gp`\n\n",
-                    e->base, e->base);
-        else
-            fprintf(f, ": not drawn; data `plots/%s.dat`, script `plots/%s.gp`\n\n", e->base, e->base);
-    }
+    for (int k = 0; k < s->nplots; k++) rep_md_plot(r, f, &s->plots[k]);
     if (s->nplots == 0) fprintf(f, "No finished runs with data to plot.\n\n");
     if (!s->lr_plot) fprintf(f, "Val loss against learning rate: not drawn (the runs share one `train.lr`).\n\n");
     fprintf(f, "Attention heatmap (baseline vs G1, first-token column): skipped — it needs per-position "
@@ -484,8 +512,9 @@ static void md_plots(const R *r, FILE *f, const RSweep *s) {
             s->has_sink ? ", and F-Attn per head: see the per-head plot above" : "");
 }
 
-/* A sweep's section of report.md: runs, the Δ rule, the table, the
- * sections it has data for, the plots. */
+/* A sweep's section of report.md: runs, the Δ rule, the table, its Holm
+ * family and minimum detectable effect, the sections it has data for, the
+ * plots. */
 static int md_sweep(R *r, FILE *f, const RSweep *s) {
     char sl[256];
     status_line(s, sl, sizeof sl);
@@ -500,8 +529,12 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
         fprintf(f, "\n\n");
     } else
         fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
-    write_md_table(f, s);
+    write_md_table(r, f, s);
     fprintf(f, "\n");
+    if (s->base >= 0) {
+        rep_family_text(r, f, s, 1);
+        fprintf(f, "\n\n");
+    }
     if (rep_write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
@@ -512,10 +545,11 @@ int rep_write_md(R *r, const char *path) {
     if (!f) return -1;
     if (md_header(r, f)) goto bad;
     int any_sink = 0;
-    for (int i = 0; i < r->nsw; i++) any_sink |= r->sw[i].has_sink;
-    md_legend(f, any_sink);
+    for (int i = 0; i < r->nsw; i++) any_sink |= r->sw[i].has_sink && !r->sw[i].context;
+    md_legend(r, f, any_sink);
     for (int i = 0; i < r->nsw; i++)
-        if (md_sweep(r, f, &r->sw[i])) goto bad;
+        if (!r->sw[i].context && md_sweep(r, f, &r->sw[i])) goto bad;
+    if (rep_budget_md(r, f)) goto bad;
     return rep_close(r, f, path);
 bad:
     fclose(f);
@@ -535,7 +569,7 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
                "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
                "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-               "paper_gate_mean,paper_m_act,paper_f_attn%s\n",
+               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict\n",
             s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
@@ -579,13 +613,19 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
         csv_num(f, pr ? pr->gate_mean : NAN);
         csv_num(f, pr ? pr->m_act : NAN);
-        rep_csv_val(f, pr ? pr->f_attn : NAN, s->has_sink ? ',' : '\n');
+        csv_num(f, pr ? pr->f_attn : NAN);
         if (s->has_sink) {
             csv_num(f, v->sink_share);
             csv_num(f, v->sink_share_std);
             csv_num(f, v->f_attn_rel);
-            rep_csv_val(f, v->f_attn_rel_std, '\n');
+            csv_num(f, v->f_attn_rel_std);
         }
+        /* added last, so that the columns before keep their places */
+        if (v->have_test) fprintf(f, "%d", s->fam_m);
+        fputc(',', f);
+        csv_num(f, v->p_tost);
+        csv_num(f, v->have_test ? r->margin : NAN);
+        fprintf(f, "%s\n", v->have_test ? rep_verdict(r, v) : "");
     }
     return rep_close(r, f, path);
 }
@@ -601,11 +641,17 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     tex_comment_label(f, r->o->db_path);
     fprintf(f, "\n%% needs \\usepackage{booktabs}.  Means over finished runs, $\\pm$ sample std over seeds; "
                "test: paired by seed when 2 or more seeds pair up, else Welch; $p$ raw, $p_{\\mathrm{Holm}}$ "
-               "Holm-Bonferroni-adjusted over the table's rows; $^{*}$: $p_{\\mathrm{Holm}} < 0.05$ (few seeds: low "
-               "power, no $^{*}$ is not evidence of no effect).\n");
+               "Holm-Bonferroni-adjusted over the family of the sweeps whose baseline rows are the same runs (each "
+               "distinct contrast once); $^{*}$: $p_{\\mathrm{Holm}} < 0.05$ (few seeds: low power, no $^{*}$ is not "
+               "evidence of no effect); $p_{\\mathrm{TOST}}$: equivalence within $\\pm$%g nats (two one-sided "
+               "t-tests); verdict: differs ($p_{\\mathrm{Holm}} < 0.05$), equivalent ($p_{\\mathrm{TOST}} < 0.05$) "
+               "or inconclusive.\n",
+            r->margin);
     if (s->base >= 0) {
         fprintf(f, "%% ");
         rule_text(f, s, tex_comment_label, "", "");
+        fprintf(f, "\n%% ");
+        rep_family_text(r, f, s, 0);
         fprintf(f, "\n");
     } else
         fprintf(f, "%% No baseline row: no Delta.\n");
@@ -628,7 +674,7 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     fprintf(f, " \\\\\n\\midrule\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(s, k, " $\\pm$ ", "$^{*}$", "--", &c);
+        cells(r, s, k, " $\\pm$ ", "$\\pm$", "$^{*}$", "--", &c);
         for (int j = 0, first = 1; j < NCOL; j++) {
             if (!col_on(s, j)) continue;
             if (!first) fputs(" & ", f);

@@ -194,6 +194,22 @@ int stats_holm(const double *p, int n, double *adj) {
     return 0;
 }
 
+double stats_tost(const TTest *t, double margin) {
+    if (!(margin > 0) || !isfinite(margin) || isnan(t->diff) || isnan(t->se) || isnan(t->df)) return NAN;
+    if (t->se == 0) return fabs(t->diff) < margin ? 0 : 1;
+    /* lower test: H0 diff <= -margin, p = P(T >= t1) = P(T <= -t1) by symmetry (keeps a small tail's
+     * precision); upper test: H0 diff >= +margin, p = P(T <= t2) */
+    double p_lo = stats_t_cdf(-(t->diff + margin) / t->se, t->df);
+    double p_hi = stats_t_cdf((t->diff - margin) / t->se, t->df);
+    return fmax(p_lo, p_hi);
+}
+
+double stats_paired_mde(double sd, int n, double alpha, double power) {
+    if (n < 2 || !(sd >= 0) || !(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) return NAN;
+    double df = n - 1;
+    return (stats_t_quantile(1 - alpha / 2, df) + stats_t_quantile(power, df)) * sd / sqrt(n);
+}
+
 static double lchoose(long n, long k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
 
 double stats_fisher_exact(long a, long b, long c, long d) {

@@ -1,8 +1,9 @@
 /*
  * stats.h — the statistics of `gated report` (report.h): the Student-t
  * distribution, mean and sample standard deviation, Welch's and the paired
- * t-test, Holm–Bonferroni and Fisher's exact test; and of `gated compare`
- * (bench.h): the Mann–Whitney U test.
+ * t-test, the two one-sided tests of equivalence (TOST), the minimum
+ * detectable effect of a paired t-test, Holm–Bonferroni and Fisher's
+ * exact test; and of `gated compare` (bench.h): the Mann–Whitney U test.
  *
  * Pure functions of their arguments (no I/O, no global state; stats_holm
  * alone allocates, and says so).  Small samples are part of the contract,
@@ -50,6 +51,24 @@ int stats_welch(const double *a, int na, const double *b, int nb, TTest *w);
  * n < 2.  Zero variance of d: p = 1 if diff = 0, else 0; interval [diff,
  * diff]. */
 int stats_paired(const double *a, const double *b, int n, TTest *w);
+
+/* Equivalence (TOST, Schuirmann's two one-sided tests) of the difference
+ * that t tested (stats_welch or stats_paired: its diff, se and df) within
+ * the margin (-margin, +margin), margin > 0: H0 |diff| >= margin against
+ * H1 |diff| < margin, p = max(P(T >= (diff + margin) / se), P(T <= (diff -
+ * margin) / se)) with T ~ t(df).  p < alpha is the same as the (1 - 2
+ * alpha) confidence interval lying inside the margin.  se = 0: 0 when
+ * |diff| < margin, else 1.  NAN when margin is not positive and finite or
+ * diff, se or df is NAN. */
+double stats_tost(const TTest *t, double margin);
+
+/* The minimum detectable effect of a two-sided paired t-test of n pairs
+ * whose differences have standard deviation sd: the |mean difference| it
+ * finds at level alpha with probability `power`, (t(1 - alpha/2, n - 1) +
+ * t(power, n - 1)) sd / sqrt(n) (the usual approximation: the noncentral t
+ * replaced by a shifted central one).  NAN when n < 2, sd is NAN or
+ * negative, or alpha or power is outside (0, 1). */
+double stats_paired_mde(double sd, int n, double alpha, double power);
 
 /* Holm–Bonferroni: adj[i] for the family of the non-NAN p[i] (m of them):
  * sorted ascending (ties in index order), adj_(j) = max over k <= j of

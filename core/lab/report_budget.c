@@ -1,0 +1,545 @@
+/*
+ * report_budget.c — `gated report`: the effect against the training budget
+ * (report.h): which sweeps form a budget series, and the series' tables.
+ *
+ * A series.  The budget sweeps (experiments/budget_*.yaml) train the same
+ * rows to complete schedules of different lengths, each a sweep of its own
+ * with its own baseline runs.  Nothing in a sweep file says they belong
+ * together, and nothing needs to: their configs say it.  Two sweeps are in
+ * one series when
+ *   - both have a baseline row, with the same label, and the same set of
+ *     row labels;
+ *   - each has one budget: tokens per run (train.steps x train.batch x
+ *     model.seq_len) the same for every run that has a config, and the two
+ *     budgets differ;
+ *   - row by row (the same label) the runs' configs are equal but for
+ *     train.seed, train.steps, train.eval_every and train.checkpoint_every
+ *     (RRun.bkey), wherever both rows have a run with a config (a pending
+ *     row has none yet; the baseline rows must have one), and the runs of
+ *     each row agree among themselves.
+ * The four keys left out are what a budget changes and nothing else: steps
+ * is the budget, the seed is the pairing, and eval_every and
+ * checkpoint_every change when a run is measured and saved, not what it
+ * computes (a resumed run is bit-identical; README, "Threads and
+ * determinism").  Everything else (learning rate, min_lr, warmup, schedule,
+ * model, data) must agree, so each budget's endpoint is the end of a
+ * complete schedule of one shape, and a sweep that differs in anything else
+ * (an lr sweep, a deeper model) is never taken for a budget.  Sweeps are
+ * taken in name order; each joins the first series with all of whose
+ * sweeps it agrees, else starts one; a series needs two sweeps or more and
+ * is ordered by tokens.
+ *
+ * Its tables, per budget: per contrast (each row against the baseline row
+ * of its own sweep) the paired Δ of the final val loss (summary val_loss)
+ * and, when stored, of the final test loss (summary test_loss), with its
+ * 95% CI and number of seed pairs (rep_budget_delta); each row's final val
+ * loss, mean ± std over finished runs; and each row's val-loss drop over
+ * the last quarter of its runs: metric val_loss (context '') interpolated
+ * linearly in the step at 3/4 of the last evaluation step, minus its value
+ * at that last step (none when no evaluation comes at or before 3/4), mean
+ * ± std over finished runs: a curve that has flattened drops little.
+ * md: a section of report.md; tex: DIR/budget.tex; csv: DIR/budget.csv (a
+ * line per series, budget and row) and DIR/budget-runs.csv (a line per
+ * run).  The plot is report_plot.c's (rep_plot_budget).
+ */
+#include "lab/report_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rep_row_of(const RSweep *s, const char *label) {
+    for (int k = 0; k < s->nvars; k++)
+        if (strcmp(s->vars[k].label, label) == 0) return k;
+    return -1;
+}
+
+int rep_budget_delta(R *r, const RSweep *s, int k, size_t off, RepDelta *o) {
+    *o = (RepDelta){0, NAN, NAN, NAN, NAN};
+    if (s->base < 0 || k == s->base) return 0;
+    size_t cap = (size_t)s->vars[k].nruns + 1;
+    double *a = malloc(sizeof *a * cap), *b = malloc(sizeof *b * cap);
+    if (!a || !b) {
+        free(a), free(b);
+        return rep_oom(r);
+    }
+    o->n = rep_paired_values(s, &s->vars[k], &s->vars[s->base], off, a, b, NULL);
+    TTest t;
+    if (o->n >= 2 && stats_paired(a, b, o->n, &t) == 0) {
+        o->d = t.diff;
+        o->lo = t.lo;
+        o->hi = t.hi;
+        o->p = t.p;
+    } else if (o->n == 1)
+        o->d = a[0] - b[0];
+    free(a);
+    free(b);
+    return 0;
+}
+
+/* ================================================================== */
+/* finding the series                                                  */
+/* ================================================================== */
+
+/* Tokens per run when every run with a config has the same; else NAN. */
+static double sweep_tokens(const RSweep *s) {
+    double t = NAN;
+    for (int i = 0; i < s->nruns; i++) {
+        const RRun *u = &s->runs[i];
+        if (!u->cfg_key) continue;
+        if (isnan(u->tokens) || (!isnan(t) && u->tokens != t)) return NAN;
+        t = u->tokens;
+    }
+    return t;
+}
+
+/* train.steps of the sweep's first run that has it; NAN if none. */
+static double sweep_steps(const RSweep *s) {
+    for (int i = 0; i < s->nruns; i++)
+        if (!isnan(s->runs[i].steps)) return s->runs[i].steps;
+    return NAN;
+}
+
+/* Whether sweep s can be a point of a series at all. */
+static int eligible(const RSweep *s) {
+    if (s->base < 0 || s->nvars < 2 || isnan(s->tokens) || !s->vars[s->base].bkey) return 0;
+    for (int k = 0; k < s->nvars; k++)
+        if (s->vars[k].bkey_mixed) return 0;
+    return 1;
+}
+
+/* Whether eligible sweeps a and b are the same rows at two budgets. */
+static int agree(const RSweep *a, const RSweep *b) {
+    if (a->tokens == b->tokens || a->nvars != b->nvars ||
+        strcmp(a->vars[a->base].label, b->vars[b->base].label) != 0)
+        return 0;
+    for (int k = 0; k < a->nvars; k++) {
+        int j = rep_row_of(b, a->vars[k].label);
+        if (j < 0) return 0;
+        const char *ka = a->vars[k].bkey, *kb = b->vars[j].bkey;
+        if (ka && kb && strcmp(ka, kb) != 0) return 0;
+    }
+    return 1;
+}
+
+/* A run's evaluations of val_loss, in step order. */
+typedef struct {
+    double *step, *v;
+    int n, cap, vcap;
+} Curve;
+
+/* RepRowFn on (step, value): one evaluation into the Curve arg. */
+static int add_eval(R *r, void *arg, sqlite3_stmt *st) {
+    Curve *c = arg;
+    double v = rep_col_real(st, 1);
+    if (isnan(v)) return 0;
+    if (rep_grow(r, (void **)&c->step, &c->cap, c->n + 1, sizeof *c->step) ||
+        rep_grow(r, (void **)&c->v, &c->vcap, c->n + 1, sizeof *c->v))
+        return -1;
+    c->step[c->n] = (double)sqlite3_column_int64(st, 0);
+    c->v[c->n++] = v;
+    return 0;
+}
+
+/* Finished run u's val-loss drop over the last quarter (RRun.q_drop). */
+static int last_quarter(R *r, RRun *u) {
+    sqlite3_stmt *st;
+    Curve c = {0};
+    if (rep_q_prep(r, &st,
+                   "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3 ORDER BY step",
+                   "ttt", u->run_id, "val_loss", "") ||
+        rep_q_rows(r, st, add_eval, &c)) {
+        free(c.step), free(c.v);
+        return -1;
+    }
+    if (c.n >= 2) {
+        double last = c.step[c.n - 1], x = 0.75 * last;
+        int i = -1; /* the last evaluation at or before x */
+        while (i + 1 < c.n && c.step[i + 1] <= x) i++;
+        if (i >= 0 && i < c.n - 1) {
+            double vx = c.step[i] == x ? c.v[i]
+                                       : c.v[i] + (c.v[i + 1] - c.v[i]) * (x - c.step[i]) / (c.step[i + 1] - c.step[i]);
+            u->q_drop = vx - c.v[c.n - 1];
+            u->q_last = (long long)last;
+        }
+    }
+    free(c.step);
+    free(c.v);
+    return 0;
+}
+
+int rep_budget_find(R *r) {
+    for (int i = 0; i < r->nsw; i++) r->sw[i].tokens = sweep_tokens(&r->sw[i]);
+    for (int i = 0; i < r->nsw; i++) {
+        if (!eligible(&r->sw[i])) continue;
+        RBudget *b = NULL;
+        for (int q = 0; q < r->nbud && !b; q++) {
+            int ok = 1;
+            for (int m = 0; m < r->bud[q].n && ok; m++) ok = agree(&r->sw[r->bud[q].sw[m]], &r->sw[i]);
+            if (ok) b = &r->bud[q];
+        }
+        if (!b) {
+            if (rep_grow(r, (void **)&r->bud, &r->bud_cap, r->nbud + 1, sizeof *r->bud)) return -1;
+            b = &r->bud[r->nbud++];
+            memset(b, 0, sizeof *b);
+        }
+        if (rep_grow(r, (void **)&b->sw, &b->cap, b->n + 1, sizeof *b->sw)) return -1;
+        b->sw[b->n++] = i;
+    }
+    /* keep the series of two budgets or more */
+    int kept = 0;
+    for (int q = 0; q < r->nbud; q++) {
+        if (r->bud[q].n < 2) {
+            free(r->bud[q].sw);
+            continue;
+        }
+        r->bud[kept++] = r->bud[q];
+    }
+    r->nbud = kept;
+    for (int q = 0; q < r->nbud; q++) {
+        RBudget *b = &r->bud[q];
+        for (int m = 1; m < b->n; m++) /* by tokens (insertion: a handful of sweeps; distinct budgets) */
+            for (int j = m; j > 0 && r->sw[b->sw[j - 1]].tokens > r->sw[b->sw[j]].tokens; j--) {
+                int t = b->sw[j];
+                b->sw[j] = b->sw[j - 1];
+                b->sw[j - 1] = t;
+            }
+        for (int m = 0; m < b->n; m++) b->shown |= !r->sw[b->sw[m]].context;
+        if (!(b->fname = rep_fmt(r, "budget-%s", r->sw[b->sw[0]].fname))) return -1;
+        for (int m = 0; m < b->n; m++) {
+            RSweep *s = &r->sw[b->sw[m]];
+            for (int i = 0; i < s->nruns; i++)
+                if (rep_is_finished(&s->runs[i]) && last_quarter(r, &s->runs[i])) return -1;
+        }
+    }
+    return 0;
+}
+
+void rep_budget_free(R *r) {
+    for (int q = 0; q < r->nbud; q++) {
+        RBudget *b = &r->bud[q];
+        for (int k = 0; k < b->nplots; k++) {
+            free(b->plots[k].title);
+            free(b->plots[k].base);
+        }
+        free(b->plots);
+        free(b->sw);
+        free(b->fname);
+    }
+    free(r->bud);
+    r->bud = NULL;
+    r->nbud = 0;
+}
+
+/* ================================================================== */
+/* md and tex                                                          */
+/* ================================================================== */
+
+/* Whether any finished run of series b has field off. */
+static int series_has(const R *r, const RBudget *b, size_t off) {
+    for (int m = 0; m < b->n; m++) {
+        const RSweep *s = &r->sw[b->sw[m]];
+        for (int i = 0; i < s->nruns; i++)
+            if (rep_is_finished(&s->runs[i]) && !isnan(*(const double *)((const char *)&s->runs[i] + off))) return 1;
+    }
+    return 0;
+}
+
+/* The header row: "what", then per budget "SWEEP (TOKENS)". */
+static int budget_head(R *r, const RBudget *b, Tab *t, const char *what) {
+    int rc = rep_tab_init(r, t, 1 + b->n) || rep_tab_put(t, 0, 0, rep_dup(r, what));
+    for (int m = 0; rc == 0 && m < b->n; m++) {
+        const RSweep *s = &r->sw[b->sw[m]];
+        char *tok = rep_fmt_count(r, s->tokens, "?");
+        rc = !tok || rep_tab_put(t, 0, 1 + m, rep_fmt(r, "%s (%s)", s->name, tok));
+        free(tok);
+    }
+    return rc ? -1 : 0;
+}
+
+/* A Δ as a cell: "Δ [lo, hi] (n)", "Δ (1)" for one pair, miss for none. */
+static char *delta_cell(R *r, const RepDelta *d, const RepStyle *y) {
+    if (d->n == 0 || isnan(d->d)) return rep_dup(r, y->miss);
+    if (isnan(d->lo)) return rep_fmt(r, "%+.4f (%d)", d->d, d->n);
+    return rep_fmt(r, "%+.4f [%+.4f, %+.4f] (%d)", d->d, d->lo, d->hi, d->n);
+}
+
+/* Per contrast (rows of the first sweep but its baseline) and budget: Δ of
+ * field off against the baseline. */
+static int delta_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
+    const RSweep *s0 = &r->sw[b->sw[0]];
+    int rc = budget_head(r, b, t, "row - baseline");
+    for (int k = 0; rc == 0 && k < s0->nvars; k++) {
+        if (k == s0->base) continue;
+        int i = rep_tab_row(r, t);
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, s0->vars[k].label));
+        for (int m = 0; rc == 0 && m < b->n; m++) {
+            const RSweep *s = &r->sw[b->sw[m]];
+            int j = rep_row_of(s, s0->vars[k].label);
+            RepDelta d = {0, NAN, NAN, NAN, NAN};
+            rc = (j >= 0 && rep_budget_delta(r, s, j, off, &d)) || rep_tab_put(t, i, 1 + m, delta_cell(r, &d, y));
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+/* Per row and budget: field off of its finished runs, mean ± std (n). */
+static int rows_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
+    const RSweep *s0 = &r->sw[b->sw[0]];
+    int rc = budget_head(r, b, t, "row");
+    for (int k = 0; rc == 0 && k < s0->nvars; k++) {
+        int i = rep_tab_row(r, t);
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, s0->vars[k].label));
+        for (int m = 0; rc == 0 && m < b->n; m++) {
+            const RSweep *s = &r->sw[b->sw[m]];
+            int j = rep_row_of(s, s0->vars[k].label);
+            double *buf = j >= 0 ? malloc(sizeof *buf * (size_t)(s->vars[j].nruns + 1)) : NULL;
+            if (j >= 0 && !buf) {
+                rc = rep_oom(r);
+                break;
+            }
+            int n = j >= 0 ? rep_finished_values(s, &s->vars[j], off, buf) : 0;
+            double mean, sd;
+            stats_mean_std(buf, n, &mean, &sd);
+            char cell[96];
+            rep_cell_ms(cell, sizeof cell, mean, sd, 4, y->pm, y->miss);
+            rc = rep_tab_put(t, i, 1 + m, n ? rep_fmt(r, "%s (%d)", cell, n) : rep_dup(r, y->miss));
+            free(buf);
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+typedef int (*BudgetTabFn)(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t);
+
+static int emit(R *r, FILE *f, const RBudget *b, const RepStyle *y, BudgetTabFn fn, size_t off) {
+    Tab t = {0};
+    int rc = fn(r, b, y, off, &t);
+    if (rc == 0) rep_tab_write(f, &t, y);
+    rep_tab_free(&t);
+    return rc;
+}
+
+/* A sweep name: a code span in markdown, plain in a TeX comment (one line). */
+static void sweep_name(FILE *f, const RSweep *s, int md) {
+    if (md)
+        rep_md_code(f, s->name);
+    else
+        store_fput_escaped(f, s->name);
+}
+
+/* The series' caption: its sweeps with tokens and steps, and the baseline. */
+static void series_caption(const R *r, FILE *f, const RBudget *b, int md) {
+    const RSweep *s0 = &r->sw[b->sw[0]];
+    fputs(md ? "Budgets (tokens per run = train.steps × train.batch × model.seq_len): " : "% budgets: ", f);
+    for (int m = 0; m < b->n; m++) {
+        const RSweep *s = &r->sw[b->sw[m]];
+        fputs(m ? ", " : "", f);
+        sweep_name(f, s, md);
+        fprintf(f, " %.0f tokens (%.0f steps)", s->tokens, sweep_steps(s));
+    }
+    fputs(md ? ". Baseline row: " : "; baseline row ", f);
+    if (md)
+        rep_md_code(f, s0->vars[s0->base].label);
+    else
+        store_fput_escaped(f, s0->vars[s0->base].label);
+    fputs(md ? ".\n\n" : "\n", f);
+}
+
+/* The tables of series b in style y, each after its caption. */
+static int series_tables(R *r, FILE *f, const RBudget *b, const RepStyle *y) {
+    static const char *const caps[4][2] = {
+        {"% Delta final val loss (row - baseline of the same budget), paired by seed: mean [95% CI] (pairs)\n",
+         "**Δ final val loss** (row − the baseline row of the same budget, paired by seed: mean of the per-seed "
+         "differences [95% CI] (pairs); negative: the row is better):\n\n"},
+        {"% Delta final test loss, as above\n", "**Δ final test loss** (summary `test_loss`; as above):\n\n"},
+        {"% final val loss per row, mean +- std over finished runs (n)\n",
+         "**Final val loss** per row, mean ± std over finished runs (n):\n\n"},
+        {"% val-loss drop over the last quarter of the run (val loss at 3/4 of the last evaluation step, "
+         "interpolated, minus at that step), mean +- std (n)\n",
+         "**Curve flattening**: the val-loss drop over the last quarter of each run (val loss at 3/4 of the last "
+         "evaluation step, interpolated between evaluations, minus the last evaluation's), mean ± std (n); near 0: "
+         "the curve has flattened, large: the run ended still learning:\n\n"}};
+    static const size_t offs[4] = {offsetof(RRun, val_loss), offsetof(RRun, test_loss), offsetof(RRun, val_loss),
+                                   offsetof(RRun, q_drop)};
+    for (int q = 0; q < 4; q++) {
+        if (q == 1 && !series_has(r, b, offsetof(RRun, test_loss))) continue;
+        fputs(caps[q][y->md], f);
+        if (emit(r, f, b, y, q < 2 ? delta_tab : rows_tab, offs[q])) return -1;
+    }
+    return 0;
+}
+
+int rep_budget_md(R *r, FILE *f) {
+    int any = 0;
+    for (int q = 0; q < r->nbud; q++) any |= r->bud[q].shown;
+    if (!any) return 0;
+    fprintf(f, "<a id=\"budget\"></a>\n\n## Effect against training budget\n\n"
+               "Sweeps that train the same rows to different budgets form a series: the same row labels and "
+               "baseline, one budget per sweep (tokens per run), and configs equal row by row but for "
+               "`train.steps`, `train.eval_every`, `train.checkpoint_every` and `train.seed` (how long a run "
+               "trains, when it is measured and saved, and its seed). So every other key, the learning-rate "
+               "schedule's shape included, is the same, and each budget's numbers are the endpoints of complete "
+               "runs, not mid-run values of a longer one. Each sweep has its own baseline runs, and each contrast "
+               "is paired by seed within its budget. Δ is not adjusted for multiple comparisons here; the tables "
+               "above carry the Holm-adjusted tests.\n\n");
+    for (int q = 0; q < r->nbud; q++) {
+        RBudget *b = &r->bud[q];
+        if (!b->shown) continue;
+        fprintf(f, "### Series ");
+        for (int m = 0; m < b->n; m++) {
+            fputs(m ? ", " : "", f);
+            rep_md_code(f, r->sw[b->sw[m]].name);
+        }
+        fprintf(f, "\n\n");
+        series_caption(r, f, b, 1);
+        if (series_tables(r, f, b, &REP_MD_STYLE)) return -1;
+        if (!r->o->no_plots)
+            for (int k = 0; k < b->nplots; k++) rep_md_plot(r, f, &b->plots[k]);
+    }
+    return 0;
+}
+
+/* ================================================================== */
+/* files: budget.tex, budget.csv, budget-runs.csv                      */
+/* ================================================================== */
+
+static int write_tex(R *r, FILE *f) {
+    fprintf(f, "%% gated report: effect against training budget; database ");
+    store_fput_escaped(f, r->o->db_path);
+    fprintf(f, "\n%% needs \\usepackage{booktabs}.  A series: sweeps with the same rows whose configs differ only in "
+               "train.steps, train.eval_every, train.checkpoint_every and train.seed; Delta paired by seed within each "
+               "budget, not adjusted for multiple comparisons.\n");
+    for (int q = 0; q < r->nbud; q++) {
+        const RBudget *b = &r->bud[q];
+        if (!b->shown) continue;
+        fprintf(f, "%% series ");
+        for (int m = 0; m < b->n; m++) {
+            fputs(m ? ", " : "", f);
+            store_fput_escaped(f, r->sw[b->sw[m]].name);
+        }
+        fputc('\n', f);
+        series_caption(r, f, b, 0);
+        if (series_tables(r, f, b, &REP_TEX_STYLE)) return -1;
+    }
+    return 0;
+}
+
+static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
+
+/* The series name (its first sweep), the sweep, its tokens and steps: the
+ * first fields of a line. */
+static void csv_head(FILE *f, const R *r, const RBudget *b, const RSweep *s) {
+    rep_csv_text(f, r->sw[b->sw[0]].name);
+    fputc(',', f);
+    rep_csv_text(f, s->name);
+    fputc(',', f);
+    csv_num(f, s->tokens);
+    csv_num(f, sweep_steps(s));
+}
+
+static void csv_delta(FILE *f, const RepDelta *d, char sep) {
+    fprintf(f, "%d,", d->n);
+    csv_num(f, d->d);
+    csv_num(f, d->lo);
+    csv_num(f, d->hi);
+    rep_csv_val(f, d->p, sep);
+}
+
+/* budget.csv: a line per series, budget and row. */
+static int write_csv(R *r, FILE *f) {
+    fprintf(f, "series,sweep,tokens,steps,label,is_baseline,n_finished,val_loss_mean,val_loss_std,test_loss_mean,"
+               "test_loss_std,q_drop_mean,q_drop_std,q_drop_n,n_pairs_val,delta_val_loss,delta_val_ci_lo,"
+               "delta_val_ci_hi,p_val,n_pairs_test,delta_test_loss,delta_test_ci_lo,delta_test_ci_hi,p_test\n");
+    for (int q = 0; q < r->nbud; q++) {
+        const RBudget *b = &r->bud[q];
+        if (!b->shown) continue;
+        for (int m = 0; m < b->n; m++) {
+            const RSweep *s = &r->sw[b->sw[m]];
+            double *buf = malloc(sizeof *buf * (size_t)(s->nruns + 1));
+            if (!buf) return rep_oom(r);
+            for (int k = 0; k < s->nvars; k++) {
+                const RVar *v = &s->vars[k];
+                RepDelta dv, dt;
+                if (rep_budget_delta(r, s, k, offsetof(RRun, val_loss), &dv) ||
+                    rep_budget_delta(r, s, k, offsetof(RRun, test_loss), &dt)) {
+                    free(buf);
+                    return -1;
+                }
+                csv_head(f, r, b, s);
+                rep_csv_text(f, v->label);
+                fprintf(f, ",%d,%d,", k == s->base, v->n_fin);
+                csv_num(f, v->loss_mean);
+                csv_num(f, v->loss_std);
+                double m1, s1;
+                int n = rep_finished_values(s, v, offsetof(RRun, test_loss), buf);
+                stats_mean_std(buf, n, &m1, &s1);
+                csv_num(f, m1);
+                csv_num(f, s1);
+                n = rep_finished_values(s, v, offsetof(RRun, q_drop), buf);
+                stats_mean_std(buf, n, &m1, &s1);
+                csv_num(f, m1);
+                csv_num(f, s1);
+                fprintf(f, "%d,", n);
+                csv_delta(f, &dv, ',');
+                csv_delta(f, &dt, '\n');
+            }
+            free(buf);
+        }
+    }
+    return 0;
+}
+
+/* budget-runs.csv: a line per run of a series. */
+static int write_runs_csv(R *r, FILE *f) {
+    fprintf(f, "series,sweep,tokens,steps,label,seed,run_id,status,val_loss,test_loss,q_from_step,q_to_step,"
+               "q_drop\n");
+    for (int q = 0; q < r->nbud; q++) {
+        const RBudget *b = &r->bud[q];
+        if (!b->shown) continue;
+        for (int m = 0; m < b->n; m++) {
+            const RSweep *s = &r->sw[b->sw[m]];
+            for (int k = 0; k < s->nvars; k++)
+                for (int i = 0; i < s->vars[k].nruns; i++) {
+                    const RRun *u = &s->runs[s->vars[k].runs[i]];
+                    char qid[64];
+                    csv_head(f, r, b, s);
+                    rep_csv_text(f, u->label);
+                    fprintf(f, ",%lld,", u->seed);
+                    rep_csv_text(f, store_escape(u->run_id, qid, sizeof qid));
+                    fputc(',', f);
+                    rep_csv_text(f, u->status);
+                    fputc(',', f);
+                    csv_num(f, rep_is_finished(u) ? u->val_loss : NAN);
+                    csv_num(f, rep_is_finished(u) ? u->test_loss : NAN);
+                    csv_num(f, u->q_last >= 0 ? 0.75 * (double)u->q_last : NAN);
+                    csv_num(f, u->q_last >= 0 ? (double)u->q_last : NAN);
+                    rep_csv_val(f, u->q_drop, '\n');
+                }
+        }
+    }
+    return 0;
+}
+
+/* Write DIR/NAME with fn. */
+static int budget_file(R *r, const char *name, int (*fn)(R *, FILE *)) {
+    char *path = rep_fmt(r, "%s/%s", r->o->out_dir, name);
+    if (!path) return -1;
+    FILE *f = rep_open(r, path);
+    int rc = -1;
+    if (f) {
+        rc = fn(r, f);
+        if (rep_close(r, f, path)) rc = -1;
+    }
+    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
+    free(path);
+    return rc;
+}
+
+int rep_budget_files(R *r) {
+    int any = 0;
+    for (int q = 0; q < r->nbud; q++) any |= r->bud[q].shown;
+    if (!any || r->o->format == REPORT_MD) return 0;
+    if (r->o->format == REPORT_TEX) return budget_file(r, "budget.tex", write_tex);
+    return budget_file(r, "budget.csv", write_csv) || budget_file(r, "budget-runs.csv", write_runs_csv) ? -1 : 0;
+}
