@@ -28,8 +28,11 @@
  *                               (core/util, core/nn, core/run:
  *                               run/codever.h) is identical to this one's,
  *                               so a commit of the CLI, the report, docs or
- *                               results invalidates nothing;
- *                               else run again; --force runs it regardless;
+ *                               results invalidates nothing, or when this
+ *                               build attested it (run/store.h, "Code
+ *                               attestations");
+ *                               else, with --verify-code, verified first
+ *                               (below), else run again; --force runs it regardless;
  *                               never rerun when it ended after this sweep
  *                               started (another worker made it meanwhile)
  *   killed                      run, resuming from its checkpoint (train
@@ -60,8 +63,18 @@
  * exits 128 + the signal (130 for SIGINT).  A child that exits 130 / 143
  * (gated train stopped by the signal) leaves its run killed, not failed.
  *
+ * --verify-code: before anything runs, each result that would be run again
+ * for its code or flags alone is re-executed by this build, one at a time
+ * with every core, for its first steps (verify_window) into a scratch
+ * database beside the real one (DBDIR/verify-XXXXXX, removed afterwards;
+ * checkpoints there too, never the run's own); when every metric and
+ * histogram row of those steps is bitwise equal to the stored one
+ * (store_attest_compare) an attestation is recorded and the run is kept,
+ * else the first difference is printed and the run is rerun as before.
+ *
  * --dry-run prints each selected run (index, stored status, what a real
- * sweep would do, run id, name, overrides) and writes nothing.
+ * sweep would do, run id, name, overrides) and writes nothing; with
+ * --verify-code, "verify" marks the runs a sweep would verify first.
  *
  * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
  * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
@@ -83,6 +96,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -97,6 +111,7 @@
 
 #include "commands.h"
 #include "run/codever.h"
+#include "run/eval.h"
 #include "run/store.h"
 #include "lab/merge.h"
 #include "lab/sweep.h"
@@ -104,7 +119,21 @@
 
 extern char **environ;
 
-enum { O_DRY_RUN, O_COUNT, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT };
+enum {
+    O_DRY_RUN,
+    O_COUNT,
+    O_INDEX,
+    O_SHARD,
+    O_JOBS,
+    O_FORCE,
+    O_RERUN_FAILED,
+    O_FAIL_FAST,
+    O_VERIFY_CODE,
+    O_VERIFY_STEPS,
+    O_DB,
+    O_DATA,
+    O__COUNT
+};
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
     [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
@@ -114,13 +143,18 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_FORCE] = {"force", NULL, "rerun finished, diverged and failed runs too", 0},
     [O_RERUN_FAILED] = {"rerun-failed", NULL, "rerun failed runs (else skipped, exit 1)", 0},
     [O_FAIL_FAST] = {"fail-fast", NULL, "start no new run after one failed", 0},
+    [O_VERIFY_CODE] = {"verify-code", NULL,
+                       "re-execute the first steps of results of other code; bitwise equal: keep them", 0},
+    [O_VERIFY_STEPS] = {"verify-steps", "N",
+                        "steps to re-execute (least: to the first evaluation and warmup + 1)", 0},
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_DATA] = {"data", "DIR", "the corpus (default: data)", 0},
 };
 
 typedef struct {
     const char *path, *db, *data;
-    int dry_run, count, force, rerun_failed, fail_fast;
+    int dry_run, count, force, rerun_failed, fail_fast, verify_code;
+    long verify_steps;     /* --verify-steps (0: not given) */
     long index;            /* -1: all */
     long shard_i, shard_n; /* shard_n 0: no sharding */
     long jobs;
@@ -153,6 +187,11 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
         case O_FORCE: o->force = 1; break;
         case O_RERUN_FAILED: o->rerun_failed = 1; break;
         case O_FAIL_FAST: o->fail_fast = 1; break;
+        case O_VERIFY_CODE: o->verify_code = 1; break;
+        case O_VERIFY_STEPS:
+            if (util_parse_long(v, 1, 1L << 30, &o->verify_steps))
+                return cli_usage_error(c, "--verify-steps: expected a positive integer, got \"%s\"", v);
+            break;
         case O_DB: o->db = v; break;
         case O_DATA: o->data = v; break;
         case O_INDEX:
@@ -176,6 +215,10 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     if (n != 1) return n ? cli_usage_error(c, "one SWEEP.yaml, not %d", n) : cli_usage_error(c, "no sweep file given");
     o->path = rest[0];
     if (o->index >= 0 && o->shard_n) return cli_usage_error(c, "give --index or --shard, not both");
+    if (o->verify_steps && !o->verify_code) return cli_usage_error(c, "--verify-steps needs --verify-code");
+    if (o->verify_code && !codever_is_commit(codever_commit()))
+        fprintf(stderr, "gated sweep: --verify-code: this build has no commit (built outside a git checkout), so "
+                        "nothing can be verified; results of other code are rerun\n");
     return -1;
 }
 
@@ -195,6 +238,8 @@ typedef struct {
     char stored[16]; /* status in the database, "-" if absent */
     char why[200];   /* why it runs / is skipped */
     int run_it;      /* 1: launch */
+    int verify;      /* --verify-code: re-execute its first steps first (run_it stays 1: if they differ) */
+    int verified;    /* the verification was made (whatever it found) */
     int resume;      /* a killed run: continue from its checkpoint */
     int skip_failed; /* skipped although failed */
     Outcome outcome;
@@ -210,14 +255,28 @@ static int same_code(const StoreRunState *rs, const char *code) {
     return codever_same_results(rs->code_version, rs->cflags, code, codever_cflags(), codever_git_unchanged, NULL);
 }
 
+/* The steps --verify-code re-executes for run r: --verify-steps, and at
+ * least up to the first evaluation (train.eval_every) and one step past the
+ * warmup (so both branches of the learning-rate schedule run), at most the
+ * run's train.steps. */
+static long verify_window(const SweepRun *r, const SweepOpts *o) {
+    long n = o->verify_steps, e = r->config.eval_every, w = (long)r->config.warmup + 1;
+    if (n < e)
+        n = e;
+    if (n < w)
+        n = w;
+    return n < r->config.steps ? n : r->config.steps;
+}
+
 /* Decide what to do with j given the run's state (status NULL: absent).
  * t0: when this sweep started (unix seconds); a result that ended after it
  * was made by another worker meanwhile and is never redone, not even with
- * --force. */
+ * --force.  A result of other code or flags stands when this build has
+ * attested it (rs->attest); else --verify-code verifies it first. */
 static void plan_state(Job *j, const StoreRunState *rs, const char *code, const SweepOpts *o, double t0) {
     char qv[64];
     const char *s = rs->status;
-    j->run_it = j->resume = j->skip_failed = 0;
+    j->run_it = j->resume = j->skip_failed = j->verify = 0;
     store_escape(s ? s : "-", j->stored, sizeof j->stored); /* text from the database is printed escaped */
     if (!s) {
         j->run_it = 1;
@@ -226,21 +285,29 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
     }
     if (strcmp(s, "finished") == 0 || strcmp(s, "diverged") == 0) {
         const char *v = rs->code_version;
-        int same = same_code(rs, code);
+        char was[120];
+        if (v && strcmp(v, code) == 0)
+            snprintf(was, sizeof was, "%s with other compiler flags", s);
+        else
+            snprintf(was, sizeof was, "%s by code %.12s, now %.12s", s, v ? store_escape(v, qv, sizeof qv) : "?",
+                     code);
         if (!isnan(rs->ended_at) && rs->ended_at >= t0) {
             snprintf(j->why, sizeof j->why, "%s by another worker since this sweep started", s);
         } else if (o->force) {
             j->run_it = 1;
             snprintf(j->why, sizeof j->why, "%s, rerun (--force)", s);
-        } else if (!same && v && strcmp(v, code) == 0) {
-            j->run_it = 1;
-            snprintf(j->why, sizeof j->why, "%s with other compiler flags: rerun", s);
-        } else if (!same) {
-            j->run_it = 1;
-            snprintf(j->why, sizeof j->why, "%s by code %.12s, now %.12s: rerun", s,
-                     v ? store_escape(v, qv, sizeof qv) : "?", code);
-        } else {
+        } else if (same_code(rs, code)) {
             snprintf(j->why, sizeof j->why, "already %s", s);
+        } else if (rs->attest) {
+            snprintf(j->why, sizeof j->why, "%s, verified equal under %.12s (%lld steps, %lld rows)", was, code,
+                     rs->attest->steps, rs->attest->rows);
+        } else if (o->verify_code && !j->verified && codever_is_commit(code)) {
+            j->run_it = j->verify = 1;
+            snprintf(j->why, sizeof j->why, "%s: verify its first %ld steps, rerun if they differ", was,
+                     verify_window(j->run, o));
+        } else {
+            j->run_it = 1;
+            snprintf(j->why, sizeof j->why, "%s: rerun", was);
         }
         return;
     }
@@ -269,10 +336,14 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
  * first guess of a real sweep: each run is decided again when claimed). */
 static void plan(Job *j, Store *st, const char *code, const SweepOpts *o, double t0) {
     char buf[16], cv[128], cf[512];
-    StoreRunState rs = {NULL, NULL, NAN, NULL};
+    StoreRunState rs = {NULL, NULL, NAN, NULL, NULL};
+    StoreAttest at;
     if (st && (rs.status = store_run_status(st, j->run->run_id, buf, sizeof buf))) {
         rs.code_version = store_run_code_version(st, j->run->run_id, cv, sizeof cv);
         rs.cflags = store_run_cflags(st, j->run->run_id, cf, sizeof cf);
+        /* (an error reads as no attestation: the run is verified or rerun) */
+        if (store_attest_get(st, j->run->run_id, code, codever_cflags(), &at) > 0)
+            rs.attest = &at;
     }
     plan_state(j, &rs, code, o, t0);
 }
@@ -337,9 +408,9 @@ static char **child_env(int threads, const char *owner, char *own[3]) {
     return env;
 }
 
-/* DIR/logs/NAME.log, with bytes of NAME outside [A-Za-z0-9._,=+-] as '_'. */
-static char *log_path(const char *logdir, const char *name) {
-    size_t n = strlen(logdir) + strlen(name) + 8;
+/* DIR/logs/NAME.SUFFIX, with bytes of NAME outside [A-Za-z0-9._,=+-] as '_'. */
+static char *log_path(const char *logdir, const char *name, const char *suffix) {
+    size_t n = strlen(logdir) + strlen(name) + strlen(suffix) + 4;
     char *p = malloc(n);
     if (!p)
         return NULL;
@@ -350,19 +421,21 @@ static char *log_path(const char *logdir, const char *name) {
             (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("._,=+-", ch);
         p[o++] = ok && !(c == name && ch == '.') ? ch : '_';
     }
-    snprintf(p + o, n - o, ".log");
+    snprintf(p + o, n - o, "%s", suffix);
     return p;
 }
 
-/* Start job j's child.  0 ok, -1 (message printed). */
-static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, const char *logdir,
-                     const char *ckptdir) {
-    const SweepRun *r = j->run;
-    int argc = 0, cap = 3 + 2 * r->noverrides + 10;
-    char **argv = calloc((size_t)cap, sizeof *argv);
-    j->log = log_path(logdir, r->name);
-    if (!argv || !j->log) {
-        free(argv);
+/* Start `gated train` for run r into db, with checkpoints in ckptdir,
+ * stdout and stderr to log, and the extra arguments extra (NULL-terminated)
+ * after the run's own; the child's pid into *pid.  0 ok, -1 (message
+ * printed). */
+static int spawn_train(const SweepRun *r, const Sweep *sw, const char *db, const char *data, const char *ckptdir,
+                       const char *const *extra, char **envp, const char *log, pid_t *pid) {
+    int argc = 0, nextra = 0;
+    while (extra && extra[nextra])
+        nextra++;
+    char **argv = calloc((size_t)(3 + 2 * r->noverrides + 10 + nextra), sizeof *argv);
+    if (!argv) {
         fprintf(stderr, "gated sweep: out of memory\n");
         return -1;
     }
@@ -376,18 +449,18 @@ static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, c
     argv[argc++] = "--name";
     argv[argc++] = r->name;
     argv[argc++] = "--db";
-    argv[argc++] = (char *)o->db;
+    argv[argc++] = (char *)db;
     argv[argc++] = "--data";
-    argv[argc++] = (char *)o->data;
+    argv[argc++] = (char *)data;
     argv[argc++] = "--ckpt";
     argv[argc++] = (char *)ckptdir;
-    if (j->resume)
-        argv[argc++] = "--resume";
+    for (int i = 0; i < nextra; i++)
+        argv[argc++] = (char *)extra[i];
     argv[argc] = NULL;
 
-    int fd = open(j->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", j->log, strerror(errno));
+        fprintf(stderr, "gated sweep: %s: %s\n", log, strerror(errno));
         free(argv);
         return -1;
     }
@@ -400,7 +473,7 @@ static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, c
     if (rc == 0)
         rc = posix_spawn_file_actions_adddup2(&fa, fd, 2);
     if (rc == 0)
-        rc = posix_spawn(&j->pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        rc = posix_spawn(pid, "/proc/self/exe", &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     close(fd);
     free(argv);
@@ -408,6 +481,20 @@ static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, c
         fprintf(stderr, "gated sweep: cannot start %s: %s\n", r->name, strerror(rc));
         return -1;
     }
+    return 0;
+}
+
+/* Start job j's child.  0 ok, -1 (message printed). */
+static int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, const char *logdir,
+                     const char *ckptdir) {
+    static const char *const resume[] = {"--resume", NULL};
+    j->log = log_path(logdir, j->run->name, ".log");
+    if (!j->log) {
+        fprintf(stderr, "gated sweep: out of memory\n");
+        return -1;
+    }
+    if (spawn_train(j->run, sw, o->db, o->data, ckptdir, j->resume ? resume : NULL, envp, j->log, &j->pid))
+        return -1;
     j->t0 = util_now();
     return 0;
 }
@@ -550,15 +637,23 @@ static void print_dry(const Sweep *sw, Job *jobs, int n) {
         if (l > namew)
             namew = l > 48 ? 48 : l;
     }
-    printf("%5s  %-8s  %-4s  %-16s  %-*s  %s\n", "index", "status", "do", "run id", namew, "name", "overrides");
+    int dow = 4, nverify = 0;
+    for (int i = 0; i < n; i++)
+        nverify += jobs[i].verify;
+    if (nverify)
+        dow = 6;
+    printf("%5s  %-8s  %-*s  %-16s  %-*s  %s\n", "index", "status", dow, "do", "run id", namew, "name", "overrides");
     for (int i = 0; i < n; i++) {
         const SweepRun *r = jobs[i].run;
-        printf("%5d  %-8s  %-4s  %-16s  %-*s ", r->index, jobs[i].stored, jobs[i].run_it ? "run" : "skip", r->run_id,
-               namew, r->name);
+        printf("%5d  %-8s  %-*s  %-16s  %-*s ", r->index, jobs[i].stored, dow,
+               jobs[i].verify ? "verify" : jobs[i].run_it ? "run" : "skip", r->run_id, namew, r->name);
         for (int k = 0; k < r->noverrides; k++)
             printf(" %s", r->overrides[k]);
         printf("%s\n", r->is_baseline ? "  (baseline)" : "");
     }
+    for (int i = 0; i < n; i++)
+        if (jobs[i].verify)
+            printf("verify %s (index %d): %s\n", jobs[i].run->name, jobs[i].run->index, jobs[i].why);
 }
 
 /* One `gated sweep`, shared by its phases: select, (dry run | prepare the
@@ -574,6 +669,7 @@ typedef struct {
     double t0;       /* when the sweep started, unix seconds (as the store's times) */
     StoreSweepRun *rec;
     char **envp, *own[3], *dbdir, *logdir, *ckptdir;
+    char **venvp, *vown[3]; /* --verify-code's children: all cores each, one at a time */
     int nrun, threads;
     /* the jobs' loop */
     int next, running, done, failed_now, forwarded, total;
@@ -657,8 +753,7 @@ static int sweep_open_store(SweepCtx *x) {
     return GO;
 }
 
-/* The children's environment, log and checkpoint directories; the plan
- * printed. */
+/* The children's environment, log and checkpoint directories. */
 static int sweep_prepare_children(SweepCtx *x) {
     const SweepOpts *o = x->o;
     x->threads = cpu_count() / (int)o->jobs;
@@ -676,6 +771,12 @@ static int sweep_prepare_children(SweepCtx *x) {
         fprintf(stderr, "gated sweep: %s: %s\n", x->logdir, strerror(errno));
         return EXIT_RUNTIME;
     }
+    return GO;
+}
+
+/* The plan, printed: the selection, and why each run not run is skipped. */
+static int sweep_print_plan(SweepCtx *x) {
+    const SweepOpts *o = x->o;
     printf("sweep %s: %d of %d runs selected, %d to run, %ld job%s x %d thread%s, db %s\n", x->sw->name, x->n,
            x->sw->nruns, x->nrun, o->jobs, o->jobs == 1 ? "" : "s", x->threads, x->threads == 1 ? "" : "s", o->db);
     for (int i = 0; i < x->n; i++)
@@ -684,6 +785,186 @@ static int sweep_prepare_children(SweepCtx *x) {
             printf("skip %s (index %d): %s\n", x->jobs[i].run->name, x->jobs[i].run->index, x->jobs[i].why);
         }
     fflush(stdout);
+    return GO;
+}
+
+/* ------------------------------------------------------------------ */
+/* --verify-code                                                       */
+/* ------------------------------------------------------------------ */
+
+/* nftw callback: remove one entry of the scratch directory (deepest
+ * first; links are not followed). */
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb, (void)type, (void)ftw;
+    if (remove(path) != 0)
+        fprintf(stderr, "gated sweep: %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+/* Wait for the verification child pid, forwarding a stop signal to it once
+ * (it checkpoints and ends as killed).  0 with *ws, or -1. */
+static int wait_verify(pid_t pid, int *ws) {
+    int forwarded = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, ws, 0);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno == EINTR) {
+            if (stop_requested && !forwarded)
+                kill(pid, SIGTERM), forwarded = 1;
+            continue;
+        }
+        fprintf(stderr, "gated sweep: waitpid: %s\n", strerror(errno));
+        return -1;
+    }
+}
+
+/* The re-execution's arguments after the run's own (argv: 5 slots): its
+ * first n steps (the whole run when n is all of it) and, for continued
+ * training, the parent's checkpoint as a file (the scratch database does
+ * not hold the parent run); the re-execution's run id into vid (the same as
+ * the run's but when train.init_from is replaced).  0, or -1 (why). */
+static int verify_args(const SweepCtx *x, const SweepRun *r, long n, char nbuf[24], char *initbuf, size_t icap,
+                       const char *argv[5], char vid[17], char *why, size_t wcap) {
+    int k = 0;
+    snprintf(vid, 17, "%s", r->run_id);
+    if (r->config.init_from[0]) {
+        Config parent, c = r->config;
+        char path[sizeof c.init_from], pid[17], err[1024];
+        if (trained_locate(r->config.init_from, x->o->db, x->ckptdir, &parent, path, sizeof path, pid, err,
+                           sizeof err)) {
+            snprintf(why, wcap, "train.init_from: %s", err);
+            return -1;
+        }
+        snprintf(c.init_from, sizeof c.init_from, "%s", path);
+        char *json = store_config_json(&c, vid);
+        if (!json) {
+            snprintf(why, wcap, "out of memory");
+            return -1;
+        }
+        free(json);
+        snprintf(initbuf, icap, "train.init_from=%s", path);
+        argv[k++] = "--set";
+        argv[k++] = initbuf;
+    }
+    if (n < r->config.steps) {
+        snprintf(nbuf, 24, "%ld", n);
+        argv[k++] = "--stop-after";
+        argv[k++] = nbuf;
+    }
+    argv[k] = NULL;
+    return 0;
+}
+
+/* Re-execute job j's run for its first steps with this build into a
+ * scratch database (DBDIR/verify-XXXXXX, removed afterwards; the log is
+ * DBDIR/logs/NAME.verify.log), compare every row of those steps with the
+ * stored ones, and record an attestation when all are bitwise equal. */
+static void verify_job(SweepCtx *x, Job *j) {
+    const SweepRun *r = j->run;
+    long n = verify_window(r, x->o);
+    size_t dl = strlen(x->dbdir) + 64;
+    char *tmp = malloc(dl), *vdb = malloc(dl), *vck = malloc(dl), *log = log_path(x->logdir, r->name, ".verify.log");
+    char nbuf[24], initbuf[300], vid[17], why[1200] = "";
+    const char *extra[5];
+    if (!tmp || !vdb || !vck || !log) {
+        snprintf(why, sizeof why, "out of memory");
+        goto out;
+    }
+    snprintf(tmp, dl, "%s/verify-XXXXXX", x->dbdir);
+    if (!mkdtemp(tmp)) {
+        snprintf(why, sizeof why, "%s: %s", tmp, strerror(errno));
+        free(tmp), tmp = NULL; /* nothing to remove */
+        goto out;
+    }
+    snprintf(vdb, dl, "%s/verify.db", tmp);
+    snprintf(vck, dl, "%s/checkpoints", tmp);
+    if (verify_args(x, r, n, nbuf, initbuf, sizeof initbuf, extra, vid, why, sizeof why))
+        goto out;
+    printf("verify %s (index %d, run %s): %s\n", r->name, r->index, r->run_id, j->why);
+    fflush(stdout);
+    pid_t pid;
+    int ws;
+    double t0 = util_now();
+    if (spawn_train(r, x->sw, vdb, x->o->data, vck, extra, x->venvp, log, &pid) || wait_verify(pid, &ws)) {
+        snprintf(why, sizeof why, "gated train could not be run");
+        goto out;
+    }
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+        if (WIFSIGNALED(ws))
+            snprintf(why, sizeof why, "the re-execution was killed by signal %d; log %s", WTERMSIG(ws), log);
+        else
+            snprintf(why, sizeof why, "the re-execution exited with status %d; log %s", WEXITSTATUS(ws), log);
+        print_tail(log, 12);
+        goto out;
+    }
+    StoreAttestCmp cmp;
+    if (store_attest_compare(x->st, r->run_id, vdb, vid, n, &cmp)) {
+        snprintf(why, sizeof why, "%s", store_errmsg(x->st));
+        goto out;
+    }
+    if (!cmp.equal) {
+        snprintf(why, sizeof why, "differs: %s (%lld row%s, %lld equal)", cmp.first, cmp.ndiff,
+                 cmp.ndiff == 1 ? " differs" : "s differ", cmp.rows);
+        goto out;
+    }
+    int rec = store_attest_record(x->st, r->run_id, x->code, codever_dirty(), codever_cflags(), &cmp);
+    if (rec < 0)
+        snprintf(why, sizeof why, "%s", store_errmsg(x->st));
+    else if (rec == 0)
+        snprintf(why, sizeof why, "equal, but the stored run changed meanwhile; nothing recorded");
+    else
+        printf("verified %s (index %d): %lld steps, %lld rows bitwise equal (%.1f s); kept as this build's result\n",
+               r->name, r->index, cmp.steps, cmp.rows, util_now() - t0);
+out:
+    if (*why)
+        printf("verify %s (index %d): %s; rerun\n", r->name, r->index, why);
+    fflush(stdout);
+    if (tmp && nftw(tmp, remove_entry, 8, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "gated sweep: %s: %s\n", tmp, strerror(errno));
+    free(tmp);
+    free(vdb);
+    free(vck);
+    free(log);
+}
+
+/* --verify-code: each job planned for verification (a result of other
+ * code or flags, without an attestation for this build) is verified, one
+ * at a time with every core, then planned again: kept when attested, else
+ * rerun as before.  GO, or the exit code (a stop signal). */
+static int sweep_verify(SweepCtx *x) {
+    int nv = 0;
+    for (int i = 0; i < x->n; i++)
+        nv += x->jobs[i].verify;
+    if (!nv)
+        return GO;
+    x->venvp = child_env(cpu_count(), x->owner, x->vown);
+    if (!x->venvp)
+        return sweep_oom();
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    stop_requested = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    x->nrun = 0;
+    for (int i = 0; i < x->n; i++) {
+        Job *j = &x->jobs[i];
+        if (j->verify && !stop_requested) {
+            verify_job(x, j);
+            j->verified = 1;
+            plan(j, x->st, x->code, x->o, x->t0);
+        }
+        x->nrun += j->run_it;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (stop_requested) {
+        printf("interrupted while verifying: no run started\n");
+        fflush(stdout);
+        return EXIT_SIGNAL_BASE + stop_requested;
+    }
     return GO;
 }
 
@@ -814,6 +1095,9 @@ static void sweep_ctx_free(SweepCtx *x) {
     free(x->own[0]);
     free(x->own[1]);
     free(x->own[2]);
+    free(x->venvp);
+    for (int i = 0; i < 3; i++)
+        free(x->vown[i]);
     free(x->dbdir);
     free(x->logdir);
     free(x->ckptdir);
@@ -855,6 +1139,10 @@ static int run_sweep(int argc, char **argv) {
         rc = sweep_open_store(&x);
     if (rc == GO)
         rc = sweep_prepare_children(&x);
+    if (rc == GO && o.verify_code)
+        rc = sweep_verify(&x);
+    if (rc == GO)
+        rc = sweep_print_plan(&x);
     if (rc == GO) {
         sweep_run_jobs(&x);
         rc = sweep_summary(&x);
@@ -871,7 +1159,8 @@ static int run_sweep(int argc, char **argv) {
 /* ------------------------------------------------------------------ */
 
 static int run_merge(int all_argc, char **all_argv) {
-    static const char *const tables[] = {"runs", "metrics", "summary", "histograms", "sweep_runs", "environments"};
+    static const char *const tables[] = {"runs",       "metrics",      "summary",    "histograms",
+                                         "sweep_runs", "environments", "code_attest"};
     enum { NT = sizeof tables / sizeof tables[0] };
     CliArgs a;
     const char *v;
@@ -934,9 +1223,11 @@ static int run_merge(int all_argc, char **all_argv) {
 const Command cmd_sweep = {
     "sweep", "SWEEP.yaml", "The runs of a sweep file (rows x seeds), each a child gated train.", opts,
     "The format is at the top of core/lab/sweep.c.  A run already finished by the same code is skipped,\n"
-    "a killed one resumed, a failed one rerun only with --rerun-failed.  Logs and checkpoints go beside\n"
-    "the database (DBDIR/logs, DBDIR/checkpoints).  Indices count from 0: a Slurm array\n"
-    "--array=0-$((N-1)) runs --index $SLURM_ARRAY_TASK_ID or --shard $SLURM_ARRAY_TASK_ID/N.\n"
+    "a killed one resumed, a failed one rerun only with --rerun-failed.  --verify-code first re-executes\n"
+    "the first steps of a result of other code (or flags) and keeps it when every row is bitwise equal\n"
+    "(README, \"Sweeps\").  Logs and checkpoints go beside the database (DBDIR/logs, DBDIR/checkpoints).\n"
+    "Indices count from 0: a Slurm array --array=0-$((N-1)) runs --index $SLURM_ARRAY_TASK_ID or\n"
+    "--shard $SLURM_ARRAY_TASK_ID/N.\n"
     "stdout: the plan (--dry-run), the count (--count), one line per run started, skipped or ended,\n"
     "and the summary line; stderr: a failed run's last log lines, warnings and errors.\n",
     run_sweep};

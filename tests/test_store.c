@@ -1774,3 +1774,224 @@ Test(store, schema_1_databases_open_merge_and_migrate) {
     tmp_db_remove(&t);
     tmp_db_remove(&u);
 }
+
+/* ------------------------------------------------------------------ */
+/* code attestations (store_attest.c)                                  */
+/* ------------------------------------------------------------------ */
+
+static const char CODE_A[] = "1111111111111111111111111111111111111111", CODE_B[] = "2222222222222222222222222222222222222222";
+
+/* A finished run RID recorded by code: train_loss at steps 1..3, at step 2
+ * val_loss, a NaN f_attn (stored NULL) and a gate histogram. */
+static void attest_fixture(Store *s, const char *code, double val_loss) {
+    Provenance p = test_prov("h");
+    p.code_version = code;
+    OK(store_run_begin(s, RID, "r", "{\"seed\":1}", 1, 1, &p, NULL));
+    for (int k = 1; k <= 3; k++)
+        OK(store_metric(s, RID, "train_loss", NULL, k, 3.0 / k));
+    OK(store_metric(s, RID, "val_loss", NULL, 2, val_loss));
+    OK(store_metric(s, RID, "f_attn", "layer=0", 2, NAN));
+    const long long counts[2] = {1, 2};
+    OK(store_histogram(s, RID, "gate", "layer=0", 2, 0, 1, counts, 2));
+    OK(store_run_end(s, RID, "finished", NULL, -1));
+}
+
+/* Set metric (key, step) of RID in the database at path to value, bound. */
+static void set_metric(const char *path, const char *key, long long step, double value) {
+    sqlite3 *db = raw_open(path);
+    sqlite3_stmt *st = raw_query(db, "UPDATE metrics SET value = ?3 WHERE key = ?1 AND step = ?2", NULL);
+    cr_assert_eq(sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC), SQLITE_OK);
+    cr_assert_eq(sqlite3_bind_int64(st, 2, step), SQLITE_OK);
+    cr_assert_eq(sqlite3_bind_double(st, 3, value), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+    cr_assert_eq(sqlite3_changes(db), 1, "%s step %lld", key, step);
+    cr_assert_eq(sqlite3_finalize(st), SQLITE_OK);
+    raw_close(db);
+}
+
+/* Compare RID in s with RID in the re-execution at path (steps <= 3). */
+static StoreAttestCmp compare3(Store *s, const char *path) {
+    StoreAttestCmp c;
+    OK(store_attest_compare(s, RID, path, RID, 3, &c));
+    return c;
+}
+
+/* The comparison is bit for bit over every metric and histogram row of the
+ * window (not gated eval's, not later steps), NULL equal only to NULL; an
+ * attestation names the build and holds only for the copy it compared. */
+Test(store, attest_compares_bit_for_bit_and_holds_for_one_copy) {
+    TmpDb t, u;
+    tmp_db(&t);
+    tmp_db(&u);
+    Store *s = open_or_die(t.db), *v = open_or_die(u.db);
+    attest_fixture(s, CODE_A, 2.5);
+    attest_fixture(v, CODE_B, 2.5);
+    /* only in the stored run: a `gated eval` row and a step past the window */
+    OK(store_metric(s, RID, store_eval_keys[0], "split=val,len=64", 3, 1.25));
+    OK(store_metric(s, RID, "train_loss", NULL, 4, 9.0));
+    OK(store_flush(s));
+    store_close(v);
+
+    StoreAttestCmp c = compare3(s, u.db);
+    cr_assert(c.equal, "%s", c.first);
+    cr_assert_eq(c.rows, 6, "3 train_loss, val_loss, f_attn, the histogram: %lld", c.rows);
+    cr_assert_eq(c.steps, 3);
+    cr_assert_str_eq(c.run_code, CODE_A);
+    cr_assert_eq(store_attest_get(s, RID, CODE_B, "-O2", NULL), 0);
+    cr_assert_eq(store_attest_record(s, RID, "unknown", 0, "-O2", &c), -1, "only a commit attests");
+    cr_assert_eq(store_attest_record(s, RID, CODE_B, 1, "-O2", &c), 1, "%s", store_errmsg(s));
+    cr_assert_eq(store_attest_record(s, RID, CODE_B, 1, "-O2", &c), 1, "a second record replaces the first");
+    cr_assert_eq(store_count_rows(s, "code_attest"), 1);
+    StoreAttest at = {0, 0, 0};
+    cr_assert_eq(store_attest_get(s, RID, CODE_B, "-O2", &at), 1);
+    cr_assert(at.steps == 3 && at.rows == 6 && at.verified_at > 0, "%lld %lld", at.steps, at.rows);
+    cr_assert_eq(store_attest_get(s, RID, CODE_B, "-O0", NULL), 0, "other flags");
+    cr_assert_eq(store_attest_get(s, RID, CODE_A, "-O2", NULL), 0, "other code");
+    cr_assert_eq(store_attest_get(s, "ffffffffffffffff", CODE_B, "-O2", NULL), 0);
+
+    /* one ulp apart */
+    set_metric(u.db, "val_loss", 2, nextafter(2.5, 3.0));
+    StoreAttestCmp d = compare3(s, u.db);
+    cr_assert(!d.equal);
+    cr_assert_eq(d.ndiff, 1);
+    cr_assert_str_eq(d.first, "metric val_loss step 2: stored 2.5 (0x4004000000000000), re-executed "
+                              "2.5000000000000004 (0x4004000000000001)");
+    cr_assert_eq(store_attest_record(s, RID, CODE_A, 0, "-O2", &d), -1, "a difference attests nothing");
+    set_metric(u.db, "val_loss", 2, 2.5);
+    cr_assert(compare3(s, u.db).equal);
+    /* NULL (NaN) against a number, a row on one side only, histogram counts */
+    set_metric(u.db, "f_attn", 2, 0.5);
+    d = compare3(s, u.db);
+    cr_assert(!d.equal);
+    cr_assert_str_eq(d.first, "metric f_attn [layer=0] step 2: stored NULL, re-executed 0.5 (0x3fe0000000000000)");
+    set_metric(u.db, "f_attn", 2, NAN);
+    sqlite3 *db = raw_open(u.db);
+    raw_exec(db, "DELETE FROM metrics WHERE key = 'train_loss' AND step = 1;"
+                 "UPDATE histograms SET counts = '[1,3]'");
+    raw_close(db);
+    d = compare3(s, u.db);
+    cr_assert(!d.equal);
+    cr_assert_eq(d.ndiff, 2);
+    cr_assert_str_eq(d.first, "metric train_loss step 1: stored only");
+    db = raw_open(u.db);
+    raw_exec(db, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, key, context, 1, 3.0"
+                 " FROM metrics WHERE key = 'train_loss' AND step = 2");
+    raw_close(db);
+    d = compare3(s, u.db);
+    cr_assert_eq(d.ndiff, 1);
+    cr_assert_str_eq(d.first, "histogram gate [layer=0] step 2 counts: stored \"[1,2]\", re-executed \"[1,3]\"");
+    db = raw_open(u.db);
+    raw_exec(db, "UPDATE histograms SET counts = '[1,2]'");
+    raw_close(db);
+    cr_assert(compare3(s, u.db).equal);
+    /* no such run in the re-execution's database */
+    OK(store_attest_compare(s, RID, u.db, "ffffffffffffffff", 3, &d));
+    cr_assert(!d.equal && strstr(d.first, "recorded no run ffffffffffffffff"), "%s", d.first);
+
+    /* the run ends again (another copy): the attestation no longer holds,
+     * and one compared before cannot be recorded */
+    db = raw_open(t.db);
+    raw_exec(db, "UPDATE runs SET ended_at = ended_at + 1");
+    raw_close(db);
+    cr_assert_eq(store_attest_get(s, RID, CODE_B, "-O2", NULL), 0);
+    cr_assert_eq(store_attest_record(s, RID, CODE_B, 1, "-O2", &c), 0);
+    /* a run begun again drops its attestations */
+    db = raw_open(t.db);
+    raw_exec(db, "UPDATE runs SET ended_at = ended_at - 1");
+    raw_close(db);
+    cr_assert_eq(store_attest_get(s, RID, CODE_B, "-O2", NULL), 1);
+    Provenance p = test_prov("h");
+    OK(store_run_begin(s, RID, "r", "{\"seed\":1}", 1, 1, &p, NULL));
+    cr_assert_eq(store_count_rows(s, "code_attest"), 0);
+    cr_assert_eq(store_attest_compare(s, RID, u.db, RID, 3, &d), -1, "a running run is no result");
+    store_close(s);
+    tmp_db_remove(&t);
+    tmp_db_remove(&u);
+}
+
+/* A database holding RID finished by CODE_A and attested under CODE_B
+ * (compared with a copy of itself). */
+static void attested_db(const TmpDb *t, const TmpDb *u) {
+    Store *s = open_or_die(t->db), *v = open_or_die(u->db);
+    attest_fixture(s, CODE_A, 2.5);
+    attest_fixture(v, CODE_B, 2.5);
+    store_close(v);
+    StoreAttestCmp c = compare3(s, u->db);
+    cr_assert(c.equal, "%s", c.first);
+    cr_assert_eq(store_attest_record(s, RID, CODE_B, 0, "-O2", &c), 1, "%s", store_errmsg(s));
+    store_close(s);
+}
+
+/* gated merge carries an attestation with the copy of the run it holds
+ * for, idempotently; not one for another copy. */
+Test(store, merge_carries_attestations) {
+    TmpDb t, u, m;
+    tmp_db(&t);
+    tmp_db(&u);
+    tmp_db(&m);
+    attested_db(&t, &u);
+    Store *d = open_or_die(m.db);
+    char err[1024];
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_attest_get(d, RID, CODE_B, "-O2", NULL), 1);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(d, "code_attest"), 1);
+    store_close(d);
+
+    /* the output's own copy wins (finished later): the input's attestation
+     * is of another copy and stays out */
+    tmp_db_remove(&m);
+    tmp_db(&m);
+    d = open_or_die(m.db);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    sqlite3 *db = raw_open(m.db);
+    raw_exec(db, "DELETE FROM code_attest; UPDATE runs SET ended_at = ended_at + 10");
+    raw_close(db);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(store_count_rows(d, "code_attest"), 0);
+    store_close(d);
+    tmp_db_remove(&t);
+    tmp_db_remove(&u);
+    tmp_db_remove(&m);
+}
+
+/* An attestation from an untrusted database is data: one row that is not
+ * well formed refuses the whole input, nothing merged. */
+Test(store, merge_refuses_malformed_attestations) {
+    static const struct {
+        const char *sql, *want;
+    } bad[] = {
+        {"UPDATE code_attest SET code_version = '--output=x'", "code_version \"--output=x\" is not a commit"},
+        {"UPDATE code_attest SET code_version = 'unknown'", "code_version \"unknown\" is not a commit"},
+        {"UPDATE code_attest SET run_id = 'x' || char(27) || '[2J'", "run id \"x\\x1b[2J\" contains a control"},
+        {"UPDATE code_attest SET cflags = char(10)", "cflags \"\\x0a\" contains a control"},
+        {"UPDATE code_attest SET run_code_version = x'41'", "run_code_version is not text"},
+        {"UPDATE code_attest SET rows_checked = 'many'", "rows_checked is not a positive count"},
+        {"UPDATE code_attest SET rows_checked = 0", "rows_checked is not a positive count"},
+        {"UPDATE code_attest SET steps_checked = -1", "steps_checked is not a count"},
+        {"UPDATE code_attest SET git_dirty = 2", "git_dirty is not 0 or 1"},
+        {"UPDATE code_attest SET run_ended_at = 'yesterday'", "run_ended_at is not a time"},
+        {"UPDATE code_attest SET verified_at = 1e999", "verified_at is not a time"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        TmpDb t, u, m;
+        tmp_db(&t);
+        tmp_db(&u);
+        tmp_db(&m);
+        attested_db(&t, &u);
+        sqlite3 *db = raw_open(t.db);
+        raw_exec(db, bad[i].sql);
+        raw_close(db);
+        Store *d = open_or_die(m.db);
+        char err[1024];
+        cr_assert_eq(merge_from(d, t.db, err, sizeof err), -2, "%s", bad[i].sql);
+        cr_assert(strstr(err, "refused, nothing merged: code_attest row of run "), "%s: %s", bad[i].sql, err);
+        cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].sql, err);
+        cr_assert_eq(store_count_rows(d, "runs"), 0);
+        cr_assert_eq(store_count_rows(d, "code_attest"), 0);
+        store_close(d);
+        tmp_db_remove(&t);
+        tmp_db_remove(&u);
+        tmp_db_remove(&m);
+    }
+}

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -796,6 +797,159 @@ Test(sweep, git_diff_looks_at_the_result_code_only) {
     cr_assert_eq(codever_git_unchanged(t.dir, c[0], no_such, codever_result_paths), 0, "an unknown commit");
     cr_assert_eq(codever_same_results(c[0], "-O2", c[2], "-O2", codever_git_unchanged, t.dir), 1);
     cr_assert_eq(codever_same_results(c[0], "-O2", c[3], "-O2", codever_git_unchanged, t.dir), 0);
+    tmp_rm(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* --verify-code                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Two runs of BASE_YAML (4 steps, the first evaluation after step 2, so
+ * --verify-code re-executes 2 steps). */
+static const char VERIFY_SWEEP[] = "name: vc\nbase: base.yaml\nvariants:\n  - label: a\nseeds: [1, 2]\n";
+static const char OTHER_CODE[] = "1111111111111111111111111111111111111111";
+
+/* A metric of run `name` (exactly one row), read or written with bound values. */
+static double metric_get(const char *db, const char *name, const char *key, long long step) {
+    sqlite3 *h = db_open(db);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT m.value FROM metrics m JOIN runs r USING (run_id)"
+                                    " WHERE r.name = ?1 AND m.key = ?2 AND m.step = ?3",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, step);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s %s %lld", name, key, step);
+    double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+static void metric_set(const char *db, const char *name, const char *key, long long step, double v) {
+    sqlite3 *h = NULL;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "UPDATE metrics SET value = ?4 WHERE key = ?2 AND step = ?3"
+                                    " AND run_id = (SELECT run_id FROM runs WHERE name = ?1)",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, step);
+    sqlite3_bind_double(st, 4, v);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+    cr_assert_eq(sqlite3_changes(h), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
+/* Results recorded by other code (here a made-up commit) whose first steps
+ * this build re-executes bitwise equal are attested and kept, by this sweep
+ * and the next ones; a database of schema 1 is compared after the store's
+ * migration, so its 0-based per-update steps line up. */
+Test(sweep, verify_code_keeps_results_that_re_execute_bitwise_equal, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160], want[512], txt[2048], cmd[512];
+    write_file(&t, "v.yaml", VERIFY_SWEEP, path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    long long metrics = q_int(db, "SELECT count(*) FROM metrics");
+    char ended[256];
+    q_text(db, "SELECT ended_at FROM runs ORDER BY run_id", ended, sizeof ended);
+    snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
+    db_exec(db, cmd);
+    /* past the 2 steps verified, nothing is looked at */
+    metric_set(db, "vc-a-s2", "train_loss", 4, metric_get(db, "vc-a-s2", "train_loss", 4) + 1);
+
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code --dry-run", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "    0  finished  verify  "), "%s", out);
+    snprintf(want, sizeof want,
+             "verify vc-a-s1 (index 0): finished by code 111111111111, now %.12s: verify its first 2 steps, rerun if "
+             "they differ",
+             codever_commit());
+    cr_assert_not_null(strstr(out, want), "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM code_attest"), 0, "--dry-run wrote");
+
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s1 (index 0): 2 steps, "), "%s", out);
+    snprintf(want, sizeof want, "skip vc-a-s2 (index 1): finished by code 111111111111, now %.12s, verified equal under "
+                                "%.12s (2 steps, ", codever_commit(), codever_commit());
+    cr_assert_not_null(strstr(out, want), "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 0 finished, 0 diverged, 0 failed, 2 skipped", "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM code_attest WHERE steps_checked = 2 AND rows_checked > 10"), 2);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM metrics"), metrics);
+    snprintf(cmd, sizeof cmd, "SELECT count(*) FROM runs WHERE code_version = '%s'", OTHER_CODE);
+    cr_assert_eq(q_int(db, cmd), 2, "a run was rerun");
+    q_text(db, "SELECT ended_at FROM runs ORDER BY run_id", txt, sizeof txt);
+    cr_assert_str_eq(txt, ended);
+    /* the scratch database is gone, the log stays */
+    snprintf(cmd, sizeof cmd, "cd '%s' && ls && ls logs", t.dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_null(strstr(out, "verify-"), "%s", out);
+    cr_assert_not_null(strstr(out, "vc-a-s1.verify.log"), "%s", out);
+    /* a plain sweep honours the attestations */
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verified equal under"), "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 0 finished, 0 diverged, 0 failed, 2 skipped", "%s", out);
+
+    /* the same runs in a database of schema 1, recorded by yet other code */
+    char v1[160];
+    snprintf(v1, sizeof v1, "%s/v1.db", t.dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, v1);
+    cr_assert_eq(system(cmd), 0);
+    db_exec(v1, "PRAGMA journal_mode=DELETE");
+    db_exec(v1, "DROP TABLE code_attest; ALTER TABLE metrics DROP COLUMN t;"
+                "UPDATE metrics SET step = -step WHERE key IN ('train_loss', 'lr', 'grad_norm', 'spike');"
+                "UPDATE metrics SET step = -step - 1 WHERE step < 0;"
+                "UPDATE runs SET code_version = '2222222222222222222222222222222222222222';"
+                "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    q_text(v1, "SELECT group_concat(step) FROM (SELECT step FROM metrics JOIN runs USING (run_id)"
+               " WHERE name = 'vc-a-s1' AND key = 'train_loss' ORDER BY step)", txt, sizeof txt);
+    cr_assert_str_eq(txt, "0,1,2,3");
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db v1.db --verify-code", out, sizeof out), 0, "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 0 finished, 0 diverged, 0 failed, 2 skipped", "%s", out);
+    cr_assert_eq(q_int(v1, "SELECT count(*) FROM code_attest WHERE steps_checked = 2"), 2, "%s", out);
+    q_text(v1, "SELECT group_concat(step) FROM (SELECT step FROM metrics JOIN runs USING (run_id)"
+               " WHERE name = 'vc-a-s1' AND key = 'train_loss' ORDER BY step)", txt, sizeof txt);
+    cr_assert_str_eq(txt, "1,2,3,4");
+    tmp_rm(&t);
+}
+
+/* A stored value one ulp away from what this build computes, or a row the
+ * re-execution has and the stored run lacks: nothing attested, the first
+ * difference printed, the run rerun as without --verify-code. */
+Test(sweep, verify_code_reruns_a_result_one_ulp_off_or_missing_a_row, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160], cmd[256];
+    write_file(&t, "v.yaml", VERIFY_SWEEP, path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
+    db_exec(db, cmd);
+    double v = metric_get(db, "vc-a-s1", "val_loss", 2);
+    metric_set(db, "vc-a-s1", "val_loss", 2, nextafter(v, INFINITY));
+    db_exec(db, "DELETE FROM metrics WHERE key = 'lr' AND step = 1"
+                " AND run_id = (SELECT run_id FROM runs WHERE name = 'vc-a-s2')");
+
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s1 (index 0): differs: metric val_loss step 2: stored "), "%s", out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s2 (index 1): differs: metric lr step 1: re-executed only (1 row "
+                                   "differs, "),
+                       "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 2 finished, 0 diverged, 0 failed, 0 skipped", "%s", out);
+    cr_assert_eq(q_int(db, "SELECT count(*) FROM code_attest"), 0);
+    double now = metric_get(db, "vc-a-s1", "val_loss", 2);
+    cr_assert_eq(memcmp(&now, &v, sizeof v), 0, "the rerun gives %.17g, first %.17g", now, v);
+    snprintf(cmd, sizeof cmd, "SELECT count(*) FROM runs WHERE code_version = '%s'", codever_commit());
+    cr_assert_eq(q_int(db, cmd), 2);
     tmp_rm(&t);
 }
 

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "run/codever.h"
+
 /* One merge into dst: its connection, and the first error's message. */
 typedef struct {
     Store *dst;
@@ -168,9 +170,9 @@ static int merge_src_fail(Merge *s, const char *src) {
 }
 
 /* Check that merge_src is a gated database this build can read.  0 ok,
- * -2 not (message set), *has_sweeps whether it has sweep_runs, *version
- * its schema version. */
-static int merge_check_src(Merge *s, const char *src, int *has_sweeps, int *version) {
+ * -2 not (message set), *has_sweeps / *has_attest whether it has
+ * sweep_runs / code_attest, *version its schema version. */
+static int merge_check_src(Merge *s, const char *src, int *has_sweeps, int *has_attest, int *version) {
     static const char *const q = "SELECT count(*) FROM merge_src.sqlite_master WHERE type = ?1 AND name = ?2";
     int meta = mg_has_table(s, q, "meta");
     if (meta < 0) return merge_src_fail(s, src), -2;
@@ -212,6 +214,8 @@ static int merge_check_src(Merge *s, const char *src, int *has_sweeps, int *vers
     int h = mg_has_table(s, q, "sweep_runs");
     if (h < 0) return merge_src_fail(s, src), -2;
     *has_sweeps = h;
+    if ((h = mg_has_table(s, q, "code_attest")) < 0) return merge_src_fail(s, src), -2;
+    *has_attest = h;
     *version = (int)v;
     return 0;
 }
@@ -253,9 +257,74 @@ static int merge_check_names(Merge *s, const char *src, int has_sweeps) {
     return 0;
 }
 
+/* What is wrong with one code_attest row of merge_src (columns as
+ * merge_check_attest selects them), into why; NULL when nothing is.  An
+ * attestation only ever names a commit, text that may be printed, and
+ * counts and times of the right types. */
+static const char *attest_row_fault(sqlite3_stmt *st, char *why, size_t cap) {
+    static const char *const text_cols[] = {"run id", "code_version", "cflags", "run_code_version"};
+    char w[160], q[160];
+    for (int c = 0; c < 4; c++) {
+        if (sqlite3_column_type(st, c) != SQLITE_TEXT) /* (before mg_text, which converts) */
+            return snprintf(why, cap, "%s is not text", text_cols[c]), why;
+        const char *v = mg_text(st, c);
+        if (!v)
+            return snprintf(why, cap, "%s is not text", text_cols[c]), why;
+        if (store_name_check(v, w, sizeof w))
+            return snprintf(why, cap, "%s \"%s\" %s", text_cols[c], store_escape(v, q, sizeof q), w), why;
+        if (c == 1 && !codever_is_commit(v))
+            return snprintf(why, cap, "code_version \"%s\" is not a commit (40 lowercase hex digits)",
+                            store_escape(v, q, sizeof q)),
+                   why;
+    }
+    /* git_dirty 0/1; steps_checked >= 0; rows_checked >= 1; times finite numbers */
+    int t4 = sqlite3_column_type(st, 4), t7 = sqlite3_column_type(st, 7), t8 = sqlite3_column_type(st, 8);
+    long long dirty = sqlite3_column_int64(st, 4), steps = sqlite3_column_int64(st, 7),
+              rows = sqlite3_column_int64(st, 8);
+    if (t4 != SQLITE_INTEGER || (dirty != 0 && dirty != 1)) return snprintf(why, cap, "git_dirty is not 0 or 1"), why;
+    if (t7 != SQLITE_INTEGER || steps < 0) return snprintf(why, cap, "steps_checked is not a count"), why;
+    if (t8 != SQLITE_INTEGER || rows < 1) return snprintf(why, cap, "rows_checked is not a positive count"), why;
+    for (int c = 5; c <= 6; c++) {
+        int t = sqlite3_column_type(st, c);
+        double x = sqlite3_column_double(st, c);
+        if ((t != SQLITE_FLOAT && t != SQLITE_INTEGER) || !(x > -1e300 && x < 1e300))
+            return snprintf(why, cap, "%s is not a time", c == 5 ? "run_ended_at" : "verified_at"), why;
+    }
+    return NULL;
+}
+
+/* Every code_attest row of merge_src must be well formed
+ * (attest_row_fault): an attestation decides whether a sweep reruns a
+ * run, and src is untrusted.  0 ok, -2 (a message naming the row), -1 on a
+ * read error. */
+static int merge_check_attest(Merge *s, const char *src) {
+    sqlite3_stmt *st;
+    if (mg_prep(s, &st,
+                "SELECT run_id, code_version, cflags, run_code_version, git_dirty, run_ended_at, verified_at,"
+                " steps_checked, rows_checked FROM merge_src.code_attest"))
+        return merge_src_fail(s, src), -2;
+    int r, rc = 0;
+    while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        char why[512], qid[64];
+        if (attest_row_fault(st, why, sizeof why))
+            rc = mg_fail(s, "%s: refused, nothing merged: code_attest row of run %s: %s", src,
+                         store_escape(mg_text_or(st, 0, ""), qid, sizeof qid), why);
+    }
+    if (rc) {
+        (void)sqlite3_finalize(st);
+        return -2;
+    }
+    if (r != SQLITE_DONE) {
+        merge_src_fail(s, src);
+        (void)sqlite3_finalize(st);
+        return -2;
+    }
+    return mg_fin(s, st) ? -1 : 0;
+}
+
 /* The copy itself, in one transaction (merge_src attached, of schema
  * version `version`). */
-static int merge_copy(Merge *s, int has_sweeps, int version) {
+static int merge_copy(Merge *s, int has_sweeps, int has_attest, int version) {
     if (mg_begin(s)) return -1;
     int rc = mg_exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
     if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
@@ -340,6 +409,24 @@ static int merge_copy(Merge *s, int has_sweeps, int version) {
                       "INSERT OR IGNORE INTO main.sweep_runs(sweep, run_id, label, seed, idx, is_baseline)"
                       " SELECT sweep, run_id, label, seed, idx, is_baseline FROM merge_src.sweep_runs",
                       "");
+    /* attestations of the copy of each run that the output now holds (one
+     * of another copy could never be honoured); an output row already valid
+     * for that copy stays, a stale one is replaced */
+#define ATTEST_HOLDS(a) \
+    "EXISTS (SELECT 1 FROM main.runs r WHERE r.run_id = " a ".run_id AND r.code_version = " a \
+    ".run_code_version AND r.ended_at = " a ".run_ended_at)"
+    if (rc == 0 && has_attest)
+        rc = mg_run(s,
+                    "INSERT INTO main.code_attest(run_id, code_version, cflags, git_dirty, run_code_version,"
+                    " run_ended_at, verified_at, steps_checked, rows_checked)"
+                    " SELECT run_id, code_version, cflags, git_dirty, run_code_version, run_ended_at, verified_at,"
+                    " steps_checked, rows_checked FROM merge_src.code_attest a WHERE " ATTEST_HOLDS("a") //
+                    " ON CONFLICT(run_id, code_version, cflags) DO UPDATE SET git_dirty = excluded.git_dirty,"
+                    " run_code_version = excluded.run_code_version, run_ended_at = excluded.run_ended_at,"
+                    " verified_at = excluded.verified_at, steps_checked = excluded.steps_checked,"
+                    " rows_checked = excluded.rows_checked WHERE NOT " ATTEST_HOLDS("code_attest"),
+                    "");
+#undef ATTEST_HOLDS
     if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
     if (rc == 0) rc = mg_commit(s);
     if (rc) mg_rollback(s);
@@ -361,10 +448,11 @@ static int merge_inner(Merge *s, const char *src) {
         if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB) merge_src_fail(s, src);
         return -2;
     }
-    int has_sweeps = 0, version = 0;
-    int rc = merge_check_src(s, src, &has_sweeps, &version);
+    int has_sweeps = 0, has_attest = 0, version = 0;
+    int rc = merge_check_src(s, src, &has_sweeps, &has_attest, &version);
     if (rc == 0) rc = merge_check_names(s, src, has_sweeps);
-    if (rc == 0) rc = merge_copy(s, has_sweeps, version);
+    if (rc == 0 && has_attest) rc = merge_check_attest(s, src);
+    if (rc == 0) rc = merge_copy(s, has_sweeps, has_attest, version);
     char keep[sizeof s->err];
     memcpy(keep, s->err, sizeof keep);
     if (mg_exec(s, "DETACH DATABASE merge_src") && rc == 0) return -1;

@@ -13,11 +13,16 @@
 
 /* Copy everything from the gated database at src_path into dst, in one
  * transaction: environments (matched by content hash), runs, metrics,
- * summary, histograms and sweep_runs, without duplicates (run_claims and
- * bench are not results of a run, and are not copied).  Before anything
- * is copied, every run id, run name, sweep name and label in src must pass
- * store_name_check: one that does not makes src unusable (-2, a message
- * naming the row).  A run present in both keeps the row with the better
+ * summary, histograms, sweep_runs and code_attest, without duplicates
+ * (run_claims and bench are not results of a run, and are not copied).
+ * Before anything is copied, every run id, run name, sweep name and label
+ * in src must pass store_name_check, and every code_attest row must be
+ * well formed (texts that pass it, code_version a commit, git_dirty 0 or
+ * 1, counts and times of the right types): one that does not makes src
+ * unusable (-2, a message naming the row).  An attestation is copied only
+ * when it holds for the copy of its run that dst holds after the merge
+ * (run/store.h, "Code attestations"); it replaces a dst row for the same
+ * build only when that one no longer holds.  A run present in both keeps the row with the better
  * status (finished > diverged > failed > killed > running), then the later
  * ended_at, then the later heartbeat; on a tie dst's row stays.  The
  * winning run's metric, summary and histogram rows replace dst's on the

@@ -32,9 +32,8 @@ const char *codever_cflags(void) {
  * training loop and the store's numbering live here. */
 const char *const codever_result_paths[] = {"core/util", "core/nn", "core/run", NULL};
 
-/* 40 lowercase hex digits: a commit, and never an option to git. */
-static int is_commit(const char *v) {
-    if (strlen(v) != 40) return 0;
+int codever_is_commit(const char *v) {
+    if (!v || strlen(v) != 40) return 0;
     for (const char *p = v; *p; p++)
         if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
     return 1;
@@ -44,7 +43,7 @@ int codever_same_results(const char *code_a, const char *cflags_a, const char *c
                          CodeverUnchanged unchanged, void *ctx) {
     if (!code_a || !code_b || !cflags_a || !cflags_b || strcmp(cflags_a, cflags_b) != 0) return 0;
     if (strcmp(code_a, code_b) == 0) return 1;
-    if (!is_commit(code_a) || !is_commit(code_b) || !unchanged) return 0;
+    if (!codever_is_commit(code_a) || !codever_is_commit(code_b) || !unchanged) return 0;
     return unchanged(ctx, code_a, code_b, codever_result_paths) == 1;
 }
 
@@ -55,7 +54,7 @@ int codever_git_unchanged(void *ctx, const char *a, const char *b, const char *c
     } cache[16];
     static int ncache;
     const char *src = ctx ? (const char *)ctx : GATED_BUILD_SRC;
-    if (!is_commit(a) || !is_commit(b) || !src[0]) return 0;
+    if (!codever_is_commit(a) || !codever_is_commit(b) || !src[0]) return 0;
     for (int i = 0; ctx == NULL && i < ncache; i++) /* (a tree given by ctx is not cached) */
         if (strcmp(cache[i].a, a) == 0 && strcmp(cache[i].b, b) == 0) return cache[i].same;
     enum { MAXARGS = 16 };

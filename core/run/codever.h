@@ -27,6 +27,10 @@ const char *codever_cflags(void);
  * NULL-terminated. */
 extern const char *const codever_result_paths[];
 
+/* 1 when v is a commit as codever_commit gives them (40 lowercase hex
+ * digits: never an option to git, never "unknown"), else 0. */
+int codever_is_commit(const char *v);
+
 /* Whether nothing under paths changed between commits a and b (both 40 hex
  * digits): 1 unchanged, 0 changed or not known (ctx is the callback's). */
 typedef int (*CodeverUnchanged)(void *ctx, const char *a, const char *b, const char *const *paths);

@@ -143,9 +143,9 @@ static int eval_length(Model *m, Store *st, const Config *cfg, const char *id, l
     if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
     char ctx[160];
     snprintf(ctx, sizeof ctx, "split=%s,len=%d,scaling=%s,factor=%g", split, L, rope_scaling_names[r.kind], r.factor);
-    bad = store_metric(st, id, "eval_loss", ctx, steps, loss) | store_metric(st, id, "eval_ppl", ctx, steps, exp(loss)) |
-          store_metric(st, id, "eval_f_attn", ctx, steps, fattn) | store_metric(st, id, "eval_windows", ctx, steps, n) |
-          store_flush(st);
+    const char *const *k = store_eval_keys; /* eval_loss, eval_ppl, eval_f_attn, eval_windows */
+    bad = store_metric(st, id, k[0], ctx, steps, loss) | store_metric(st, id, k[1], ctx, steps, exp(loss)) |
+          store_metric(st, id, k[2], ctx, steps, fattn) | store_metric(st, id, k[3], ctx, steps, n) | store_flush(st);
     if (bad) {
         fprintf(stderr, "gated eval: %s: %s\n", o->db_path, store_errmsg(st));
         return 1;

@@ -116,6 +116,30 @@
  *       claimed_at  REAL NOT NULL              -- unix seconds, refreshed while held
  *   );
  *
+ * Code attestations (added with schema_version 2 in place, purely additive
+ * like sweep_runs: store_open creates the table where it is missing, a
+ * read-only open an empty TEMP one; builds from before it ignore it, and
+ * what they do meanwhile cannot make a row lie: see run_code_version):
+ *
+ *   -- A result recorded by other code that a build re-executed and found
+ *   -- bitwise equal (`gated sweep --verify-code`, store_attest.c): the
+ *   -- build (code_version, cflags) computes the copy of the run whose
+ *   -- row has run_code_version and run_ended_at.  It holds only while the
+ *   -- run's row has both (a rerun, resume or merged-in copy changes them).
+ *   -- No foreign key, like sweep_runs.
+ *   CREATE TABLE IF NOT EXISTS code_attest (
+ *       run_id           TEXT NOT NULL,
+ *       code_version     TEXT NOT NULL,         -- the verifying build's commit (40 hex digits)
+ *       cflags           TEXT NOT NULL,         -- its $(OPT) $(SANFLAGS)
+ *       git_dirty        INTEGER NOT NULL,      -- its tree had uncommitted changes: 1, else 0
+ *       run_code_version TEXT NOT NULL,         -- the copy verified: runs.code_version ...
+ *       run_ended_at     REAL NOT NULL,         -- ... and runs.ended_at when it was verified
+ *       verified_at      REAL NOT NULL,         -- unix seconds
+ *       steps_checked    INTEGER NOT NULL,      -- updates re-executed (the first evaluation included)
+ *       rows_checked     INTEGER NOT NULL,      -- metric and histogram rows found equal
+ *       PRIMARY KEY (run_id, code_version, cflags)
+ *   );
+ *
  * Schema 1 (databases written before metrics.t) differs in two ways:
  * metrics has no t column, and the per-update keys (store_update_keys:
  * train_loss, lr, grad_norm, spike) and runs.diverged_step were numbered
@@ -132,9 +156,10 @@
  * process killed at any point leaves every committed batch and nothing of
  * an uncommitted one.
  *
- * The sweep_runs and run_claims tables are created by store_sweep.c and
- * store_claims.c (SWEEP_SCHEMA_SQL, CLAIMS_SCHEMA_SQL: keep them identical
- * to the blocks above); the bench table, written only by `gated bench`, is
+ * The sweep_runs, run_claims and code_attest tables are created by
+ * store_sweep.c, store_claims.c and store_attest.c (SWEEP_SCHEMA_SQL,
+ * CLAIMS_SCHEMA_SQL, ATTEST_SCHEMA_SQL: keep them identical to the blocks
+ * above); the bench table, written only by `gated bench`, is
  * documented in store_bench.c.  store_impl.h lists the store's files.
  *
  * Every value goes through sqlite3_bind_*; the only SQL text that is not a
@@ -489,11 +514,12 @@ static int open_inner(Store *s) {
         /* Reading only: no journal-mode switch, no schema; a database from
          * before sweep_runs gets an empty TEMP one, so readers need no case;
          * one of schema 1 is read as schema 2. */
-        if (sto_ensure_sweep_schema(s) || (s->schema == 1 && shadow_v1(s))) return -1;
+        if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)))
+            return -1;
     } else {
         if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
         if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
-        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s)) return -1;
+        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s)) return -1;
         /* (read-only, store_flush refuses with SQLite's own words) */
         if (sto_prep(s, &s->ins_metric,
                      "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value, t)"
@@ -627,6 +653,9 @@ int store_run_begin(Store *s, const char *run_id, const char *name, const char *
                  (long long)(p->git_dirty < 0 ? -1 : p->git_dirty != 0), env[0], env[1], env[2],
                  env[3], env[4], env[5], env[6], argv_joined, now, env_id))
         goto bad;
+    /* a run begun again ends as another copy: attestations of the old one
+     * could never hold again (store_attest.c) */
+    if (sto_run(s, NULL, "DELETE FROM code_attest WHERE run_id = ?1", "t", run_id)) goto bad;
     if (sto_commit(s)) goto bad;
     return 0;
 bad:

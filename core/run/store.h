@@ -271,12 +271,20 @@ const char *store_errmsg(Store *s);
  * or while it is 'running' with a fresh heartbeat.  A claim ends with the
  * run (store_run_end deletes it) or with store_run_release. */
 
+/* An attestation (store_attest_get): this build's code re-executed the
+ * run's first updates and found its stored rows bitwise equal. */
+typedef struct {
+    long long steps, rows; /* the updates re-executed; the metric and histogram rows compared */
+    double verified_at;    /* unix seconds */
+} StoreAttest;
+
 /* What a claim sees of a run, inside its transaction. */
 typedef struct {
     const char *status;       /* effective status (a stale 'running' reads "killed"); NULL: no such run */
     const char *code_version; /* NULL: no such run */
     double ended_at;          /* unix seconds; NaN when not ended or no such run */
     const char *cflags;       /* the build's flags it was recorded with; NULL: no such run */
+    const StoreAttest *attest; /* an attestation for this build (codever.h) of the stored copy; NULL: none */
 } StoreRunState;
 
 /* Whether to claim a run in this state: 1 yes, 0 no.  Called inside the
@@ -337,7 +345,8 @@ const char *store_run_code_version(Store *s, const char *run_id, char *buf, size
 const char *store_run_cflags(Store *s, const char *run_id, char *buf, size_t cap);
 
 /* Rows in one of the store's tables (meta, environments, runs, metrics,
- * summary, histograms, sweep_runs); -1 on error or another name. */
+ * summary, histograms, sweep_runs, code_attest); -1 on error or another
+ * name. */
 long long store_count_rows(Store *s, const char *table);
 
 /* The database file's path, as given to store_open / store_open_ro. */
@@ -349,6 +358,59 @@ const char *store_path(Store *s);
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);
 
+
+/* ------------------------------------------------------------------ */
+/* Code attestations (the code_attest table: see store_attest.c)        */
+/* ------------------------------------------------------------------ */
+
+/* A result recorded by other code (or other compiler flags) counts as this
+ * build's once this build has re-executed the run's first updates and
+ * found every metric and histogram row of those steps bitwise equal to the
+ * stored ones (`gated sweep --verify-code`).  An attestation names the
+ * build (commit, cflags) and the stored copy it checked (the run's
+ * code_version and ended_at): it holds only while the run's row is that
+ * copy, so a rerun, a resume or a merged-in copy voids it. */
+
+/* The metric keys `gated eval` adds to a trained run (run/eval.c), at the
+ * run's last step: measured after training, they are not compared. */
+extern const char *const store_eval_keys[4];
+
+/* The attestation that code (a commit) built with cflags computes the
+ * stored copy of run_id: 1 (into *out, may be NULL), 0 none (or code is not
+ * a commit), -1 on error. */
+int store_attest_get(Store *s, const char *run_id, const char *code, const char *cflags, StoreAttest *out);
+
+/* store_attest_compare's verdict. */
+typedef struct {
+    int equal;           /* 1: rows > 0, none differs, none missing on either side */
+    long long rows;      /* rows found equal (metrics and histograms) */
+    long long steps;     /* the highest step among them */
+    long long ndiff;     /* rows that differ or are on one side only */
+    char first[640];     /* the first difference, e.g. "metric val_loss step 2: stored
+                          * 2.5029 (0x...), re-executed 2.5030 (0x...)"; escaped */
+    char run_code[128];  /* the stored copy compared: its code_version ... */
+    double run_ended_at; /* ... and ended_at (what store_attest_record binds to) */
+} StoreAttestCmp;
+
+/* Compare the stored rows of run_id (finished or diverged) at steps
+ * <= max_step with those of verify_run_id in the database at verify_db (a
+ * re-execution of the same config): every metric (key, context, step,
+ * value) but store_eval_keys and every histogram (key, context, step, lo,
+ * hi, counts), values bit for bit as SQLite returns them, NULL equal only
+ * to NULL.  Read in one transaction of s; verify_db is opened read-only.
+ * 0 with *out filled, or -1 (store_errmsg(): the run is absent or not
+ * ended, a read failed). */
+int store_attest_compare(Store *s, const char *run_id, const char *verify_db, const char *verify_run_id,
+                         long long max_step, StoreAttestCmp *out);
+
+/* Record that code (a commit; git_dirty: its build had uncommitted changes)
+ * built with cflags computes the copy of run_id that cmp compared, when cmp
+ * found it equal and the run's row is still that copy (finished or
+ * diverged, the same code_version and ended_at), replacing an earlier
+ * attestation of that build.  1 recorded, 0 not (the run changed since),
+ * -1 on error (cmp not equal, code not a commit). */
+int store_attest_record(Store *s, const char *run_id, const char *code, int git_dirty, const char *cflags,
+                        const StoreAttestCmp *cmp);
 
 /* ------------------------------------------------------------------ */
 /* Benchmarks (the bench table: see store_bench.c)                      */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "run/codever.h"
 #include "util/sysinfo.h"
 
 /* The run_claims table, exactly as documented at the top of store.c. */
@@ -65,6 +66,8 @@ typedef struct {
     double claimed_at;
     char status[16], code[128], cflags[512];
     double heartbeat, ended_at;
+    int has_attest; /* an attestation for this build (store_attest.c) */
+    StoreAttest attest;
 } ClaimView;
 
 static int claim_view(Store *s, const char *run_id, ClaimView *v) {
@@ -108,7 +111,11 @@ static int claim_view(Store *s, const char *run_id, ClaimView *v) {
         (void)sqlite3_finalize(st);
         return -1;
     }
-    return sto_fin(s, st);
+    if (sto_fin(s, st)) return -1;
+    /* the claimant's child is this build, so the attestation that counts is this build's */
+    if (v->has_run && (v->has_attest = store_attest_get(s, run_id, codever_commit(), codever_cflags(), &v->attest)) < 0)
+        return -1;
+    return 0;
 }
 
 int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimDecide decide, void *ctx,
@@ -131,7 +138,8 @@ int store_run_claim(Store *s, const char *run_id, const char *owner, StoreClaimD
         rc = STORE_CLAIM_LIVE;
         eff = "running";
     } else {
-        StoreRunState rs = {eff, v.has_run ? v.code : NULL, v.ended_at, v.has_run ? v.cflags : NULL};
+        StoreRunState rs = {eff, v.has_run ? v.code : NULL, v.ended_at, v.has_run ? v.cflags : NULL,
+                            v.has_attest > 0 ? &v.attest : NULL};
         int yes = decide ? decide(ctx, &rs) : !(eff && (strcmp(eff, "finished") == 0 || strcmp(eff, "diverged") == 0));
         rc = yes ? STORE_CLAIMED : STORE_CLAIM_DECLINED;
     }

@@ -81,12 +81,12 @@ int store_sweep_record(Store *s, const char *sweep, int nruns, const StoreSweepR
 }
 
 long long store_count_rows(Store *s, const char *table) {
-    static const char *const names[] = {"meta",    "environments", "runs",      "metrics",
-                                        "summary", "histograms",   "sweep_runs"};
+    static const char *const names[] = {"meta",    "environments", "runs",       "metrics",
+                                        "summary", "histograms",   "sweep_runs", "code_attest"};
     static const char *const sqls[] = {
-        "SELECT count(*) FROM meta",    "SELECT count(*) FROM environments", "SELECT count(*) FROM runs",
-        "SELECT count(*) FROM metrics", "SELECT count(*) FROM summary",      "SELECT count(*) FROM histograms",
-        "SELECT count(*) FROM sweep_runs"};
+        "SELECT count(*) FROM meta",       "SELECT count(*) FROM environments", "SELECT count(*) FROM runs",
+        "SELECT count(*) FROM metrics",    "SELECT count(*) FROM summary",      "SELECT count(*) FROM histograms",
+        "SELECT count(*) FROM sweep_runs", "SELECT count(*) FROM code_attest"};
     for (size_t i = 0; table && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(table, names[i]) != 0) continue;
         if (store_flush(s)) return -1;
