@@ -120,7 +120,9 @@
  * The sweep_runs and run_claims tables are created by store_sweep.c and
  * store_claims.c (SWEEP_SCHEMA_SQL, CLAIMS_SCHEMA_SQL: keep them identical
  * to the blocks above); the bench table, written only by `gated bench`, is
- * documented in store_bench.c.  store_impl.h lists the store's files.
+ * documented in store_bench.c; the views for the common joins
+ * (run_metrics, sweep_metrics, final_metrics) in store_views.c.
+ * store_impl.h lists the store's files.
  *
  * Every value goes through sqlite3_bind_*; the only SQL text that is not a
  * constant is none (constant strings like 'val_loss' are bound too).
@@ -413,10 +415,10 @@ static int open_inner(Store *s) {
     if (s->readonly) {
         /* Reading only: no journal-mode switch, no schema; a database from
          * before sweep_runs gets an empty TEMP one, so readers need no case. */
-        if (sto_ensure_sweep_schema(s)) return -1;
+        if (sto_ensure_sweep_schema(s) || sto_ensure_views(s)) return -1;
     } else {
         if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
-        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s)) return -1;
+        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_views(s)) return -1;
     }
     /* preparing writes nothing; read-only, the statement fails when run */
     if (sto_prep(s, &s->ins_metric,

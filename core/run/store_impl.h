@@ -7,7 +7,8 @@
  * histograms, run identity, provenance), store_sql.c (these helpers),
  * store_text.c (untrusted text), store_claims.c (run_claims),
  * store_sweep.c (sweep_runs, row counts), store_query.c (finding runs and
- * reading them back for ls / show), store_bench.c (the bench table).
+ * reading them back for ls / show), store_bench.c (the bench table),
+ * store_views.c (the views for the common joins).
  *
  * Every helper that fails records the message in s->err (store_errmsg)
  * and returns -1, so callers can `return sto_fail(...)`.
@@ -91,5 +92,9 @@ const char *sto_effective_status(const char *status, double heartbeat, double no
  * missing (store_sweep.c, store_claims.c); run by store_open. */
 int sto_ensure_sweep_schema(Store *s);
 int sto_ensure_claims_schema(Store *s);
+/* The views of store_views.c (run_metrics, sweep_metrics, final_metrics):
+ * in the file where missing or different (writers), as TEMP views when
+ * read-only; run by store_open after the tables. */
+int sto_ensure_views(Store *s);
 
 #endif
