@@ -102,7 +102,9 @@
 
 extern char **environ;
 
-enum { O_DRY_RUN, O_JSON, O_COUNT, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT };
+enum {
+    O_DRY_RUN, O_JSON, O_COUNT, O_INDEX, O_SHARD, O_JOBS, O_FORCE, O_RERUN_FAILED, O_FAIL_FAST, O_DB, O_DATA, O__COUNT
+};
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
     [O_JSON] = {"json", NULL, "with --dry-run: the plan as one JSON document (README, \"Machine-readable output\")", 0},
@@ -618,7 +620,8 @@ static void print_dry_json(const Sweep *sw, const SweepOpts *o, Job *jobs, int n
         json_fput(r->label, stdout);
         printf(",\"seed\":%lld,\"name\":", r->seed);
         json_fput(r->name, stdout);
-        printf(",\"run_id\":\"%s\",\"is_baseline\":%s,\"stored_status\":", r->run_id, r->is_baseline ? "true" : "false");
+        printf(",\"run_id\":\"%s\",\"is_baseline\":%s,\"stored_status\":", r->run_id,
+               r->is_baseline ? "true" : "false");
         if (strcmp(jobs[i].stored, "-") != 0)
             json_fput(jobs[i].stored, stdout);
         else
