@@ -106,8 +106,9 @@ sanitize: deps
 # packages (1.6 GB installed: GTK 3 among them) instead of 329 (1.0 GB), and
 # gnuplot-nox ImageMagick and Ghostscript (125 packages instead of 54);
 # nothing here uses what the recommends add.
+# parallel: GNU parallel, for the tested scale-out recipe (tests/test_sweep.c).
 DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy gnuplot-nox \
-            valgrind
+            valgrind parallel
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

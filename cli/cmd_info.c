@@ -14,20 +14,24 @@
 #include "nn/variant.h"
 #include "run/config.h"
 #include "run/dump.h"
+#include "util/json.h"
 
-/* The options of info and xcheck (info has --set alone). */
+/* The options of xcheck (O_*) and info (I_*; --set is O_SET in both). */
 enum { O_SET, O_OUT, O_LIST, O__COUNT };
+enum { I_JSON = O_SET + 1, I__COUNT };
 static const CliOpt xcheck_opts[O__COUNT + 1] = {
     [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
     [O_OUT] = {"out", "FILE", "the dump to write (required unless --list)", 0},
     [O_LIST] = {"list", NULL, "print the cases tests/xcheck.sh runs (LABEL|KEY=VALUE ...) instead", 0},
 };
-static const CliOpt info_opts[O_SET + 2] = {
+static const CliOpt info_opts[I__COUNT + 1] = {
     [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
+    [I_JSON] = {"json", NULL, "one JSON document instead of the text (README, \"Machine-readable output\")", 0},
 };
 
 /* Parse argv: the config's path and its --set list (malloc'd into *sets),
- * --out, --list.  -1: go on; else the exit status. */
+ * xcheck's --out and --list, info's --json (out and list NULL).  -1: go
+ * on; else the exit status. */
 static int parse(const Command *cmd, int argc, char **argv, const char **path, char ***sets, int *nsets,
                  const char **out, int *list) {
     CliArgs a;
@@ -42,13 +46,14 @@ static int parse(const Command *cmd, int argc, char **argv, const char **path, c
     cli_begin(&a, cmd, argc, argv);
     while ((o = cli_next(&a, &v)) >= 0) {
         if (o == O_SET) (*sets)[(*nsets)++] = (char *)v;
-        if (o == O_OUT) *out = v;
-        if (o == O_LIST) *list = 1;
+        if (cmd == &cmd_info && o == I_JSON) *list = 1; /* info: list carries --json */
+        if (cmd == &cmd_xcheck && o == O_OUT) *out = v;
+        if (cmd == &cmd_xcheck && o == O_LIST) *list = 1;
     }
     if (o == CLI_EXIT) return a.status;
     char **rest;
     int n = cli_rest(&a, &rest);
-    if (list && *list) {
+    if (cmd == &cmd_xcheck && *list) {
         if (n || *nsets || *out) return cli_usage_error(cmd, "--list takes no config, --set or --out");
         return -1;
     }
@@ -65,62 +70,137 @@ static void shape_text(const Tensor *t, char *buf, size_t cap) {
         snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
 }
 
+/* What info shows, computed once for the text and the JSON. */
+typedef struct {
+    const char *path;
+    Config c;
+    Model m, base; /* the model, and the ungated one: same settings, no gate, d_ff not shrunk */
+    char label[128];
+    const char *formula;
+    long paper; /* the paper's count per layer, or -1 */
+    double fwd, train, fb, tb;
+} Info;
+
+static void info_text(const Info *in) {
+    const Config *c = &in->c;
+    const Model *m = &in->m;
+    printf("# resolved configuration (%s)\n", in->path);
+    config_print(c, stdout);
+    printf("\n# parameters\n%-20s %-14s %12s  %s\n", "tensor", "shape", "count", "weight decay");
+    for (int i = 0; i < m->p.n; i++) {
+        char sh[40];
+        shape_text(&m->p.t[i], sh, sizeof sh);
+        printf("%-20s %-14s %12zu  %s\n", m->p.t[i].name, sh, m->p.t[i].n, m->p.t[i].decay ? "yes" : "no");
+    }
+    printf("%-20s %-14s %12zu\n", "total", "", m->p.total);
+    const GateCfg *g = &c->gate;
+    printf("\n# gate: %s", in->label);
+    if (g->position != GP_NONE) printf(" (%s: %s)", gate_positions[g->position].paper, gate_positions[g->position].what);
+    printf("\n");
+    printf("added parameters per layer: %ld", m->gs.wg_params);
+    if (in->paper >= 0)
+        printf("  (paper: %s = %ld%s)", in->formula, in->paper, in->paper == m->gs.wg_params ? "" : "  MISMATCH");
+    printf("\nadded parameters, all layers: %ld\n", model_gate_params(m));
+    printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m->p.total, in->base.p.total,
+           100.0 * ((double)m->p.total - (double)in->base.p.total) / (double)in->base.p.total);
+    if (c->match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c->d_ff);
+    printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
+           c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
+}
+
+/* The same as one JSON document (README, "Machine-readable output"). */
+static int info_json(const Info *in) {
+    const Config *c = &in->c;
+    const Model *m = &in->m;
+    const GateCfg *g = &c->gate;
+    int n = config_to_json_full(c, NULL, 0);
+    char *cfg = malloc((size_t)n + 1);
+    if (!cfg) {
+        fprintf(stderr, "gated info: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    config_to_json_full(c, cfg, (size_t)n + 1);
+    printf("{\"file\":");
+    json_fput(in->path, stdout);
+    printf(",\"config\":%s,\"parameters\":[", cfg);
+    free(cfg);
+    for (int i = 0; i < m->p.n; i++) {
+        const Tensor *t = &m->p.t[i];
+        printf("%s{\"tensor\":", i ? "," : "");
+        json_fput(t->name, stdout);
+        if (t->ndim == 1)
+            printf(",\"shape\":[%d]", t->shape[0]);
+        else
+            printf(",\"shape\":[%d,%d]", t->shape[0], t->shape[1]);
+        printf(",\"count\":%zu,\"weight_decay\":%s}", t->n, t->decay ? "true" : "false");
+    }
+    printf("],\"total_params\":%zu,\"ungated_total_params\":%zu,\"gate\":{\"label\":", m->p.total, in->base.p.total);
+    json_fput(in->label, stdout);
+    printf(",\"paper_position\":");
+    if (g->position != GP_NONE)
+        json_fput(gate_positions[g->position].paper, stdout);
+    else
+        printf("null");
+    printf(",\"added_params_per_layer\":%ld,\"added_params\":%ld,\"paper_params_per_layer\":", m->gs.wg_params,
+           model_gate_params(m));
+    if (in->paper >= 0)
+        printf("%ld,\"paper_formula\":", in->paper), json_fput(in->formula, stdout);
+    else
+        printf("null,\"paper_formula\":null");
+    printf("},\"match_params_d_ff\":");
+    if (c->match_params)
+        printf("%d", c->d_ff);
+    else
+        printf("null");
+    printf(",\"flops_per_token\":{\"seq_len\":%d,\"forward\":", c->seq_len);
+    json_fput_num(in->fwd, stdout);
+    printf(",\"training\":");
+    json_fput_num(in->train, stdout);
+    printf(",\"ungated_forward\":");
+    json_fput_num(in->fb, stdout);
+    printf(",\"ungated_training\":");
+    json_fput_num(in->tb, stdout);
+    printf("}}\n");
+    return 0;
+}
+
 static int run_info(int argc, char **argv) {
-    const char *path = NULL, *out = NULL;
+    const char *out = NULL;
     char **sets;
-    int nsets, rc = parse(&cmd_info, argc, argv, &path, &sets, &nsets, &out, NULL);
-    Config c, cb;
-    if (rc < 0 && cli_load_config(&c, path, sets, nsets, &cb)) rc = EXIT_BADINPUT;
+    Info in;
+    Config cb;
+    int nsets, json = 0, rc = parse(&cmd_info, argc, argv, &in.path, &sets, &nsets, &out, &json);
+    if (rc < 0 && cli_load_config(&in.c, in.path, sets, nsets, &cb)) rc = EXIT_BADINPUT;
     free(sets);
     if (rc >= 0) return rc;
-    printf("# resolved configuration (%s)\n", path);
-    config_print(&c, stdout);
+    const Config *c = &in.c;
 
     /* the ungated model: same settings, no gate, d_ff not shrunk */
     ConfigError err;
     cb.gate = gate_default();
-    cb.gate.control = c.gate.control;
+    cb.gate.control = c->gate.control;
     cb.match_params = 0;
     if (config_resolve(&cb, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return EXIT_BADINPUT;
     }
-    Model m, base;
-    ModelCfg mc = config_model(&c), mcb = config_model(&cb);
-    if (model_layout(&m, &mc) || model_layout(&base, &mcb)) {
+    ModelCfg mc = config_model(c), mcb = config_model(&cb);
+    if (model_layout(&in.m, &mc) || model_layout(&in.base, &mcb)) {
         fprintf(stderr, "gated: out of memory\n");
         return EXIT_RUNTIME;
     }
-    printf("\n# parameters\n%-20s %-14s %12s  %s\n", "tensor", "shape", "count", "weight decay");
-    for (int i = 0; i < m.p.n; i++) {
-        char sh[40];
-        shape_text(&m.p.t[i], sh, sizeof sh);
-        printf("%-20s %-14s %12zu  %s\n", m.p.t[i].name, sh, m.p.t[i].n, m.p.t[i].decay ? "yes" : "no");
-    }
-    printf("%-20s %-14s %12zu\n", "total", "", m.p.total);
-
-    char lab[128];
-    const GateCfg *g = &c.gate;
-    printf("\n# gate: %s", gate_label(g, lab, sizeof lab));
-    if (g->position != GP_NONE) printf(" (%s: %s)", gate_positions[g->position].paper, gate_positions[g->position].what);
-    printf("\n");
-    const char *formula;
-    long paper = gate_paper_params(&c.gate, c.d_model, c.n_head, c.n_kv_head, c.d_head, &formula);
-    printf("added parameters per layer: %ld", m.gs.wg_params);
-    if (paper >= 0) printf("  (paper: %s = %ld%s)", formula, paper, paper == m.gs.wg_params ? "" : "  MISMATCH");
-    printf("\nadded parameters, all layers: %ld\n", model_gate_params(&m));
-    printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m.p.total, base.p.total,
-           100.0 * ((double)m.p.total - (double)base.p.total) / (double)base.p.total);
-    if (c.match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c.d_ff);
-
-    double fwd, train, fb, tb;
-    model_flops(&m, c.seq_len, &fwd, &train);
-    model_flops(&base, c.seq_len, &fb, &tb);
-    printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
-           c.seq_len, fwd, train, fb, 100.0 * (fwd - fb) / fb);
-    model_free(&m);
-    model_free(&base);
-    return 0;
+    gate_label(&c->gate, in.label, sizeof in.label);
+    in.paper = gate_paper_params(&c->gate, c->d_model, c->n_head, c->n_kv_head, c->d_head, &in.formula);
+    model_flops(&in.m, c->seq_len, &in.fwd, &in.train);
+    model_flops(&in.base, c->seq_len, &in.fb, &in.tb);
+    if (json)
+        rc = info_json(&in);
+    else
+        info_text(&in), rc = 0;
+    model_free(&in.m);
+    model_free(&in.base);
+    if (rc == 0 && fflush(stdout) != 0) rc = EXIT_RUNTIME;
+    return rc;
 }
 
 /* Append to buf the --set overrides of g's keys that differ from the default. */
@@ -253,7 +333,7 @@ static int run_xcheck(int argc, char **argv) {
 const Command cmd_info = {"info", "CONFIG.yaml", "The resolved config, its parameters, the gate's cost and FLOPs.",
                           info_opts, "The config is printed as resolved (automatic values filled in), then a table of\n"
                                      "tensors, the gate's added parameters (against the paper's formula) and FLOPs per\n"
-                                     "token against the ungated model; all on stdout.\n",
+                                     "token against the ungated model; all on stdout (--json: as one JSON document).\n",
                           run_info};
 const Command cmd_xcheck = {"xcheck", "[CONFIG.yaml]",
                             "Dump weights, a batch, logits and gradients for tests/torch_ref.py.", xcheck_opts,

@@ -1,7 +1,7 @@
 /*
  * cmd_show.c — `gated ls` and `gated show RUN`: the store read only (its
  * bytes, journal mode included, stay as they are), formatted by
- * store_show.c.
+ * store_show.c as text or (--json) one JSON document.
  */
 #include <stdio.h>
 #include <unistd.h>
@@ -9,19 +9,22 @@
 #include "commands.h"
 #include "store_show.h"
 
-enum { O_DB, O__COUNT };
+enum { O_DB, O_JSON, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
+    [O_JSON] = {"json", NULL, "one JSON document instead of the text (README, \"Machine-readable output\")", 0},
 };
 
 /* ls (cmd_ls, no argument) or show (cmd_show, one run). */
 static int run_store(const Command *cmd, int argc, char **argv) {
     const char *db = cli_default_db(), *v;
-    int show = cmd == &cmd_show, o;
+    int show = cmd == &cmd_show, json = 0, o;
     CliArgs a;
     cli_begin(&a, cmd, argc, argv);
-    while ((o = cli_next(&a, &v)) >= 0)
+    while ((o = cli_next(&a, &v)) >= 0) {
         if (o == O_DB) db = v;
+        if (o == O_JSON) json = 1;
+    }
     if (o == CLI_EXIT) return a.status;
     char **rest;
     int n = cli_rest(&a, &rest);
@@ -37,7 +40,10 @@ static int run_store(const Command *cmd, int argc, char **argv) {
         fprintf(stderr, "gated %s: %s\n", cmd->name, err);
         return EXIT_BADINPUT;
     }
-    int rc = show ? show_run(st, rest[0], stdout, err, sizeof err) : show_ls(st, stdout, err, sizeof err);
+    int rc = show && json ? show_run_json(st, rest[0], stdout, err, sizeof err)
+             : show       ? show_run(st, rest[0], stdout, err, sizeof err)
+             : json       ? show_ls_json(st, stdout, err, sizeof err)
+                          : show_ls(st, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "gated %s: %s\n", cmd->name, err);
     store_close(st);
     return rc ? EXIT_BADINPUT : EXIT_OK;

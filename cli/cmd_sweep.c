@@ -74,7 +74,8 @@
  *
  * --dry-run prints each selected run (index, stored status, what a real
  * sweep would do, run id, name, overrides) and writes nothing; with
- * --verify-code, "verify" marks the runs a sweep would verify first.
+ * --verify-code, "verify" marks the runs a sweep would verify first; with
+ * --json the same as one JSON document.
  *
  * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
  * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
@@ -115,12 +116,14 @@
 #include "run/store.h"
 #include "lab/merge.h"
 #include "lab/sweep.h"
+#include "util/json.h"
 #include "util/util.h"
 
 extern char **environ;
 
 enum {
     O_DRY_RUN,
+    O_JSON,
     O_COUNT,
     O_INDEX,
     O_SHARD,
@@ -136,6 +139,7 @@ enum {
 };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
+    [O_JSON] = {"json", NULL, "with --dry-run: the plan as one JSON document (README, \"Machine-readable output\")", 0},
     [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
     [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count)", 0},
     [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i (0 <= i < N)", 0},
@@ -153,7 +157,7 @@ static const CliOpt opts[O__COUNT + 1] = {
 
 typedef struct {
     const char *path, *db, *data;
-    int dry_run, count, force, rerun_failed, fail_fast, verify_code;
+    int dry_run, json, count, force, rerun_failed, fail_fast, verify_code;
     long verify_steps;     /* --verify-steps (0: not given) */
     long index;            /* -1: all */
     long shard_i, shard_n; /* shard_n 0: no sharding */
@@ -183,6 +187,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     while ((k = cli_next(&a, &v)) >= 0) {
         switch (k) {
         case O_DRY_RUN: o->dry_run = 1; break;
+        case O_JSON: o->json = 1; break;
         case O_COUNT: o->count = 1; break;
         case O_FORCE: o->force = 1; break;
         case O_RERUN_FAILED: o->rerun_failed = 1; break;
@@ -219,6 +224,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     if (o->verify_code && !codever_is_commit(codever_commit()))
         fprintf(stderr, "gated sweep: --verify-code: this build has no commit (built outside a git checkout), so "
                         "nothing can be verified; results of other code are rerun\n");
+    if (o->json && !o->dry_run) return cli_usage_error(c, "--json goes with --dry-run");
     return -1;
 }
 
@@ -656,6 +662,47 @@ static void print_dry(const Sweep *sw, Job *jobs, int n) {
             printf("verify %s (index %d): %s\n", jobs[i].run->name, jobs[i].run->index, jobs[i].why);
 }
 
+/* --dry-run --json: the same plan as one JSON document. */
+static void print_dry_json(const Sweep *sw, const SweepOpts *o, Job *jobs, int n) {
+    printf("{\"sweep\":");
+    json_fput(sw->name, stdout);
+    printf(",\"file\":");
+    json_fput(sw->path, stdout);
+    printf(",\"method\":\"%s\",\"rows\":%d,\"seeds\":%d,\"base\":", sweep_method_names[sw->method], sw->nrows,
+           sw->nseeds ? sw->nseeds : 1);
+    json_fput(sw->base, stdout);
+    printf(",\"baseline\":");
+    if (sw->baseline)
+        json_fput(sw->baseline, stdout);
+    else
+        printf("null");
+    printf(",\"db\":");
+    json_fput(o->db, stdout);
+    printf(",\"total_runs\":%d,\"selected\":%d,\"runs\":[", sw->nruns, n);
+    for (int i = 0; i < n; i++) {
+        const SweepRun *r = jobs[i].run;
+        printf("%s{\"index\":%d,\"row\":%d,\"label\":", i ? "," : "", r->index, r->row);
+        json_fput(r->label, stdout);
+        printf(",\"seed\":%lld,\"name\":", r->seed);
+        json_fput(r->name, stdout);
+        printf(",\"run_id\":\"%s\",\"is_baseline\":%s,\"stored_status\":", r->run_id,
+               r->is_baseline ? "true" : "false");
+        if (strcmp(jobs[i].stored, "-") != 0)
+            json_fput(jobs[i].stored, stdout);
+        else
+            printf("null");
+        printf(",\"action\":\"%s\",\"why\":", jobs[i].run_it ? "run" : "skip");
+        json_fput(jobs[i].why, stdout);
+        printf(",\"overrides\":[");
+        for (int k = 0; k < r->noverrides; k++) {
+            if (k) putchar(',');
+            json_fput(r->overrides[k], stdout);
+        }
+        printf("]}");
+    }
+    printf("]}\n");
+}
+
 /* One `gated sweep`, shared by its phases: select, (dry run | prepare the
  * store and the children's environment), run the jobs, summary. */
 typedef struct {
@@ -715,8 +762,11 @@ static int sweep_dry_run(SweepCtx *x) {
     }
     for (int i = 0; i < x->n; i++)
         plan(&x->jobs[i], x->st, x->code, x->o, x->t0);
-    print_dry(x->sw, x->jobs, x->n);
-    return 0;
+    if (x->o->json)
+        print_dry_json(x->sw, x->o, x->jobs, x->n);
+    else
+        print_dry(x->sw, x->jobs, x->n);
+    return fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
 }
 
 /* The database (its directory made), the selection's membership recorded

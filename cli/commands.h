@@ -12,6 +12,7 @@ extern const Command cmd_train;            /* cmd_train.c */
 extern const Command cmd_sweep, cmd_merge; /* cmd_sweep.c */
 extern const Command cmd_eval;             /* cmd_eval.c */
 extern const Command cmd_report;           /* cmd_report.c */
+extern const Command cmd_export;           /* cmd_export.c */
 extern const Command cmd_ls, cmd_show;     /* cmd_show.c */
 extern const Command cmd_bench, cmd_compare; /* cmd_bench.c */
 

@@ -14,9 +14,9 @@ static int run_help(int argc, char **argv);
 static const Command cmd_help = {"help", "[COMMAND]", "This overview, or a command's options (as COMMAND --help).",
                                  NULL, NULL, run_help};
 
-const Command *const cli_commands[] = {&cmd_info, &cmd_xcheck, &cmd_train,   &cmd_sweep, &cmd_merge,
-                                       &cmd_eval, &cmd_report, &cmd_ls,      &cmd_show,  &cmd_bench,
-                                       &cmd_compare, &cmd_help, NULL};
+const Command *const cli_commands[] = {&cmd_info,   &cmd_xcheck, &cmd_train, &cmd_sweep, &cmd_merge,
+                                       &cmd_eval,   &cmd_report, &cmd_export, &cmd_ls,   &cmd_show,
+                                       &cmd_bench,  &cmd_compare, &cmd_help, NULL};
 
 /* The overview: the commands, the default database, exit statuses and
  * streams (README, "Exit status and output streams", says the same). */
@@ -39,8 +39,9 @@ static void usage(FILE *f) {
             "  130     interrupted by SIGINT (143: SIGTERM); train and sweep first checkpoint, store the rows\n"
             "          and mark the run killed (train --resume, or the sweep run again, continues it)\n"
             "  stdout  results: info's tables, train's run id, ls, show, the sweep plan (--dry-run), --count,\n"
-            "          the sweep's per-run lines and summary, merge's counts, the files report wrote, eval's\n"
-            "          results, bench's table, compare's verdicts; --help and --version\n"
+            "          the sweep's per-run lines and summary, merge's counts, the files report wrote, export's\n"
+            "          rows, eval's results, bench's table, compare's verdicts, every --json document;\n"
+            "          --help and --version\n"
             "  stderr  progress, warnings, errors, and the usage after a usage error\n");
 }
 

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/json.h"
+
 static const char *or(const char *s, const char *dflt) { return s ? s : dflt; }
 
 /* The store's last error into err; -1. */
@@ -262,5 +264,194 @@ int show_run(Store *s, const char *arg, FILE *f, char *err, size_t cap) {
     }
     free(id);
     if (rc) return store_failed(s, err, cap);
+    return check_stream(s, f, err, cap);
+}
+
+/* ------------------------------------------------------------------ */
+/* --json                                                              */
+/* ------------------------------------------------------------------ */
+
+/* ,"NAME":value — one member (the first of an object without the comma). */
+static void jkey(FILE *f, const char *name, int first) {
+    if (!first) fputc(',', f);
+    json_fput(name, f);
+    fputc(':', f);
+}
+static void jtext(FILE *f, const char *name, const char *v) {
+    jkey(f, name, 0);
+    if (v)
+        json_fput_text(v, f);
+    else
+        fputs("null", f);
+}
+static void jnum(FILE *f, const char *name, double v) {
+    jkey(f, name, 0);
+    json_fput_num(v, f);
+}
+static void jint(FILE *f, const char *name, long long v) {
+    jkey(f, name, 0);
+    fprintf(f, "%lld", v);
+}
+
+int show_ls_json(Store *s, FILE *f, char *err, size_t cap) {
+    StoreRunList l;
+    if (store_list_runs(s, &l)) return store_failed(s, err, cap);
+    fputs("{\"db\":", f);
+    json_fput_text(store_path(s), f);
+    fputs(",\"runs\":[", f);
+    for (int i = 0; i < l.n; i++) {
+        const StoreRunRow *r = &l.rows[i];
+        fputs(i ? ",{" : "{", f);
+        jkey(f, "run_id", 1);
+        json_fput_text(or(r->run_id, ""), f);
+        jtext(f, "name", r->name);
+        jtext(f, "status", r->status);
+        jkey(f, "steps", 0);
+        if (r->has_steps)
+            fprintf(f, "%lld", r->steps);
+        else
+            fputs("null", f);
+        jnum(f, "val_loss", r->val_loss);
+        jnum(f, "started_at", r->started_at);
+        fputc('}', f);
+    }
+    fputs("]}\n", f);
+    store_run_list_free(&l);
+    return check_stream(s, f, err, cap);
+}
+
+/* The run's row, as print_run shows it. */
+static void json_run(FILE *f, const StoreRunInfo *r) {
+    jkey(f, "run_id", 1);
+    json_fput_text(or(r->run_id, ""), f);
+    jtext(f, "name", r->name);
+    jtext(f, "status", r->status);
+    jtext(f, "effective_status", r->effective_status);
+    jnum(f, "started_at", r->started_at);
+    jnum(f, "ended_at", r->ended_at);
+    jnum(f, "heartbeat_at", r->heartbeat_at);
+    jtext(f, "error_text", r->error_text);
+    jkey(f, "diverged_step", 0);
+    if (r->has_diverged)
+        fprintf(f, "%lld", r->diverged_step);
+    else
+        fputs("null", f);
+    jint(f, "seed", r->seed);
+    jint(f, "threads", r->threads);
+    jtext(f, "argv", r->argv);
+    jtext(f, "code_version", r->code_version);
+    jkey(f, "git_dirty", 0);
+    fputs(r->git_dirty < 0 ? "null" : r->git_dirty ? "true" : "false", f);
+    jtext(f, "host", r->host);
+    jtext(f, "cpu_model", r->cpu_model);
+    jtext(f, "compiler", r->compiler);
+    jtext(f, "cflags", r->cflags);
+    jtext(f, "openblas_version", r->openblas_version);
+    jtext(f, "sqlite_version", r->sqlite_version);
+    jtext(f, "libyaml_version", r->libyaml_version);
+    jint(f, "env_id", r->env_id);
+    /* the stored config, parsed (a merged file's may be anything) */
+    Json *cfg = r->config_json ? json_parse(r->config_json, NULL, 0) : NULL;
+    jkey(f, "config", 0);
+    json_fput_value(cfg, f);
+    json_free(cfg);
+}
+
+static int json_sections(Store *s, const char *id, FILE *f) {
+    StoreSummaryRow *sum;
+    StoreSeries *ser;
+    StoreProbe *pr;
+    StoreHist *h;
+    int n;
+    long long n_other;
+    if (store_read_summary(s, id, &sum, &n)) return -1;
+    jkey(f, "summary", 0);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",{" : "[{", f);
+        jkey(f, "key", 1);
+        json_fput_text(or(sum[i].key, ""), f);
+        jtext(f, "context", or(sum[i].context, ""));
+        jnum(f, "value", sum[i].value);
+        jtext(f, "text", sum[i].text);
+        fputc('}', f);
+    }
+    fputs(n ? "]" : "[]", f);
+    store_summary_free(sum, n);
+    if (store_read_series(s, id, &ser, &n, &n_other)) return -1;
+    jkey(f, "series", 0);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",{" : "[{", f);
+        jkey(f, "key", 1);
+        json_fput_text(or(ser[i].key, ""), f);
+        jint(f, "points", ser[i].points);
+        jint(f, "last_step", ser[i].last_step);
+        jnum(f, "last_value", ser[i].last_value);
+        fputc('}', f);
+    }
+    fputs(n ? "]" : "[]", f);
+    jint(f, "other_series", n_other);
+    store_series_free(ser, n);
+    if (store_read_probes(s, id, &pr, &n)) return -1;
+    jkey(f, "probes", 0);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",{" : "[{", f);
+        jkey(f, "layer", 1);
+        fprintf(f, "%lld", pr[i].layer);
+        jnum(f, "f_attn", pr[i].has_f ? pr[i].f_attn : NAN);
+        jnum(f, "m_act", pr[i].has_m ? pr[i].m_act : NAN);
+        fputc('}', f);
+    }
+    fputs(n ? "]" : "[]", f);
+    free(pr);
+    if (store_read_histograms(s, id, "gate", &h, &n)) return -1;
+    jkey(f, "histograms", 0);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",{" : "[{", f);
+        jkey(f, "key", 1);
+        json_fput("gate", f);
+        jtext(f, "context", or(h[i].context, ""));
+        jint(f, "step", h[i].step);
+        jnum(f, "lo", h[i].lo);
+        jnum(f, "hi", h[i].hi);
+        jkey(f, "counts", 0);
+        if (h[i].nbins < 0) fputs("null", f);
+        for (int b = 0; b < h[i].nbins; b++) fprintf(f, "%s%lld", b ? "," : "[", h[i].counts[b]);
+        if (h[i].nbins >= 0) fputs(h[i].nbins ? "]" : "[]", f);
+        fputc('}', f);
+    }
+    fputs(n ? "]" : "[]", f);
+    store_histograms_free(h, n);
+    return 0;
+}
+
+int show_run_json(Store *s, const char *arg, FILE *f, char *err, size_t cap) {
+    char *id = store_resolve_run(s, arg);
+    if (!id) return store_failed(s, err, cap);
+    StoreRunInfo r;
+    int rc = store_run_info(s, id, &r);
+    if (rc == 0) {
+        /* read everything before printing: a failure prints nothing */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (!m) {
+            store_run_info_free(&r);
+            free(id);
+            snprintf(err, cap, "%s: show: out of memory", store_path(s));
+            return -1;
+        }
+        fputc('{', m);
+        json_run(m, &r);
+        store_run_info_free(&r);
+        rc = json_sections(s, id, m);
+        fputs("}\n", m);
+        int bad = ferror(m);
+        if (fclose(m) != 0 || bad) rc = rc ? rc : (snprintf(err, cap, "%s: show: out of memory", store_path(s)), -2);
+        if (rc == 0) fwrite(buf, 1, len, f);
+        free(buf);
+    }
+    free(id);
+    if (rc == -1) return store_failed(s, err, cap);
+    if (rc) return -1;
     return check_stream(s, f, err, cap);
 }

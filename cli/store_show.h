@@ -1,6 +1,6 @@
 /*
- * store_show.h — `gated ls` and `gated show`: the store's runs as text
- * (cli/store_show.c), read through run/store.h's query functions.
+ * store_show.h — `gated ls` and `gated show`: the store's runs as text or
+ * JSON (cli/store_show.c), read through run/store.h's query functions.
  */
 #ifndef GATED_STORE_SHOW_H
 #define GATED_STORE_SHOW_H
@@ -21,5 +21,14 @@ int show_ls(Store *s, FILE *f, char *err, size_t cap);
  * step) and the latest 'gate' histogram(s) as text bars.  Fails (printing
  * nothing) if no run matches or the argument is ambiguous.  0 or -1 (err). */
 int show_run(Store *s, const char *run_id_or_name_or_prefix, FILE *f, char *err, size_t cap);
+
+/* The same as one JSON document each (README, "Machine-readable output"):
+ * ls {"db", "runs": [{run_id, name, status, steps, val_loss, started_at}]};
+ * show {the run's row, "config" (the stored config parsed; null when
+ * unreadable), "summary", "series", "other_series", "probes",
+ * "histograms"}.  Text from the file through json_fput_text, NaN and
+ * missing values as null.  0, or -1 (err). */
+int show_ls_json(Store *s, FILE *f, char *err, size_t cap);
+int show_run_json(Store *s, const char *run_id_or_name_or_prefix, FILE *f, char *err, size_t cap);
 
 #endif

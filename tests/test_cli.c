@@ -21,8 +21,8 @@
 #include "testutil.h"
 
 /* Every command of `gated`, as `gated --help` lists them. */
-static const char *const COMMANDS[] = {"info", "xcheck", "train",  "sweep", "merge",   "eval",
-                                       "report", "ls",   "show",   "bench", "compare", "help"};
+static const char *const COMMANDS[] = {"info", "xcheck", "train", "sweep", "merge",   "eval", "report",
+                                       "export", "ls",   "show",  "bench", "compare", "help"};
 enum { NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
 typedef struct {

@@ -1202,6 +1202,166 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
     tmp_rm(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* scale-out recipes (README, "Scale-out")                             */
+/* ------------------------------------------------------------------ */
+
+/* How many rows one query gives in db with the database other ATTACHed
+ * as o (each query compares one table both ways). */
+static long long q_two(const char *db, const char *other, const char *sql) {
+    sqlite3 *h = db_open(db);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, "ATTACH ?1 AS o", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, other, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "attach %s: %s", other, sqlite3_errmsg(h));
+    sqlite3_finalize(st);
+    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(h));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+/* merged holds what one process wrote into one: the same runs with the same
+ * statuses, sweep membership, and metric and histogram rows bitwise (SQL's
+ * EXCEPT compares REAL values exactly; t, when recorded, is a wall-clock
+ * time and left out), and the final results that do not measure time. */
+static void same_results(const char *one, const char *merged) {
+    static const char *const tables[][2] = {
+        {"runs", "run_id, name, status, seed, config_json"},
+        {"sweep_runs", "sweep, run_id, label, seed, idx, is_baseline"},
+        {"metrics", "run_id, key, context, step, value"},
+        {"histograms", "run_id, key, context, step, lo, hi, counts"},
+        {"summary", "run_id, key, context, value FROM %s WHERE key NOT IN ('tokens_per_s', 'peak_rss_mib', 'wall_s')"},
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        char from[256], cols[512], sql[2048];
+        const char *t = tables[i][0], *c = tables[i][1];
+        /* "COLS" or "COLS FROM %s WHERE ...": the FROM part for main and o */
+        const char *fp = strstr(c, " FROM ");
+        snprintf(cols, sizeof cols, "%.*s", fp ? (int)(fp - c) : (int)strlen(c), c);
+        for (int side = 0; side < 2; side++) {
+            char a[128], b[128], fa[300], fb[300];
+            snprintf(a, sizeof a, "%s%s", side ? "o." : "main.", t);
+            snprintf(b, sizeof b, "%s%s", side ? "main." : "o.", t);
+            if (fp) {
+                snprintf(fa, sizeof fa, fp + 6, a);
+                snprintf(fb, sizeof fb, fp + 6, b);
+            } else {
+                snprintf(fa, sizeof fa, "%s", a);
+                snprintf(fb, sizeof fb, "%s", b);
+            }
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM (SELECT %s FROM %s EXCEPT SELECT %s FROM %s)", cols, fa,
+                     cols, fb);
+            cr_assert_eq(q_two(one, merged, sql), 0, "%s: rows of %s not in %s:\n%s", t, side ? merged : one,
+                         side ? one : merged, sql);
+        }
+        snprintf(from, sizeof from, "SELECT (SELECT count(*) FROM main.%s) - (SELECT count(*) FROM o.%s)", t, t);
+        cr_assert_eq(q_two(one, merged, from), 0, "%s: row counts differ", t);
+    }
+    cr_assert_gt(q_int(one, "SELECT count(*) FROM metrics"), 0);
+}
+
+/* The path of GNU parallel, or the test is skipped, saying how to get it. */
+static void need_parallel(void) {
+    char out[256];
+    if (sh("command -v parallel && parallel --version", out, sizeof out) == 0 && strstr(out, "GNU parallel")) return;
+    fprintf(stderr, "SKIPPED: GNU parallel is not installed (make deps installs it; as root: "
+                    "apt-get install -y --no-install-recommends parallel)\n");
+    cr_skip_test("GNU parallel is not installed: apt-get install -y --no-install-recommends parallel");
+}
+
+/* The README's GNU parallel recipe on the smoke sweep: one database per
+ * run index, run by `parallel`, merged, equals one process's sweep. */
+Test(sweep, gnu_parallel_shards_merge_into_the_one_process_result, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    need_parallel();
+    Tmp t;
+    tmp_dir(&t);
+    char smoke[PATH_MAX], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
+    smoke_path(smoke);
+    cr_assert(strchr(smoke, '\'') == NULL);
+    snprintf(args, sizeof args, "sweep '%s' --db one.db", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    /* as in the README: N from --count, run indices 0..N-1 through parallel, then merge */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && N=$('%s' sweep '%s' --count) && [ \"$N\" = 6 ] &&"
+             " seq 0 $((N-1)) | parallel --will-cite -j 2 '%s' sweep '%s' --index {} --db shards/shard-{}.db &&"
+             " '%s' merge merged.db shards/shard-*.db",
+             t.dir, bin, smoke, bin, smoke, bin);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    cr_assert_not_null(strstr(out, "merged.db: 6 runs"), "%s", out);
+    char one[160], merged[160], shard[160];
+    snprintf(one, sizeof one, "%s/one.db", t.dir);
+    snprintf(merged, sizeof merged, "%s/merged.db", t.dir);
+    for (int i = 0; i < 6; i++) { /* each index ran in its own database */
+        snprintf(shard, sizeof shard, "%s/shards/shard-%d.db", t.dir, i);
+        cr_assert_eq(q_int(shard, "SELECT count(*) FROM runs"), 1, "%s", shard);
+    }
+    same_results(one, merged);
+    tmp_rm(&t);
+}
+
+/* tools/slurm_sweep.sbatch end to end under a stand-in for sbatch that runs
+ * each job at once (the array's tasks one after another, with
+ * SLURM_ARRAY_TASK_ID set) and records its arguments. */
+Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char script[PATH_MAX], smoke[PATH_MAX], path[128], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
+    smoke_path(smoke);
+    cr_assert_not_null(realpath("tools/slurm_sweep.sbatch", script), "tools/slurm_sweep.sbatch: %s", strerror(errno));
+    cr_assert(strchr(script, '\'') == NULL && strchr(smoke, '\'') == NULL);
+    cr_assert_eq(mkdir(strcat(strcpy(path, t.dir), "/bin"), 0755), 0);
+    write_file(&t, "bin/sbatch",
+               "#!/bin/bash\n"
+               "# a stand-in for sbatch: runs the job now, in this directory\n"
+               "echo \"sbatch $*\" >> \"$FAKE_DIR/sbatch.calls\"\n"
+               "array=\n"
+               "while [ $# -gt 0 ]; do case \"$1\" in --array=*) array=${1#--array=} ;; --*) ;; *) break ;; esac;"
+               " shift; done\n"
+               "script=$1; shift\n"
+               "if [ -n \"$array\" ]; then\n"
+               "  for ((i = ${array%-*}; i <= ${array#*-}; i++)); do\n"
+               "    SLURM_ARRAY_TASK_ID=$i bash \"$script\" \"$@\" >> \"$FAKE_DIR/jobs.log\" 2>&1 || exit 1\n"
+               "  done\n"
+               "else\n"
+               "  bash \"$script\" \"$@\" >> \"$FAKE_DIR/jobs.log\" 2>&1 || exit 1\n"
+               "fi\n"
+               "echo $((++n + 40))\n",
+               path);
+    cr_assert_eq(chmod(path, 0755), 0);
+    snprintf(args, sizeof args, "sweep '%s' --db one.db", smoke);
+    cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' '%s' --submit '%s' out --time=10"
+             " || { cat '%s/jobs.log'; exit 1; }",
+             t.dir, t.dir, t.dir, bin, script, smoke, t.dir);
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s\n%s", cmd, out);
+    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), merge job 41"), "%s", out);
+    char calls[4 * PATH_MAX + 256], *c = test_read_file(strcat(strcpy(path, t.dir), "/sbatch.calls"), NULL);
+    snprintf(calls, sizeof calls, "sbatch --parsable --array=0-5 --time=10 %s %s out\n"
+                                  "sbatch --parsable --dependency=afterok:41 --time=10 %s --merge %s out\n",
+             script, smoke, script, smoke);
+    cr_assert_str_eq(c, calls);
+    free(c);
+    char one[160], merged[160];
+    snprintf(one, sizeof one, "%s/one.db", t.dir);
+    snprintf(merged, sizeof merged, "%s/out/merged.db", t.dir);
+    same_results(one, merged);
+    /* a task run by hand without the array's id, and a merge with a shard missing, are refused */
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm out/shard-3.db && GATED='%s' bash '%s' --merge '%s' out", t.dir, bin,
+             script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "out/shard-3.db is missing: run array task 3 again"), "%s", out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && GATED='%s' bash '%s' '%s' out", t.dir, bin, script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    tmp_rm(&t);
+}
+
 /* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
  * leaves its run killed (resumable), and the sweep exits 130. */
 Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {

@@ -430,9 +430,9 @@ static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
 /* The series name (its first sweep), the sweep, its tokens and steps: the
  * first fields of a line. */
 static void csv_head(FILE *f, const R *r, const RBudget *b, const RSweep *s) {
-    rep_csv_text(f, r->sw[b->sw[0]].name);
+    csv_fput_text(r->sw[b->sw[0]].name, f);
     fputc(',', f);
-    rep_csv_text(f, s->name);
+    csv_fput_text(s->name, f);
     fputc(',', f);
     csv_num(f, s->tokens);
     csv_num(f, sweep_steps(s));
@@ -467,7 +467,7 @@ static int write_csv(R *r, FILE *f) {
                     return -1;
                 }
                 csv_head(f, r, b, s);
-                rep_csv_text(f, v->label);
+                csv_fput_text(v->label, f);
                 fprintf(f, ",%d,%d,", k == s->base, v->n_fin);
                 csv_num(f, v->loss_mean);
                 csv_num(f, v->loss_std);
@@ -504,11 +504,11 @@ static int write_runs_csv(R *r, FILE *f) {
                     const RRun *u = &s->runs[s->vars[k].runs[i]];
                     char qid[64];
                     csv_head(f, r, b, s);
-                    rep_csv_text(f, u->label);
+                    csv_fput_text(u->label, f);
                     fprintf(f, ",%lld,", u->seed);
-                    rep_csv_text(f, store_escape(u->run_id, qid, sizeof qid));
+                    csv_fput_text(store_escape(u->run_id, qid, sizeof qid), f);
                     fputc(',', f);
-                    rep_csv_text(f, u->status);
+                    csv_fput_text(u->status, f);
                     fputc(',', f);
                     csv_num(f, rep_is_finished(u) ? u->val_loss : NAN);
                     csv_num(f, rep_is_finished(u) ? u->test_loss : NAN);

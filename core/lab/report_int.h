@@ -31,6 +31,7 @@
 #include "lab/report.h"
 #include "lab/stats.h"
 #include "run/store.h"
+#include "util/csv.h"
 
 /* ------------------------------------------------------------------ */
 /* data model                                                          */
@@ -329,8 +330,6 @@ char *rep_md_code_str(R *r, const char *s);
 void rep_md_text(FILE *f, const char *s);
 /* TeX text, the special characters escaped. */
 void rep_tex_text(FILE *f, const char *s);
-/* A CSV field, quoted when it needs to be. */
-void rep_csv_text(FILE *f, const char *s);
 /* A CSV number (nothing when NAN), then the separator sep. */
 void rep_csv_val(FILE *f, double v, char sep);
 /* mean ± std with prec decimals into dst; the mean alone when std is NAN,

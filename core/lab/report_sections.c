@@ -310,9 +310,9 @@ static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
 
 /* The sweep's name and a row's label: the first two fields of a line. */
 static void csv_row_head(FILE *f, const RSweep *s, const RVar *v) {
-    rep_csv_text(f, s->name);
+    csv_fput_text(s->name, f);
     fputc(',', f);
-    rep_csv_text(f, v->label);
+    csv_fput_text(v->label, f);
     fputc(',', f);
 }
 
@@ -328,7 +328,7 @@ static int csv_sink(R *r, FILE *f, const RSweep *s) {
             csv_row_head(f, s, &s->vars[k]);
             char qid[64];
             fprintf(f, "%lld,", u->seed);
-            rep_csv_text(f, store_escape(u->run_id, qid, sizeof qid));
+            csv_fput_text(store_escape(u->run_id, qid, sizeof qid), f);
             fputc(',', f);
             csv_num(f, u->tokens);
             csv_num(f, u->seq_len);
@@ -381,9 +381,9 @@ static int csv_ppl(R *r, FILE *f, const RSweep *s) {
                     if (!n) continue;
                     csv_row_head(f, s, &s->vars[k]);
                     fprintf(f, "%s,", splits[sp]);
-                    rep_csv_text(f, s->eser[j].name);
+                    csv_fput_text(s->eser[j].name, f);
                     fputc(',', f);
-                    rep_csv_text(f, s->eser[j].scaling);
+                    csv_fput_text(s->eser[j].scaling, f);
                     fputc(',', f);
                     csv_num(f, s->eser[j].factor);
                     fprintf(f, "%lld,", lens[q]);

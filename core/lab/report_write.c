@@ -9,9 +9,9 @@
  * database: escaped when loaded, quoted again for the format
  * (rep_md_text: Markdown specials backslash-escaped; rep_md_code: code
  * spans with long enough backtick fences; rep_tex_text: TeX specials;
- * tex_comment_label: TeX comments kept to one line; rep_csv_text: quoted
- * fields).  The csv table holds plain numbers
- * (%.10g, empty when missing).  The sections after the main table are
+ * tex_comment_label: TeX comments kept to one line; CSV cells:
+ * csv_fput_text, util/csv.h).  The csv table holds plain numbers (%.10g,
+ * empty when missing).  The sections after the main table are
  * report_sections.c's.
  */
 #include "lab/report_int.h"
@@ -105,19 +105,6 @@ void rep_tex_text(FILE *f, const char *s) {
 static void tex_comment_label(FILE *f, const char *s) { store_fput_escaped(f, s); }
 
 /* CSV field: quoted when it holds a comma, quote or newline. */
-void rep_csv_text(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* A number, or nothing when NAN; then the separator sep (',' or '\n'). */
 void rep_csv_val(FILE *f, double v, char sep) {
     if (!isnan(v)) fprintf(f, "%.10g", v);
@@ -573,16 +560,16 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
             s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
-        rep_csv_text(f, s->name);
+        csv_fput_text(s->name, f);
         fputc(',', f);
-        rep_csv_text(f, v->label);
+        csv_fput_text(v->label, f);
         fprintf(f, ",%d,%d,%d,%d,%d,", s->runs[v->runs[0]].idx, k == s->base, v->n_fin, v->n_div, v->nruns);
         csv_num(f, v->loss_mean);
         csv_num(f, v->loss_std);
         csv_num(f, v->ppl_mean);
         csv_num(f, v->ppl_std);
         fprintf(f, "%s,", v->is_ref ? "reference" : rules[v->rule]);
-        if (v->ref >= 0) rep_csv_text(f, s->vars[v->ref].label);
+        if (v->ref >= 0) csv_fput_text(s->vars[v->ref].label, f);
         fputc(',', f);
         csv_num(f, v->have_delta ? v->delta : NAN);
         csv_num(f, v->have_test ? v->t.lo : NAN);

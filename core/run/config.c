@@ -834,13 +834,15 @@ static void out_str(Out *o, const char *s) {
     o->len += n;
 }
 
-int config_to_json(const Config *c, char *buf, size_t cap) {
+/* config_to_json and config_to_json_full: omit says whether omit_default
+ * keys at their default are left out. */
+static int to_json(const Config *c, char *buf, size_t cap, int omit) {
     Out o = {buf, cap, 0};
     char val[VALUE_CAP];
     int first = 1;
     out_str(&o, "{");
     for (size_t i = 0; i < NKEYS; i++) {
-        if (config_schema[i].omit_default) {
+        if (omit && config_schema[i].omit_default) {
             Config d;
             char why[512];
             memset(&d, 0, sizeof d);
@@ -862,6 +864,9 @@ int config_to_json(const Config *c, char *buf, size_t cap) {
     if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
     return (int)o.len;
 }
+
+int config_to_json(const Config *c, char *buf, size_t cap) { return to_json(c, buf, cap, 1); }
+int config_to_json_full(const Config *c, char *buf, size_t cap) { return to_json(c, buf, cap, 0); }
 
 int config_from_json(Config *c, const char *json, ConfigError *err) {
     const char *s = json;

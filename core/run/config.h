@@ -110,6 +110,9 @@ void config_print(const Config *c, FILE *f);
  * strings are escaped whole by json_quote (json.h), never cut.
  * Returns the number of characters written (as snprintf). */
 int config_to_json(const Config *c, char *buf, size_t cap);
+/* The same with every key of the schema, omit_default ones included (what
+ * `gated info --json` shows; never hashed). */
+int config_to_json_full(const Config *c, char *buf, size_t cap);
 
 /* Read config_to_json's output back into c (which should hold defaults):
  * strings are decoded in full (json_unquote), and every "key":value pair is

@@ -160,7 +160,9 @@
  * store_sweep.c, store_claims.c and store_attest.c (SWEEP_SCHEMA_SQL,
  * CLAIMS_SCHEMA_SQL, ATTEST_SCHEMA_SQL: keep them identical to the blocks
  * above); the bench table, written only by `gated bench`, is
- * documented in store_bench.c.  store_impl.h lists the store's files.
+ * documented in store_bench.c; the views for the common joins
+ * (run_metrics, sweep_metrics, final_metrics) in store_views.c.
+ * store_impl.h lists the store's files.
  *
  * Every value goes through sqlite3_bind_*; the only SQL text that is not a
  * constant is none (constant strings like 'val_loss' are bound too).
@@ -513,13 +515,17 @@ static int open_inner(Store *s) {
     if (s->readonly) {
         /* Reading only: no journal-mode switch, no schema; a database from
          * before sweep_runs gets an empty TEMP one, so readers need no case;
-         * one of schema 1 is read as schema 2. */
-        if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)))
+         * one of schema 1 is read as schema 2; the views come last, as
+         * TEMP views over whatever TEMP tables stand in front. */
+        if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)) ||
+            sto_ensure_views(s))
             return -1;
     } else {
         if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
         if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
-        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s)) return -1;
+        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s) ||
+            sto_ensure_views(s))
+            return -1;
         /* (read-only, store_flush refuses with SQLite's own words) */
         if (sto_prep(s, &s->ins_metric,
                      "INSERT OR REPLACE INTO metrics(run_id, key, context, step, value, t)"

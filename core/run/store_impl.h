@@ -8,7 +8,8 @@
  * store_text.c (untrusted text), store_claims.c (run_claims),
  * store_sweep.c (sweep_runs, row counts), store_query.c (finding runs and
  * reading them back for ls / show), store_bench.c (the bench table),
- * store_attest.c (code_attest: results verified under other code).
+ * store_attest.c (code_attest: results verified under other code),
+ * store_views.c (the views for the common joins).
  *
  * Every helper that fails records the message in s->err (store_errmsg)
  * and returns -1, so callers can `return sto_fail(...)`.
@@ -95,5 +96,9 @@ int sto_ensure_sweep_schema(Store *s);
 int sto_ensure_claims_schema(Store *s);
 /* The same for code_attest (store_attest.c; read-only, an empty TEMP one). */
 int sto_ensure_attest_schema(Store *s);
+/* The views of store_views.c (run_metrics, sweep_metrics, final_metrics):
+ * in the file where missing or different (writers), as TEMP views when
+ * read-only; run by store_open after the tables. */
+int sto_ensure_views(Store *s);
 
 #endif

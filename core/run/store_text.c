@@ -8,29 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length (1-4) of the valid UTF-8 character at p, its code point in *cp;
- * 0 when p does not start one (overlong forms, surrogates and code points
- * above U+10FFFF are not valid). */
-static int utf8_char(const unsigned char *p, unsigned *cp) {
-    unsigned c = p[0];
-    if (c < 0x80) return *cp = c, 1;
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (!n) return 0;
-    unsigned v = c & (0x7fu >> n);
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
-        v = (v << 6) | (p[i] & 0x3fu);
-    }
-    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (n == 4 && (v < 0x10000 || v > 0x10ffff)))
-        return 0;
-    return *cp = v, n;
-}
+#include "util/util.h"
 
 /* The next character of p: its length in bytes (1 for a byte that starts
  * no valid character), and in *ok whether it may appear in a name. */
 static int next_char(const unsigned char *p, int *ok) {
     unsigned cp;
-    int n = utf8_char(p, &cp);
+    int n = util_utf8_char(p, &cp);
     if (!n) return *ok = 0, 1;
     *ok = !(cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f));
     return n;
@@ -50,7 +34,7 @@ int store_name_check(const char *s, char *why, size_t cap) {
         int ok, n = next_char(p, &ok);
         if (!ok) {
             unsigned cp;
-            int valid = utf8_char(p, &cp) > 0;
+            int valid = util_utf8_char(p, &cp) > 0;
             if (why && cap) {
                 char b[16];
                 if (n == 2)

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/util.h"
+
 /* The escape for byte ch into e (at most 7 bytes with the NUL), or NULL
  * when ch goes through as it is. */
 static const char *escape_of(unsigned char ch, char e[8]) {
@@ -66,6 +68,48 @@ int json_fput(const char *s, FILE *f) {
         if (esc ? fputs(esc, f) == EOF : fputc(*p, f) == EOF) return EOF;
     }
     return fputc('"', f) == EOF ? EOF : 0;
+}
+
+int json_fput_text(const char *s, FILE *f) {
+    if (fputc('"', f) == EOF) return EOF;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned cp;
+        int n = util_utf8_char(p, &cp);
+        char e[8];
+        const char *esc = n == 1 ? escape_of(*p, e) : NULL;
+        if (n == 0) /* no character starts here: the replacement character, one per byte */
+            esc = "\\ufffd", n = 1;
+        if (esc ? fputs(esc, f) == EOF : fwrite(p, 1, (size_t)n, f) != (size_t)n) return EOF;
+        p += n;
+    }
+    return fputc('"', f) == EOF ? EOF : 0;
+}
+
+int json_fput_num(double v, FILE *f) {
+    char b[32];
+    return fputs(isfinite(v) ? util_fmt_double(v, b, sizeof b) : "null", f) == EOF ? EOF : 0;
+}
+
+int json_fput_value(const Json *v, FILE *f) {
+    int bad = 0;
+    switch (v ? v->type : JSON_NULL) {
+    case JSON_NULL: return fputs("null", f) == EOF ? EOF : 0;
+    case JSON_BOOL: return fputs(v->num != 0 ? "true" : "false", f) == EOF ? EOF : 0;
+    case JSON_NUM: /* as written when finite (the reader checked its grammar) */
+        return fputs(isfinite(v->num) && v->str ? v->str : "null", f) == EOF ? EOF : 0;
+    case JSON_STR: return json_fput_text(v->str, f);
+    case JSON_ARR:
+    case JSON_OBJ:
+        bad |= fputc(v->type == JSON_ARR ? '[' : '{', f) == EOF;
+        for (int i = 0; i < v->n && !bad; i++) {
+            if (i) bad |= fputc(',', f) == EOF;
+            if (v->type == JSON_OBJ) bad |= json_fput_text(v->keys[i], f) != 0 || fputc(':', f) == EOF;
+            bad |= json_fput_value(v->v[i], f) != 0;
+        }
+        bad |= fputc(v->type == JSON_ARR ? ']' : '}', f) == EOF;
+        return bad ? EOF : 0;
+    }
+    return EOF;
 }
 
 /* Four hex digits at s, or -1. */

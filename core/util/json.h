@@ -27,6 +27,16 @@ size_t json_quote(const char *s, char *out, size_t cap);
 /* The same literal written to f.  0, or EOF on a write error. */
 int json_fput(const char *s, FILE *f);
 
+/* The same for text read back from a file or a database, which may hold
+ * anything: a byte that starts no valid UTF-8 character is written as
+ * \ufffd (the replacement character), so the output is always valid
+ * UTF-8 JSON.  Valid text is written exactly as json_fput writes it. */
+int json_fput_text(const char *s, FILE *f);
+
+/* A number: util_fmt_double's shortest text that reads back bitwise, or
+ * null when it is NaN or infinite (JSON has neither).  0, or EOF on a write error. */
+int json_fput_num(double v, FILE *f);
+
 /* Decode the JSON string literal at s (s points at its opening quote) into
  * out, NUL-terminated: \" \\ \/ \b \f \n \r \t and \uXXXX (surrogate pairs
  * give one UTF-8 sequence).  Returns the position after the closing quote,
@@ -72,6 +82,11 @@ void json_free(Json *j);
 /* The value of member key of object o (the first, if repeated), or NULL
  * (o NULL or not an object included). */
 const Json *json_get(const Json *o, const char *key);
+
+/* Write v compactly (no blanks): numbers as written, except that NaN and
+ * infinities become null; strings and member names by json_fput_text.
+ * NULL writes null.  0, or EOF on a write error. */
+int json_fput_value(const Json *v, FILE *f);
 
 /* A scalar as text: a string's decoded value, a number as written, "true",
  * "false" or "null"; NULL for an array, an object or v NULL. */

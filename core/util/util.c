@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,4 +69,31 @@ double util_median(const double *x, int n) {
     double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     if (t != small) free(t);
     return m;
+}
+
+int util_utf8_char(const unsigned char *p, unsigned *cp) {
+    unsigned c = p[0];
+    if (c < 0x80) return *cp = c, 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n) return 0;
+    unsigned v = c & (0x7fu >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
+        v = (v << 6) | (p[i] & 0x3fu);
+    }
+    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+        return 0;
+    return *cp = v, n;
+}
+
+char *util_fmt_double(double v, char *buf, size_t cap) {
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return buf;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
 }

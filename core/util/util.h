@@ -1,9 +1,12 @@
 /*
  * util.h — small helpers shared by every layer: monotonic time, mkdir -p
- * that reports its errors, a strict integer parser.  Nothing here prints.
+ * that reports its errors, a strict integer parser, UTF-8 decoding.
+ * Nothing here prints.
  */
 #ifndef GATED_UTIL_H
 #define GATED_UTIL_H
+
+#include <stddef.h>
 
 /* Seconds on CLOCK_MONOTONIC (for durations, never for dates). */
 double util_now(void);
@@ -21,5 +24,16 @@ int util_mkdir_p(const char *dir);
  * no overflow, not empty (strtol's leading blanks and sign are accepted).
  * 0, or -1 with *out unchanged. */
 int util_parse_long(const char *s, long lo, long hi, long *out);
+
+/* v as the shortest of %.15g, %.16g, %.17g that strtod reads back as v
+ * exactly (so 0.1 is "0.1", and every double survives a round trip) into
+ * buf (cap >= 32 holds any); "nan", "inf" or "-inf" when not finite.
+ * Returns buf. */
+char *util_fmt_double(double v, char *buf, size_t cap);
+
+/* Length (1-4) of the valid UTF-8 character at p, its code point in *cp;
+ * 0 when p does not start one (overlong forms, surrogates and code points
+ * above U+10FFFF are not valid; a NUL inside a sequence ends it). */
+int util_utf8_char(const unsigned char *p, unsigned *cp);
 
 #endif
