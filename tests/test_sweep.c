@@ -904,7 +904,9 @@ Test(sweep, verify_code_keeps_results_that_re_execute_bitwise_equal, .timeout = 
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, v1);
     cr_assert_eq(system(cmd), 0);
     db_exec(v1, "PRAGMA journal_mode=DELETE");
-    db_exec(v1, "DROP TABLE code_attest; ALTER TABLE metrics DROP COLUMN t;"
+    /* schema 1 had neither code_attest, metrics.t nor the views (which read metrics.t) */
+    db_exec(v1, "DROP VIEW final_metrics; DROP VIEW sweep_metrics; DROP VIEW run_metrics;"
+                "DROP TABLE code_attest; ALTER TABLE metrics DROP COLUMN t;"
                 "UPDATE metrics SET step = -step WHERE key IN ('train_loss', 'lr', 'grad_norm', 'spike');"
                 "UPDATE metrics SET step = -step - 1 WHERE step < 0;"
                 "UPDATE runs SET code_version = '2222222222222222222222222222222222222222';"
