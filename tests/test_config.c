@@ -50,7 +50,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 49);
+    cr_assert_eq(config_schema_len, 55);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -330,12 +330,29 @@ static const BadYaml bad_yaml[] = {
     /* 33: micro-batches must cut the batch evenly */
     {"train:\n  batch: 8\n  micro_batch: 3\n",
      ":3:3: error: train.micro_batch: must divide train.batch (batch 8, micro_batch 3)", 1},
+    /* 34-39: the Bigram-Backcopy keys */
+    {"data:\n  bb:\n    token: 63\n", ":3:5: error: data.bb.token: unknown key (did you mean data.bb.tokens?)", 0},
+    {"data:\n  bb:\n    source: markov\n",
+     ":3:13: error: data.bb.source: expected one of brown, random, got \"markov\"", 0},
+    {"data:\n  corpus: bb\n  bb:\n    triggers: 63\n",
+     ":4:5: error: data.bb.triggers: data.bb.triggers must be below data.bb.tokens (triggers 63, tokens 63)", 1},
+    {"data:\n  corpus: bb\n  bb:\n    tokens: 300\n",
+     ":4:5: error: data.bb.tokens: model.vocab_size (257) must be at least data.bb.tokens + 1 = 301 (the "
+     "Bigram-Backcopy tokens and BOS)",
+     1},
+    {"data:\n  corpus: bb\n  bos_start: false\n",
+     ":3:3: error: data.bos_start: must be true with data.corpus bb (every Bigram-Backcopy sequence starts with "
+     "BOS)",
+     1},
+    {"data:\n  bb:\n    alpha: 0.5\n",
+     ":3:5: error: data.bb.alpha: only used with data.corpus bb (data.corpus is brown)", 1},
 };
 #define N_BAD_YAML ((int)(sizeof bad_yaml / sizeof bad_yaml[0]))
 
 ParameterizedTestParameters(config, bad_yaml) {
     static int rows[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
-                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+                         15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
+                         34, 35, 36, 37, 38, 39};
     _Static_assert(sizeof rows / sizeof rows[0] == sizeof bad_yaml / sizeof bad_yaml[0],
                    "one parameter per bad_yaml row");
     return cr_make_param_array(int, rows, sizeof rows / sizeof rows[0]);
@@ -623,7 +640,8 @@ Test(config, print_is_nested_yaml_and_reloads) {
     cr_assert_not_null(strstr(text, "\n    control: none\n    control_scale: 0.5\n    bias: false\n    init_bias: 0\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  micro_batch: 0\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\nthreads: 0\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\n  bb:\n    tokens: 63\n    triggers: 3\n"
+                                     "    source: brown\n    alpha: 0.1\n    first: stationary\n    seed: 0\nthreads: 0\n"), "%s", text);
     cr_assert_eq(len, strlen(text));
     cr_assert_eq(text[len - 1], '\n');
 
@@ -926,4 +944,46 @@ Test(config, huge_yaml_file_is_refused, .timeout = 20) {
     free(text);
     snprintf(want, sizeof want, "%s: error: larger than 1 MiB (too large for a run file)", path);
     cr_assert_str_eq(e.msg, want);
+}
+
+/* data.corpus bb: the data.bb.* keys resolve, reach config_bb, and enter
+ * the stored JSON only when set away from their defaults (so the run ids of
+ * earlier runs, which have none, stay as they were). */
+Test(config, bigram_backcopy_keys) {
+    Config c;
+    ConfigError e;
+    char buf[4096];
+    config_defaults(&c);
+    cr_assert_eq(config_set(&c, "data.corpus=bb", &e), 0, "%s", e.msg);
+    cr_assert_eq(config_set(&c, "model.vocab_size=64", &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    config_to_json(&c, buf, sizeof buf);
+    cr_assert_not_null(strstr(buf, "\"data.corpus\":\"bb\""), "%s", buf);
+    cr_assert_null(strstr(buf, "data.bb."), "defaults are left out: %s", buf);
+    BBCfg b = config_bb(&c);
+    cr_assert(b.tokens == 63 && b.triggers == 3 && b.source == BB_SOURCE_BROWN && b.seed == 0 &&
+              b.first == BB_FIRST_STATIONARY);
+    cr_assert_float_eq(b.alpha, 0.1, 1e-15);
+
+    config_defaults(&c);
+    static const char *const sets[] = {"data.corpus=bb", "model.vocab_size=33", "data.bb.tokens=32",
+                                       "data.bb.triggers=5", "data.bb.source=random", "data.bb.alpha=0.5",
+                                       "data.bb.first=non_trigger", "data.bb.seed=7"};
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
+        cr_assert_eq(config_set(&c, sets[i], &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    config_to_json(&c, buf, sizeof buf);
+    cr_assert_not_null(strstr(buf, "\"data.bb.tokens\":32,\"data.bb.triggers\":5,\"data.bb.source\":\"random\","
+                                   "\"data.bb.alpha\":0.5,\"data.bb.first\":\"non_trigger\",\"data.bb.seed\":7"),
+                       "%s", buf);
+    b = config_bb(&c);
+    cr_assert(b.tokens == 32 && b.triggers == 5 && b.source == BB_SOURCE_RANDOM && b.seed == 7 &&
+              b.first == BB_FIRST_NON_TRIGGER);
+    Config back;
+    config_defaults(&back);
+    cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
+    char buf2[4096];
+    config_to_json(&back, buf2, sizeof buf2);
+    cr_assert_str_eq(buf2, buf);
 }

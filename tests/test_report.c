@@ -1607,6 +1607,44 @@ Test(report, plots_tell_many_series_apart_and_draw_the_std) {
     fx_rm(&fx);
 }
 
+/* A Bigram-Backcopy run (it has bb_bos_attn_other per head): the sink
+ * table and the per-head table read that measure, not its F-Attn, and say
+ * so.  F-Attn per head (L0H0 L0H1 L1H0 L1H1) .10 .20 .60 .30 (max at L1.H0);
+ * attention on BOS from other queries .05 .80 .10 .20 (max 0.800 at L0.H1;
+ * the layer and overall rows are not heads and are ignored). */
+Test(report, sink_table_of_bigram_backcopy_runs) {
+    Fx fx;
+    Store *s = fx_open(&fx);
+    char id[17];
+    add_run(s, "{\"data.corpus\":\"bb\",\"model.seq_len\":128,\"train.batch\":4,\"train.steps\":100}", "bb-s1", 1,
+            "finished", 1.5, 0.3, 10, NAN, 0, 0, 1000, id);
+    add_sink(s, id, (const double[2]){0, 1}, (const double[4]){.10, .20, .60, .30}, 8, 0.25);
+    static const double bos[4] = {.05, .80, .10, .20};
+    for (int c = 0; c < 4; c++) {
+        char ctx[32];
+        snprintf(ctx, sizeof ctx, "layer=%d,head=%d", c / 2, c % 2);
+        cr_assert_eq(store_metric(s, id, "bb_bos_attn_other", ctx, 50, 0.99), 0);
+        cr_assert_eq(store_metric(s, id, "bb_bos_attn_other", ctx, 100, bos[c]), 0);
+    }
+    cr_assert_eq(store_metric(s, id, "bb_bos_attn_other", "layer=1", 100, 0.97), 0);
+    cr_assert_eq(store_metric(s, id, "bb_bos_attn_other", "", 100, 0.98), 0);
+    StoreSweepRun sr = {id, "baseline", 1, 0, 1};
+    cr_assert_eq(store_sweep_record(s, "bbs", 1, &sr, 1), 0, "%s", store_errmsg(s));
+    store_close(s);
+    char err[1024], *log;
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "Bigram-Backcopy runs (`data.corpus: bb`) take, in place of a head's F-Attn, its attention on BOS "
+                   "from other (non-trigger) queries");
+    assert_has(md, "| formed | max head BOS attn (other queries) | where |");
+    assert_has(md, "| baseline | 51.2k | 128 | 100 | 1/1 | 0.800 | L0.H1 |");
+    assert_has(md, "#### Attention on BOS from other queries per layer and query head\n");
+    assert_has(md, "| L0 | 5.0 | 80.0 |\n| L1 | 10.0 | 20.0 |\n");
+    free(md);
+    free(log);
+    fx_rm(&fx);
+}
+
 Test(report, sink_and_context_length_plots) {
     Fx fx;
     fixture_sink(&fx);

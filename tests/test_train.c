@@ -135,16 +135,18 @@ Test(train, synthetic_corpus_loss_falls, .timeout = 120) {
     cr_assert(v[0] < log(257.0) + 0.5);
 }
 
-Test(train, resume_is_bitwise_identical, .timeout = 120) {
+/* c (25 steps) run whole into DIR/a.db, and stopped after 12 steps then
+ * resumed into DIR/b.db: every step's loss bitwise the same. */
+static void check_resume(Config c, char *dir, size_t dcap) {
     set_threads(1);
-    char dir[64], a[128], b[128], cka[128], ckb[128];
-    test_tmpdir(dir, sizeof dir);
+    char a[128], b[128], cka[128], ckb[128];
+    test_tmpdir(dir, dcap);
     snprintf(a, sizeof a, "%s/a.db", dir);
     snprintf(b, sizeof b, "%s/b.db", dir);
     snprintf(cka, sizeof cka, "%s/cka", dir);
     snprintf(ckb, sizeof ckb, "%s/ckb", dir);
-    Config c = synth_config(25);
     resolve_or_die(&c);
+    cr_assert_eq(c.steps, 25);
     TrainOpts full = {a, "full", "data", "test", 0, 0, cka, 0, 0};
     cr_assert_eq(run_quiet(&c, &full), 0);
     TrainOpts part = {b, "part", "data", "test", 0, 0, ckb, 12, 0};
@@ -294,6 +296,63 @@ Test(train, progress_line_shows_the_validation_loss, .timeout = 120) {
     free(text);
 }
 
+Test(train, resume_is_bitwise_identical, .timeout = 120) {
+    char dir[64];
+    check_resume(synth_config(25), dir, sizeof dir);
+}
+
+/* A Bigram-Backcopy config on the synthetic model's shape: tokens 0..62 and
+ * BOS 63, a seeded random table. */
+static Config bb_config(int steps) {
+    Config c = synth_config(steps);
+    c.corpus = CORPUS_BB;
+    c.vocab_size = 64;
+    c.bb_tokens = 63;
+    c.bb_source = BB_SOURCE_RANDOM;
+    return c;
+}
+
+/* The training stream of data.corpus bb resumes exactly (its state is the
+ * checkpoint's data stream), the BB probes are stored at every evaluation
+ * (per head, per layer, overall), and the validation windows are the
+ * task's: other training seeds score on the same windows. */
+Test(train, bigram_backcopy_resumes_and_stores_probes, .timeout = 120) {
+    char dir[64], db[128];
+    check_resume(bb_config(25), dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/a.db", dir);
+    double v[8];
+    static const char *const keys[] = {"bb_loss_trigger", "bb_loss_other", "bb_trigger_share",
+                                       "bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
+                                       "bb_value_drain", "bb_residual_peak", "sink_formed"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        cr_assert_eq(metric_series(db, keys[k], v, 8), 3, "%s: evaluations at 10, 20, 25", keys[k]);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT count(*) FROM metrics WHERE key = 'bb_bos_attn_other' AND step = 25 AND "
+                                    "context IN ('layer=0,head=3', 'layer=1,head=0', 'layer=1')",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(st, 0), 3);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* the two losses weighted by their positions give the validation loss: trigger positions are the trigger
+     * queries (positions 2..T-1), a share of the T-1 queries of each window, out of T loss positions */
+    double lt[4], lo[4], share[4], vl[4];
+    cr_assert_eq(metric_series(db, "bb_loss_trigger", lt, 4), 3);
+    cr_assert_eq(metric_series(db, "bb_loss_other", lo, 4), 3);
+    cr_assert_eq(metric_series(db, "bb_trigger_share", share, 4), 3);
+    cr_assert_eq(metric_series(db, "val_loss", vl, 4), 3);
+    int T = synth_config(1).seq_len;
+    for (int e = 0; e < 3; e++) {
+        double w = share[e] * (T - 1) / T, mix = w * lt[e] + (1 - w) * lo[e];
+        cr_assert(share[e] > 0.02 && share[e] < 0.5, "trigger share %.4f", share[e]);
+        cr_assert(fabs(mix - vl[e]) < 1e-5 * vl[e], "evaluation %d: %.7f from the split, val_loss %.7f", e, mix, vl[e]);
+    }
+}
+
 /* ------------------------------------------------------------ probes */
 
 /* One layer, one sequence of T = 4, 2 heads of width 2, G1 gate. */
@@ -401,6 +460,130 @@ Test(probes, m_act_and_gate_statistics) {
     cr_assert_eq(p.lp[0].hist[1], 4);
     cr_assert_eq(p.lp[0].hist[10], 4);
     cr_assert_eq(p.lp[0].hist[19], 4);
+    probes_free(&p);
+    model_free(&m);
+}
+
+/* Bigram-Backcopy probes on a hand-made state.  One layer, T = 6, two
+ * query heads of width 2 sharing one KV head, G1 elementwise.  Task: tokens
+ * 0..4, BOS 5, trigger 1; the window BOS 1 2 1 3 1 has trigger queries at 3
+ * and 5, other queries at 1, 2, 4 (a trigger at position 1, which generated
+ * sequences never have, has only BOS before it: an other query).  Head 0 attends uniformly (q = 0, lse = ln(i+1)).
+ * Head 1's trigger queries score ln 64 on BOS, ln 8 on positions 2 and 4
+ * (the previous tokens of the triggers) and 0 elsewhere: p(3, 0) = 64/74,
+ * p(3, 2) = 8/74, p(5, 0) = 64/83, p(5, 4) = 8/83; its other queries are
+ * uniform.  So head 1's F-Attn is over 0.5 (trigger queries on BOS) while
+ * its other queries put 0.34 there: a sink by F-Attn, none by the BB test. */
+static const int bb_tok[6] = {5, 1, 2, 1, 3, 1}, bb_tgt[6] = {1, 2, 1, 3, 1, 4};
+static const unsigned char bb_trig[6] = {0, 1, 0, 0, 0, 0};
+
+static void bb_probe_model(Model *m, int head1_all) {
+    set_threads(1);
+    Config c = tiny_config(8, 4, 1, 2, 1, 4, 6, 1);
+    c.gate.position = GP_SDPA;
+    c.qk_norm = 0;
+    resolve_or_die(&c);
+    cr_assert_eq(cfg_model_init(m, &c), 0);
+    cr_assert(isfinite(model_forward(m, bb_tok, bb_tgt, 1, 6)));
+    LayerActs *a = &m->la[0];
+    cr_assert_eq(m->nq, 4);
+    cr_assert_eq(m->nkv, 2);
+    memset(a->qr, 0, sizeof(real) * 6 * m->nq);
+    memset(a->kr, 0, sizeof(real) * 6 * m->nkv);
+    /* k_j (channel 0; scale 1/sqrt(2)): score ln 64 on BOS, ln 8 on positions 2 and 4, for q = (1, 0) */
+    const double score[6] = {log(64.0), 0, log(8.0), 0, log(8.0), 0};
+    for (int j = 0; j < 6; j++) a->kr[j * m->nkv] = (real)(sqrt(2.0) * score[j]);
+    for (int i = 0; i < 6; i++) {
+        int trig = i == 3 || i == 5, hot = trig || (head1_all && i > 0);
+        double z = 0; /* head 1's softmax denominator */
+        for (int j = 0; j <= i; j++) z += hot ? exp(score[j]) : 1;
+        a->lse[0 * 6 + i] = (real)log(i + 1.0);
+        a->lse[1 * 6 + i] = (real)log(z);
+        if (hot) a->qr[i * m->nq + 2] = 1; /* head 1, channel 0 */
+        /* values (kv head 0): |v_0| = 5, |v_i| = i */
+        real *v = a->P + (size_t)i * m->Np + m->nq + m->nkv;
+        v[0] = i ? 0 : 3, v[1] = i ? (real)i : 4;
+        /* output residual: |h_0| = 6, |h_i| = i */
+        real *x = m->x_out + (size_t)i * m->C;
+        memset(x, 0, sizeof(real) * m->C);
+        x[i ? 0 : 3] = i ? (real)i : 6;
+        /* loss at position t: t + 1 */
+        m->probs[(size_t)i * m->V + bb_tgt[i]] = (real)exp(-(i + 1.0));
+        /* gate scores: head 0 (0.8, 1.0) at trigger positions, (0, 0.2) at others; head 1 (0.4, 0.6) and
+         * (0.5, 0.5); position 0 (excluded) 0.7 */
+        static const real st[4] = {0.8f, 1.0f, 0.4f, 0.6f}, so[4] = {0, 0.2f, 0.5f, 0.5f},
+                          s0[4] = {0.7f, 0.7f, 0.7f, 0.7f};
+        memcpy(a->S + (size_t)i * 4, i == 0 ? s0 : trig ? st : so, sizeof st);
+    }
+}
+
+Test(probes, bigram_backcopy_hand_made) {
+    Model m;
+    bb_probe_model(&m, 0);
+    Probes p;
+    cr_assert_eq(probes_init(&p, &m), 0);
+    probes_accumulate(&p, &m);
+    /* without the BB probes, the sink test reads F-Attn: head 1 is over 0.5 */
+    double f1 = (1 / 2.0 + 1 / 3.0 + 64 / 74.0 + 1 / 5.0 + 64 / 83.0) / 5;
+    cr_assert(fabs(probe_fattn_head(&p, 0, 1) - f1) < 1e-5, "F-Attn head 1 %.6f, want %.6f",
+              probe_fattn_head(&p, 0, 1), f1);
+    cr_assert_eq(probe_sink_heads(&p), 1);
+    cr_assert(isnan(probe_bb_loss(&p, BB_OTHER)), "no BB values before probes_bb_init");
+    cr_assert_eq(probes_bb_init(&p, &m, bb_trig, 6), 0);
+    probes_bb_accumulate(&p, &m, bb_tok);
+
+    cr_assert_float_eq(probe_bb_trigger_share(&p), 2 / 5.0, 1e-12);
+    cr_assert_float_eq(probe_bb_loss(&p, BB_TRIGGER), (4 + 6) / 2.0, 1e-5);
+    cr_assert_float_eq(probe_bb_loss(&p, BB_OTHER), (1 + 2 + 3 + 5) / 4.0, 1e-5);
+    double other = (1 / 2.0 + 1 / 3.0 + 1 / 5.0) / 3, trig_u = (1 / 4.0 + 1 / 6.0) / 2;
+    struct {
+        double got, want;
+        const char *what;
+    } c[] = {
+        {probe_bb_bos(&p, 0, 0, BB_OTHER), other, "head 0 BOS, other"},
+        {probe_bb_bos(&p, 0, 0, BB_TRIGGER), trig_u, "head 0 BOS, trigger"},
+        {probe_bb_prev(&p, 0, 0), trig_u, "head 0 previous, trigger"},
+        {probe_bb_bos(&p, 0, 1, BB_OTHER), other, "head 1 BOS, other"},
+        {probe_bb_bos(&p, 0, 1, BB_TRIGGER), (64 / 74.0 + 64 / 83.0) / 2, "head 1 BOS, trigger"},
+        {probe_bb_prev(&p, 0, 1), (8 / 74.0 + 8 / 83.0) / 2, "head 1 previous, trigger"},
+        {probe_bb_value_drain(&p, 0, 0), 5 / 3.0, "value drain head 0"},
+        {probe_bb_value_drain(&p, 0, 1), 5 / 3.0, "value drain head 1 (same KV head)"},
+        {probe_bb_residual_peak(&p, 0), 6 / 3.0, "residual peak"},
+        {probe_bb_gate(&p, 0, 0, BB_TRIGGER), 0.9, "gate head 0, trigger"},
+        {probe_bb_gate(&p, 0, 0, BB_OTHER), 0.1, "gate head 0, other"},
+        {probe_bb_gate(&p, 0, 1, BB_TRIGGER), 0.5, "gate head 1, trigger"},
+        {probe_bb_gate(&p, 0, 1, BB_OTHER), 0.5, "gate head 1, other"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        cr_assert(fabs(c[i].got - c[i].want) < 1e-5, "%s: %.7f, want %.7f", c[i].what, c[i].got, c[i].want);
+    /* histograms by position type (20 bins over [0, 1]); position 0 (0.7 -> bin 14) is left out */
+    const long long *ht = p.bb->hist[BB_TRIGGER], *ho = p.bb->hist[BB_OTHER];
+    cr_assert(ht[16] == 2 && ht[19] == 2 && ht[8] == 2 && ht[12] == 2, "trigger bins %lld %lld %lld %lld", ht[16],
+              ht[19], ht[8], ht[12]);
+    cr_assert(ho[0] == 3 && ho[4] == 3 && ho[10] == 6, "other bins %lld %lld %lld", ho[0], ho[4], ho[10]);
+    cr_assert(ht[14] == 0 && ho[14] == 0);
+    /* the BB sink test reads other queries: head 1 no longer counts */
+    cr_assert_eq(probe_sink_heads(&p), 0);
+    p.T = 64;
+    cr_assert_eq(probe_sink_formed(&p, NULL, NULL), 0);
+    probes_free(&p);
+    model_free(&m);
+
+    /* head 1's other queries on BOS too: a BB sink (the layer test judged at T = 64, as above) */
+    bb_probe_model(&m, 1);
+    cr_assert_eq(probes_init(&p, &m), 0);
+    cr_assert_eq(probes_bb_init(&p, &m, bb_trig, 6), 0);
+    probes_accumulate(&p, &m);
+    probes_bb_accumulate(&p, &m, bb_tok);
+    double o1 = (64 / 65.0 + 64 / 73.0 + 64 / 82.0) / 3; /* i = 1, 2, 4 see BOS, ln 8 at 2 and 4 */
+    cr_assert(fabs(probe_bb_bos(&p, 0, 1, BB_OTHER) - o1) < 1e-5);
+    cr_assert_eq(probe_sink_heads(&p), 1);
+    int sl, sh;
+    cr_assert_eq(probe_sink_formed(&p, &sl, &sh), 0, "the layer mean (0.61) is under 5x uniform at T = 6");
+    p.T = 64;
+    cr_assert_eq(probe_sink_formed(&p, &sl, &sh), 1);
+    cr_assert_eq(sl, 0);
+    cr_assert_eq(sh, 1);
     probes_free(&p);
     model_free(&m);
 }

@@ -65,7 +65,8 @@ typedef struct {
     int has_sink;           /* the run has sink_formed metrics */
     long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
     double sink_share, f_attn_rel; /* last step, context '': sink_head_share, f_attn_rel */
-    HeadMap heads;          /* f_attn per (layer, head), last step */
+    HeadMap heads;          /* f_attn per (layer, head), last step; bb_bos_attn_other for a bb run */
+    int bb;                 /* a Bigram-Backcopy run (it has bb_bos_attn_other per head) */
     double head_max;        /* the largest of heads, at layer max_l, head max_h */
     int max_l, max_h;
 } RRun;
@@ -150,6 +151,7 @@ typedef struct {
     double mde_sd, mde, mde_holm; /* pooled std of per-seed differences; MDE at alpha and at alpha / fam_m */
     double tokens;  /* tokens per run when every run with a config has the same (report_budget.c); else NAN */
     int has_sink;   /* finished runs have sink probes: the sink columns and sections */
+    int sink_fattn, sink_bb; /* some of those runs are text runs (heads: F-Attn), Bigram-Backcopy runs */
     long long *seeds; /* the seeds of those runs, ascending */
     int nseeds;
     EvalPt *ev;     /* `gated eval` results of finished runs */
@@ -386,5 +388,13 @@ void rep_tab_free(Tab *t);
 char *rep_fmt_count(R *r, double v, const char *miss);
 /* mean ± std (rep_cell_ms) as a table cell. */
 char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec);
+/* What the per-head sink numbers of sweep s measure (probes.h: the sink
+ * test reads F-Attn, or for Bigram-Backcopy the attention on BOS from
+ * other queries). */
+static inline const char *rep_head_measure(const RSweep *s) {
+    if (!s->sink_bb) return "F-Attn";
+    return s->sink_fattn ? "F-Attn (Bigram-Backcopy runs: attention on BOS from other queries)"
+                         : "Attention on BOS from other queries";
+}
 
 #endif

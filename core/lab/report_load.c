@@ -46,7 +46,8 @@
  *   sink probes (metric sink_formed, context ''): per run the first step
  *     with sink_formed = 1, sink_head_share and f_attn_rel (context '') at
  *     the last step, and f_attn per head (context layer=L,head=H) at the
- *     last step, with the largest head and where it is; per row their
+ *     last step (bb_bos_attn_other for a Bigram-Backcopy run, whose sink
+ *     test reads it), with the largest head and where it is; per row their
  *     means and the most common place of the largest head;
  *   `gated eval` results (metric eval_ppl, context
  *     split=S,len=L,scaling=K,factor=F): a series is a scaling K with its
@@ -431,10 +432,13 @@ static int load_run_sink(R *r, RRun *u) {
     long long n;
     if (q_first_formed(r, u->run_id, &n, &u->sink_step)) return -1;
     if (!(u->has_sink = n > 0)) return 0;
+    /* a Bigram-Backcopy run's sink test reads the attention on BOS from other queries (probes.h) */
     if (q_last_metric(r, u->run_id, "sink_head_share", &u->sink_share) ||
         q_last_metric(r, u->run_id, "f_attn_rel", &u->f_attn_rel) ||
-        rep_q_each_context_last(r, u->run_id, "f_attn", add_head_cell, &u->heads))
+        rep_q_each_context_last(r, u->run_id, "bb_bos_attn_other", add_head_cell, &u->heads))
         return -1;
+    u->bb = u->heads.nl > 0;
+    if (!u->bb && rep_q_each_context_last(r, u->run_id, "f_attn", add_head_cell, &u->heads)) return -1;
     const HeadMap *m = &u->heads;
     for (int i = 0; i < m->nl * m->nh; i++)
         if (!isnan(m->v[i]) && (isnan(u->head_max) || m->v[i] > u->head_max)) {
@@ -616,6 +620,8 @@ int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double 
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
     if (load_run_sink(r, u)) return -1;
     s->has_sink |= u->has_sink;
+    s->sink_bb |= u->has_sink && u->bb;
+    s->sink_fattn |= u->has_sink && !u->bb;
     EvalLoad e = {s, var, u->seq_len};
     return rep_q_each_context_last(r, u->run_id, "eval_ppl", add_eval_pt, &e);
 }

@@ -858,15 +858,21 @@ static int plot_heads(R *r, RSweep *s) {
     char *datp = NULL, *gpp = NULL;
     int rc = base ? plot_open(r, base, &dat, &gp, &datp, &gpp) : -1;
     if (rc == 0) {
-        gp_head(r, gp, base, "F-Attn per layer and query head, last step, mean over seeds; one panel per row");
+        char what[160];
+        snprintf(what, sizeof what, "%s per layer and query head, last step, mean over seeds; one panel per row",
+                 rep_head_measure(s));
+        gp_head(r, gp, base, what);
         fprintf(gp, "unset grid\nunset key\nset title ");
         gp_str(gp, s->name);
         /* more than 4 panels: labels alternate between two heights so long ones do not overlap */
         int stagger = panels > 4;
-        fprintf(gp, " offset 0,%d\nset cbrange [0:1]\nset cblabel 'F-Attn (share of attention on position 0)'\n"
+        fprintf(gp, " offset 0,%d\nset cbrange [0:1]\nset cblabel '%s'\n"
                     "%s\nset xlabel 'query head (one panel per row)'\nset ylabel 'layer'\n"
                     "set ytics 1\nset xtics () scale 0\n%s",
-                stagger ? 2 : 1, GP_VIRIDIS, stagger ? "set tmargin 5\n" : "");
+                stagger ? 2 : 1,
+                s->sink_bb ? "share of attention on BOS (F-Attn; Bigram-Backcopy: from other queries)"
+                           : "F-Attn (share of attention on position 0)",
+                GP_VIRIDIS, stagger ? "set tmargin 5\n" : "");
         int x0 = 0, nl = 0, i = 0;
         for (int k = 0; k < s->nvars; k++) {
             const RVar *v = &s->vars[k];
@@ -898,8 +904,8 @@ static int plot_heads(R *r, RSweep *s) {
         gp_tail(r, gp, base);
     }
     rc = plot_done(r, s, NULL, rc, 1, dat, gp, datp, gpp, base,
-                   "F-Attn per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 "
-                   "to 1)");
+                   "%s per layer and query head (last step, mean over seeds; one panel per row, colour scale 0 to 1)",
+                   rep_head_measure(s));
     free(base);
     return rc;
 }

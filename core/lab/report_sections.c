@@ -147,7 +147,9 @@ static int sink_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     rc = rc || rep_tab_put(t, 0, 0, rep_dup(r, "variant")) || rep_tab_put(t, 0, 1, rep_dup(r, "tokens/run")) ||
          rep_tab_put(t, 0, 2, rep_dup(r, "seq_len"));
     for (int q = 0; rc == 0 && q < ns; q++) rc = rep_tab_put(t, 0, 3 + q, rep_fmt(r, "seed %lld", s->seeds[q]));
-    for (int q = 0; rc == 0 && q < 6; q++) rc = rep_tab_put(t, 0, 3 + ns + q, rep_dup(r, head[q]));
+    for (int q = 0; rc == 0 && q < 6; q++)
+        rc = rep_tab_put(t, 0, 3 + ns + q,
+                     rep_dup(r, q == 1 && s->sink_bb && !s->sink_fattn ? "max head BOS attn (other queries)" : head[q]));
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
         const RRun *w = v->where >= 0 ? &s->runs[v->where] : NULL;
@@ -232,6 +234,13 @@ static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
                    "its layer's mean F-Attn >= %gx uniform; no: never), formed/runs, the largest per-head F-Attn at "
                    "the last step (mean $\\pm$ std) and where, F-Attn over uniform, share of sink heads (%%).\n",
                 SINK_HEAD_FATTN, SINK_LAYER_RATIO);
+    if (s->sink_bb)
+        fprintf(f, y->md ? "Bigram-Backcopy runs (`data.corpus: bb`) take, in place of a head's F-Attn, its attention "
+                           "on BOS from other (non-trigger) queries, and in place of the layer's F-Attn the mean of "
+                           "that over the layer's heads: trigger queries are meant to attend to the previous token. "
+                           "The max head column and the per-head table read that measure for those runs.\n\n"
+                         : "%% Bigram-Backcopy runs: a head's attention on BOS from other (non-trigger) queries in "
+                           "place of its F-Attn.\n");
     return emit_tab(r, f, s, y, sink_tab, 0);
 }
 
@@ -240,9 +249,10 @@ static int heads_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     for (int k = 0; k < s->nvars; k++) any |= s->vars[k].heads.nl > 0;
     if (!any) return 0;
     if (y->md)
-        fprintf(f, "#### F-Attn per layer and query head\n\n"
+        fprintf(f, "#### %s per layer and query head\n\n"
                    "At the last evaluation, in %%, mean over the row's finished runs; rows: layers, columns: query "
-                   "heads.\n\n");
+                   "heads.\n\n",
+                rep_head_measure(s));
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
         if (!v->heads.nl) continue;

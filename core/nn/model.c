@@ -436,9 +436,8 @@ int model_backward(Model *m, const int *tokens) {
             for (size_t i = 0; i < N * m->nq; i++) dO[i] = sc * doc[i];
         }
 
-        /* the value the attention read: the G2 gate's output, else the projection */
-        const real *v_att = pos == GP_VALUE ? gout : a->P + m->nq + m->nkv;
-        int sv_att = pos == GP_VALUE ? sgout : m->Np;
+        int sv_att;
+        const real *v_att = model_attn_values(m, l, &sv_att);
 
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
@@ -536,4 +535,15 @@ int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **o
         return 1;
     default: return 0;
     }
+}
+
+const real *model_attn_values(const Model *m, int l, int *sv) {
+    /* the G2 gate's output, else the projection */
+    const LayerActs *a = &m->la[l];
+    if (m->cfg.gate.position == GP_VALUE) {
+        *sv = m->nkv;
+        return a->gy;
+    }
+    *sv = m->Np;
+    return a->P + m->nq + m->nkv;
 }

@@ -99,6 +99,10 @@ void model_zero_grad(Model *m);
  * (token strides sy, so).  0 when the model has no gate. */
 int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **out, int *so);
 
+/* The values attention averaged in layer l in the last forward (the G2
+ * gate's output when the value is gated), token stride *sv. */
+const real *model_attn_values(const Model *m, int l, int *sv);
+
 /* Gate parameters added per layer and in total. */
 long model_gate_params(const Model *m);
 

@@ -47,7 +47,9 @@
     {key, type, offsetof(Config, field), lo, hi, def, names, desc, 1}
 #define NONAMES NULL
 
-const char *const corpus_names[] = {"brown", "synthetic", NULL};
+const char *const corpus_names[] = {"brown", "synthetic", "bb", NULL};
+const char *const bb_source_names[] = {"brown", "random", NULL};
+const char *const bb_first_names[] = {"stationary", "non_trigger", NULL};
 
 const ConfigKey config_schema[] = {
     K("model.vocab_size", CT_INT, vocab_size, 2, 65536, "257", NONAMES,
@@ -125,9 +127,27 @@ const ConfigKey config_schema[] = {
     K("train.diverge_loss", CT_FLOAT, diverge_loss, 0, 1e9, "20", NONAMES,
       "a loss above this (or NaN/inf) ends the run with status diverged"),
     K("data.corpus", CT_ENUM, corpus, 0, 0, "brown", corpus_names,
-      "training text: the Brown corpus, or a generated synthetic corpus"),
+      "training text: the Brown corpus, a generated synthetic corpus, or the Bigram-Backcopy task (bb)"),
     K("data.bos_start", CT_BOOL, bos_start, 0, 1, "true", NONAMES,
       "every window starts with BOS, then T tokens from a random offset (else T+1 raw tokens)"),
+    KN("data.bb.tokens", CT_INT, bb_tokens, 2, 1024, "63", NONAMES,
+       "Bigram-Backcopy: tokens besides BOS (ids 0..tokens-1, BOS = tokens); model.vocab_size must be at least "
+       "tokens + 1"),
+    KN("data.bb.triggers", CT_INT, bb_triggers, 1, 1023, "3", NONAMES,
+       "Bigram-Backcopy: k, the trigger tokens (the k most probable under the bigram chain's stationary "
+       "distribution); after a trigger the next token copies the one before it"),
+    KN("data.bb.source", CT_ENUM, bb_source, 0, 0, "brown", bb_source_names,
+       "Bigram-Backcopy: the bigram table: byte bigrams of Brown's train split between its data.bb.tokens most "
+       "frequent bytes, or rows drawn from a symmetric Dirichlet (data.bb.alpha, seeded by data.bb.seed)"),
+    KN("data.bb.alpha", CT_FLOAT, bb_alpha, 1e-3, 1e3, "0.1", NONAMES,
+       "Bigram-Backcopy, source random: the Dirichlet concentration of each row (small = sparse rows)"),
+    KN("data.bb.first", CT_ENUM, bb_first, 0, 0, "stationary", bb_first_names,
+       "Bigram-Backcopy: the first token after BOS from the stationary distribution (a sequence that starts "
+       "with two triggers alternates them to the end), or from it restricted to non-triggers (no two triggers "
+       "ever stand side by side)"),
+    KN("data.bb.seed", CT_INT, bb_seed, 0, 2147483647, "0", NONAMES,
+       "Bigram-Backcopy: seeds the random table and the fixed validation and test windows (train.seed seeds "
+       "the training stream)"),
     K("threads", CT_INT, threads, 0, 256, "0", NONAMES, "worker threads; 0 = all cores"),
 };
 
@@ -485,6 +505,18 @@ void config_defaults(Config *c) {
     }
 }
 
+/* 1 when key k of c holds its schema default (compared as stored JSON
+ * text, so 0.1 and 1e-1 agree). */
+static int at_default(const ConfigKey *k, const Config *c) {
+    Config d;
+    char why[512], def[VALUE_CAP], cur[VALUE_CAP];
+    memset(&d, 0, sizeof d);
+    parse_value(k, k->def, &d, why, sizeof why);
+    format_value(k, &d, def, sizeof def, 1);
+    format_value(k, c, cur, sizeof cur, 1);
+    return strcmp(def, cur) == 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* YAML                                                                */
 /* ------------------------------------------------------------------ */
@@ -750,6 +782,29 @@ int config_resolve(Config *c, ConfigError *err) {
                             bt, (long long)INT_MAX / wide);
     }
 
+    /* data.bb.*: only with data.corpus bb (elsewhere a value would change the run id and nothing else) */
+    const int i_corpus = key_index("data.corpus");
+    if (r.corpus == CORPUS_BB) {
+        const int i_bbv = key_index("data.bb.tokens");
+        if (r.bb_triggers >= r.bb_tokens)
+            return fail_key(err, blame(key_index("data.bb.triggers"), i_bbv),
+                            "data.bb.triggers must be below data.bb.tokens (triggers %d, tokens %d)", r.bb_triggers,
+                            r.bb_tokens);
+        if (r.vocab_size < r.bb_tokens + 1)
+            return fail_key(err, blame(key_index("model.vocab_size"), i_bbv),
+                            "model.vocab_size (%d) must be at least data.bb.tokens + 1 = %d (the Bigram-Backcopy "
+                            "tokens and BOS)",
+                            r.vocab_size, r.bb_tokens + 1);
+        if (!r.bos_start)
+            return fail_key(err, blame(key_index("data.bos_start"), i_corpus),
+                            "must be true with data.corpus bb (every Bigram-Backcopy sequence starts with BOS)");
+    } else {
+        for (size_t i = 0; i < NKEYS; i++)
+            if (strncmp(config_schema[i].key, "data.bb.", 8) == 0 && !at_default(&config_schema[i], &r))
+                return fail_key(err, (int)i, "only used with data.corpus bb (data.corpus is %s)",
+                                corpus_names[r.corpus]);
+    }
+
     if (r.micro_batch > 0 && (r.micro_batch > r.batch || r.batch % r.micro_batch))
         return fail_key(err, key_index("train.micro_batch"), "must divide train.batch (batch %d, micro_batch %d)",
                         r.batch, r.micro_batch);
@@ -842,16 +897,7 @@ static int to_json(const Config *c, char *buf, size_t cap, int omit) {
     int first = 1;
     out_str(&o, "{");
     for (size_t i = 0; i < NKEYS; i++) {
-        if (omit && config_schema[i].omit_default) {
-            Config d;
-            char why[512];
-            memset(&d, 0, sizeof d);
-            parse_value(&config_schema[i], config_schema[i].def, &d, why, sizeof why);
-            format_value(&config_schema[i], &d, val, sizeof val, 1);
-            char cur[VALUE_CAP];
-            format_value(&config_schema[i], c, cur, sizeof cur, 1);
-            if (strcmp(val, cur) == 0) continue;
-        }
+        if (omit && config_schema[i].omit_default && at_default(&config_schema[i], c)) continue;
         if (!first) out_str(&o, ",");
         first = 0;
         out_str(&o, "\"");
@@ -922,6 +968,11 @@ RopeScaling rope_of_config(const Config *c) {
     RopeScaling r = {c->rope_scaling, c->rope_base, c->rope_factor, c->rope_train_len > 0 ? c->rope_train_len : c->seq_len,
                      c->yarn_alpha, c->yarn_beta};
     return r;
+}
+
+BBCfg config_bb(const Config *c) {
+    BBCfg b = {c->bb_tokens, c->bb_triggers, c->bb_source, c->bb_alpha, (uint64_t)c->bb_seed, c->bb_first};
+    return b;
 }
 
 ModelCfg config_model(const Config *c) {

@@ -17,9 +17,12 @@
 #include <stdio.h>
 
 #include "nn/modelcfg.h"
+#include "run/data.h"
 
-typedef enum { CORPUS_BROWN, CORPUS_SYNTHETIC } CorpusKind;
+typedef enum { CORPUS_BROWN, CORPUS_SYNTHETIC, CORPUS_BB } CorpusKind;
 extern const char *const corpus_names[];
+extern const char *const bb_source_names[]; /* indexed by BBSource (data.h) */
+extern const char *const bb_first_names[];  /* indexed by BBFirst (data.h) */
 
 typedef struct {
     /* model */
@@ -63,8 +66,10 @@ typedef struct {
     double diverge_loss;   /* loss above this (or NaN/inf) ends the run as diverged */
 
     /* data */
-    int corpus;    /* 0 brown, 1 synthetic */
+    int corpus;    /* CorpusKind */
     int bos_start; /* bool: every window is BOS + T tokens of text (a fixed first token) */
+    int bb_tokens, bb_triggers, bb_source, bb_seed, bb_first; /* data.bb.*: the Bigram-Backcopy task (data.h) */
+    double bb_alpha;
 
     /* runtime */
     int threads; /* 0 = all cores */
@@ -161,6 +166,8 @@ int config_fail(ConfigError *err, const char *fmt, ...) __attribute__((format(pr
 /* The network's part of a resolved config (nn/modelcfg.h): what model_init
  * takes, so the network never sees train, data or runtime keys. */
 ModelCfg config_model(const Config *c);
+/* The Bigram-Backcopy task a config asks for (data.bb.*). */
+BBCfg config_bb(const Config *c);
 /* The RoPE scaling a config asks for (model.rope_*; rope_train_len 0 =
  * model.seq_len). */
 RopeScaling rope_of_config(const Config *c);

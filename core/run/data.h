@@ -97,4 +97,73 @@ int split_doc_windows(const TokenSplit *s, int T, int max_windows, int **out);
 /* Print documents and tokens per split and per genre to f.  Returns 0, or -1 on a write error. */
 int corpus_stats(const Corpus *c, FILE *f);
 
+/* ------------------------------------------------------------------------------------------------------------
+ * Bigram-Backcopy (BB; Guo et al. 2024, arXiv 2410.13835), data_bb.c: a generated task on which small
+ * transformers form attention sinks.  Tokens are ids 0..V-1 and BOS = V; every sequence is BOS, then a first
+ * token drawn from the chain's stationary distribution, then for t = 1..T-1:
+ *
+ *     token t+1 = token t-1                  if t >= 2 and token t is a trigger (the backcopy rule)
+ *     token t+1 ~ P[token t]                 otherwise (the bigram row)
+ *
+ * The k triggers are the k most probable tokens of the bigram chain's stationary distribution (ties to the
+ * lower id).  A trigger at position 1 has only BOS before it and follows its bigram row; when that row gives
+ * a second trigger, the two copy each other to the end of the sequence (BBTask.lock_share of all sequences).
+ * With BB_FIRST_NON_TRIGGER the first token is drawn from the stationary distribution restricted to
+ * non-triggers: then a trigger is always preceded by a non-trigger (the token a trigger brings back is the
+ * one before it), triggers never stand next to each other, and the triggers' own rows are never used.  The
+ * table P comes from Brown's train split (byte bigrams between the V most frequent bytes, within documents;
+ * id 0 is the most frequent byte) or, seeded, from rows drawn from a symmetric Dirichlet.
+ */
+typedef enum { BB_SOURCE_BROWN, BB_SOURCE_RANDOM } BBSource;
+typedef enum { BB_FIRST_STATIONARY, BB_FIRST_NON_TRIGGER } BBFirst;
+
+typedef struct {
+    int tokens;    /* V: tokens besides BOS */
+    int triggers;  /* k */
+    int source;    /* BBSource */
+    double alpha;  /* BB_SOURCE_RANDOM: the Dirichlet concentration of each row */
+    uint64_t seed; /* the random table and the fixed evaluation windows (not the training stream) */
+    int first;     /* BBFirst: how the first token is drawn */
+} BBCfg;
+
+typedef struct {
+    int V, k, bos;           /* bos = V */
+    double *P;               /* V x V transition rows */
+    double *cdf;             /* V x V cumulative rows (sampling) */
+    double *pi;              /* the stationary distribution */
+    double *first_cdf;       /* cumulative of the first token's distribution (pi, or pi on non-triggers) */
+    double lock_share;       /* sequences whose first two tokens are triggers (they alternate to the end) */
+    int *trig;               /* the k triggers, most probable first */
+    unsigned char *is_trig;  /* V+1 flags (BOS is not a trigger) */
+    int byte[256];           /* BB_SOURCE_BROWN: the byte id i stands for; -1 otherwise */
+    uint64_t seed;
+    char source[256];        /* what the table is, for logs */
+} BBTask;
+
+/* Build the task.  BB_SOURCE_BROWN reads DATA_DIR/brown as corpus_load_brown does (same missing-corpus
+   message).  0, or -1 with err: bad sizes (tokens < 2, triggers outside [1, tokens-1], tokens above the number
+   of distinct bytes in Brown's train split, alpha <= 0), the corpus missing, or out of memory. */
+int bb_init(BBTask *t, const BBCfg *c, const char *data_dir, char *err, size_t errcap);
+/* The task of a given V x V row-stochastic table P (copied; rows are renormalised) with k triggers and the
+   first token drawn as `first` (BBFirst); for tests and for bb_init.  0, or -1 (bad arguments, a row without
+   mass, out of memory). */
+int bb_init_table(BBTask *t, const double *P, int V, int k, int first, uint64_t seed);
+void bb_free(BBTask *t);
+
+/* 1 when the backcopy rule decides the token after position pos of a sequence seq (seq[0] = BOS): its token
+   is a trigger and pos >= 2.  The one definition of a "trigger position" (generation, probes, tests). */
+static inline int bb_backcopy_at(const unsigned char *is_trig, const int *seq, int pos) {
+    return pos >= 2 && is_trig[seq[pos]];
+}
+
+/* One sequence of T+1 tokens (inputs w[0..T), targets w[1..T]) drawn with r: rng_uniform() once per token
+   that the backcopy rule does not decide, so the stream is a function of r's state alone (a checkpoint that
+   holds r resumes it exactly). */
+void bb_sample(const BBTask *t, Rng *r, int T, int *w);
+
+/* count fixed windows of T+1 tokens for split 0 (validation) or 1 (test), drawn from streams seeded by the
+   task's seed only (the same for every training seed).  Returns count with *out malloc'd, or -1 (*out NULL)
+   on bad arguments or out of memory. */
+int bb_windows(const BBTask *t, int split, int T, int count, int **out);
+
 #endif

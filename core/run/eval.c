@@ -164,6 +164,13 @@ int eval_run(const char *arg, const EvalOpts *o) {
         fprintf(stderr, "gated eval: %s\n", err);
         return rc;
     }
+    if (cfg.corpus == CORPUS_BB) {
+        fprintf(stderr,
+                "gated eval: %s was trained on data.corpus bb (Bigram-Backcopy); long-context evaluation needs a "
+                "text corpus\n",
+                arg);
+        return 2;
+    }
     Corpus corp;
     memset(&corp, 0, sizeof corp);
     if (cfg.corpus == CORPUS_SYNTHETIC ? corpus_synthetic(&corp, (uint64_t)cfg.seed, 200, 4000)

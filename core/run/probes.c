@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn/gate.h"
+#include "run/data.h"
 
 int probes_init(Probes *p, const Model *m) {
     memset(p, 0, sizeof *p);
@@ -13,6 +14,7 @@ int probes_init(Probes *p, const Model *m) {
     p->hpos = m->gs.hpos > 0 ? m->gs.hpos : 1;
     p->lp = calloc((size_t)m->L, sizeof *p->lp);
     p->H = m->H;
+    p->Hk = m->Hk;
     p->T = m->cfg.seq_len;
     p->head_mem = calloc((size_t)m->L * p->hpos, sizeof(double));
     p->fattn_head = calloc((size_t)m->L * m->H, sizeof(double));
@@ -32,7 +34,16 @@ int probes_init(Probes *p, const Model *m) {
     return 0;
 }
 
+static void bb_free_probe(BBProbe *b) {
+    if (!b) return;
+    free(b->is_trig);
+    for (int q = 0; q < 2; q++) free(b->bos[q]), free(b->gate[q]), free(b->hist[q]);
+    free(b->prev), free(b->v0), free(b->vrest), free(b->r0), free(b->rrest);
+    free(b);
+}
+
 void probes_free(Probes *p) {
+    bb_free_probe(p->bb);
     free(p->lp);
     free(p->head_mem);
     free(p->fattn_head);
@@ -120,10 +131,27 @@ double probe_uniform_fattn(int T) {
     return T > 1 ? s / (T - 1) : 1;
 }
 
+/* What the sink test reads of a head: its F-Attn, or for Bigram-Backcopy
+ * its attention on BOS from other queries (0 when there were none). */
+static double sink_attn(const Probes *p, int l, int h) {
+    if (!p->bb) return probe_fattn_head(p, l, h);
+    double f = probe_bb_bos(p, l, h, BB_OTHER);
+    return isnan(f) ? 0 : f;
+}
+
+/* ... and of a layer: the mean over its heads (F-Attn itself, as every
+ * head has the same number of terms). */
+static double sink_layer_attn(const Probes *p, int l) {
+    if (!p->bb) return probe_fattn(p, l);
+    double s = 0;
+    for (int h = 0; h < p->H; h++) s += sink_attn(p, l, h);
+    return s / p->H;
+}
+
 int probe_sink_heads(const Probes *p) {
     int k = 0;
     for (int l = 0; l < p->L; l++)
-        for (int h = 0; h < p->H; h++) k += probe_fattn_head(p, l, h) > SINK_HEAD_FATTN;
+        for (int h = 0; h < p->H; h++) k += sink_attn(p, l, h) > SINK_HEAD_FATTN;
     return k;
 }
 
@@ -131,13 +159,159 @@ int probe_sink_formed(const Probes *p, int *layer, int *head) {
     double u = probe_uniform_fattn(p->T), best = -1;
     int bl = -1, bh = -1;
     for (int l = 0; l < p->L; l++) {
-        if (probe_fattn(p, l) < SINK_LAYER_RATIO * u) continue;
+        if (sink_layer_attn(p, l) < SINK_LAYER_RATIO * u) continue;
         for (int h = 0; h < p->H; h++) {
-            double f = probe_fattn_head(p, l, h);
+            double f = sink_attn(p, l, h);
             if (f > SINK_HEAD_FATTN && f > best) best = f, bl = l, bh = h;
         }
     }
     if (layer) *layer = bl;
     if (head) *head = bh;
     return bl >= 0;
+}
+
+/* ------------------------------------------------------ Bigram-Backcopy */
+
+int probes_bb_init(Probes *p, const Model *m, const unsigned char *is_trig, int ntok) {
+    BBProbe *b = calloc(1, sizeof *b);
+    if (!b || ntok < 1) {
+        free(b);
+        return -1;
+    }
+    size_t lh = (size_t)m->L * m->H, lk = (size_t)m->L * m->Hk, lg = (size_t)m->L * p->hpos;
+    int ok = (b->is_trig = malloc((size_t)ntok)) != NULL;
+    for (int q = 0; q < 2; q++) {
+        ok &= (b->bos[q] = calloc(lh, sizeof(double))) != NULL;
+        ok &= (b->gate[q] = calloc(lg, sizeof(double))) != NULL;
+        ok &= (b->hist[q] = calloc((size_t)m->L * GATE_HIST_BINS, sizeof(long long))) != NULL;
+    }
+    ok &= (b->prev = calloc(lh, sizeof(double))) != NULL;
+    ok &= (b->v0 = calloc(lk, sizeof(double))) != NULL;
+    ok &= (b->vrest = calloc(lk, sizeof(double))) != NULL;
+    ok &= (b->r0 = calloc((size_t)m->L, sizeof(double))) != NULL;
+    ok &= (b->rrest = calloc((size_t)m->L, sizeof(double))) != NULL;
+    if (!ok) {
+        bb_free_probe(b);
+        return -1;
+    }
+    memcpy(b->is_trig, is_trig, (size_t)ntok);
+    b->ntok = ntok;
+    b->gated = m->cfg.gate.position != GP_NONE;
+    bb_free_probe(p->bb);
+    p->bb = b;
+    return 0;
+}
+
+static double norm(const real *x, int d) { return sqrt(dot(x, x, d)); }
+
+/* The query type of position i of window w (BB_TRIGGER or BB_OTHER);
+ * tokens outside the task count as others. */
+static int query_type(const BBProbe *b, const int *w, int i) {
+    if (w[i] < 0 || w[i] >= b->ntok) return BB_OTHER;
+    return bb_backcopy_at(b->is_trig, w, i) ? BB_TRIGGER : BB_OTHER;
+}
+
+void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
+    BBProbe *b = p->bb;
+    if (!b) return;
+    int B = m->B, T = m->T, H = m->H, Hk = m->Hk, dh = m->dh, grp = m->H / m->Hk, C = m->C, V = m->V;
+    double scale = 1 / sqrt((double)dh);
+    p->T = T;
+    for (int bi = 0; bi < B; bi++) {
+        const int *w = tokens + (size_t)bi * T;
+        /* the loss at position t predicts token t+1: a trigger position when the rule decides it */
+        for (int t = 0; t < T; t++) {
+            size_t r = (size_t)bi * T + t;
+            double pt = m->probs[r * V + m->targets[r]];
+            b->loss[query_type(b, w, t)] -= log(pt > 1e-30 ? pt : 1e-30);
+            b->nloss[query_type(b, w, t)]++;
+        }
+        for (int i = 1; i < T; i++) b->nq[query_type(b, w, i)]++;
+        b->nwin++;
+        b->nrest += T - 1;
+        for (int l = 0; l < m->L; l++) {
+            const LayerActs *a = &m->la[l];
+            for (int h = 0; h < H; h++) {
+                const real *kb = a->kr + (size_t)(bi * T) * m->nkv + (size_t)(h / grp) * dh;
+                double *bos = b->bos[0] + (size_t)l * H + h, *bos1 = b->bos[1] + (size_t)l * H + h;
+                for (int i = 1; i < T; i++) {
+                    const real *qi = a->qr + (size_t)(bi * T + i) * m->nq + (size_t)h * dh;
+                    double lse = a->lse[((size_t)bi * H + h) * T + i];
+                    double p0 = exp(scale * dot(qi, kb, dh) - lse);
+                    if (query_type(b, w, i) == BB_TRIGGER) {
+                        *bos += p0;
+                        b->prev[(size_t)l * H + h] += exp(scale * dot(qi, kb + (size_t)(i - 1) * m->nkv, dh) - lse);
+                    } else {
+                        *bos1 += p0;
+                    }
+                }
+            }
+            int sv;
+            const real *v = model_attn_values(m, l, &sv);
+            for (int g = 0; g < Hk; g++) {
+                const real *vb = v + (size_t)(bi * T) * sv + (size_t)g * dh;
+                b->v0[(size_t)l * Hk + g] += norm(vb, dh);
+                for (int i = 1; i < T; i++) b->vrest[(size_t)l * Hk + g] += norm(vb + (size_t)i * sv, dh);
+            }
+            const real *x = (l + 1 < m->L ? m->la[l + 1].x_in : m->x_out) + (size_t)(bi * T) * C;
+            b->r0[l] += norm(x, C);
+            for (int i = 1; i < T; i++) b->rrest[l] += norm(x + (size_t)i * C, C);
+            const real *y, *out;
+            int sy, so;
+            if (!model_gate_io(m, l, &y, &sy, &out, &so)) continue;
+            int hp = m->gs.hpos, D = m->gs.dh, W = hp * D;
+            const LayerProbe *lp = &p->lp[l];
+            for (int i = 1; i < T; i++) {
+                const real *S = a->S + (size_t)(bi * T + i) * W;
+                int ty = query_type(b, w, i);
+                long long *hist = b->hist[ty] + (size_t)l * GATE_HIST_BINS;
+                for (int h = 0; h < hp; h++) {
+                    double hs = 0;
+                    for (int d = 0; d < D; d++) {
+                        double sc = S[h * D + d];
+                        hs += sc;
+                        int bin = (int)floor((sc - lp->hist_lo) / (lp->hist_hi - lp->hist_lo) * GATE_HIST_BINS);
+                        hist[bin < 0 ? 0 : bin >= GATE_HIST_BINS ? GATE_HIST_BINS - 1 : bin]++;
+                    }
+                    b->gate[ty][(size_t)l * hp + h] += hs / D;
+                }
+            }
+        }
+    }
+}
+
+static double ratio(double s, double n) { return n > 0 ? s / n : NAN; }
+
+double probe_bb_loss(const Probes *p, int type) { return p->bb ? ratio(p->bb->loss[type], p->bb->nloss[type]) : NAN; }
+
+double probe_bb_trigger_share(const Probes *p) {
+    return p->bb ? ratio(p->bb->nq[BB_TRIGGER], p->bb->nq[BB_TRIGGER] + p->bb->nq[BB_OTHER]) : NAN;
+}
+
+double probe_bb_bos(const Probes *p, int l, int h, int type) {
+    return p->bb ? ratio(p->bb->bos[type][(size_t)l * p->H + h], p->bb->nq[type]) : NAN;
+}
+
+double probe_bb_prev(const Probes *p, int l, int h) {
+    return p->bb ? ratio(p->bb->prev[(size_t)l * p->H + h], p->bb->nq[BB_TRIGGER]) : NAN;
+}
+
+/* mean at position 0 over mean at positions >= 1 */
+static double bos_over_rest(const BBProbe *b, double s0, double srest) {
+    return ratio(ratio(s0, b->nwin), ratio(srest, b->nrest));
+}
+
+double probe_bb_value_drain(const Probes *p, int l, int h) {
+    if (!p->bb) return NAN;
+    size_t g = (size_t)l * p->Hk + (size_t)(h / (p->H / p->Hk));
+    return bos_over_rest(p->bb, p->bb->v0[g], p->bb->vrest[g]);
+}
+
+double probe_bb_residual_peak(const Probes *p, int l) {
+    return p->bb ? bos_over_rest(p->bb, p->bb->r0[l], p->bb->rrest[l]) : NAN;
+}
+
+double probe_bb_gate(const Probes *p, int l, int h, int type) {
+    if (!p->bb || !p->bb->gated) return NAN;
+    return ratio(p->bb->gate[type][(size_t)l * p->hpos + h], p->bb->nq[type]);
 }

@@ -18,6 +18,9 @@
  * evaluation at step s follows update s; a checkpoint at step s holds the
  * model after s updates (TrainState.step = s), so a resumed run goes on
  * with step s + 1.
+ * data.corpus bb: each window is a fresh Bigram-Backcopy sequence drawn
+ * from the same data stream (data.h), the evaluation windows are the
+ * task's fixed ones, and the Bigram-Backcopy probes are stored too.
  */
 #include "run/train.h"
 
@@ -72,10 +75,76 @@ static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok,
         if (isnan(l) && errno == ENOMEM) return -1;
         sum += l * nb;
         done += nb;
-        if (pr) probes_accumulate(pr, m);
+        if (pr) {
+            probes_accumulate(pr, m);
+            probes_bb_accumulate(pr, m, tok);
+        }
     }
     *loss = done ? sum / done : NAN;
     return 0;
+}
+
+/* A metric row unless the value is NAN (nothing was counted). */
+static void store_finite(Store *st, const char *id, const char *key, const char *ctx, long step, double v) {
+    if (!isnan(v)) DB(store_metric(st, id, key, ctx, step, v));
+}
+
+/* The Bigram-Backcopy probes (probes.h): per head, their layer's mean over
+ * heads, and ('') the mean over layers; the residual peak per layer and its
+ * largest; gate scores by position type and their histograms. */
+static void store_bb_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
+    static const char *const gkey[2] = {"bb_gate_trigger", "bb_gate_other"};
+    char ctx[64];
+    store_finite(st, id, "bb_loss_trigger", "", step, probe_bb_loss(p, BB_TRIGGER));
+    store_finite(st, id, "bb_loss_other", "", step, probe_bb_loss(p, BB_OTHER));
+    store_finite(st, id, "bb_trigger_share", "", step, probe_bb_trigger_share(p));
+    /* per-head probes: 0, 1 attention on BOS by query type, 2 previous token (trigger), 3 value drain */
+    static const char *const hkey[4] = {"bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
+                                        "bb_value_drain"};
+    for (int q = 0; q < 4; q++) {
+        double all = 0;
+        for (int l = 0; l < m->L; l++) {
+            double lsum = 0;
+            for (int h = 0; h < m->H; h++) {
+                double v = q < 2 ? probe_bb_bos(p, l, h, q) : q == 2 ? probe_bb_prev(p, l, h)
+                                                                     : probe_bb_value_drain(p, l, h);
+                snprintf(ctx, sizeof ctx, "layer=%d,head=%d", l, h);
+                store_finite(st, id, hkey[q], ctx, step, v);
+                lsum += v;
+            }
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+            store_finite(st, id, hkey[q], ctx, step, lsum / m->H);
+            all += lsum / m->H;
+        }
+        store_finite(st, id, hkey[q], "", step, all / m->L);
+    }
+    double peak = NAN;
+    for (int l = 0; l < m->L; l++) {
+        double v = probe_bb_residual_peak(p, l);
+        snprintf(ctx, sizeof ctx, "layer=%d", l);
+        store_finite(st, id, "bb_residual_peak", ctx, step, v);
+        if (isnan(peak) || v > peak) peak = v;
+    }
+    store_finite(st, id, "bb_residual_peak", "", step, peak);
+    if (m->cfg.gate.position == GP_NONE) return;
+    for (int q = 0; q < 2; q++) {
+        double all = 0;
+        for (int l = 0; l < m->L; l++) {
+            double lsum = 0;
+            for (int h = 0; h < m->gs.hpos; h++) {
+                double v = probe_bb_gate(p, l, h, q);
+                snprintf(ctx, sizeof ctx, "layer=%d,head=%d", l, h);
+                store_finite(st, id, gkey[q], ctx, step, v);
+                lsum += v;
+            }
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+            store_finite(st, id, gkey[q], ctx, step, lsum / m->gs.hpos);
+            DB(store_histogram(st, id, gkey[q], ctx, step, p->lp[l].hist_lo, p->lp[l].hist_hi,
+                               p->bb->hist[q] + (size_t)l * GATE_HIST_BINS, GATE_HIST_BINS));
+            all += lsum / m->gs.hpos;
+        }
+        store_finite(st, id, gkey[q], "", step, all / m->L);
+    }
 }
 
 static void store_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
@@ -133,6 +202,7 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
     }
     DB(store_metric(st, id, "f_attn", "", step, fsum / m->L));
     DB(store_metric(st, id, "m_act", "", step, msum / m->L));
+    if (p->bb) store_bb_probes(st, id, m, p, step);
     if (m->cfg.gate.position != GP_NONE) {
         double gs = 0;
         for (int l = 0; l < m->L; l++) gs += probe_gate_mean(p, l);
@@ -280,11 +350,13 @@ static void test_kill_after_checkpoint(int nth) {
     if (e && util_parse_long(e, 1, 1L << 30, &n) == 0 && n == nth) raise(SIGKILL);
 }
 
-/* Validation loss and probes at step, stored.  0, or -1 out of memory. */
-static int eval_and_store(Store *st, const char *id, Model *m, Probes *pr, const int *val, int nval, int B, int T,
-                          int *tok, int *tgt, long step, double *vl) {
+/* Validation loss and probes at step, stored (the Bigram-Backcopy probes
+ * too when bb is not NULL).  0, or -1 out of memory. */
+static int eval_and_store(Store *st, const char *id, Model *m, Probes *pr, const BBTask *bb, const int *val, int nval,
+                          int B, int T, int *tok, int *tgt, long step, double *vl) {
     probes_free(pr);
     if (probes_init(pr, m)) return -1;
+    if (bb && probes_bb_init(pr, m, bb->is_trig, bb->V + 1)) return -1;
     if (evaluate(m, val, nval, B, T, tok, tgt, pr, vl)) return -1;
     DB(store_metric(st, id, "val_loss", "", step, *vl));
     DB(store_metric(st, id, "val_ppl", "", step, exp(*vl)));
@@ -312,6 +384,8 @@ typedef struct {
     const TrainOpts *o;
     int B, T, n;         /* train.batch, model.seq_len, tokens per step */
     Corpus corp;
+    BBTask bb;           /* data.corpus bb: the task (bbp points at it), else bbp is NULL */
+    const BBTask *bbp;
     Model m;
     DataParallel dp;
     Probes pr;
@@ -343,12 +417,20 @@ enum { GO = -1 };
  * corpus is in what is available already). */
 static int open_corpus(Run *r) {
     const Config *c = r->c;
-    if (c->vocab_size < DATA_VOCAB) {
+    if (c->corpus != CORPUS_BB && c->vocab_size < DATA_VOCAB) {
         fprintf(stderr, "gated train: model.vocab_size: must be at least %d for byte tokens + BOS, got %d\n",
                 DATA_VOCAB, c->vocab_size);
         return 2;
     }
-    if (c->corpus == CORPUS_SYNTHETIC) {
+    if (c->corpus == CORPUS_BB) {
+        BBCfg bc = config_bb(c);
+        if (bb_init(&r->bb, &bc, r->o->data_dir, r->err, sizeof r->err)) {
+            fprintf(stderr, "gated train: %s\n", r->err);
+            return 2;
+        }
+        r->bbp = &r->bb;
+        if (!r->o->progress) fprintf(stderr, "%s\n", r->bb.source);
+    } else if (c->corpus == CORPUS_SYNTHETIC) {
         if (corpus_synthetic(&r->corp, (uint64_t)c->seed, 200, 4000)) {
             fprintf(stderr, "gated train: out of memory building the synthetic corpus\n");
             return 1;
@@ -382,8 +464,13 @@ static int open_model(Run *r) {
     r->tok = malloc(sizeof(int) * r->n);
     r->tgt = malloc(sizeof(int) * r->n);
     r->w = malloc(sizeof(int) * (T + 1));
-    r->nval = split_eval_windows(&r->corp.val, T, c->bos_start, c->eval_windows, &r->val);
-    r->ntest = split_eval_windows(&r->corp.test, T, c->bos_start, c->eval_windows, &r->test);
+    if (r->bbp) {
+        r->nval = bb_windows(r->bbp, 0, T, c->eval_windows, &r->val);
+        r->ntest = bb_windows(r->bbp, 1, T, c->eval_windows, &r->test);
+    } else {
+        r->nval = split_eval_windows(&r->corp.val, T, c->bos_start, c->eval_windows, &r->val);
+        r->ntest = split_eval_windows(&r->corp.test, T, c->bos_start, c->eval_windows, &r->test);
+    }
     ModelCfg mc = config_model(c);
     if (model_init(&r->m, &mc) || dp_init(&r->dp, &r->m, B, dp_micro_batch(B, c->micro_batch))) {
         fprintf(stderr, "gated train: out of memory for the model\n");
@@ -516,7 +603,10 @@ static int train_step(Run *r, long step) {
     long done = step - 1; /* updates made before this one */
     double tstart = util_now();
     for (int b = 0; b < r->B; b++) {
-        split_sample_window(&r->corp.train, &r->ts.data_rng, T, c->bos_start, r->w);
+        if (r->bbp)
+            bb_sample(r->bbp, &r->ts.data_rng, T, r->w);
+        else
+            split_sample_window(&r->corp.train, &r->ts.data_rng, T, c->bos_start, r->w);
         memcpy(r->tok + (size_t)b * T, r->w, sizeof(int) * T);
         memcpy(r->tgt + (size_t)b * T, r->w + 1, sizeof(int) * T);
     }
@@ -565,7 +655,7 @@ static int train_eval(Run *r, long step, int last) {
     const Config *c = r->c;
     if (step % c->eval_every != 0 && !last) return 0;
     double vl;
-    if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, step, &vl)) {
+    if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->bbp, r->val, r->nval, r->B, r->T, r->tok, r->tgt, step, &vl)) {
         snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %ld", step);
         r->status = "failed";
         return 1;
@@ -735,7 +825,7 @@ static int finish_summary(Run *r) {
  * end by its status.  Returns the exit code. */
 static int train_finish(Run *r) {
     if (strcmp(r->status, "finished") == 0 && !db_errors && !r->evaluated_last) {
-        if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->val, r->nval, r->B, r->T, r->tok, r->tgt, (long)r->ts.step,
+        if (eval_and_store(r->st, r->id, &r->m, &r->pr, r->bbp, r->val, r->nval, r->B, r->T, r->tok, r->tgt, (long)r->ts.step,
                            &r->last_val)) {
             snprintf(r->fail_reason, sizeof r->fail_reason, "out of memory evaluating at step %lld",
                      (long long)r->ts.step);
@@ -770,6 +860,7 @@ static void run_free(Run *r) {
     model_free(&r->m);
     free(r->tok), free(r->tgt), free(r->w), free(r->val), free(r->test);
     corpus_free(&r->corp);
+    bb_free(&r->bb);
 }
 
 int train_run(const Config *c, const TrainOpts *o) {
