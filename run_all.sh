@@ -1,29 +1,52 @@
 #!/usr/bin/env bash
 # run_all.sh — the main job: install what is missing, build, fetch the data,
-# run every sweep of the paper's ablation matrix, and write the report.
+# run the experiments of a tier, and write the report.
 #
-#   ./run_all.sh            the full matrix into results/gated.db, report in results/report/
-#   ./run_all.sh --smoke    the smoke sweep (synthetic corpus, seconds) into results/smoke.db
-#   ./run_all.sh --jobs J   local workers per sweep (default: 2, one core each)
+#   ./run_all.sh              the quick tier into results/gated.db, report in results/report/
+#   ./run_all.sh --standard   the quick tier, then the standard tier (hours: budgets where the
+#                             curves flatten, the standard profile, the LR stress test, the
+#                             3-layer Bigram-Backcopy sweep, the long sink searches)
+#   ./run_all.sh --smoke      the smoke sweep (synthetic corpus, seconds) into results/smoke.db
+#   ./run_all.sh --jobs J     local workers per sweep (default: 2, one core each)
+#   ./run_all.sh --shard i/N  only the runs of every sweep whose index % N == i (0 <= i < N)
+#   ./run_all.sh --db PATH    the results database (default: results/gated.db; report beside it)
 #
 # Resumable: a second invocation skips every finished run (same run id and
 # code version), resumes killed runs from their checkpoints, and reruns
-# failed ones.  Each invocation appends its wall time to results/run_all.log
+# failed ones.  Shards may run at once on one database (runs are claimed
+# atomically) or on separate machines with their own --db, folded together
+# with `build/gated merge`; continued-training runs (train.init_from) whose
+# parent is in another shard fail until it is there, and the next invocation
+# reruns them.  Each invocation appends its wall time to results/run_all.log
 # (ignored by git: a run changes no tracked file but the results it makes).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 smoke=0
+standard=0
 jobs=2
+shard=""
+db=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --smoke) smoke=1 ;;
-    --jobs) jobs="$2"; shift ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "run_all.sh: unknown option $1" >&2; exit 2 ;;
+    --standard) standard=1 ;;
+    --jobs) jobs="${2:?--jobs needs a value}"; shift ;;
+    --shard) shard="${2:?--shard needs i/N}"; shift ;;
+    --db) db="${2:?--db needs a path}"; shift ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+if [ -n "$shard" ] && ! [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]]; then
+    echo "run_all.sh: --shard $shard: expected i/N, 0 <= i < N" >&2
+    exit 2
+fi
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "run_all.sh: --jobs $jobs: expected a positive integer" >&2
+    exit 2
+fi
 
 start=$(date +%s)
 echo "== deps"
@@ -46,22 +69,25 @@ make --no-print-directory -j"$(nproc)" all
 
 mkdir -p results
 if [ "$smoke" = 1 ]; then
-    db=results/smoke.db
-    out=results/smoke-report
-    sweeps="smoke"
+    tier=smoke
+    db=${db:-results/smoke.db}
+    out=$(dirname "$db")/smoke-report
 else
+    tier=$([ "$standard" = 1 ] && echo standard || echo quick)
     echo "== data"
     make --no-print-directory data
-    db=results/gated.db
-    out=results/report
-    sweeps="table1_positions table3_nonlinearity table4_sink activations lr_stability"
-    # run after these, below: long_context(_continued) with evaluations, sink_search(_long)
+    db=${db:-results/gated.db}
+    out=$(dirname "$db")/report
 fi
+mkdir -p "$(dirname "$db")"
 
 status=0
+done_sweeps=""
 sweep() {
     echo "== sweep $1"
-    build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed || status=1
+    done_sweeps="$done_sweeps $1"
+    build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed ${shard:+--shard "$shard"} ||
+        status=1
 }
 # gated eval over a sweep's finished runs: one pass per RoPE scaling
 evals() {
@@ -72,19 +98,32 @@ evals() {
             --windows 8 || status=1
     done
 }
-for s in $sweeps; do sweep "$s"; done
-if [ "$smoke" = 0 ]; then
+if [ "$smoke" = 1 ]; then
+    sweep smoke
+else
+    # the quick tier: the paper's ablation matrix at the quick profile (100
+    # steps, 205k tokens: early training, see results/README.md), long
+    # context, Table 4 where a Brown sink forms, and the 1-layer
+    # Bigram-Backcopy sink sweep
+    for s in table1_positions table3_nonlinearity table4_sink activations lr_stability; do sweep "$s"; done
     # long context (issue 6): train at T = 128, evaluate 1x..16x; then the
     # paper's recipe: continue at 4x with RoPE base 1M, extend with YaRN
     sweep long_context
     evals long_context 128,256,512,1024,2048 none ntk yarn
     sweep long_context_continued
     evals long_context_continued 512,1024,2048 none yarn
-    # attention sink (issue 7): the search, then Table 4 where a sink forms
-    sweep sink_search
-    sweep sink_search_lr
-    sweep sink_search_long
     sweep sink
+    sweep bb_sink
+    if [ "$standard" = 1 ]; then
+        # the standard tier (issue 14): the effect against complete-schedule
+        # budgets, the standard profile and its 6-seed mechanism contrasts,
+        # the LR stress test; the 3-layer Bigram-Backcopy sweep and its search;
+        # the Brown sink searches (issue 7; the long ones ~30 min a run)
+        for s in budget_0.5M budget_1M budget_2M budget_4M standard standard_mech lr_stress \
+            bb_search bb_sink_3l sink_search sink_search_lr budget_8M sink_search_long; do
+            sweep "$s"
+        done
+    fi
 fi
 
 echo "== benchmarks: not part of run_all.sh yet; run make bench (see README)"
@@ -96,8 +135,7 @@ end=$(date +%s)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # results/ is this script's own output; only changes elsewhere make the code "dirty"
 dirty=$(git status --porcelain -- . ':!results' 2>/dev/null | grep -q . && echo " (uncommitted changes)" || true)
-printf '%s  %s  commit %s%s  sweeps: %s  wall %ds  exit %d\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-    "$([ "$smoke" = 1 ] && echo smoke || echo full)" "$commit" "$dirty" "$sweeps" $((end - start)) "$status" \
-    >>results/run_all.log
+printf '%s  %s  commit %s%s  shard %s  sweeps:%s  wall %ds  exit %d\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "$tier" "$commit" "$dirty" "${shard:-all}" "$done_sweeps" $((end - start)) "$status" >>results/run_all.log
 echo "report: $out/report.md  (wall time $((end - start)) s; log: results/run_all.log)"
 exit $status
