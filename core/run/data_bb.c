@@ -160,7 +160,7 @@ static double rng_gamma(Rng *r, double a) {
 static double *random_table(int V, double alpha, uint64_t seed) {
     double *P = malloc((size_t)V * V * sizeof *P);
     if (!P) return NULL;
-    Rng r = rng_seed(seed ^ BB_STREAM_TABLE);
+    Rng r = rng_stream(seed, BB_STREAM_TABLE);
     for (int i = 0; i < V; i++) {
         double *row = P + (size_t)i * V, s = 0;
         for (int j = 0; j < V; j++) s += row[j] = rng_gamma(&r, alpha);
@@ -303,7 +303,7 @@ int bb_windows(const BBTask *t, int split, int T, int count, int **out) {
     if ((size_t)count > ((size_t)-1) / sizeof(int) / len) return -1;
     int *o = malloc((size_t)count * len * sizeof *o);
     if (!o) return -1;
-    Rng r = rng_seed(t->seed ^ (split == 0 ? BB_STREAM_VAL : BB_STREAM_TEST));
+    Rng r = rng_stream(t->seed, split == 0 ? BB_STREAM_VAL : BB_STREAM_TEST);
     for (int i = 0; i < count; i++) bb_sample(t, &r, T, o + (size_t)i * len);
     *out = o;
     return count;

@@ -503,7 +503,7 @@ static int open_store(Run *r) {
     }
     r->name = o->name ? o->name : r->id;
     snprintf(r->ckpt, sizeof r->ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", r->id);
-    r->ts.data_rng = rng_seed((uint64_t)r->c->seed ^ 0xDA7Aull);
+    r->ts.data_rng = rng_stream((uint64_t)r->c->seed, 0xDA7Aull);
     return GO;
 }
 
