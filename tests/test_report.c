@@ -1975,3 +1975,309 @@ Test(report, sweep_names_that_sanitise_alike_stay_apart) {
     free(md);
     fx_rm(&fx);
 }
+
+/* ------------------------------------------------------------------ */
+/* Bigram-Backcopy probes                                              */
+/* ------------------------------------------------------------------ */
+
+/* One Bigram-Backcopy run's probes at evaluation steps 50 and 100 (the
+ * last): context '' values and per-head ones (L0H0 L0H1 L1H0 L1H1) at step
+ * 100; at step 50 the per-head values are half those (so the BB head is
+ * the same) and the '' values 1 more.  Layer contexts hold decoys.  gate_t
+ * NAN: no gate (no gate keys, no histograms). */
+typedef struct {
+    double loss_t, loss_o, bos_o_all, peak, gate_t, gate_o;
+    double bos_o[4], bos_t[4], prev_t[4], drain[4];
+} BBRun;
+
+/* Histograms of a gated run: per layer and query type, 4 bins over [0, 1],
+ * base counts times mult at step 100 ([100, 0, 0, 0] at step 50); mult < 0:
+ * the decoy [0, 0, 0, 1000]. */
+static void add_bb_hists(Store *s, const char *id, long long mult) {
+    static const long long base[2][2][4] = {{{1, 2, 3, 4}, {0, 0, 5, 5}}, {{4, 0, 0, 4}, {1, 1, 1, 1}}};
+    static const char *const key[2] = {"bb_gate_other", "bb_gate_trigger"};
+    for (int q = 0; q < 2; q++)
+        for (int l = 0; l < 2; l++) {
+            char ctx[32];
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+            long long old[4] = {100, 0, 0, 0}, c[4];
+            for (int b = 0; b < 4; b++) c[b] = mult < 0 ? (b == 3 ? 1000 : 0) : base[q][l][b] * mult;
+            cr_assert_eq(store_histogram(s, id, key[q], ctx, 50, 0, 1, old, 4), 0);
+            cr_assert_eq(store_histogram(s, id, key[q], ctx, 100, 0, 1, c, 4), 0);
+        }
+}
+
+static void add_bb(Store *s, const char *id, const BBRun *b, long long mult) {
+    const struct {
+        const char *key;
+        double all;
+        const double *head;
+    } k[] = {{"bb_loss_trigger", b->loss_t, NULL},   {"bb_loss_other", b->loss_o, NULL},
+             {"bb_trigger_share", 0.2, NULL},        {"bb_bos_attn_other", b->bos_o_all, b->bos_o},
+             {"bb_bos_attn_trigger", 0.97, b->bos_t}, {"bb_prev_attn_trigger", 0.96, b->prev_t},
+             {"bb_value_drain", 0.95, b->drain},      {"bb_residual_peak", b->peak, NULL},
+             {"bb_gate_trigger", b->gate_t, NULL},    {"bb_gate_other", b->gate_o, NULL}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (isnan(k[i].all)) continue;
+        for (int t = 0; t < 2; t++) {
+            long long step = 50 * (t + 1);
+            cr_assert_eq(store_metric(s, id, k[i].key, "", step, t ? k[i].all : k[i].all + 1), 0);
+            for (int l = 0; l < 2; l++) {
+                char ctx[32];
+                snprintf(ctx, sizeof ctx, "layer=%d", l);
+                cr_assert_eq(store_metric(s, id, k[i].key, ctx, step, 99), 0); /* not a head: ignored */
+            }
+            for (int c = 0; k[i].head && c < 4; c++) {
+                char ctx[32];
+                snprintf(ctx, sizeof ctx, "layer=%d,head=%d", c / 2, c % 2);
+                cr_assert_eq(store_metric(s, id, k[i].key, ctx, step, t ? k[i].head[c] : k[i].head[c] / 2), 0);
+            }
+        }
+    }
+    if (!isnan(b->gate_t)) add_bb_hists(s, id, mult);
+}
+
+/* Sweep "bb" (data.corpus bb, 2 layers x 2 heads): rows baseline and G1
+ * (gated; its label made hostile when hostile is set: G1 'q' "d", a newline,
+ * !touch PWNED), seeds
+ * 1 and 2 finished, and a diverged G1 seed 3 whose probes (all 9, BOS
+ * attention .99, decoy histograms) must be left out; sweep "txt": a text
+ * run without Bigram-Backcopy probes.  At the last step:
+ *   baseline  loss trigger .50 .70 (0.6000 ± 0.1414), other 2.00 2.10;
+ *             BOS other per head s1 .10 .20 .80 .30, s2 .12 .22 .60 .30:
+ *             the BB head L1.H0 in both, 0.700 ± 0.141; its BOS trigger
+ *             .02 .04, prev trigger .90 .80, value drain .20 .30 (the
+ *             other heads: decoys .9, .11, 5); BOS other '' .40 .30;
+ *             residual peak 3 5 (4.00 ± 1.41); no gate
+ *   G1        loss trigger .30 .40, other 1.90 1.95 (1.9250 ± 0.0354); BB
+ *             head s1 L0.H1 (.30), s2 L0.H0 (.40): a tie, the first run's
+ *             place; BOS trigger .20 .30, prev .50 .60, drain 1.10 1.30 at
+ *             those heads; '' .10 .12; peak 1.0 1.2; gate trigger .20 .30,
+ *             other .60 .70
+ * Histograms (G1, summed over seeds 1 and 2: 3x the base counts): other
+ * layer 0 1 2 3 4 (shares .1 .2 .3 .4), layer 1 0 0 5 5; trigger layer 0
+ * 4 0 0 4, layer 1 1 1 1 1. */
+static void fixture_bb(Fx *fx, int hostile) {
+    Store *s = fx_open(fx);
+    static const BBRun runs[5] = {
+        {.50, 2.00, .40, 3.0, NAN, NAN, {.10, .20, .80, .30}, {.9, .9, .02, .9}, {.11, .11, .90, .11}, {5, 5, .20, 5}},
+        {.70, 2.10, .30, 5.0, NAN, NAN, {.12, .22, .60, .30}, {.9, .9, .04, .9}, {.11, .11, .80, .11}, {5, 5, .30, 5}},
+        {.30, 1.90, .10, 1.0, .20, .60, {.05, .30, .03, .20}, {.9, .20, .9, .9}, {.11, .50, .11, .11}, {5, 1.10, 5, 5}},
+        {.40, 1.95, .12, 1.2, .30, .70, {.40, .10, .02, .10}, {.30, .9, .9, .9}, {.60, .11, .11, .11}, {1.30, 5, 5, 5}},
+        {9, 9, 9, 9, 9, 9, {.99, .99, .99, .99}, {9, 9, 9, 9}, {9, 9, 9, 9}, {9, 9, 9, 9}},
+    };
+    char ids[6][17];
+    StoreSweepRun sr[5];
+    for (int i = 0; i < 5; i++) {
+        int g = i >= 2, seed = i < 4 ? i % 2 + 1 : 3;
+        char json[256], name[64];
+        snprintf(json, sizeof json,
+                 "{\"data.corpus\":\"bb\",\"model.gate.position\":\"%s\",\"model.n_layer\":2,\"model.n_head\":2,"
+                 "\"train.seed\":%d}",
+                 g ? "sdpa" : "none", seed);
+        snprintf(name, sizeof name, "bb-%d-s%d", g, seed);
+        add_run(s, json, name, seed, i == 4 ? "diverged" : "finished", i == 4 ? NAN : 2 - 0.1 * g, 0.3, 10,
+                g ? 0.5 : NAN, 0, 0, 1000, ids[i]);
+        add_bb(s, ids[i], &runs[i], i == 4 ? -1 : seed);
+        sr[i] = (StoreSweepRun){ids[i], g ? "G1" : "baseline", seed, i, !g};
+    }
+    cr_assert_eq(store_sweep_record(s, "bb", 5, sr, 5), 0, "%s", store_errmsg(s));
+    add_run(s, "{\"model.n_layer\":2}", "txt-s1", 1, "finished", 1.5, 0.3, 10, NAN, 0, 0, 1000, ids[5]);
+    StoreSweepRun tr = {ids[5], "baseline", 1, 0, 1};
+    cr_assert_eq(store_sweep_record(s, "txt", 1, &tr, 1), 0, "%s", store_errmsg(s));
+    store_close(s);
+    if (hostile)
+        fx_sql(fx, "UPDATE sweep_runs SET label = 'G1 ''q'' \"d\"' || char(10) || '!touch PWNED'"
+                   " WHERE sweep = 'bb' AND label = 'G1'");
+}
+
+/* The table of the section "Bigram-Backcopy probes": each cell the mean ±
+ * sample std over the two finished seeds at the last step, in md, tex and
+ * csv; the diverged seed left out; the hostile label quoted per format; no
+ * section for a sweep without the probes. */
+Test(report, bigram_backcopy_table) {
+    Fx fx;
+    fixture_bb(&fx, 1);
+    char err[1024], *log;
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    cr_assert(!raw_control(md), "a control byte in report.md");
+    char *sec = md_section(md, "bb");
+    assert_has(sec, "### Bigram-Backcopy probes\n\nRuns on the Bigram-Backcopy task (`data.corpus: bb`)");
+    assert_has(sec, "The *BB head* of a run is its query head with the largest attention on BOS from other queries");
+    assert_has(sec, "| variant | seeds | head | loss trigger | loss other | BOS attn other (head) | BOS attn other (mean) "
+                    "| BOS attn trigger (head) | prev attn trigger (head) | value drain (head) | residual peak "
+                    "| gate trigger | gate other |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    assert_has(sec, "\n| baseline | 2 | L1.H0 | 0.6000 ± 0.1414 | 2.0500 ± 0.0707 | 0.700 ± 0.141 | 0.350 ± 0.071 "
+                    "| 0.030 ± 0.014 | 0.850 ± 0.071 | 0.250 ± 0.071 | 4.00 ± 1.41 | – | – |\n");
+    assert_has(sec, "\n| G1 'q' \"d\"\\\\x0a!touch PWNED | 2 | L0.H1 | 0.3500 ± 0.0707 | 1.9250 ± 0.0354 | 0.350 ± 0.071 "
+                    "| 0.110 ± 0.014 | 0.250 ± 0.071 | 0.550 ± 0.071 | 1.200 ± 0.141 | 1.10 ± 0.14 | 0.250 ± 0.071 "
+                    "| 0.650 ± 0.071 |\n");
+    free(sec);
+    sec = md_section(md, "txt");
+    assert_lacks(sec, "Bigram-Backcopy");
+    free(sec);
+    free(md);
+
+    cr_assert_eq(run_report(&fx, REPORT_TEX, "bb", "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *t = out_file(&fx, "bb.tex");
+    cr_assert(!raw_control(t), "a control byte in bb.tex");
+    assert_has(t, "% Bigram-Backcopy probes (data.corpus bb), last step, mean $\\pm$ std over seeds:");
+    assert_has(t, "\\begin{tabular}{lrrrrrrrrrrrr}\n\\toprule\nvariant & seeds & head & loss trigger & ");
+    assert_has(t, "\nbaseline & 2 & L1.H0 & 0.6000 $\\pm$ 0.1414 & 2.0500 $\\pm$ 0.0707 & 0.700 $\\pm$ 0.141 & "
+                  "0.350 $\\pm$ 0.071 & 0.030 $\\pm$ 0.014 & 0.850 $\\pm$ 0.071 & 0.250 $\\pm$ 0.071 & "
+                  "4.00 $\\pm$ 1.41 & -- & -- \\\\\n");
+    assert_has(t, "\nG1 'q' \"d\"\\textbackslash{}x0a!touch PWNED & 2 & L0.H1 & 0.3500 $\\pm$ 0.0707 & ");
+    assert_has(t, " & 0.250 $\\pm$ 0.071 & 0.650 $\\pm$ 0.071 \\\\\n");
+    free(t);
+
+    cr_assert_eq(run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *c = out_file(&fx, "bb-bb.csv");
+    cr_assert(!raw_control(c), "a control byte in bb-bb.csv");
+    cr_assert_eq(lines_of(c), 3, "%s", c);
+    assert_has(c, "sweep,label,runs,head_layer,head_head,loss_trigger_mean,loss_trigger_std,loss_other_mean,");
+    assert_has(c, "\nbb,baseline,2,1,0,0.6,0.1414213562,2.05,0.07071067812,0.7,0.1414213562,0.35,");
+    const char *g1 = "bb,\"G1 'q' \"\"d\"\"\\x0a!touch PWNED\",";
+    assert_has(c, g1);
+    cr_assert_float_eq(csv_num_of(c, g1, "runs"), 2, 0);
+    cr_assert_float_eq(csv_num_of(c, g1, "head_layer"), 0, 0);
+    cr_assert_float_eq(csv_num_of(c, g1, "head_head"), 1, 0);
+    cr_assert_float_eq(csv_num_of(c, g1, "bos_attn_trigger_head_mean"), 0.25, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "prev_attn_trigger_head_mean"), 0.55, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "value_drain_head_std"), sqrt(0.02), 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "residual_peak_mean"), 1.1, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g1, "gate_other_mean"), 0.65, 1e-9);
+    cr_assert(isnan(csv_num_of(c, "bb,baseline,", "gate_trigger_mean")));
+    free(c);
+    char p[256];
+    snprintf(p, sizeof p, "%s/txt-bb.csv", fx.out);
+    cr_assert(!exists(p), "a BB file for a sweep without the probes");
+    fx_rm(&fx);
+}
+
+/* The plots of the section: attention on BOS of each run's BB head and
+ * the two losses against step (a line per row and query type: other
+ * solid, trigger dashed, one colour per row; a ±std band), and the gated
+ * row's gate-score histograms by query type (summed over seeds, shares);
+ * the hostile label quoted, no shell line in any script. */
+Test(report, bigram_backcopy_plots) {
+    Fx fx;
+    fixture_bb(&fx, 1);
+    char err[1024], *log;
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", &log, err, sizeof err), 0, "%s\n%s", err,
+                 log);
+    free(log);
+    /* each run's own BB head, at every step: baseline L1.H0 (.40, .30 at step 50), G1 L0.H1 and L0.H0 */
+    char *d = out_file(&fx, "plots/bb-bb-bos.dat");
+    assert_has(d, "# baseline, other queries: step, mean, std, runs\n50 0.35 0.07071067812 2\n"
+                  "100 0.7 0.1414213562 2\n\n\n");
+    assert_has(d, "# baseline, trigger queries: step, mean, std, runs\n50 0.015 0.007071067812 2\n"
+                  "100 0.03 0.01414213562 2\n\n\n");
+    assert_has(d, "# G1 'q' \"d\"\\x0a!touch PWNED, other queries: step, mean, std, runs\n"
+                  "50 0.175 0.03535533906 2\n100 0.35 0.07071067812 2\n\n\n");
+    assert_has(d, "# G1 'q' \"d\"\\x0a!touch PWNED, trigger queries: step, mean, std, runs\n"
+                  "50 0.125 0.03535533906 2\n100 0.25 0.07071067812 2\n");
+    assert_lacks(d, " 3\n"); /* the diverged run */
+    free(d);
+    d = out_file(&fx, "plots/bb-bb-loss.dat");
+    assert_has(d, "# baseline, other positions: step, mean, std, runs\n50 3.05 0.07071067812 2\n"
+                  "100 2.05 0.07071067812 2\n\n\n");
+    assert_has(d, "# baseline, trigger positions: step, mean, std, runs\n50 1.6 0.1414213562 2\n"
+                  "100 0.6 0.1414213562 2\n\n\n");
+    free(d);
+    static const char *const gps[2] = {"plots/bb-bb-bos.gp", "plots/bb-bb-loss.gp"};
+    static const char *const types[2][2] = {{"other queries", "trigger queries"},
+                                            {"other positions", "trigger positions"}};
+    for (int g = 0; g < 2; g++) {
+        d = out_file(&fx, gps[g]);
+        /* bands first (one per line), then the lines: colour by row, dash type by query type */
+        const char *band = "using 1:($2-$3):($2+$3) with filledcurves";
+        cr_assert_eq(count_of(d, band), 4, "%s", d);
+        cr_assert(strstr(d, band) < strstr(d, "with linespoints"), "%s", d);
+        char lk[4][128];
+        for (int i = 0; i < 4; i++) gp_look_of(d, i, "1:2 with linespoints", lk[i], sizeof lk[i]);
+        assert_has(lk[0], " lc rgb '#0072b2' dt 1 ");
+        assert_has(lk[1], " lc rgb '#0072b2' dt 2 ");
+        assert_has(lk[2], " lc rgb '#d55e00' dt 1 ");
+        assert_has(lk[3], " lc rgb '#d55e00' dt 2 ");
+        char want[160];
+        snprintf(want, sizeof want, " title 'baseline (%s)'", types[g][1]);
+        assert_has(d, want);
+        snprintf(want, sizeof want, " title 'G1 ''q'' \"d\"\\x0a!touch PWNED (%s)'", types[g][0]);
+        assert_has(d, want);
+        assert_has(d, "set title 'bb'\n");
+        assert_has(d, "(band: +- std)'");
+        if (g == 0) assert_has(d, "set yrange [0:1]\n");
+        free(d);
+    }
+    /* the gate histograms: the gated row only, summed over its two finished seeds, shares per layer and type */
+    d = out_file(&fx, "plots/bb-bb-gate-1-G1__q___d__x0a_touch_PWNED.dat");
+    assert_has(d, "# layer 0, other queries (2 runs): bin centre, share, count\n0.125 0.1 3\n0.375 0.2 6\n"
+                  "0.625 0.3 9\n0.875 0.4 12\n\n\n");
+    assert_has(d, "# layer 1, other queries (2 runs): bin centre, share, count\n0.125 0 0\n0.375 0 0\n"
+                  "0.625 0.5 15\n0.875 0.5 15\n\n\n");
+    assert_has(d, "# layer 0, trigger queries (2 runs): bin centre, share, count\n0.125 0.5 12\n0.375 0 0\n"
+                  "0.625 0 0\n0.875 0.5 12\n\n\n");
+    assert_has(d, "# layer 1, trigger queries (2 runs): bin centre, share, count\n0.125 0.25 3\n0.375 0.25 3\n");
+    free(d);
+    d = out_file(&fx, "plots/bb-bb-gate-1-G1__q___d__x0a_touch_PWNED.gp");
+    assert_has(d, "set title 'bb: gate scores of G1 ''q'' \"d\"\\x0a!touch PWNED by query type (last step, 2 runs "
+                  "summed)'\n");
+    assert_has(d, "set xrange [0:1]\n");
+    assert_has(d, " index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0, other'");
+    assert_has(d, " index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1, other'");
+    assert_has(d, " index 2 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 2 title 'layer 0, trigger'");
+    assert_has(d, " index 3 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 2 title 'layer 1, trigger'");
+    free(d);
+    char p[256];
+    snprintf(p, sizeof p, "%s/plots/bb-bb-gate-0-baseline.gp", fx.out);
+    cr_assert(!exists(p), "a BB gate plot for a row without a gate");
+    snprintf(p, sizeof p, "%s/plots/txt-bb-bos.gp", fx.out);
+    cr_assert(!exists(p), "a BB plot for a sweep without the probes");
+    /* no plot script has a line that is not the report's own */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cat '%s'/plots/bb-bb-*.gp", fx.out);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[4096];
+    int nlines = 0;
+    while (fgets(line, sizeof line, f)) {
+        nlines++;
+        cr_assert_neq(line[0], '!', "a shell line in a plot script: %s", line);
+        cr_assert(!raw_control(line), "a control byte in a plot script: %s", line);
+    }
+    cr_assert_eq(pclose(f), 0);
+    cr_assert_gt(nlines, 30);
+    /* report.md's captions */
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "**Attention on BOS against step, Bigram-Backcopy: each run's BB head (its query head with the "
+                   "largest attention on BOS from other queries at the last step); other queries solid, trigger "
+                   "queries dashed, one colour per row (mean over seeds; band: +- std)**: not drawn; data "
+                   "`plots/bb-bb-bos.dat`");
+    assert_has(md, "**Validation loss on trigger and on other positions against step, Bigram-Backcopy: other "
+                   "positions solid, trigger positions dashed, one colour per row (mean over seeds; band: +- std)**");
+    assert_has(md, "**Gate scores of `G1 'q' \"d\"\\x0a!touch PWNED` by query type, Bigram-Backcopy (per layer, last "
+                   "step, 2 runs summed; each line a share of the layer's scores of that type; other queries solid, "
+                   "trigger queries dashed)**");
+    free(md);
+    if (have_gnuplot()) {
+        cr_assert_eq(run_report(&fx, REPORT_MD, "bb", NULL, &log, err, sizeof err), 0, "%s\n%s", err, log);
+        free(log);
+        static const char *const imgs[] = {"bb-bb-bos", "bb-bb-loss", "bb-bb-gate-1-G1__q___d__x0a_touch_PWNED"};
+        for (size_t i = 0; i < 3; i++)
+            for (int e = 0; e < 2; e++) {
+                snprintf(p, sizeof p, "%s/plots/%s.%s", fx.out, imgs[i], e ? "svg" : "png");
+                cr_assert(exists(p), "%s missing", p);
+            }
+        snprintf(cmd, sizeof cmd, "find '%s' -name 'PWNED*'", fx.dir);
+        f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        char out[256] = "";
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = '\0';
+        cr_assert_eq(pclose(f), 0);
+        cr_assert_str_eq(out, "", "gnuplot ran a shell command: %s", out);
+    }
+    fx_rm(&fx);
+}

@@ -14,6 +14,9 @@
  *   report_write.c    the main table in md, csv and tex; quoting per format
  *   report_sections.c the sink and context-length sections (md, tex, csv),
  *                     and the text tables (Tab) they and report_budget.c use
+ *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
+ *                     statistics, their section (md, tex, csv); its plots
+ *                     are report_plot.c's
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
@@ -46,6 +49,22 @@ typedef struct {
 /* Layer and head indices at or above this are ignored (a bound on memory). */
 enum { HEADMAP_MAX = 4096 };
 
+/* The Bigram-Backcopy probe values of a run (report_bb.c), at its last
+ * step: RRun.bbv[], and their means / stds over a row's runs. */
+enum {
+    BB_LOSS_T,    /* bb_loss_trigger '' */
+    BB_LOSS_O,    /* bb_loss_other '' */
+    BB_BOS_O_MAX, /* bb_bos_attn_other of the BB head: the largest over query heads */
+    BB_BOS_O,     /* bb_bos_attn_other '' (mean over layers and heads) */
+    BB_BOS_T,     /* bb_bos_attn_trigger of the BB head */
+    BB_PREV_T,    /* bb_prev_attn_trigger of the BB head */
+    BB_DRAIN,     /* bb_value_drain of the BB head */
+    BB_PEAK,      /* bb_residual_peak '' (the largest over layers) */
+    BB_GATE_T,    /* bb_gate_trigger '' (gated runs) */
+    BB_GATE_O,    /* bb_gate_other '' (gated runs) */
+    BB_NV
+};
+
 /* One run of a sweep (a sweep_runs line, LEFT JOINed to runs). */
 typedef struct {
     char *run_id, *label, *status;
@@ -69,6 +88,10 @@ typedef struct {
     int bb;                 /* a Bigram-Backcopy run (it has bb_bos_attn_other per head) */
     double head_max;        /* the largest of heads, at layer max_l, head max_h */
     int max_l, max_h;
+    /* Bigram-Backcopy probes (report_bb.c), read for finished runs only */
+    int has_bb;             /* the run has bb_* probes */
+    int bb_l, bb_h;         /* the BB head: the query head with the largest bb_bos_attn_other; -1: none */
+    double bbv[BB_NV];      /* BB_* values at the last step; NAN where absent */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
@@ -127,6 +150,10 @@ typedef struct {
     int where;            /* the run (index into RSweep.runs) whose head_max place is the most common; -1 */
     double sink_share, sink_share_std, f_attn_rel, f_attn_rel_std, head_max, head_max_std;
     HeadMap heads;        /* mean per-head F-Attn */
+    /* Bigram-Backcopy probes: over the row's finished runs that have them */
+    int n_bb;             /* such runs */
+    int bb_where;         /* the run (index into RSweep.runs) whose BB head place is the most common; -1 */
+    double bb_m[BB_NV], bb_sd[BB_NV]; /* mean and sample std of RRun.bbv over them */
 } RVar;
 
 /* One sweep: its runs, rows and plots. */
@@ -152,6 +179,7 @@ typedef struct {
     double tokens;  /* tokens per run when every run with a config has the same (report_budget.c); else NAN */
     int has_sink;   /* finished runs have sink probes: the sink columns and sections */
     int sink_fattn, sink_bb; /* some of those runs are text runs (heads: F-Attn), Bigram-Backcopy runs */
+    int has_bb;     /* finished runs have Bigram-Backcopy probes: its section and plots */
     long long *seeds; /* the seeds of those runs, ascending */
     int nseeds;
     EvalPt *ev;     /* `gated eval` results of finished runs */
@@ -245,6 +273,11 @@ int rep_q_rows(R *r, sqlite3_stmt *st, RepRowFn fn, void *arg);
 int rep_q_each_context_last(R *r, const char *run_id, const char *key, RepRowFn fn, void *arg);
 /* "layer=N" exactly -> N, else -1. */
 long rep_parse_layer(const char *ctx);
+/* "layer=N" -> N with *head = -1; "layer=N,head=M" -> N with *head = M;
+ * else -1. */
+long rep_parse_layer_head(const char *ctx, long *head);
+/* m[l][h] = x, growing m (new cells NAN); -1 when out of memory. */
+int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x);
 
 /* Every sweep name in the database, sorted (heap, as stored: not escaped). */
 int rep_list_sweeps(R *r, char ***names, int *n);
@@ -308,6 +341,24 @@ int rep_budget_files(R *r);
 void rep_budget_free(R *r);
 
 /* ------------------------------------------------------------------ */
+/* report_bb.c                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The metric keys of the BB head's probes, read per step by the plots. */
+extern const char *const REP_BB_BOS_KEYS[2]; /* bb_bos_attn_other, bb_bos_attn_trigger */
+extern const char *const REP_BB_LOSS_KEYS[2]; /* bb_loss_other, bb_loss_trigger */
+extern const char *const REP_BB_GATE_KEYS[2]; /* bb_gate_other, bb_gate_trigger (histograms) */
+/* A finished run's Bigram-Backcopy probes (RRun.has_bb, bb_l, bb_h, bbv). */
+int rep_bb_load_run(R *r, RRun *u);
+/* Row v's BB statistics (RVar.n_bb, bb_where, bb_m, bb_sd; buf: cap >=
+ * nruns). */
+void rep_bb_row(const RSweep *s, RVar *v, double *buf);
+/* The section "Bigram-Backcopy probes" in markdown (md) or TeX. */
+int rep_bb_section(R *r, FILE *f, const RSweep *s, int md);
+/* DIR/SWEEP-bb.csv: a line per row. */
+int rep_bb_csv(R *r, FILE *f, const RSweep *s);
+
+/* ------------------------------------------------------------------ */
 /* report_plot.c                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -355,10 +406,11 @@ int rep_write_tex(R *r, const RSweep *s, const char *path);
 /* ------------------------------------------------------------------ */
 
 /* The sections sweep s has data for (sink formation, per-head F-Attn,
- * perplexity against context length) after its main table, in markdown
- * (md: report.md) or TeX (SWEEP.tex). */
+ * Bigram-Backcopy probes, perplexity against context length) after its
+ * main table, in markdown (md: report.md) or TeX (SWEEP.tex). */
 int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
-/* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-ppl.csv. */
+/* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-bb.csv,
+ * SWEEP-ppl.csv. */
 int rep_write_csv_sections(R *r, const RSweep *s);
 
 /* How a text table is written: markdown (md) or TeX. */

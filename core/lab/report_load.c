@@ -49,6 +49,8 @@
  *     last step (bb_bos_attn_other for a Bigram-Backcopy run, whose sink
  *     test reads it), with the largest head and where it is; per row their
  *     means and the most common place of the largest head;
+ *   Bigram-Backcopy probes (bb_* metrics, last step): read and summarised
+ *     per row by report_bb.c;
  *   `gated eval` results (metric eval_ppl, context
  *     split=S,len=L,scaling=K,factor=F): a series is a scaling K with its
  *     automatic factor (F = max(1, L / model.seq_len), or the only F used
@@ -203,7 +205,7 @@ static long parse_index(const char **p) {
 
 /* "layer=N" -> N with *head = -1; "layer=N,head=M" -> N with *head = M;
  * else -1. */
-static long parse_layer_head(const char *ctx, long *head) {
+long rep_parse_layer_head(const char *ctx, long *head) {
     *head = -1;
     if (strncmp(ctx, "layer=", 6) != 0) return -1;
     const char *p = ctx + 6;
@@ -218,7 +220,7 @@ static long parse_layer_head(const char *ctx, long *head) {
 
 /* "layer=N" exactly -> N, else -1. */
 long rep_parse_layer(const char *ctx) {
-    long h, l = parse_layer_head(ctx, &h);
+    long h, l = rep_parse_layer_head(ctx, &h);
     return h < 0 ? l : -1;
 }
 
@@ -405,7 +407,7 @@ static void choose_refs(RSweep *s) {
 /* ------------------------------------------------------------------ */
 
 /* m[l][h] = x, growing m (new cells NAN). */
-static int headmap_set(R *r, HeadMap *m, int l, int h, double x) {
+int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x) {
     if (l >= m->nl || h >= m->nh) {
         int nl = l >= m->nl ? l + 1 : m->nl, nh = h >= m->nh ? h + 1 : m->nh;
         double *v = malloc(sizeof(double) * (size_t)nl * (size_t)nh);
@@ -422,9 +424,9 @@ static int headmap_set(R *r, HeadMap *m, int l, int h, double x) {
 
 /* RepRowFn on (context, value): a context layer=L,head=H into the HeadMap arg. */
 static int add_head_cell(R *r, void *arg, sqlite3_stmt *st) {
-    long h, l = parse_layer_head(rep_col_text(st, 0), &h);
+    long h, l = rep_parse_layer_head(rep_col_text(st, 0), &h);
     if (l < 0 || h < 0 || l >= HEADMAP_MAX || h >= HEADMAP_MAX) return 0;
-    return headmap_set(r, arg, (int)l, (int)h, rep_col_real(st, 1));
+    return rep_headmap_set(r, arg, (int)l, (int)h, rep_col_real(st, 1));
 }
 
 /* A finished run's sink probes (RRun.has_sink and what follows it). */
@@ -484,7 +486,7 @@ static int row_sink(R *r, const RSweep *s, RVar *v, double *buf) {
             int l = c / nh, h = c % nh;
             if (l < m->nl && h < m->nh && !isnan(m->v[l * m->nh + h])) sum += m->v[l * m->nh + h], cnt++;
         }
-        if (cnt && headmap_set(r, &v->heads, c / nh, c % nh, sum / cnt)) return -1;
+        if (cnt && rep_headmap_set(r, &v->heads, c / nh, c % nh, sum / cnt)) return -1;
     }
     return 0;
 }
@@ -616,10 +618,12 @@ int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double 
     return n;
 }
 
-/* A finished run's sink probes and `gated eval` results; var: its row. */
+/* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results; var: its
+ * row. */
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
-    if (load_run_sink(r, u)) return -1;
+    if (load_run_sink(r, u) || rep_bb_load_run(r, u)) return -1;
     s->has_sink |= u->has_sink;
+    s->has_bb |= u->has_bb;
     s->sink_bb |= u->has_sink && u->bb;
     s->sink_fattn |= u->has_sink && !u->bb;
     EvalLoad e = {s, var, u->seq_len};
@@ -673,6 +677,8 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->q_last = -1;
     u->sink_step = -1;
     u->sink_share = u->f_attn_rel = u->head_max = NAN;
+    u->bb_l = u->bb_h = -1;
+    for (int i = 0; i < BB_NV; i++) u->bbv[i] = NAN;
     return 0;
 }
 
@@ -771,6 +777,7 @@ static int row_means(R *r, RSweep *s, double *buf) {
             v->seq_len = s->runs[v->runs[i]].seq_len;
         }
         if (row_sink(r, s, v, buf)) return -1;
+        rep_bb_row(s, v, buf);
     }
     return 0;
 }

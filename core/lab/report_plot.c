@@ -24,6 +24,16 @@
  *                 layer=L,head=H, last step, mean over the row's finished
  *                 runs; one panel per row, side by side on one colour scale
  *                 0..1 (viridis: perceptually uniform, readable in grey)
+ *   -bb-bos       sweeps with Bigram-Backcopy probes (report_bb.c): at each
+ *                 run's BB head (context layer=L,head=H), bb_bos_attn_other
+ *                 (solid) and bb_bos_attn_trigger (dashed) against step, mean
+ *                 over the row's finished runs with a band of +- one std;
+ *                 one colour per row
+ *   -bb-loss      the same for bb_loss_other and bb_loss_trigger (context '')
+ *   -bb-gate-K-LABEL  gated rows of those sweeps: histograms bb_gate_other
+ *                 (solid) and bb_gate_trigger (dashed), context layer=N, last
+ *                 step, summed over the row's runs, as a share per layer and
+ *                 type; one colour per layer
  *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
  *                 against the context length (log2 x, log y), mean ± std,
  *                 one colour per row and one dash type per scaling series
@@ -383,14 +393,17 @@ static int add_step_pt(R *r, void *arg, sqlite3_stmt *st) {
     return pts_add(r, arg, (double)sqlite3_column_int64(st, 0), rep_col_real(st, 1));
 }
 
-/* (step, value) of the run's metric `key` at context '' into pts. */
-static int q_steps(R *r, const char *run_id, const char *key, Pts *pts) {
+/* (step, value) of the run's metric `key` at context ctx into pts. */
+static int q_steps_ctx(R *r, const char *run_id, const char *key, const char *ctx, Pts *pts) {
     sqlite3_stmt *st;
     if (rep_q_prep(r, &st, "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3", "ttt",
-                   run_id, key, ""))
+                   run_id, key, ctx))
         return -1;
     return rep_q_rows(r, st, add_step_pt, pts);
 }
+
+/* (step, value) of the run's metric `key` at context '' into pts. */
+static int q_steps(R *r, const char *run_id, const char *key, Pts *pts) { return q_steps_ctx(r, run_id, key, "", pts); }
 
 /* One line per variant of metric `key`, mean over the finished seeds
  * (title: what the plot shows; the caption adds how):
@@ -513,8 +526,9 @@ typedef struct {
     int nbins, nruns;
 } HistAcc;
 
-/* A row's histograms: one per layer, in the order first seen. */
+/* A row's histograms of one key: one per layer, in the order first seen. */
 typedef struct {
+    const char *key; /* the histograms' key ('gate', 'bb_gate_other', ...) */
     HistAcc *a;
     int n, cap;
     int runs_with; /* runs that added one */
@@ -539,8 +553,8 @@ static int hist_add(R *r, Hists *h, const RRun *u, sqlite3_stmt *st, long l, lon
     }
     if (a->nbins != nb || a->lo != lo || a->hi != hi) {
         char qid[64];
-        fprintf(r->log, "gated report: run %s: histogram gate %s has other bins than its variant's first run; "
-                        "skipped\n", store_escape(u->run_id, qid, sizeof qid), rep_col_text(st, 0));
+        fprintf(r->log, "gated report: run %s: histogram %s %s has other bins than its variant's first run; "
+                        "skipped\n", store_escape(u->run_id, qid, sizeof qid), h->key, rep_col_text(st, 0));
     } else {
         for (int b = 0; b < nb; b++) a->counts[b] += c[b];
         a->nruns++;
@@ -550,7 +564,7 @@ static int hist_add(R *r, Hists *h, const RRun *u, sqlite3_stmt *st, long l, lon
     return 0;
 }
 
-/* The 'gate' histograms of finished run u at their last step, per layer,
+/* The histograms h->key of finished run u at their last step, per layer,
  * added to h. */
 static int hist_load_run(R *r, Hists *h, const RRun *u) {
     sqlite3_stmt *st;
@@ -558,7 +572,7 @@ static int hist_load_run(R *r, Hists *h, const RRun *u) {
                    "SELECT h.context, h.lo, h.hi, h.counts FROM histograms h WHERE h.run_id = ?1 AND"
                    " h.key = ?2 AND h.step = (SELECT max(x.step) FROM histograms x WHERE"
                    " x.run_id = h.run_id AND x.key = h.key AND x.context = h.context)",
-                   "tt", u->run_id, "gate"))
+                   "tt", u->run_id, h->key))
         return -1;
     int sr, rc = 0, added = 0;
     while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) {
@@ -569,8 +583,8 @@ static int hist_load_run(R *r, Hists *h, const RRun *u) {
         if ((rc = q_counts(r, rep_col_text(st, 3), &c, &nb))) break;
         if (nb == 0) {
             char qid[64];
-            fprintf(r->log, "gated report: run %s: histogram gate %s: bad counts; skipped\n",
-                    store_escape(u->run_id, qid, sizeof qid), rep_col_text(st, 0));
+            fprintf(r->log, "gated report: run %s: histogram %s %s: bad counts; skipped\n",
+                    store_escape(u->run_id, qid, sizeof qid), h->key, rep_col_text(st, 0));
             continue;
         }
         rc = hist_add(r, h, u, st, l, c, nb, &added);
@@ -583,18 +597,22 @@ static int hist_load_run(R *r, Hists *h, const RRun *u) {
     return rc;
 }
 
+/* h's layers in order. */
+static void hists_sort(Hists *h) {
+    for (int i = 1; i < h->n; i++)
+        for (int j = i; j > 0 && h->a[j - 1].layer > h->a[j].layer; j--) {
+            HistAcc t = h->a[j];
+            h->a[j] = h->a[j - 1];
+            h->a[j - 1] = t;
+        }
+}
+
 /* The histogram plot of row k from h (h->n > 0). */
 static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
     const RVar *v = &s->vars[k];
     HistAcc *acc = h->a;
     int nacc = h->n, runs_with = h->runs_with, rc = 0;
-    /* layers in order */
-    for (int i = 1; i < nacc; i++)
-        for (int j = i; j > 0 && acc[j - 1].layer > acc[j].layer; j--) {
-            HistAcc t = acc[j];
-            acc[j] = acc[j - 1];
-            acc[j - 1] = t;
-        }
+    hists_sort(h);
     char *lab = rep_safe_name(r, v->label);
     char *base = lab ? rep_fmt(r, "%s-gate-%d-%s", s->fname, k, lab) : NULL;
     free(lab);
@@ -643,7 +661,7 @@ static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
 /* Gate-score histograms of variant k, summed over its finished runs. */
 static int plot_gate_hist(R *r, RSweep *s, int k) {
     const RVar *v = &s->vars[k];
-    Hists h = {0};
+    Hists h = {.key = "gate"};
     int rc = 0;
     for (int i = 0; rc == 0 && i < v->nruns; i++) {
         const RRun *u = &s->runs[v->runs[i]];
@@ -1088,6 +1106,203 @@ int rep_plot_budget(R *r, RBudget *b) {
     return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* Bigram-Backcopy                                                     */
+/* ------------------------------------------------------------------ */
+
+/* What a Bigram-Backcopy plot against step draws: keys[q] for query type q
+ * (0: other, 1: trigger), named types[q]; at each run's BB head (head) or
+ * at context ''. */
+typedef struct {
+    const char *suffix;         /* the file name: SWEEP-suffix */
+    const char *const *keys;    /* [2] */
+    const char *types[2];       /* "other queries", "trigger queries" */
+    int head;
+    const char *what, *ylabel;  /* the script's comment; the y axis */
+    const char *yrange;         /* "[0:1]", or NULL: autoscale */
+    const char *caption;        /* report.md's title, before "(mean over seeds...)" */
+} BBPlot;
+
+/* A Bigram-Backcopy plot against step: for every row a line per query type
+ * (other: solid, trigger: dashed), the mean over the row's finished runs
+ * with the probes, a band of +- one std when some step has two runs or
+ * more; colour and point type by row (past the colours the point type
+ * still tells rows apart). */
+static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
+    int ns = 2 * s->nvars;
+    Pts *all = calloc((size_t)ns + 1, sizeof *all);
+    int rc = all ? 0 : rep_oom(r);
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        const RVar *v = &s->vars[k];
+        for (int i = 0; rc == 0 && i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (!rep_is_finished(u) || !u->has_bb || (p->head && u->bb_l < 0)) continue;
+            char *ctx = p->head ? rep_fmt(r, "layer=%d,head=%d", u->bb_l, u->bb_h) : rep_dup(r, "");
+            if (!ctx) rc = -1;
+            for (int q = 0; rc == 0 && q < 2; q++) rc = q_steps_ctx(r, u->run_id, p->keys[q], ctx, &all[2 * k + q]);
+            free(ctx);
+        }
+    }
+    char *base = rc == 0 ? rep_fmt(r, "%s-%s", s->fname, p->suffix) : NULL;
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    if (rc == 0 && (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))) rc = -1;
+    int blocks = 0, multi = 0;
+    for (int j = 0; rc == 0 && j < ns; j++) {
+        if (!all[j].n) continue;
+        fprintf(dat, "# %s, %s: step, mean, std, runs\n", s->vars[j / 2].label, p->types[j % 2]);
+        pts_write(&all[j], dat, NULL, NULL, &multi);
+        fprintf(dat, "\n\n");
+        blocks++;
+    }
+    if (rc == 0) {
+        gp_head(r, gp, base, p->what);
+        /* two lines per row with long labels: the key below the plot, so that it leaves the plot its width */
+        fprintf(gp, "set key below\nset title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset xlabel 'step'\n");
+        if (p->yrange) fprintf(gp, "set yrange %s\n", p->yrange);
+        fprintf(gp, "set ylabel ");
+        char *yl = multi ? rep_fmt(r, "%s (band: +- std)", p->ylabel) : rep_dup(r, p->ylabel);
+        if (!yl) rc = -1;
+        if (yl) gp_str(gp, yl);
+        free(yl);
+        fprintf(gp, "\nplot");
+    }
+    /* bands first, so that no band covers another series' line */
+    for (int j = 0, b = 0; rc == 0 && multi && j < ns; j++) {
+        if (!all[j].n) continue;
+        fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
+                    "fs transparent solid 0.15 noborder notitle",
+                b ? ", \\\n    " : "", base, b, GP_COLOURS[(j / 2) % GP_NCOLOURS]);
+        b++;
+    }
+    for (int j = 0, b = 0; rc == 0 && j < ns; j++) {
+        if (!all[j].n) continue;
+        fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints", b || multi ? ", \\\n    " : "", base, b);
+        gp_look(gp, j / 2, j % 2, j / 2); /* colour by row; dash type by query type: other solid, trigger dashed */
+        char *t = rep_fmt(r, "%s (%s)", s->vars[j / 2].label, p->types[j % 2]);
+        if (!t) {
+            rc = -1;
+            break;
+        }
+        fprintf(gp, " title ");
+        gp_str(gp, t);
+        free(t);
+        b++;
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    for (int j = 0; all && j < ns; j++) free(all[j].p);
+    free(all);
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (mean over seeds%s)", p->caption,
+                   multi ? "; band: +- std" : "");
+    free(base);
+    return rc;
+}
+
+/* Row k's gate-score histograms by query type (bb_gate_other,
+ * bb_gate_trigger; per layer, last step), summed over its finished runs:
+ * one plot, a line per layer and type, each a share of the layer's scores
+ * of that type; colour by layer, other queries solid, trigger queries
+ * dashed.  Nothing when the row has none. */
+static int plot_bb_gate(R *r, RSweep *s, int k) {
+    const RVar *v = &s->vars[k];
+    Hists h[2] = {{.key = REP_BB_GATE_KEYS[0]}, {.key = REP_BB_GATE_KEYS[1]}};
+    static const char *const types[2] = {"other", "trigger"};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        for (int q = 0; rc == 0 && q < 2; q++)
+            if (rep_is_finished(u)) rc = hist_load_run(r, &h[q], u);
+    }
+    char *base = NULL, *code = NULL;
+    if (rc == 0 && h[0].n + h[1].n > 0) {
+        FILE *dat = NULL, *gp = NULL;
+        char *datp = NULL, *gpp = NULL;
+        int runs_with = h[0].runs_with > h[1].runs_with ? h[0].runs_with : h[1].runs_with;
+        const HistAcc *first = h[0].n ? &h[0].a[0] : &h[1].a[0];
+        char *lab = rep_safe_name(r, v->label);
+        base = lab ? rep_fmt(r, "%s-bb-gate-%d-%s", s->fname, k, lab) : NULL;
+        free(lab);
+        if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp)) rc = -1;
+        if (rc == 0) {
+            gp_head(r, gp, base, "gate-score histograms by query type (Bigram-Backcopy), per layer, last step, "
+                                 "counts summed over seeds");
+            fprintf(gp, "set title ");
+            char *t = rep_fmt(r, "%s: gate scores of %s by query type (last step, %d run%s summed)", s->name,
+                              v->label, runs_with, runs_with == 1 ? "" : "s");
+            if (!t) rc = -1;
+            if (t) gp_str(gp, t);
+            free(t);
+            fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'share of the layer''s scores of the type'\n"
+                        "set xrange [%.10g:%.10g]\nplot",
+                    first->lo, first->hi);
+        }
+        for (int q = 0, b = 0; rc == 0 && q < 2; q++) {
+            hists_sort(&h[q]);
+            for (int j = 0; j < h[q].n; j++, b++) {
+                const HistAcc *a = &h[q].a[j];
+                long long tot = 0;
+                for (int i = 0; i < a->nbins; i++) tot += a->counts[i];
+                fprintf(dat, "# layer %ld, %s queries (%d runs): bin centre, share, count\n", a->layer, types[q],
+                        a->nruns);
+                double w = (a->hi - a->lo) / a->nbins;
+                for (int i = 0; i < a->nbins; i++)
+                    fprintf(dat, "%.10g %.10g %lld\n", a->lo + (i + 0.5) * w, tot ? (double)a->counts[i] / tot : 0.0,
+                            a->counts[i]);
+                fprintf(dat, "\n\n");
+                fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", b ? ", \\\n    " : "", base, b);
+                gp_look(gp, (int)a->layer, q, -1); /* colour by layer, dash type by query type */
+                fprintf(gp, " title 'layer %ld, %s'", a->layer, types[q]);
+            }
+        }
+        if (rc == 0) {
+            fprintf(gp, "\n");
+            gp_tail(r, gp, base);
+        }
+        code = rc == 0 ? rep_md_code_str(r, v->label) : NULL;
+        if (!code) rc = -1;
+        rc = plot_done(r, s, NULL, rc, 1, dat, gp, datp, gpp, base,
+                       "Gate scores of %s by query type, Bigram-Backcopy (per layer, last step, %d run%s summed; each "
+                       "line a share of the layer's scores of that type; other queries solid, trigger queries dashed)",
+                       code ? code : "", runs_with, runs_with == 1 ? "" : "s");
+    }
+    free(code);
+    free(base);
+    for (int q = 0; q < 2; q++) {
+        for (int j = 0; j < h[q].n; j++) free(h[q].a[j].counts);
+        free(h[q].a);
+    }
+    return rc;
+}
+
+/* The Bigram-Backcopy plots of sweep s: attention on BOS of the BB head
+ * and the two losses against step, and each gated row's gate-score
+ * histograms by query type. */
+static int plot_bb(R *r, RSweep *s) {
+    static const BBPlot bos = {
+        "bb-bos", REP_BB_BOS_KEYS, {"other queries", "trigger queries"}, 1,
+        "attention on BOS of the BB head by query type against step, mean +- std over seeds",
+        "attention on BOS (BB head)", "[0:1]",
+        "Attention on BOS against step, Bigram-Backcopy: each run's BB head (its query head with the largest "
+        "attention on BOS from other queries at the last step); other queries solid, trigger queries dashed, one "
+        "colour per row"};
+    static const BBPlot loss = {
+        "bb-loss", REP_BB_LOSS_KEYS, {"other positions", "trigger positions"}, 0,
+        "validation loss on trigger and on other positions against step, mean +- std over seeds",
+        "validation loss (nats)", NULL,
+        "Validation loss on trigger and on other positions against step, Bigram-Backcopy: other positions solid, "
+        "trigger positions dashed, one colour per row"};
+    if (plot_bb_steps(r, s, &bos) || plot_bb_steps(r, s, &loss)) return -1;
+    for (int k = 0; k < s->nvars; k++)
+        if (plot_bb_gate(r, s, k)) return -1;
+    return 0;
+}
+
 /* 1 if any finished run of variant k has a 'gate' histogram. */
 static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
     const RVar *v = &s->vars[k];
@@ -1120,6 +1335,7 @@ int rep_make_plots(R *r, RSweep *s) {
     }
     if (s->lr_plot && plot_lr(r, s)) return -1;
     if (s->has_sink && plot_heads(r, s)) return -1;
+    if (s->has_bb && plot_bb(r, s)) return -1;
     if (s->nev && plot_ppl(r, s)) return -1;
     return 0;
 }

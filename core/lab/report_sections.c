@@ -17,12 +17,14 @@
  *     M = L / model.seq_len when the runs share one), cells eval_ppl
  *     mean ± std over the row's finished runs; then the paper's Table 5
  *     (paper.h; markdown only).
+ *   Bigram-Backcopy probes (bb_* metrics): report_bb.c's section, between
+ *     the sink sections and the context-length ones.
  * In md and tex a section is a Tab (report_int.h; report_budget.c's tables
  * are Tabs too), written by rep_tab_write in the style of the format
  * (RepStyle); in csv format the sections are files of their own:
  * SWEEP-sink.csv (one line per finished run with sink probes),
- * SWEEP-fattn-heads.csv (row, layer, head) and SWEEP-ppl.csv (row, split,
- * series, length).  In tex they follow the main tabular in SWEEP.tex.
+ * SWEEP-fattn-heads.csv (row, layer, head), SWEEP-bb.csv (row) and
+ * SWEEP-ppl.csv (row, split, series, length).  In tex they follow the main tabular in SWEEP.tex.
  */
 #include "lab/report_int.h"
 
@@ -308,6 +310,7 @@ static int ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
 int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
     const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
     if (s->has_sink && (sink_section(r, f, s, y) || heads_section(r, f, s, y))) return -1;
+    if (s->has_bb && rep_bb_section(r, f, s, md)) return -1;
     if (s->nev && ppl_section(r, f, s, y)) return -1;
     return 0;
 }
@@ -425,6 +428,7 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
 
 int rep_write_csv_sections(R *r, const RSweep *s) {
     if (s->has_sink && (csv_file(r, s, "sink", csv_sink) || csv_file(r, s, "fattn-heads", csv_heads))) return -1;
+    if (s->has_bb && csv_file(r, s, "bb", rep_bb_csv)) return -1;
     if (s->nev && csv_file(r, s, "ppl", csv_ppl)) return -1;
     return 0;
 }
