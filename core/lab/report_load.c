@@ -57,6 +57,7 @@
  *     at that (L, K)); another F at the same (L, K) makes a series "K F=F".
  */
 #include "lab/report_int.h"
+#include "run/probes.h"
 
 #include <errno.h>
 #include <math.h>
@@ -440,6 +441,12 @@ static int load_run_sink(R *r, RRun *u) {
         rep_q_each_context_last(r, u->run_id, "bb_bos_attn_other", add_head_cell, &u->heads))
         return -1;
     u->bb = u->heads.nl > 0;
+    if (u->bb) {
+        /* ... and so does its layer ratio: the mean over layers of the heads' mean, over uniform */
+        double bos;
+        if (q_last_metric(r, u->run_id, "bb_bos_attn_other", &bos)) return -1;
+        u->f_attn_rel = u->seq_len >= 2 ? bos / probe_uniform_fattn((int)u->seq_len) : NAN;
+    }
     if (!u->bb && rep_q_each_context_last(r, u->run_id, "f_attn", add_head_cell, &u->heads)) return -1;
     const HeadMap *m = &u->heads;
     for (int i = 0; i < m->nl * m->nh; i++)

@@ -240,7 +240,8 @@ static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
         fprintf(f, y->md ? "Bigram-Backcopy runs (`data.corpus: bb`) take, in place of a head's F-Attn, its attention "
                            "on BOS from other (non-trigger) queries, and in place of the layer's F-Attn the mean of "
                            "that over the layer's heads: trigger queries are meant to attend to the previous token. "
-                           "The max head column and the per-head table read that measure for those runs.\n\n"
+                           "The max head column, the F-Attn over uniform column (the mean of that over layers, over "
+                           "uniform) and the per-head table read that measure for those runs.\n\n"
                          : "%% Bigram-Backcopy runs: a head's attention on BOS from other (non-trigger) queries in "
                            "place of its F-Attn.\n");
     return emit_tab(r, f, s, y, sink_tab, 0);
