@@ -190,6 +190,7 @@ Test(bb, deterministic_and_resumable) {
     cr_assert_neq(memcmp(va, ta, bytes), 0, "validation and test windows differ");
     cr_assert_neq(memcmp(va, vc, bytes), 0);
     for (int i = 0; i < 8; i++) cr_assert_eq(va[i * (T + 1)], a.bos);
+    free(vc);
     cr_assert_eq(bb_windows(&a, 2, T, 8, &vc), -1);
     cr_assert_null(vc);
     free(va), free(vb), free(ta);
