@@ -119,8 +119,8 @@ else
         # budgets, the standard profile and its 6-seed mechanism contrasts,
         # the LR stress test; the 3-layer Bigram-Backcopy sweep and its search;
         # the Brown sink searches (issue 7; the long ones ~30 min a run)
-        for s in budget_0.5M budget_1M budget_2M budget_4M standard standard_mech lr_stress \
-            bb_search bb_sink_3l sink_search sink_search_lr budget_8M sink_search_long; do
+        for s in budget_0.5M budget_1M budget_2M budget_4M budget_8M standard standard_mech lr_stress \
+            bb_search bb_sink_3l sink_search sink_search_lr sink_search_long; do
             sweep "$s"
         done
     fi
