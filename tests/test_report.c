@@ -1796,6 +1796,25 @@ static int raw_control(const char *text) {
     return 0;
 }
 
+/* Every line of the plot scripts matching glob (quoted into a shell
+ * command: no quote in it) is the report's own: none starts a shell line
+ * ('!') or holds a control byte; more than min_lines lines in all. */
+static void assert_plot_scripts_clean(const char *dir, const char *glob, int min_lines) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cat '%s'/plots/%s", dir, glob);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char line[4096];
+    int nlines = 0;
+    while (fgets(line, sizeof line, p)) {
+        nlines++;
+        cr_assert_neq(line[0], '!', "a shell line in a plot script: %s", line);
+        cr_assert(!raw_control(line), "a control byte in a plot script: %s", line);
+    }
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_gt(nlines, min_lines);
+}
+
 static int lines_of(const char *text) {
     int n = 0;
     for (; *text; text++) n += *text == '\n';
@@ -1830,18 +1849,7 @@ Test(report, hostile_text_is_quoted_in_every_format) {
     cr_assert_eq(pclose(p), 0);
     cr_assert_str_eq(out, "", "gnuplot ran a shell command: %s", out);
     /* no plot script has a line that is not the report's own */
-    snprintf(cmd, sizeof cmd, "cat '%s'/plots/*.gp", fx.out);
-    p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    char line[4096];
-    int nlines = 0;
-    while (fgets(line, sizeof line, p)) {
-        nlines++;
-        cr_assert_neq(line[0], '!', "a shell line in a plot script: %s", line);
-        cr_assert(!raw_control(line), "a control byte in a plot script: %s", line);
-    }
-    cr_assert_eq(pclose(p), 0);
-    cr_assert_gt(nlines, 50);
+    assert_plot_scripts_clean(fx.out, "*.gp", 50);
     char *gp = out_file(&fx, "plots/main-val_loss.gp");
     assert_has(gp, "title 'G1\\x0a!touch PWNED\\x0a`x` *y* |z| $w$ <b>'");
     free(gp);
@@ -2241,19 +2249,7 @@ Test(report, bigram_backcopy_plots) {
     snprintf(p, sizeof p, "%s/plots/txt-bb-bos.gp", fx.out);
     cr_assert(!exists(p), "a BB plot for a sweep without the probes");
     /* no plot script has a line that is not the report's own */
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "cat '%s'/plots/bb-bb-*.gp", fx.out);
-    FILE *f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    char line[4096];
-    int nlines = 0;
-    while (fgets(line, sizeof line, f)) {
-        nlines++;
-        cr_assert_neq(line[0], '!', "a shell line in a plot script: %s", line);
-        cr_assert(!raw_control(line), "a control byte in a plot script: %s", line);
-    }
-    cr_assert_eq(pclose(f), 0);
-    cr_assert_gt(nlines, 30);
+    assert_plot_scripts_clean(fx.out, "bb-bb-*.gp", 30);
     /* report.md's captions */
     char *md = out_file(&fx, "report.md");
     assert_has(md, "**Attention on BOS against step, Bigram-Backcopy: each run's BB head (its query head with the "
@@ -2275,8 +2271,9 @@ Test(report, bigram_backcopy_plots) {
                 snprintf(p, sizeof p, "%s/plots/%s.%s", fx.out, imgs[i], e ? "svg" : "png");
                 cr_assert(exists(p), "%s missing", p);
             }
+        char cmd[256];
         snprintf(cmd, sizeof cmd, "find '%s' -name 'PWNED*'", fx.dir);
-        f = popen(cmd, "r");
+        FILE *f = popen(cmd, "r");
         cr_assert_not_null(f);
         char out[256] = "";
         size_t n = fread(out, 1, sizeof out - 1, f);
