@@ -1,4 +1,4 @@
-# F-Attn per layer (last step, mean over seeds)
+# F-Attn per layer
 # written by `gated report`; run `gnuplot activations-f_attn.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'activations-f_attn.svg'
@@ -7,16 +7,16 @@ set key outside right top
 set title 'activations'
 set xlabel 'layer'
 set xtics 1
-set ylabel 'F-Attn (attention on position 0)'
-plot 'activations-f_attn.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'activations-f_attn.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'activations-f_attn.dat' index 2 using 1:2 with linespoints title 'G1-silu', \
-     'activations-f_attn.dat' index 3 using 1:2 with linespoints title 'G1-elementwise-tanh', \
-     'activations-f_attn.dat' index 4 using 1:2 with linespoints title 'G1-elementwise-identity', \
-     'activations-f_attn.dat' index 5 using 1:2 with linespoints title 'G1-headwise', \
-     'activations-f_attn.dat' index 6 using 1:2 with linespoints title 'G1-headwise-silu', \
-     'activations-f_attn.dat' index 7 using 1:2 with linespoints title 'G1-headwise-tanh', \
-     'activations-f_attn.dat' index 8 using 1:2 with linespoints title 'G1-headwise-identity'
+set ylabel 'F-Attn (attention on position 0) (bars: +- std)'
+plot 'activations-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'activations-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'activations-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-silu', \
+     'activations-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-elementwise-tanh', \
+     'activations-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-elementwise-identity', \
+     'activations-f_attn.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-headwise', \
+     'activations-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G1-headwise-silu', \
+     'activations-f_attn.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-headwise-tanh', \
+     'activations-f_attn.dat' index 8 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 2 pt 9 title 'G1-headwise-identity'
 set terminal pngcairo size 960,560 noenhanced
 set output 'activations-f_attn.png'
 replot

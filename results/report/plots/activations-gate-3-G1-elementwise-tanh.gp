@@ -8,10 +8,10 @@ set title 'activations: gate scores of G1-elementwise-tanh (last step, 3 runs su
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [-2:2]
-plot 'activations-gate-3-G1-elementwise-tanh.dat' index 0 using 1:2 with histeps lw 2 title 'layer 0', \
-     'activations-gate-3-G1-elementwise-tanh.dat' index 1 using 1:2 with histeps lw 2 title 'layer 1', \
-     'activations-gate-3-G1-elementwise-tanh.dat' index 2 using 1:2 with histeps lw 2 title 'layer 2', \
-     'activations-gate-3-G1-elementwise-tanh.dat' index 3 using 1:2 with histeps lw 2 title 'layer 3'
+plot 'activations-gate-3-G1-elementwise-tanh.dat' index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0', \
+     'activations-gate-3-G1-elementwise-tanh.dat' index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1', \
+     'activations-gate-3-G1-elementwise-tanh.dat' index 2 using 1:2 with histeps lw 2 lc rgb '#009e73' dt 1 title 'layer 2', \
+     'activations-gate-3-G1-elementwise-tanh.dat' index 3 using 1:2 with histeps lw 2 lc rgb '#cc79a7' dt 1 title 'layer 3'
 set terminal pngcairo size 960,560 noenhanced
 set output 'activations-gate-3-G1-elementwise-tanh.png'
 replot

@@ -1,4 +1,4 @@
-# M-Act per layer (last step, mean over seeds; log scale)
+# M-Act per layer
 # written by `gated report`; run `gnuplot activations-m_act.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'activations-m_act.svg'
@@ -8,16 +8,19 @@ set title 'activations'
 set xlabel 'layer'
 set xtics 1
 set logscale y
-set ylabel 'M-Act (max |h| of the layer output, log scale)'
-plot 'activations-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'activations-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'activations-m_act.dat' index 2 using 1:2 with linespoints title 'G1-silu', \
-     'activations-m_act.dat' index 3 using 1:2 with linespoints title 'G1-elementwise-tanh', \
-     'activations-m_act.dat' index 4 using 1:2 with linespoints title 'G1-elementwise-identity', \
-     'activations-m_act.dat' index 5 using 1:2 with linespoints title 'G1-headwise', \
-     'activations-m_act.dat' index 6 using 1:2 with linespoints title 'G1-headwise-silu', \
-     'activations-m_act.dat' index 7 using 1:2 with linespoints title 'G1-headwise-tanh', \
-     'activations-m_act.dat' index 8 using 1:2 with linespoints title 'G1-headwise-identity'
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("2" 2, "5" 5, "10" 10)
+set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
+plot 'activations-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'activations-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'activations-m_act.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-silu', \
+     'activations-m_act.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-elementwise-tanh', \
+     'activations-m_act.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-elementwise-identity', \
+     'activations-m_act.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-headwise', \
+     'activations-m_act.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G1-headwise-silu', \
+     'activations-m_act.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-headwise-tanh', \
+     'activations-m_act.dat' index 8 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 2 pt 9 title 'G1-headwise-identity'
 set terminal pngcairo size 960,560 noenhanced
 set output 'activations-m_act.png'
 replot

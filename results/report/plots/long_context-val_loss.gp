@@ -1,4 +1,4 @@
-# Validation loss against step (mean over seeds)
+# Validation loss against step
 # written by `gated report`; run `gnuplot long_context-val_loss.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'long_context-val_loss.svg'
@@ -6,10 +6,13 @@ set grid
 set key outside right top
 set title 'long_context'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds'
-plot 'long_context-val_loss.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'long_context-val_loss.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'long_context-val_loss.dat' index 2 using 1:2 with linespoints title 'G1-headwise'
+set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
+plot 'long_context-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'long_context-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'long_context-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
+     'long_context-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'long_context-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'long_context-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-headwise'
 set terminal pngcairo size 960,560 noenhanced
 set output 'long_context-val_loss.png'
 replot

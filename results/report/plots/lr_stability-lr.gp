@@ -6,13 +6,15 @@ set grid
 set key outside right top
 set title 'lr_stability'
 set logscale x
+set autoscale xfix
 set format x '%g'
 set xlabel 'train.lr (log scale)'
 set ylabel 'final validation loss, mean +- std over seeds'
 set yrange [2.238964874:3.290254317]
 set offsets graph 0.05, graph 0.05, 0, 0
-plot 'lr_stability-lr.dat' index 0 using 1:2:3 with yerrorlines title 'baseline', \
-     'lr_stability-lr.dat' index 1 using 1:2:3 with yerrorlines title 'G1-matched'
+set xtics ("0.003" 0.003, "0.01" 0.01, "0.03" 0.03)
+plot 'lr_stability-lr.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'lr_stability-lr.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-matched'
 set terminal pngcairo size 960,560 noenhanced
 set output 'lr_stability-lr.png'
 replot

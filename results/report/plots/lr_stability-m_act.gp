@@ -1,4 +1,4 @@
-# M-Act per layer (last step, mean over seeds; log scale)
+# M-Act per layer
 # written by `gated report`; run `gnuplot lr_stability-m_act.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stability-m_act.svg'
@@ -8,13 +8,16 @@ set title 'lr_stability'
 set xlabel 'layer'
 set xtics 1
 set logscale y
-set ylabel 'M-Act (max |h| of the layer output, log scale)'
-plot 'lr_stability-m_act.dat' index 0 using 1:2 with linespoints title 'baseline-lr3.0e-3', \
-     'lr_stability-m_act.dat' index 1 using 1:2 with linespoints title 'G1-matched-lr3.0e-3', \
-     'lr_stability-m_act.dat' index 2 using 1:2 with linespoints title 'baseline-lr1.0e-2', \
-     'lr_stability-m_act.dat' index 3 using 1:2 with linespoints title 'G1-matched-lr1.0e-2', \
-     'lr_stability-m_act.dat' index 4 using 1:2 with linespoints title 'baseline-lr3.0e-2', \
-     'lr_stability-m_act.dat' index 5 using 1:2 with linespoints title 'G1-matched-lr3.0e-2'
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("10" 10, "100" 100, "1000" 1000, "10000" 10000)
+set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
+plot 'lr_stability-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline-lr3.0e-3', \
+     'lr_stability-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-matched-lr3.0e-3', \
+     'lr_stability-m_act.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'baseline-lr1.0e-2', \
+     'lr_stability-m_act.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-matched-lr1.0e-2', \
+     'lr_stability-m_act.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'baseline-lr3.0e-2', \
+     'lr_stability-m_act.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-matched-lr3.0e-2'
 set terminal pngcairo size 960,560 noenhanced
 set output 'lr_stability-m_act.png'
 replot

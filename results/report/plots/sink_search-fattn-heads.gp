@@ -9,7 +9,7 @@ unset key
 set title 'sink_search' offset 0,2
 set cbrange [0:1]
 set cblabel 'F-Attn (share of attention on position 0)'
-set palette rgb 33,13,10
+set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', 5 '#28ae80', 6 '#5ec962', 7 '#addc30', 8 '#fde725')
 set xlabel 'query head (one panel per row)'
 set ylabel 'layer'
 set ytics 1

@@ -1,4 +1,4 @@
-# Validation loss against step (mean over seeds)
+# Validation loss against step
 # written by `gated report`; run `gnuplot sink_search-val_loss.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink_search-val_loss.svg'
@@ -6,16 +6,25 @@ set grid
 set key outside right top
 set title 'sink_search'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds'
-plot 'sink_search-val_loss.dat' index 0 using 1:2 with linespoints title 'base', \
-     'sink_search-val_loss.dat' index 1 using 1:2 with linespoints title 'random-offsets', \
-     'sink_search-val_loss.dat' index 2 using 1:2 with linespoints title 'lr-1e-2', \
-     'sink_search-val_loss.dat' index 3 using 1:2 with linespoints title 'no-qk-norm', \
-     'sink_search-val_loss.dat' index 4 using 1:2 with linespoints title 'wd-0', \
-     'sink_search-val_loss.dat' index 5 using 1:2 with linespoints title 'wd-0.5', \
-     'sink_search-val_loss.dat' index 6 using 1:2 with linespoints title 'T-256', \
-     'sink_search-val_loss.dat' index 7 using 1:2 with linespoints title 'depth-8', \
-     'sink_search-val_loss.dat' index 8 using 1:2 with linespoints title 'width-256'
+set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
+plot 'sink_search-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 3 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 4 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 5 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#56b4e9' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 6 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#000000' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 7 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#999999' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 8 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'sink_search-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'base', \
+     'sink_search-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'random-offsets', \
+     'sink_search-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'lr-1e-2', \
+     'sink_search-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'no-qk-norm', \
+     'sink_search-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'wd-0', \
+     'sink_search-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'wd-0.5', \
+     'sink_search-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'T-256', \
+     'sink_search-val_loss.dat' index 7 using 1:2 with linespoints lc rgb '#999999' dt 1 pt 8 title 'depth-8', \
+     'sink_search-val_loss.dat' index 8 using 1:2 with linespoints lc rgb '#0072b2' dt 2 pt 9 title 'width-256'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search-val_loss.png'
 replot

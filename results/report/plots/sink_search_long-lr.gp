@@ -6,12 +6,14 @@ set grid
 set key outside right top
 set title 'sink_search_long'
 set logscale x
+set autoscale xfix
 set format x '%g'
 set xlabel 'train.lr (log scale)'
 set ylabel 'final validation loss, mean +- std over seeds'
 set yrange [1.39785721:1.421628105]
 set offsets graph 0.05, graph 0.05, 0, 0
-plot 'sink_search_long-lr.dat' index 0 using 1:2:3 with yerrorlines title 'base-6M / lr-1e-2-6M'
+set xtics ("0.003" 0.003, "0.01" 0.01)
+plot 'sink_search_long-lr.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'base-6M / lr-1e-2-6M'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search_long-lr.png'
 replot

@@ -1,4 +1,4 @@
-# Validation loss against step (mean over seeds)
+# Validation loss against step
 # written by `gated report`; run `gnuplot sink_search_lr-val_loss.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink_search_lr-val_loss.svg'
@@ -6,9 +6,11 @@ set grid
 set key outside right top
 set title 'sink_search_lr'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds'
-plot 'sink_search_lr-val_loss.dat' index 0 using 1:2 with linespoints title 'lr-2e-2', \
-     'sink_search_lr-val_loss.dat' index 1 using 1:2 with linespoints title 'lr-3e-2'
+set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
+plot 'sink_search_lr-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'sink_search_lr-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'sink_search_lr-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'lr-2e-2', \
+     'sink_search_lr-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'lr-3e-2'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink_search_lr-val_loss.png'
 replot

@@ -8,10 +8,10 @@ set title 'table1_positions: gate scores of G2-elementwise (last step, 3 runs su
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [0:1]
-plot 'table1_positions-gate-4-G2-elementwise.dat' index 0 using 1:2 with histeps lw 2 title 'layer 0', \
-     'table1_positions-gate-4-G2-elementwise.dat' index 1 using 1:2 with histeps lw 2 title 'layer 1', \
-     'table1_positions-gate-4-G2-elementwise.dat' index 2 using 1:2 with histeps lw 2 title 'layer 2', \
-     'table1_positions-gate-4-G2-elementwise.dat' index 3 using 1:2 with histeps lw 2 title 'layer 3'
+plot 'table1_positions-gate-4-G2-elementwise.dat' index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0', \
+     'table1_positions-gate-4-G2-elementwise.dat' index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1', \
+     'table1_positions-gate-4-G2-elementwise.dat' index 2 using 1:2 with histeps lw 2 lc rgb '#009e73' dt 1 title 'layer 2', \
+     'table1_positions-gate-4-G2-elementwise.dat' index 3 using 1:2 with histeps lw 2 lc rgb '#cc79a7' dt 1 title 'layer 3'
 set terminal pngcairo size 960,560 noenhanced
 set output 'table1_positions-gate-4-G2-elementwise.png'
 replot

@@ -1,4 +1,4 @@
-# F-Attn per layer (last step, mean over seeds)
+# F-Attn per layer
 # written by `gated report`; run `gnuplot table3_nonlinearity-f_attn.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table3_nonlinearity-f_attn.svg'
@@ -7,12 +7,12 @@ set key outside right top
 set title 'table3_nonlinearity'
 set xlabel 'layer'
 set xtics 1
-set ylabel 'F-Attn (attention on position 0)'
-plot 'table3_nonlinearity-f_attn.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'table3_nonlinearity-f_attn.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'table3_nonlinearity-f_attn.dat' index 2 using 1:2 with linespoints title 'G1-rmsnorm-control', \
-     'table3_nonlinearity-f_attn.dat' index 3 using 1:2 with linespoints title 'G1-silu-only', \
-     'table3_nonlinearity-f_attn.dat' index 4 using 1:2 with linespoints title 'G1-additive-identity'
+set ylabel 'F-Attn (attention on position 0) (bars: +- std)'
+plot 'table3_nonlinearity-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'table3_nonlinearity-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'table3_nonlinearity-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-rmsnorm-control', \
+     'table3_nonlinearity-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-silu-only', \
+     'table3_nonlinearity-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-additive-identity'
 set terminal pngcairo size 960,560 noenhanced
 set output 'table3_nonlinearity-f_attn.png'
 replot

@@ -1,4 +1,4 @@
-# M-Act per layer (last step, mean over seeds; log scale)
+# M-Act per layer
 # written by `gated report`; run `gnuplot table3_nonlinearity-m_act.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table3_nonlinearity-m_act.svg'
@@ -8,12 +8,15 @@ set title 'table3_nonlinearity'
 set xlabel 'layer'
 set xtics 1
 set logscale y
-set ylabel 'M-Act (max |h| of the layer output, log scale)'
-plot 'table3_nonlinearity-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'table3_nonlinearity-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'table3_nonlinearity-m_act.dat' index 2 using 1:2 with linespoints title 'G1-rmsnorm-control', \
-     'table3_nonlinearity-m_act.dat' index 3 using 1:2 with linespoints title 'G1-silu-only', \
-     'table3_nonlinearity-m_act.dat' index 4 using 1:2 with linespoints title 'G1-additive-identity'
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("5" 5, "10" 10, "15" 15)
+set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
+plot 'table3_nonlinearity-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'table3_nonlinearity-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'table3_nonlinearity-m_act.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-rmsnorm-control', \
+     'table3_nonlinearity-m_act.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-silu-only', \
+     'table3_nonlinearity-m_act.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-additive-identity'
 set terminal pngcairo size 960,560 noenhanced
 set output 'table3_nonlinearity-m_act.png'
 replot

@@ -1,4 +1,4 @@
-# Validation loss against step (mean over seeds)
+# Validation loss against step
 # written by `gated report`; run `gnuplot table3_nonlinearity-val_loss.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table3_nonlinearity-val_loss.svg'
@@ -6,12 +6,17 @@ set grid
 set key outside right top
 set title 'table3_nonlinearity'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds'
-plot 'table3_nonlinearity-val_loss.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'table3_nonlinearity-val_loss.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'table3_nonlinearity-val_loss.dat' index 2 using 1:2 with linespoints title 'G1-rmsnorm-control', \
-     'table3_nonlinearity-val_loss.dat' index 3 using 1:2 with linespoints title 'G1-silu-only', \
-     'table3_nonlinearity-val_loss.dat' index 4 using 1:2 with linespoints title 'G1-additive-identity'
+set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
+plot 'table3_nonlinearity-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'table3_nonlinearity-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'table3_nonlinearity-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
+     'table3_nonlinearity-val_loss.dat' index 3 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
+     'table3_nonlinearity-val_loss.dat' index 4 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
+     'table3_nonlinearity-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'table3_nonlinearity-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'table3_nonlinearity-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-rmsnorm-control', \
+     'table3_nonlinearity-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G1-silu-only', \
+     'table3_nonlinearity-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'G1-additive-identity'
 set terminal pngcairo size 960,560 noenhanced
 set output 'table3_nonlinearity-val_loss.png'
 replot

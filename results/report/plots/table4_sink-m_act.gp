@@ -1,4 +1,4 @@
-# M-Act per layer (last step, mean over seeds; log scale)
+# M-Act per layer
 # written by `gated report`; run `gnuplot table4_sink-m_act.gp` in this directory
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table4_sink-m_act.svg'
@@ -8,14 +8,17 @@ set title 'table4_sink'
 set xlabel 'layer'
 set xtics 1
 set logscale y
-set ylabel 'M-Act (max |h| of the layer output, log scale)'
-plot 'table4_sink-m_act.dat' index 0 using 1:2 with linespoints title 'baseline', \
-     'table4_sink-m_act.dat' index 1 using 1:2 with linespoints title 'G1-elementwise', \
-     'table4_sink-m_act.dat' index 2 using 1:2 with linespoints title 'G1-headwise', \
-     'table4_sink-m_act.dat' index 3 using 1:2 with linespoints title 'G1-head-shared', \
-     'table4_sink-m_act.dat' index 4 using 1:2 with linespoints title 'G1-input-independent', \
-     'table4_sink-m_act.dat' index 5 using 1:2 with linespoints title 'G1-ns-sigmoid', \
-     'table4_sink-m_act.dat' index 6 using 1:2 with linespoints title 'G2-elementwise'
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("4" 4, "6" 6, "8" 8, "10" 10, "12" 12, "14" 14, "16" 16)
+set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
+plot 'table4_sink-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'table4_sink-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'table4_sink-m_act.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-headwise', \
+     'table4_sink-m_act.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-head-shared', \
+     'table4_sink-m_act.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-input-independent', \
+     'table4_sink-m_act.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-ns-sigmoid', \
+     'table4_sink-m_act.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G2-elementwise'
 set terminal pngcairo size 960,560 noenhanced
 set output 'table4_sink-m_act.png'
 replot
