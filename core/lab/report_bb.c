@@ -87,14 +87,7 @@ int rep_bb_load_run(R *r, RRun *u) {
                         KEYS[7], KEYS[8]);
     if (rc == 0) rc = rep_q_rows(r, st, bb_add, &b);
     if (rc == 0 && (u->has_bb = b.any)) {
-        const HeadMap *m = &b.head[K_BOS_O];
-        double best = NAN;
-        for (int i = 0; i < m->nl * m->nh; i++)
-            if (!isnan(m->v[i]) && (isnan(best) || m->v[i] > best)) {
-                best = m->v[i];
-                u->bb_l = i / m->nh;
-                u->bb_h = i % m->nh;
-            }
+        double best = rep_headmap_argmax(&b.head[K_BOS_O], &u->bb_l, &u->bb_h);
         u->bbv[BB_LOSS_T] = b.all[K_LOSS_T];
         u->bbv[BB_LOSS_O] = b.all[K_LOSS_O];
         u->bbv[BB_BOS_O_MAX] = best;

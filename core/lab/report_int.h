@@ -85,7 +85,6 @@ typedef struct {
     long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
     double sink_share, f_attn_rel; /* last step, context '': sink_head_share, f_attn_rel */
     HeadMap heads;          /* f_attn per (layer, head), last step; bb_bos_attn_other for a bb run */
-    int bb;                 /* a Bigram-Backcopy run (it has bb_bos_attn_other per head) */
     double head_max;        /* the largest of heads, at layer max_l, head max_h */
     int max_l, max_h;
     /* Bigram-Backcopy probes (report_bb.c), read for finished runs only */
@@ -278,6 +277,8 @@ long rep_parse_layer(const char *ctx);
 long rep_parse_layer_head(const char *ctx, long *head);
 /* m[l][h] = x, growing m (new cells NAN); -1 when out of memory. */
 int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x);
+/* The largest value of m and its place (*l, *h, left alone when m holds none); NAN when none. */
+double rep_headmap_argmax(const HeadMap *m, int *l, int *h);
 
 /* Every sweep name in the database, sorted (heap, as stored: not escaped). */
 int rep_list_sweeps(R *r, char ***names, int *n);

@@ -423,6 +423,17 @@ int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x) {
     return 0;
 }
 
+double rep_headmap_argmax(const HeadMap *m, int *l, int *h) {
+    double best = NAN;
+    for (int i = 0; i < m->nl * m->nh; i++)
+        if (!isnan(m->v[i]) && (isnan(best) || m->v[i] > best)) {
+            best = m->v[i];
+            *l = i / m->nh;
+            *h = i % m->nh;
+        }
+    return best;
+}
+
 /* RepRowFn on (context, value): a context layer=L,head=H into the HeadMap arg. */
 static int add_head_cell(R *r, void *arg, sqlite3_stmt *st) {
     long h, l = rep_parse_layer_head(rep_col_text(st, 0), &h);
@@ -435,26 +446,15 @@ static int load_run_sink(R *r, RRun *u) {
     long long n;
     if (q_first_formed(r, u->run_id, &n, &u->sink_step)) return -1;
     if (!(u->has_sink = n > 0)) return 0;
-    /* a Bigram-Backcopy run's sink test reads the attention on BOS from other queries (probes.h) */
+    /* a Bigram-Backcopy run's (rep_bb_load_run, called first) sink test reads the attention on BOS from
+     * other queries (probes.h), per head and, for the layer ratio, its mean over layers and heads */
+    const char *key = u->has_bb ? "bb_bos_attn_other" : "f_attn";
     if (q_last_metric(r, u->run_id, "sink_head_share", &u->sink_share) ||
         q_last_metric(r, u->run_id, "f_attn_rel", &u->f_attn_rel) ||
-        rep_q_each_context_last(r, u->run_id, "bb_bos_attn_other", add_head_cell, &u->heads))
+        rep_q_each_context_last(r, u->run_id, key, add_head_cell, &u->heads))
         return -1;
-    u->bb = u->heads.nl > 0;
-    if (u->bb) {
-        /* ... and so does its layer ratio: the mean over layers of the heads' mean, over uniform */
-        double bos;
-        if (q_last_metric(r, u->run_id, "bb_bos_attn_other", &bos)) return -1;
-        u->f_attn_rel = u->seq_len >= 2 ? bos / probe_uniform_fattn((int)u->seq_len) : NAN;
-    }
-    if (!u->bb && rep_q_each_context_last(r, u->run_id, "f_attn", add_head_cell, &u->heads)) return -1;
-    const HeadMap *m = &u->heads;
-    for (int i = 0; i < m->nl * m->nh; i++)
-        if (!isnan(m->v[i]) && (isnan(u->head_max) || m->v[i] > u->head_max)) {
-            u->head_max = m->v[i];
-            u->max_l = i / m->nh;
-            u->max_h = i % m->nh;
-        }
+    if (u->has_bb) u->f_attn_rel = u->seq_len >= 2 ? u->bbv[BB_BOS_O] / probe_uniform_fattn((int)u->seq_len) : NAN;
+    u->head_max = rep_headmap_argmax(&u->heads, &u->max_l, &u->max_h);
     return 0;
 }
 
@@ -628,11 +628,11 @@ int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double 
 /* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results; var: its
  * row. */
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
-    if (load_run_sink(r, u) || rep_bb_load_run(r, u)) return -1;
+    if (rep_bb_load_run(r, u) || load_run_sink(r, u)) return -1;
     s->has_sink |= u->has_sink;
     s->has_bb |= u->has_bb;
-    s->sink_bb |= u->has_sink && u->bb;
-    s->sink_fattn |= u->has_sink && !u->bb;
+    s->sink_bb |= u->has_sink && u->has_bb;
+    s->sink_fattn |= u->has_sink && !u->has_bb;
     EvalLoad e = {s, var, u->seq_len};
     return rep_q_each_context_last(r, u->run_id, "eval_ppl", add_eval_pt, &e);
 }
