@@ -2,6 +2,9 @@
  * cmd_eval.c — `gated eval`: perplexity and F-Attn of trained models at
  * context lengths beyond their training length (core/run/eval.h).
  *
+ * With --quant / --drop (core/run/infer.h): perplexity under simulated
+ * int quantization and with (token, head) attention outputs dropped, at
+ * the training length unless --lengths, stored as infer_* metrics.
  * Defaults: --rope-scaling none, factor = length / training length,
  * --windows 16, --split val, --db the default database (cli.h), --data
  * data; --ckpt: DBDIR/checkpoints (where gated sweep writes them), else
@@ -21,10 +24,12 @@
 #include "run/store.h"
 #include "util/util.h"
 
-enum { O_SWEEP, O_LENGTHS, O_ROPE_SCALING, O_FACTOR, O_WINDOWS, O_SPLIT, O_DB, O_DATA, O_CKPT, O__COUNT };
+enum { O_SWEEP, O_LENGTHS, O_QUANT, O_DROP, O_ROPE_SCALING, O_FACTOR, O_WINDOWS, O_SPLIT, O_DB, O_DATA, O_CKPT, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_SWEEP] = {"sweep", "NAME", "also every finished run of this sweep", 0},
-    [O_LENGTHS] = {"lengths", "L1,L2,...", "the context lengths (required)", 0, 1},
+    [O_LENGTHS] = {"lengths", "L1,L2,...", "the context lengths (required, but with --quant / --drop: default the training length)", 0},
+    [O_QUANT] = {"quant", "S1,S2,...", "simulated quantization schemes: float, wB[gG], aB(tensor|token), wB[gG]-aB(tensor|token)", 0},
+    [O_DROP] = {"drop", "R1,R2,...", "drop (token, head) outputs: gate:TAU (with matched random and entropy), frac:F", 0},
     [O_ROPE_SCALING] = {"rope-scaling", "none|linear|ntk|yarn", "RoPE scaling beyond the training length (default: none)", 0},
     [O_FACTOR] = {"factor", "F", "the scaling factor (default: length / training length)", 0},
     [O_WINDOWS] = {"windows", "N", "windows per length (default: 16)", 0},
@@ -47,11 +52,45 @@ static int parse_lengths(const char *s, int *out, int cap) {
     return n;
 }
 
-/* The value v of option k into o (and *lengths / *nl, *sweep).  0, or 2
+#define EVAL_MAX_SCHEMES 64
+typedef struct {
+    int lengths[64], nl;
+    QuantSpec quant[EVAL_MAX_SCHEMES];
+    DropSpec drop[EVAL_MAX_SCHEMES];
+    const char *sweep;
+} EvalLists;
+
+/* A comma-separated list of quantization schemes (drop 0) or drop rules
+ * (drop 1) into L.  0, or 2 (message and usage printed). */
+static int parse_schemes(const char *v, int drop, EvalLists *L, EvalOpts *o) {
+    char item[128], err[256];
+    int *n = drop ? &o->ndrop : &o->nquant;
+    while (*v) {
+        size_t len = strcspn(v, ",");
+        if (len == 0 || len >= sizeof item || *n == EVAL_MAX_SCHEMES)
+            return cli_usage_error(&cmd_eval, "--%s: expected at most %d comma-separated items", drop ? "drop" : "quant",
+                                   EVAL_MAX_SCHEMES);
+        memcpy(item, v, len);
+        item[len] = 0;
+        if (drop ? drop_spec_parse(item, &L->drop[*n], err, sizeof err)
+                 : quant_spec_parse(item, &L->quant[*n], err, sizeof err))
+            return cli_usage_error(&cmd_eval, "--%s: %s", drop ? "drop" : "quant", err);
+        ++*n;
+        v += len;
+        if (*v == ',') v++;
+    }
+    return 0;
+}
+
+/* The value v of option k into o (and L).  0, or 2
  * for a bad value (message and usage printed). */
-static int eval_option(int k, const char *v, EvalOpts *o, int *lengths, int *nl, const char **sweep) {
+static int eval_option(int k, const char *v, EvalOpts *o, EvalLists *L) {
     const Command *c = &cmd_eval;
-    if (k == O_LENGTHS) {
+    int *lengths = L->lengths, *nl = &L->nl;
+    const char **sweep = &L->sweep;
+    if (k == O_QUANT || k == O_DROP) {
+        return parse_schemes(v, k == O_DROP, L, o);
+    } else if (k == O_LENGTHS) {
         if ((*nl = parse_lengths(v, lengths, 64)) <= 0)
             return cli_usage_error(c, "--lengths: expected integers >= 2 separated by commas, got \"%s\"", v);
     } else if (k == O_ROPE_SCALING) {
@@ -117,16 +156,20 @@ static int run_eval(int argc, char **argv) {
     o.windows = 16;
     o.val = 1;
     o.progress = isatty(2);
-    int lengths[64], nl = 0, k = CLI_END, rc = 0;
-    const char *sweep = NULL, *v;
+    static EvalLists lists; /* static: the spec arrays are large */
+    memset(&lists, 0, sizeof lists);
+    int k = CLI_END, rc = 0;
+    const char *v;
     CliArgs a;
     cli_begin(&a, &cmd_eval, argc, argv);
-    while (rc == 0 && (k = cli_next(&a, &v)) >= 0) rc = eval_option(k, v, &o, lengths, &nl, &sweep);
+    while (rc == 0 && (k = cli_next(&a, &v)) >= 0) rc = eval_option(k, v, &o, &lists);
     if (rc) return rc;
     if (k == CLI_EXIT) return a.status;
     char **targets;
     int nt = cli_rest(&a, &targets);
-    if (nl == 0) return cli_usage_error(&cmd_eval, "--lengths is required");
+    int nl = lists.nl;
+    const char *sweep = lists.sweep;
+    if (nl == 0 && !o.nquant && !o.ndrop) return cli_usage_error(&cmd_eval, "--lengths is required (or --quant / --drop)");
     if (nt == 0 && !sweep) return cli_usage_error(&cmd_eval, "no RUN, CHECKPOINT or --sweep given");
     /* results go to the run's row in an existing database: a missing one is
      * an error, and nothing is created */
@@ -134,17 +177,22 @@ static int run_eval(int argc, char **argv) {
         fprintf(stderr, "gated eval: %s: no such database (train or sweep first, or pass --db)\n", o.db_path);
         return EXIT_BADINPUT;
     }
-    o.lengths = lengths;
+    o.lengths = lists.lengths;
     o.nlengths = nl;
+    o.quant = lists.quant;
+    o.drop = lists.drop;
     for (int i = 0; i < nt && rc == 0; i++) rc = eval_run(targets[i], &o);
     if (sweep && rc == 0) rc = eval_sweep(sweep, &o);
     return rc;
 }
 
 const Command cmd_eval = {
-    "eval", "[RUN|CHECKPOINT]...", "Perplexity and F-Attn of trained models beyond the training length.", opts,
+    "eval", "[RUN|CHECKPOINT]...",
+    "Perplexity and F-Attn of trained models beyond the training length, quantized, or with heads dropped.", opts,
     "A RUN is a run id, name or unique id prefix; its checkpoint is CKPT/RUN_ID.ckpt.  Results are stored\n"
     "as metrics of the run (eval_loss, eval_ppl, eval_f_attn, eval_windows; a rerun replaces them)\n"
-    "in the database, which must exist (it is never created).\n"
+    "in the database, which must exist (it is never created).  With --quant or --drop: infer_loss,\n"
+    "infer_ppl, infer_windows (and infer_drop, infer_flops_wo, infer_flops_attn) per scheme, context\n"
+    "split=S,len=L,quant=SCHEME or split=S,len=L,drop=gate|random|entropy,tau=T|frac=F.\n"
     "stdout: one line per run, split and length; stderr: progress and errors.\n",
     run_eval};

@@ -147,7 +147,7 @@ Test(eval, lengths_scalings_and_stored_metrics, .timeout = 120) {
     resolve_or_die(&c);
     train_ok(&c, db, "short", dir);
     int lengths[] = {32, 128};
-    EvalOpts o = {db, "data", dir, lengths, 2, ROPE_NONE, 0, 4, 1, 0, 0};
+    EvalOpts o = {db, "data", dir, lengths, 2, ROPE_NONE, 0, 4, 1, 0, 0, NULL, 0, NULL, 0};
     int saved = quiet_begin();
     int rc0 = eval_run("short", &o);
     o.scaling = ROPE_YARN;
@@ -250,7 +250,7 @@ Test(eval, a_corrupt_checkpoint_is_refused, .timeout = 120) {
     fputc(byte ^ 0x01, f);
     cr_assert_eq(fclose(f), 0);
     int lengths[] = {32};
-    EvalOpts o = {db, "data", dir, lengths, 1, ROPE_NONE, 0, 2, 1, 0, 0};
+    EvalOpts o = {db, "data", dir, lengths, 1, ROPE_NONE, 0, 2, 1, 0, 0, NULL, 0, NULL, 0};
     Config child = synth(32, 2);
     snprintf(child.init_from, sizeof child.init_from, "src");
     resolve_or_die(&child);

@@ -113,7 +113,7 @@ static void fixture(Fx *fx) {
     b.gate.position = GP_SDPA;
     train_one(fx, b, NAME_B);
     int lengths[] = {32};
-    EvalOpts eo = {fx->db, "data", fx->dir, lengths, 1, ROPE_NONE, 0, 4, 1, 0, 0};
+    EvalOpts eo = {fx->db, "data", fx->dir, lengths, 1, ROPE_NONE, 0, 4, 1, 0, 0, NULL, 0, NULL, 0};
     int saved = quiet_begin();
     int rc = eval_run(NAME_A, &eo);
     quiet_end(saved);

@@ -270,6 +270,17 @@ void model_set_rope(Model *m, const RopeScaling *r) {
     if (m->cos_t && m->T > 0) rope_tables(m->cos_t, m->sin_t, m->T, m->dh, &m->rope);
 }
 
+void model_set_linear_hook(Model *m, LinearInputHook hook, void *ctx) {
+    m->lin_hook = hook;
+    m->lin_ctx = hook ? ctx : NULL;
+}
+
+/* The input of linear layer `site` of layer l: x, or what the hook gives
+ * (its stride into *ld); NULL when the hook ran out of memory. */
+static const real *lin_input(const Model *m, int l, LinearSite site, const real *x, int *ld, int n, int k) {
+    return m->lin_hook ? m->lin_hook(m->lin_ctx, m, l, site, x, n, k, ld) : x;
+}
+
 double model_forward(Model *m, const int *tokens, const int *targets, int B, int T) {
     if (ensure_acts(m, B, T)) return NAN;
     int n = B * T, C = m->C, H = m->H, Hk = m->Hk, dh = m->dh, pos = m->cfg.gate.position;
@@ -284,7 +295,10 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         const LayerParams *p = &m->lp[l];
         LayerActs *a = &m->la[l];
         rmsnorm_forward(a->h, C, a->rstd1, a->x_in, C, AW(A, p->ln1), n, 1, C, eps);
-        linear_forward(a->P, m->Np, a->h, C, AW(A, p->wq), n, m->Np, C, 0);
+        int ld = C;
+        const real *in = lin_input(m, l, LIN_QKV, a->h, &ld, n, C);
+        if (!in) goto oom;
+        linear_forward(a->P, m->Np, in, ld, AW(A, p->wq), n, m->Np, C, 0);
         if (p->gate_b >= 0) {
             const real *b = AW(A, p->gate_b);
             for (int t = 0; t < n; t++) {
@@ -313,10 +327,7 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         }
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
-        if (attention_forward(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale)) {
-            errno = ENOMEM;
-            return NAN;
-        }
+        if (attention_forward(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale)) goto oom;
 
         const real *o = a->o;
         if (m->cfg.gate.control == GC_SILU) {
@@ -334,7 +345,9 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
             gate_forward(&m->gop, a->og, m->nq, a->S, o, m->nq, gi.L, gi.sl, n);
             o = a->og;
         }
-        linear_forward(a->a, C, o, m->nq, AW(A, p->wo), n, C, m->nq, 0);
+        ld = m->nq;
+        if (!(in = lin_input(m, l, LIN_WO, o, &ld, n, m->nq))) goto oom;
+        linear_forward(a->a, C, in, ld, AW(A, p->wo), n, C, m->nq, 0);
         const real *att = a->a;
         if (pos == GP_DENSE) {
             gate_forward(&m->gop, a->ag, C, a->S, att, C, gi.L, gi.sl, n);
@@ -343,17 +356,24 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         for (size_t i = 0; i < (size_t)n * C; i++) a->x_mid[i] = a->x_in[i] + att[i];
 
         rmsnorm_forward(a->h2, C, a->rstd2, a->x_mid, C, AW(A, p->ln2), n, 1, C, eps);
-        linear_forward(a->U, 2 * m->F, a->h2, C, AW(A, p->w_gate), n, 2 * m->F, C, 0);
+        ld = C;
+        if (!(in = lin_input(m, l, LIN_FFN_IN, a->h2, &ld, n, C))) goto oom;
+        linear_forward(a->U, 2 * m->F, in, ld, AW(A, p->w_gate), n, 2 * m->F, C, 0);
         swiglu_forward(a->hs, a->U, n, m->F);
         real *xo = l + 1 < m->L ? m->la[l + 1].x_in : m->x_out;
         memcpy(xo, a->x_mid, sizeof(real) * (size_t)n * C);
-        linear_forward(xo, C, a->hs, m->F, AW(A, p->w_down), n, C, m->F, 1);
+        ld = m->F;
+        if (!(in = lin_input(m, l, LIN_FFN_DOWN, a->hs, &ld, n, m->F))) goto oom;
+        linear_forward(xo, C, in, ld, AW(A, p->w_down), n, C, m->F, 1);
     }
     rmsnorm_forward(m->xf, C, m->rstdf, m->x_out, C, AW(A, m->ln_f), n, 1, C, eps);
     linear_forward(m->logits, m->V, m->xf, C, wte, n, m->V, C, 0);
     if (!targets) return m->loss = 0;
     memcpy(m->targets, targets, sizeof(int) * (size_t)n);
     return m->loss = crossentropy_forward(m->probs, m->logits, targets, n, m->V);
+oom:
+    errno = ENOMEM;
+    return NAN;
 }
 
 /* -------------------------------------------------------------- backward */

@@ -33,7 +33,27 @@ typedef struct {
     real *og, *a, *ag, *x_mid, *rstd2, *h2, *U, *hs;
 } LayerActs;
 
-typedef struct {
+/* The inputs of the linear layers of a block, where an evaluation hook may
+ * replace them (model_set_linear_hook). */
+typedef enum {
+    LIN_QKV,      /* h, the normed hidden state, into the fused q|k|v|gate projection */
+    LIN_WO,       /* the attention output (after control and G1 gate) into wo */
+    LIN_FFN_IN,   /* h2 into the SwiGLU w_gate|w_up */
+    LIN_FFN_DOWN, /* the SwiGLU output into w_down */
+    LIN__COUNT
+} LinearSite;
+
+struct Model;
+/* Called by model_forward with the input x (n rows of width k, stride *ld)
+ * of linear layer `site` of layer l, after everything before it in that
+ * layer ran (so the layer's attention and gate scores are in m->la[l]).
+ * Returns the rows to multiply instead (stride written to *ld), x itself,
+ * or NULL (out of memory: model_forward returns NAN with errno ENOMEM).
+ * The rows returned are read once, before the hook is called again. */
+typedef const real *(*LinearInputHook)(void *ctx, const struct Model *m, int l, LinearSite site, const real *x,
+                                       int n, int k, int *ld);
+
+typedef struct Model {
     ModelCfg cfg; /* what it was built from */
     int C, L, H, Hk, dh, F, V;
     int nq, nkv, ng, Np; /* fused projection widths: q, k (= v), gate logits, total */
@@ -55,6 +75,8 @@ typedef struct {
     real *gradmem; /* backward scratch */
     size_t gradlen, gbig;
     double loss;
+    LinearInputHook lin_hook; /* NULL (the default, and always in training): the float forward */
+    void *lin_ctx;
 } Model;
 
 /* Declare the parameter views of cfg without allocating them (for
@@ -91,6 +113,13 @@ int model_backward(Model *m, const int *tokens);
 
 /* Use RoPE scaling r from now on (evaluation beyond the training length). */
 void model_set_rope(Model *m, const RopeScaling *r);
+
+/* Evaluation only: call hook (with ctx) on the input of every linear layer
+ * of every block from the next forward on (run/infer.h: simulated
+ * quantization, dropped heads); NULL restores the float forward.  The
+ * output layer (the tied embedding) is never hooked.  Backward after a
+ * hooked forward is undefined. */
+void model_set_linear_hook(Model *m, LinearInputHook hook, void *ctx);
 
 /* Zero all gradients. */
 void model_zero_grad(Model *m);

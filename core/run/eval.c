@@ -156,6 +156,128 @@ static int eval_length(Model *m, Store *st, const Config *cfg, const char *id, l
     return 0;
 }
 
+/* ------------------------------------------- quantization and dropped heads */
+
+/* The infer_* rows of one scheme (h: the drop state, NULL for a
+ * quantization) and its line on stdout.  0, or 1 (store failure). */
+static int infer_store(Store *st, const char *db, const char *id, long steps, const char *ctx, double loss, int n,
+                       const InferHook *h, const Model *m, double total_flops) {
+    int bad = store_metric(st, id, "infer_loss", ctx, steps, loss) |
+              store_metric(st, id, "infer_ppl", ctx, steps, exp(loss)) |
+              store_metric(st, id, "infer_windows", ctx, steps, n);
+    double frac = 0;
+    if (h) {
+        long long d = 0, p = 0;
+        for (int l = 0; l < m->L; l++) d += h->dropped[l], p += h->pairs[l];
+        frac = p ? (double)d / p : 0;
+        bad |= store_metric(st, id, "infer_drop", ctx, steps, frac) |
+               store_metric(st, id, "infer_flops_wo", ctx, steps, h->flops_wo / total_flops) |
+               store_metric(st, id, "infer_flops_attn", ctx, steps, h->flops_attn / total_flops);
+    }
+    if (bad | store_flush(st)) {
+        fprintf(stderr, "gated eval: %s: %s\n", db, store_errmsg(st));
+        return 1;
+    }
+    if (h)
+        printf("%s  %-36s loss %.4f  ppl %9.3f  dropped %.4f  FLOPs saved %.4f (wo) %.4f (wo+attn)  windows %d\n", id,
+               ctx, loss, exp(loss), frac, h->flops_wo / total_flops, h->flops_attn / total_flops, n);
+    else
+        printf("%s  %-36s loss %.4f  ppl %9.3f  windows %d\n", id, ctx, loss, exp(loss), n);
+    fflush(stdout);
+    return 0;
+}
+
+/* Reset h's counters for a new selection rule. */
+static void infer_reset(InferHook *h, int L, int sel) {
+    memset(h->dropped, 0, sizeof *h->dropped * (size_t)L);
+    memset(h->pairs, 0, sizeof *h->pairs * (size_t)L);
+    h->flops_wo = h->flops_attn = 0;
+    h->sel = sel;
+    h->abits = 0;
+}
+
+/* One split at length L under every quantization scheme and drop rule of
+ * o (infer.h).  0, or the exit code. */
+static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, long steps, const TokenSplit *sp,
+                        const char *split, int L, const EvalOpts *o) {
+    int *win = NULL, rc = 0;
+    int n = split_doc_windows(sp, L, o->windows, &win);
+    if (n < 0) {
+        fprintf(stderr, "gated eval: out of memory\n");
+        return 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
+        return 2;
+    }
+    RopeScaling r = rope_of_config(cfg); /* as trained: no scaling */
+    model_set_rope(m, &r);
+    double fwd, train;
+    model_flops(m, L, &fwd, &train);
+    double total = fwd * L * n, loss;
+    char ctx[200], name[64];
+    InferHook h;
+    real *w0 = NULL;
+    double *frac = malloc(sizeof *frac * (size_t)m->L);
+    if (!frac || infer_hook_init(&h, m->L)) {
+        free(frac);
+        free(win);
+        fprintf(stderr, "gated eval: out of memory\n");
+        return 1;
+    }
+    if (o->nquant && !(w0 = malloc(sizeof(real) * m->p.total))) rc = -1;
+    if (w0) memcpy(w0, m->p.w, sizeof(real) * m->p.total);
+    /* the float reference first, then each scheme from the float weights */
+    for (int q = -1; q < o->nquant && rc == 0; q++) {
+        const QuantSpec fl = {0}, *qs = q < 0 ? &fl : &o->quant[q];
+        memcpy(m->p.w, w0, sizeof(real) * m->p.total);
+        if (infer_quant_weights(m, qs)) fprintf(stderr, "gated eval: %s: a weight block is not finite; left unquantized\n", id);
+        infer_reset(&h, m->L, SEL_NONE);
+        h.abits = qs->abits, h.agran = qs->agran;
+        quant_spec_name(qs, name, sizeof name);
+        snprintf(ctx, sizeof ctx, "split=%s,len=%d,quant=%s", split, L, name);
+        if (o->progress) fprintf(stderr, "\r%s ...%*s", ctx, 10, "");
+        if (infer_windows_loss(m, qs->wbits || qs->abits ? &h : NULL, win, n, L, &loss)) rc = -1;
+        if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
+        if (rc == 0) rc = infer_store(st, o->db_path, id, steps, ctx, loss, n, NULL, m, total);
+    }
+    if (w0) memcpy(m->p.w, w0, sizeof(real) * m->p.total);
+    int noted = 0;
+    for (int d = 0; d < o->ndrop && rc == 0; d++) {
+        const DropSpec *ds = &o->drop[d];
+        int gate = ds->kind == DROP_GATE;
+        if (gate && !infer_has_g1_gate(m)) {
+            if (!noted++) fprintf(stderr, "gated eval: %s has no multiplicative G1 gate: drop=gate rules skipped\n", id);
+            continue;
+        }
+        for (int sel = gate ? SEL_GATE : SEL_RANDOM; sel < SEL__COUNT && rc == 0; sel++) {
+            infer_reset(&h, m->L, sel);
+            h.tau = ds->v;
+            h.frac = frac;
+            if (!gate)
+                for (int l = 0; l < m->L; l++) frac[l] = ds->v;
+            snprintf(ctx, sizeof ctx, "split=%s,len=%d,drop=%s,%s=%g", split, L, drop_sel_names[sel],
+                     gate ? "tau" : "frac", ds->v);
+            if (o->progress) fprintf(stderr, "\r%s ...%*s", ctx, 10, "");
+            if (infer_windows_loss(m, &h, win, n, L, &loss)) rc = -1;
+            if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
+            if (rc == 0) rc = infer_store(st, o->db_path, id, steps, ctx, loss, n, &h, m, total);
+            /* the matched controls drop, per layer, the fraction the gate did */
+            if (sel == SEL_GATE)
+                for (int l = 0; l < m->L; l++) frac[l] = h.pairs[l] ? (double)h.dropped[l] / h.pairs[l] : 0;
+        }
+    }
+    if (rc < 0) {
+        fprintf(stderr, "gated eval: out of memory at length %d\n", L);
+        rc = 1;
+    }
+    infer_hook_free(&h);
+    free(w0);
+    free(frac);
+    free(win);
+    return rc;
+}
+
 int eval_run(const char *arg, const EvalOpts *o) {
     Config cfg;
     char path[4096], id[17], err[1024];
@@ -202,11 +324,15 @@ int eval_run(const char *arg, const EvalOpts *o) {
                 o->db_path, id, path);
         rc = 2;
     }
+    int infer = o->nquant || o->ndrop, nl = o->nlengths ? o->nlengths : infer ? 1 : 0;
     for (int q = 0; q < 2 && rc == 0; q++) {
         if (!(q == 0 ? o->val : o->test)) continue;
-        for (int i = 0; i < o->nlengths && rc == 0; i++)
-            rc = eval_length(&m, st, &cfg, id, (long)ts.step, q == 0 ? &corp.val : &corp.test, q == 0 ? "val" : "test",
-                             o->lengths[i], o);
+        const TokenSplit *sp = q == 0 ? &corp.val : &corp.test;
+        for (int i = 0; i < nl && rc == 0; i++) {
+            int L = o->nlengths ? o->lengths[i] : cfg.seq_len;
+            rc = infer ? infer_length(&m, st, &cfg, id, (long)ts.step, sp, q == 0 ? "val" : "test", L, o)
+                       : eval_length(&m, st, &cfg, id, (long)ts.step, sp, q == 0 ? "val" : "test", L, o);
+        }
     }
     store_close(st);
     model_free(&m);

@@ -30,6 +30,7 @@
 
 #include "run/config.h"
 #include "nn/model.h"
+#include "run/infer.h"
 
 /* Where a trained model is: arg is a checkpoint file, or a run (id, name or
  * unique id prefix) in the database at db_path whose checkpoint is
@@ -58,9 +59,17 @@ typedef struct {
     int windows;        /* windows per length and split (at most) */
     int val, test;      /* which splits */
     int progress;       /* 1: a progress line on the terminal */
+    /* run/infer.h: with any of these, each length (default: the training
+     * length when nlengths is 0) is evaluated under these schemes instead
+     * of the long-context metrics */
+    const QuantSpec *quant;
+    int nquant;
+    const DropSpec *drop;
+    int ndrop;
 } EvalOpts;
 
-/* Evaluate the trained model `arg` (as trained_locate) at every length.
+/* Evaluate the trained model `arg` (as trained_locate) at every length
+ * (with quant / drop: the schemes of run/infer.h at each length).
  * Prints one line per (split, length) to stdout.  Returns the exit code:
  * 0, 1 (runtime failure), 2 (bad input). */
 int eval_run(const char *arg, const EvalOpts *o);

@@ -372,7 +372,8 @@ struct sqlite3 *store_db(Store *s);
  * copy, so a rerun, a resume or a merged-in copy voids it. */
 
 /* The metric keys `gated eval` adds to a trained run (run/eval.c), at the
- * run's last step: measured after training, they are not compared. */
+ * run's last step: measured after training, they are not compared (nor
+ * are the infer_* keys of `gated eval --quant / --drop`, run/infer.h). */
 extern const char *const store_eval_keys[4];
 
 /* The attestation that code (a commit) built with cflags computes the

@@ -84,10 +84,11 @@ int store_attest_get(Store *s, const char *run_id, const char *code, const char 
 
 /* The rows compared, per table: (key, context, step) first, in this order
  * on both sides, then the values (?1 run id, ?2 the last step; metrics:
- * ?3..?6 the keys of `gated eval`, which are not training's). */
+ * ?3..?6 the keys of `gated eval`, and its infer_* keys (run/infer.h),
+ * which are not training's). */
 static const char *const CMP_SQL[2] = {
     "SELECT key, context, step, value FROM metrics WHERE run_id = ?1 AND step <= ?2"
-    " AND key NOT IN (?3, ?4, ?5, ?6) ORDER BY key, context, step",
+    " AND key NOT IN (?3, ?4, ?5, ?6) AND key NOT LIKE 'infer\\_%' ESCAPE '\\' ORDER BY key, context, step",
     "SELECT key, context, step, lo, hi, counts FROM histograms WHERE run_id = ?1 AND step <= ?2"
     " ORDER BY key, context, step"};
 static const char *const CMP_WHAT[2] = {"metric", "histogram"};
