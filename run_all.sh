@@ -86,8 +86,11 @@ done_sweeps=""
 sweep() {
     echo "== sweep $1"
     done_sweeps="$done_sweeps $1"
-    build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed ${shard:+--shard "$shard"} ||
-        status=1
+    # --verify-code: a result recorded by other code is re-executed for its
+    # first steps and kept when they are bitwise equal (README, "Verifying
+    # results of other code"), instead of being rerun whole
+    build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
+        ${shard:+--shard "$shard"} || status=1
 }
 # gated eval over a sweep's finished runs: one pass per RoPE scaling
 evals() {
@@ -97,6 +100,17 @@ evals() {
         build/gated eval --sweep "$s" --db "$db" --lengths "$lengths" --rope-scaling "$k" --split both \
             --windows 8 || status=1
     done
+}
+# issue 17: what the gate buys at inference, on a sweep's checkpoints:
+# perplexity under simulated W8A8 (per-tensor, per-token) and W4 (groups of
+# 32) quantization, and with (token, head) outputs dropped by the G1 gate
+# score (with random and entropy controls matched per layer) or at fixed
+# fractions.  One thread: a window is one small forward.
+infer() {
+    echo "== eval $1 (quantization, dropped heads)"
+    OMP_NUM_THREADS=1 build/gated eval --sweep "$1" --db "$db" --windows 64 \
+        --quant w8-a8tensor,w8-a8token,w4g32 \
+        --drop gate:0.05,gate:0.1,gate:0.2,gate:0.3,gate:0.5,frac:0.1,frac:0.25,frac:0.5 || status=1
 }
 if [ "$smoke" = 1 ]; then
     sweep smoke
@@ -113,6 +127,7 @@ else
     sweep long_context_continued
     evals long_context_continued 512,1024,2048 none yarn
     sweep sink
+    infer sink
     sweep bb_sink
     if [ "$standard" = 1 ]; then
         # the standard tier (issue 14): the effect against complete-schedule
@@ -123,6 +138,7 @@ else
             bb_search bb_sink_3l sink_search sink_search_lr sink_search_long; do
             sweep "$s"
         done
+        infer standard
     fi
 fi
 
