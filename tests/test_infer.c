@@ -373,8 +373,13 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
     EvalOpts o = {db, "data", dir, NULL, 0, ROPE_NONE, 0, 4, 1, 0, 0, q, 2, d, 2};
     int saved = quiet_begin();
     int rc = eval_run("gated", &o) | eval_run("plain", &o);
+    /* a drop rule alone (no quantization, so no weight copy) */
+    EvalOpts od = o;
+    od.nquant = 0, od.ndrop = 1;
+    int rcd = eval_run("gated", &od);
     quiet_end(saved);
     cr_assert_eq(rc, 0);
+    cr_assert_eq(rcd, 0);
     int f;
     /* synth_config trains at T = 32: the default length */
     double fl = metric(db, "infer_loss", "split=val,len=32,quant=float", &f);

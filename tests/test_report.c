@@ -27,7 +27,12 @@
  * --sweep; the TOST verdicts and --margin; the MDE line) and one that has
  * its own; fixture_budget holds one row set at three budgets, a pending
  * row and a sweep at another lr (the budget series: Δ with CIs, test loss,
- * the last quarter's drop, the plot and its quoting, csv and tex).
+ * the last quarter's drop, the plot and its quoting, csv and tex);
+ * fixture_infer holds `gated eval --quant / --drop` results (the sections
+ * "Quantization" and "Gate-sparse heads": ΔPPL paired per run, the test
+ * against the baseline row, the correlation with M-Act by hand, the gate
+ * rule with its matched controls and the fixed fractions, in md, csv and
+ * tex; their plots; decoys at another length, split and step).
  *
  * Fixture (two sweeps; every value chosen so the expected numbers are
  * exact):
@@ -2267,6 +2272,364 @@ Test(report, bigram_backcopy_plots) {
         free(log);
         static const char *const imgs[] = {"bb-bb-bos", "bb-bb-loss", "bb-bb-gate-1-G1__q___d__x0a_touch_PWNED"};
         for (size_t i = 0; i < 3; i++)
+            for (int e = 0; e < 2; e++) {
+                snprintf(p, sizeof p, "%s/plots/%s.%s", fx.out, imgs[i], e ? "svg" : "png");
+                cr_assert(exists(p), "%s missing", p);
+            }
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "find '%s' -name 'PWNED*'", fx.dir);
+        FILE *f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        char out[256] = "";
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = '\0';
+        cr_assert_eq(pclose(f), 0);
+        cr_assert_str_eq(out, "", "gnuplot ran a shell command: %s", out);
+    }
+    fx_rm(&fx);
+}
+
+/* ------------------------------------------------------------------ */
+/* `gated eval --quant / --drop` (issue 17)                            */
+/* ------------------------------------------------------------------ */
+
+/* One infer_* result of a run trained for 100 steps, at step 100 (the
+ * last; step 50 holds a decoy PPL); drop NAN: a quantization (no drop
+ * keys). */
+static void add_infer(Store *s, const char *id, const char *ctx, double ppl, double drop, double fwo, double fattn) {
+    cr_assert_eq(store_metric(s, id, "infer_ppl", ctx, 50, 99), 0);
+    cr_assert_eq(store_metric(s, id, "infer_ppl", ctx, 100, ppl), 0);
+    cr_assert_eq(store_metric(s, id, "infer_loss", ctx, 100, log(ppl)), 0);
+    cr_assert_eq(store_metric(s, id, "infer_windows", ctx, 100, 16), 0);
+    if (isnan(drop)) return;
+    cr_assert_eq(store_metric(s, id, "infer_drop", ctx, 100, drop), 0);
+    cr_assert_eq(store_metric(s, id, "infer_flops_wo", ctx, 100, fwo), 0);
+    cr_assert_eq(store_metric(s, id, "infer_flops_attn", ctx, 100, fattn), 0);
+}
+
+/* The fixture's ΔPPL% under w8-a8tensor and M-Act per run (baseline s1,
+ * s2, G1 s1, s2). */
+static const double INF_W8_PCT[4] = {10, 15, 1, 3}, INF_MACT[4] = {50, 60, 5, 10};
+
+/* Sweep "inf" (model.seq_len 128): rows baseline (ungated) and G1, seeds
+ * 1 and 2 finished, and a diverged G1 seed 3 with results (left out); its
+ * G1 label made hostile (Markdown and TeX specials, a newline and a
+ * gnuplot shell line) when hostile is set.  At length 128, split val:
+ *   float PPL      baseline 4.0 4.2, G1 3.9 4.1
+ *   w8-a8tensor    float x (1 + INF_W8_PCT / 100): ΔPPL baseline .40 .63
+ *                  (12.50 ± 3.54 %), G1 .039 .123 (2.00 ± 1.41 %)
+ *   w4g32          baseline 4.1 4.41 (2.5 %, 5 %), G1 seed 1 only, 3.9 (0)
+ *   drop=gate,tau=0.1 (G1): dropped .10 .12, FLOPs wo .01 .012, attn .02
+ *                  .024, PPL float + .1; its random control float + .6,
+ *                  entropy float + .4
+ *   drop=gate,tau=0.3 (G1): dropped .5 .6, PPL float + 1, random + 3,
+ *                  entropy + 2
+ *   frac=0.25 (both rows): dropped .25, FLOPs .02 .04; random float + 4
+ *                  (baseline) / + 2 (G1), entropy + 8 / + 6
+ * M-Act (metric m_act, last step): INF_MACT.  Decoys: every value at
+ * length 256 (not the training length), split test, a scheme that is not
+ * a plain word, a malformed context; step 50 (infer_ppl 99). */
+static void fixture_infer(Fx *fx, int hostile) {
+    Store *s = fx_open(fx);
+    static const double fl[2][2] = {{4.0, 4.2}, {3.9, 4.1}};
+    char ids[5][17];
+    StoreSweepRun sr[5];
+    for (int i = 0; i < 5; i++) {
+        int g = i >= 2, seed = i < 4 ? i % 2 + 1 : 3, k = i % 2, div = i == 4;
+        char json[256], name[64];
+        snprintf(json, sizeof json,
+                 "{\"model.gate.position\":\"%s\",\"model.seq_len\":128,\"train.steps\":100,\"train.seed\":%d}",
+                 g ? "sdpa" : "none", seed);
+        snprintf(name, sizeof name, "inf-%d-s%d", g, seed);
+        add_run(s, json, name, seed, div ? "diverged" : "finished", div ? NAN : 1.5 - 0.1 * g, 0.3,
+                div ? 1000 : INF_MACT[i], g ? 0.5 : NAN, 0, 0, 1000, ids[i]);
+        sr[i] = (StoreSweepRun){ids[i], g ? "G1" : "baseline", seed, i, !g};
+        double f = div ? 2 : fl[g][k], nan = NAN;
+        for (int len = 128; len <= 256; len *= 2) {
+            double d = len == 128 && !div ? 0 : 50; /* the decoys: 50 more everywhere */
+            char c[128];
+#define CTX(...) (snprintf(c, sizeof c, __VA_ARGS__), c)
+            add_infer(s, ids[i], CTX("split=val,len=%d,quant=float", len), f + d, nan, 0, 0);
+            add_infer(s, ids[i], CTX("split=val,len=%d,quant=w8-a8tensor", len),
+                      f * (1 + (div ? 9 : INF_W8_PCT[i]) / 100) + d, nan, 0, 0);
+            if (i < 3)
+                add_infer(s, ids[i], CTX("split=val,len=%d,quant=w4g32", len),
+                          i == 0 ? 4.1 + d : i == 1 ? 4.41 + d : 3.9 + d, nan, 0, 0);
+            if (g) {
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=gate,tau=0.1", len), f + 0.1 + d, 0.10 + 0.02 * k,
+                          0.01 + 0.002 * k, 0.02 + 0.004 * k);
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=random,tau=0.1", len), f + 0.6 + d, 0.10 + 0.02 * k,
+                          0.01 + 0.002 * k, 0.02 + 0.004 * k);
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=entropy,tau=0.1", len), f + 0.4 + d, 0.10 + 0.02 * k,
+                          0.01 + 0.002 * k, 0.015);
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=gate,tau=0.3", len), f + 1 + d, 0.5 + 0.1 * k, 0.05,
+                          0.1);
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=random,tau=0.3", len), f + 3 + d, 0.5 + 0.1 * k, 0.05,
+                          0.1);
+                add_infer(s, ids[i], CTX("split=val,len=%d,drop=entropy,tau=0.3", len), f + 2 + d, 0.5 + 0.1 * k,
+                          0.05, 0.09);
+            }
+            add_infer(s, ids[i], CTX("split=val,len=%d,drop=random,frac=0.25", len), f + (g ? 2 : 4) + d, 0.25, 0.02,
+                      0.04);
+            add_infer(s, ids[i], CTX("split=val,len=%d,drop=entropy,frac=0.25", len), f + (g ? 6 : 8) + d, 0.25, 0.02,
+                      0.035);
+#undef CTX
+        }
+        add_infer(s, ids[i], "split=test,len=128,quant=w8-a8token", 50, NAN, 0, 0);
+        add_infer(s, ids[i], "split=val,len=128,quant=w8 evil'name", 50, NAN, 0, 0);
+        add_infer(s, ids[i], "split=val,len=128,drop=gate,frac=0.5", 50, 0.5, 0, 0);
+        add_infer(s, ids[i], "split=val,len=x,quant=w2", 50, NAN, 0, 0);
+    }
+    cr_assert_eq(store_sweep_record(s, "inf", 5, sr, 5), 0, "%s", store_errmsg(s));
+    /* a sweep without such results: no section */
+    char tid[17];
+    add_run(s, "{\"model.n_layer\":2}", "plain-s1", 1, "finished", 1.5, 0.3, 10, NAN, 0, 0, 1000, tid);
+    StoreSweepRun tr = {tid, "baseline", 1, 0, 1};
+    cr_assert_eq(store_sweep_record(s, "plain", 1, &tr, 1), 0, "%s", store_errmsg(s));
+    store_close(s);
+    if (hostile)
+        fx_sql(fx, "UPDATE sweep_runs SET label = 'G1 `x` *y* |z| $w$ & % # {b}_u' || char(10) || '!touch PWNED'"
+                   " WHERE sweep = 'inf' AND label = 'G1'");
+}
+
+/* The hostile label of fixture_infer as each format writes it. */
+#define INF_G1_MD "G1 \\`x\\` \\*y\\* \\|z\\| \\$w\\$ & % # {b}\\_u\\\\x0a!touch PWNED"
+#define INF_G1_TEX "G1 `x` *y* |z| \\$w\\$ \\& \\% \\# \\{b\\}\\_u\\textbackslash{}x0a!touch PWNED"
+#define INF_G1_GP "'G1 `x` *y* |z| $w$ & % # {b}_u\\x0a!touch PWNED'"
+
+/* Pearson's r of the fixture's ΔPPL% under w8-a8tensor with M-Act, by
+ * hand; with 4 runs (2 degrees of freedom) its two-sided p is 1 - |r|. */
+static double infer_w8_r(void) {
+    double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+    for (int i = 0; i < 4; i++) mx += INF_MACT[i] / 4, my += INF_W8_PCT[i] / 4;
+    for (int i = 0; i < 4; i++) {
+        sxx += (INF_MACT[i] - mx) * (INF_MACT[i] - mx);
+        syy += (INF_W8_PCT[i] - my) * (INF_W8_PCT[i] - my);
+        sxy += (INF_MACT[i] - mx) * (INF_W8_PCT[i] - my);
+    }
+    return sxy / sqrt(sxx * syy);
+}
+
+/* The section "Quantization": float PPL, ΔPPL and ΔPPL% paired per run
+ * (a count where a scheme is missing for some runs), the paired test of
+ * ΔPPL% against the baseline row, M-Act, the correlation with M-Act; only
+ * the results at the training length on split val, at the last step, of
+ * finished runs; the hostile label quoted per format; no section for a
+ * sweep without results. */
+Test(report, quantization_table) {
+    Fx fx;
+    fixture_infer(&fx, 1);
+    char err[1024], *log, want[512];
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    cr_assert(!raw_control(md), "a control byte in report.md");
+    char *sec = md_section(md, "inf");
+    assert_has(sec, "### Quantization\n\n`gated eval --quant` results (metric `infer_ppl`, context "
+                    "`split=val,len=L,quant=SCHEME`) of each row's finished runs, on the validation windows at context "
+                    "length 128.");
+    /* schemes by name; w8-a8token (split test) and the non-word scheme are not columns */
+    assert_has(sec, "| variant | n | float PPL | ΔPPL w4g32 | ΔPPL% w4g32 | ΔPPL% w4g32 vs baseline | ΔPPL w8-a8tensor "
+                    "| ΔPPL% w8-a8tensor | ΔPPL% w8-a8tensor vs baseline | M-Act |\n"
+                    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    assert_lacks(sec, "w8-a8token");
+    assert_lacks(sec, "evil");
+    assert_has(sec, "\n| baseline | 2 | 4.100 ± 0.141 | 0.1550 ± 0.0778 | 3.75 ± 1.77 | (baseline) | 0.5150 ± 0.1626 "
+                    "| 12.50 ± 3.54 | (baseline) | 55.00 ± 7.07 |\n");
+    /* G1 - baseline of ΔPPL% under w8-a8tensor, paired by seed: -9, -12: mean -10.5, t = -7 with 1 df */
+    double p = 1 - 2 * atan(7) / M_PI;
+    snprintf(want, sizeof want,
+             "\n| %s | 2 | 4.000 ± 0.141 | 0.0000 (1) | 0.00 | – | 0.0810 ± 0.0594 | 2.00 ± 1.41 "
+             "| -10.50 (p %.3f, paired 2) | 7.50 ± 3.54 |\n",
+             INF_G1_MD, p);
+    assert_has(sec, want);
+    /* the correlation with M-Act over the four runs: r by hand, p = 1 - |r| (2 df), Spearman 1 (same order) */
+    double rr = infer_w8_r();
+    cr_assert_gt(rr, 0.9);
+    snprintf(want, sizeof want, "\n- `w8-a8tensor`: Pearson r = %+.3f (p %.3f), Spearman ρ = +1.000, n = 4\n", rr,
+             1 - rr);
+    assert_has(sec, want);
+    assert_has(sec, "\n- `w4g32`: Pearson r = ");
+    assert_has(sec, ", Spearman ρ = +1.000, n = 3\n");
+    free(sec);
+    sec = md_section(md, "plain");
+    assert_lacks(sec, "Quantization");
+    assert_lacks(sec, "Gate-sparse heads");
+    free(sec);
+    free(md);
+
+    cr_assert_eq(run_report(&fx, REPORT_TEX, "inf", "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *t = out_file(&fx, "inf.tex");
+    cr_assert(!raw_control(t), "a control byte in inf.tex");
+    assert_has(t, "% Quantization (gated eval --quant, infer_ppl on split val)");
+    assert_has(t, "\nvariant & n & float PPL & Delta PPL w4g32 & Delta PPL\\% w4g32 & Delta PPL\\% w4g32 vs baseline & ");
+    assert_has(t, "\nbaseline & 2 & 4.100 $\\pm$ 0.141 & 0.1550 $\\pm$ 0.0778 & 3.75 $\\pm$ 1.77 & (baseline) & ");
+    snprintf(want, sizeof want, "\n%s & 2 & 4.000 $\\pm$ 0.141 & 0.0000 (1) & 0.00 & -- & ", INF_G1_TEX);
+    assert_has(t, want);
+    snprintf(want, sizeof want, "%% Delta PPL %% against M-Act over the runs, w8-a8tensor: Pearson r = %+.3f", rr);
+    assert_has(t, want);
+    free(t);
+
+    cr_assert_eq(run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *c = out_file(&fx, "inf-quant.csv");
+    cr_assert(!raw_control(c), "a control byte in inf-quant.csv");
+    cr_assert_eq(lines_of(c), 5, "%s", c); /* the header, 2 rows x 2 schemes */
+    const char *bw = "inf,baseline,w8-a8tensor,";
+    cr_assert_float_eq(csv_num_of(c, bw, "len"), 128, 0);
+    cr_assert_float_eq(csv_num_of(c, bw, "n"), 2, 0);
+    cr_assert_float_eq(csv_num_of(c, bw, "float_ppl_mean"), 4.1, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "dppl_mean"), 0.515, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "dppl_pct_mean"), 12.5, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "dppl_pct_std"), sqrt(12.5), 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "m_act_mean"), 55, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "corr_pearson_r"), rr, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "corr_pearson_p"), 1 - rr, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, bw, "corr_spearman_rho"), 1, 1e-12);
+    cr_assert(isnan(csv_num_of(c, bw, "vs_baseline_p")));
+    const char *gw = "inf,G1 `x` *y* |z| $w$ & % # {b}_u\\x0a!touch PWNED,w8-a8tensor,";
+    assert_has(c, gw);
+    cr_assert_float_eq(csv_num_of(c, gw, "vs_baseline_dppl_pct"), -10.5, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, gw, "vs_baseline_pairs"), 2, 0);
+    cr_assert_float_eq(csv_num_of(c, gw, "vs_baseline_p"), p, 1e-9);
+    free(c);
+    char path[256];
+    snprintf(path, sizeof path, "%s/plain-quant.csv", fx.out);
+    cr_assert(!exists(path), "a quantization file for a sweep without results");
+    fx_rm(&fx);
+}
+
+/* The section "Gate-sparse heads": per gated row and tau the share
+ * dropped, FLOPs saved, PPL and ΔPPL of the gate rule and its matched
+ * controls; per row (the ungated baseline too) and fixed fraction F random
+ * and entropy; csv; ΔPPL missing without the float reference. */
+Test(report, gate_sparse_heads_table) {
+    Fx fx;
+    fixture_infer(&fx, 1);
+    char err[1024], *log, want[512];
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, "inf", NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    char *sec = md_section(md, "inf");
+    const char *tau = strstr(sec, "**Gate threshold τ, with matched controls:**\n\n");
+    const char *frac = strstr(sec, "**Fixed fractions F**");
+    cr_assert(tau && frac && tau < frac, "%s", sec);
+    assert_has(tau, "| variant | τ | n | dropped (%) | FLOPs saved wo (%) | FLOPs saved wo+attn (%) | PPL gate "
+                    "| PPL random | PPL entropy | ΔPPL gate | ΔPPL random | ΔPPL entropy |\n");
+    snprintf(want, sizeof want,
+             "\n| %s | 0.1 | 2 | 11.0 ± 1.4 | 1.10 ± 0.14 | 2.20 ± 0.28 | 4.100 ± 0.141 | 4.600 ± 0.141 "
+             "| 4.400 ± 0.141 | 0.100 ± 0.000 | 0.600 ± 0.000 | 0.400 ± 0.000 |\n| %s"
+             " | 0.3 | 2 | 55.0 ± 7.1 | 5.00 ± 0.00 | 10.00 ± 0.00 | 5.000 ± 0.141 | 7.000 ± 0.141 | 6.000 ± 0.141 "
+             "| 1.000 ± 0.000 | 3.000 ± 0.000 | 2.000 ± 0.000 |\n\n",
+             INF_G1_MD, INF_G1_MD);
+    assert_has(tau, want);
+    cr_assert(strstr(tau, "| baseline |") > frac, "an ungated row in the gate table");
+    assert_has(frac, "| variant | F | n | dropped (%) | FLOPs saved wo (%) | FLOPs saved wo+attn (%) | PPL random "
+                     "| PPL entropy | ΔPPL random | ΔPPL entropy |\n");
+    assert_has(frac, "\n| baseline | 0.25 | 2 | 25.0 ± 0.0 | 2.00 ± 0.00 | 4.00 ± 0.00 | 8.100 ± 0.141 | 12.100 ± 0.141 "
+                     "| 4.000 ± 0.000 | 8.000 ± 0.000 |\n");
+    snprintf(want, sizeof want,
+             "\n| %s | 0.25 | 2 | 25.0 ± 0.0 | 2.00 ± 0.00 | 4.00 ± 0.00 | 6.000 ± 0.141 "
+             "| 10.000 ± 0.141 | 2.000 ± 0.000 | 6.000 ± 0.000 |\n",
+             INF_G1_MD);
+    assert_has(frac, want);
+    assert_lacks(sec, "frac=0.5"); /* drop=gate with frac=: not a context the report reads */
+    assert_lacks(sec, "the runs have no float reference");
+    free(sec);
+    free(md);
+
+    cr_assert_eq(run_report(&fx, REPORT_CSV, "inf", "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *c = out_file(&fx, "inf-drop.csv");
+    cr_assert(!raw_control(c), "a control byte in inf-drop.csv");
+    cr_assert_eq(lines_of(c), 1 + 2 + 6 + 2, "%s", c); /* the header; baseline F; G1 tau x rule, F */
+    const char *g = "inf,G1 `x` *y* |z| $w$ & % # {b}_u\\x0a!touch PWNED,entropy,tau,0.1,";
+    cr_assert_float_eq(csv_num_of(c, g, "n"), 2, 0);
+    cr_assert_float_eq(csv_num_of(c, g, "drop_mean"), 0.11, 1e-12);
+    cr_assert_float_eq(csv_num_of(c, g, "flops_attn_mean"), 0.015, 1e-12);
+    cr_assert_float_eq(csv_num_of(c, g, "ppl_mean"), 4.4, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, g, "dppl_mean"), 0.4, 1e-9);
+    cr_assert_float_eq(csv_num_of(c, "inf,baseline,random,frac,0.25,", "dppl_mean"), 4, 1e-9);
+    free(c);
+
+    /* without the float reference (evaluated with --drop alone): PPL only */
+    fx_sql(&fx, "DELETE FROM metrics WHERE context LIKE '%quant=%'");
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, "inf", NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    free(log);
+    md = out_file(&fx, "report.md");
+    sec = md_section(md, "inf");
+    assert_lacks(sec, "### Quantization");
+    assert_has(sec, "`–` in ΔPPL: the runs have no float reference (evaluated without `--quant`).");
+    assert_has(sec, "\n| baseline | 0.25 | 2 | 25.0 ± 0.0 | 2.00 ± 0.00 | 4.00 ± 0.00 | 8.100 ± 0.141 | 12.100 ± 0.141 "
+                    "| – | – |\n");
+    free(sec);
+    free(md);
+    fx_rm(&fx);
+}
+
+/* The plots of the two sections: ΔPPL% per scheme and row, ΔPPL% against
+ * M-Act per scheme (a point per run), PPL against the share dropped (a
+ * curve per row and rule, from the float model at 0); the hostile label
+ * quoted, no shell line in any script. */
+Test(report, inference_plots) {
+    Fx fx;
+    fixture_infer(&fx, 1);
+    char err[1024], *log;
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", &log, err, sizeof err), 0, "%s\n%s", err,
+                 log);
+    free(log);
+    char *d = out_file(&fx, "plots/inf-quant.dat");
+    assert_has(d, "# baseline: scheme index (offset), mean dPPL %, std, runs, scheme index\n"
+                  "-0.15 3.75 1.767766953 2 0\n0.85 12.5 3.535533906 2 1\n\n\n");
+    assert_has(d, "# G1 `x` *y* |z| $w$ & % # {b}_u\\x0a!touch PWNED: scheme index (offset), mean dPPL %, std, runs, "
+                  "scheme index\n0.15 0 0 1 0\n1.15 2 1.414213562 2 1\n");
+    free(d);
+    d = out_file(&fx, "plots/inf-quant.gp");
+    assert_has(d, "set xtics ('w4g32' 0, 'w8-a8tensor' 1)\n");
+    assert_has(d, " index 1 using 1:2:3 with yerrorbars ps 1.5 lw 2 lc rgb '#d55e00' dt 1 pt 2 title " INF_G1_GP);
+    free(d);
+    /* one point per finished run: M-Act, ΔPPL%, seed */
+    d = out_file(&fx, "plots/inf-quant-mact-1-w8-a8tensor.dat");
+    assert_has(d, "# baseline: M-Act, dPPL %, seed\n50 10 1\n60 15 2\n\n\n");
+    assert_has(d, "!touch PWNED: M-Act, dPPL %, seed\n5 1 1\n10 3 2\n");
+    assert_lacks(d, "1000 "); /* the diverged run */
+    free(d);
+    d = out_file(&fx, "plots/inf-quant-mact-1-w8-a8tensor.gp");
+    char want[256];
+    snprintf(want, sizeof want, "set title 'inf: w8-a8tensor (Pearson r = %+.3f, Spearman rho = +1.000, n = 4)'\n",
+             infer_w8_r());
+    assert_has(d, want);
+    assert_has(d, "set logscale x\n"); /* M-Act spans a decade */
+    free(d);
+    /* the curves: from the float model at 0, x the mean share dropped in % */
+    d = out_file(&fx, "plots/inf-drop.dat");
+    assert_has(d, "# baseline, random (fixed F): pairs dropped (%, mean), mean PPL, std, runs, F\n"
+                  "0 4.1 0.1414213562 2 float\n25 8.1 0.1414213562 2 0.25\n\n\n");
+    assert_has(d, "!touch PWNED, gate: pairs dropped (%, mean), mean PPL, std, runs, tau\n"
+                  "0 4 0.1414213562 2 float\n11 4.1 0.1414213562 2 0.1\n55 5 0.1414213562 2 0.3\n\n\n");
+    assert_lacks(d, "baseline, gate");
+    free(d);
+    d = out_file(&fx, "plots/inf-drop.gp");
+    /* baseline: 2 curves (F), G1: 5; colour by row, dash type by rule */
+    assert_has(d, " index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 4 pt 4 title 'baseline: random (fixed F)'");
+    assert_has(d, " index 2 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 1 title 'G1 `x` *y* |z| $w$ & % # "
+                  "{b}_u\\x0a!touch PWNED: gate'");
+    assert_has(d, " index 6 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 5 pt 5 title ");
+    free(d);
+    assert_plot_scripts_clean(fx.out, "inf-*.gp", 40);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "**PPL increase under simulated quantization (ΔPPL in % of each run's float PPL, per scheme and row;");
+    assert_has(md, "**ΔPPL under `w8-a8tensor` (% of the float PPL) against M-Act, one point per run, one colour per "
+                   "row (log x)**: not drawn; data `plots/inf-quant-mact-1-w8-a8tensor.dat`");
+    assert_has(md, "**Validation PPL against the share of (token, head) pairs dropped (log y;");
+    free(md);
+    char p[256];
+    snprintf(p, sizeof p, "%s/plots/plain-quant.gp", fx.out);
+    cr_assert(!exists(p), "a quantization plot for a sweep without results");
+    if (have_gnuplot()) {
+        cr_assert_eq(run_report(&fx, REPORT_MD, "inf", NULL, &log, err, sizeof err), 0, "%s\n%s", err, log);
+        free(log);
+        static const char *const imgs[] = {"inf-quant", "inf-quant-mact-0-w4g32", "inf-quant-mact-1-w8-a8tensor",
+                                           "inf-drop"};
+        for (size_t i = 0; i < 4; i++)
             for (int e = 0; e < 2; e++) {
                 snprintf(p, sizeof p, "%s/plots/%s.%s", fx.out, imgs[i], e ? "svg" : "png");
                 cr_assert(exists(p), "%s missing", p);

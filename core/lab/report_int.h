@@ -17,6 +17,10 @@
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
  *                     are report_plot.c's
+ *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
+ *                     loading, per-row statistics, the sections
+ *                     "Quantization" and "Gate-sparse heads" (md, tex,
+ *                     csv); their plots are report_plot.c's
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
@@ -65,6 +69,45 @@ enum {
     BB_NV
 };
 
+/* One `gated eval --quant / --drop` result of a finished run (report_infer.c):
+ * the infer_* metrics of one context on split val, at the run's length. */
+enum { INF_QUANT, INF_TAU, INF_FRAC }; /* quant=SCHEME; drop=RULE,tau=T; drop=RULE,frac=F */
+enum {
+    INF_LOSS,       /* infer_loss */
+    INF_PPL,        /* infer_ppl */
+    INF_WINDOWS,    /* infer_windows */
+    INF_DROP,       /* infer_drop: the fraction of (token, head) pairs dropped */
+    INF_FLOPS_WO,   /* infer_flops_wo: FLOPs saved in wo, a fraction of the forward's */
+    INF_FLOPS_ATTN, /* infer_flops_attn: FLOPs saved in wo, q.k and p.v */
+    INF_DPPL,       /* derived: infer_ppl minus the run's quant=float infer_ppl */
+    INF_DPCT,       /* derived: the same in % of the float PPL */
+    INF_NX
+};
+enum { INF_NAME = 24 };
+typedef struct {
+    int run, var;          /* indices into RSweep.runs and RSweep.vars */
+    int kind;              /* INF_QUANT, INF_TAU, INF_FRAC */
+    char name[INF_NAME];   /* the scheme (INF_QUANT: [A-Za-z0-9._-] only) or the rule: gate, random, entropy */
+    double v;              /* tau or F (INF_TAU, INF_FRAC); NAN for INF_QUANT */
+    long long len;         /* context length */
+    double x[INF_NX];      /* INF_*; NAN where absent */
+} InferPt;
+
+/* A correlation over a sweep's runs (report_infer.c): Pearson's r with its
+ * two-sided p (t-test, n - 2 degrees of freedom) and Spearman's rho; NAN
+ * where undefined (n < 3 for r and p, a constant sample). */
+typedef struct {
+    int n;
+    double r, p, rho;
+} RepCorr;
+
+/* A quantization scheme of a sweep (not float), and the correlation over
+ * the sweep's runs of a run's ΔPPL% under it with its M-Act. */
+typedef struct {
+    char name[INF_NAME];
+    RepCorr corr;
+} InferScheme;
+
 /* One run of a sweep (a sweep_runs line, LEFT JOINed to runs). */
 typedef struct {
     char *run_id, *label, *status;
@@ -91,6 +134,10 @@ typedef struct {
     int has_bb;             /* the run has bb_* probes */
     int bb_l, bb_h;         /* the BB head: the query head with the largest bb_bos_attn_other; -1: none */
     double bbv[BB_NV];      /* BB_* values at the last step; NAN where absent */
+    /* `gated eval --quant / --drop` results (report_infer.c), finished runs only */
+    long long inf_len;      /* the length its results are taken at (model.seq_len if evaluated there,
+                               else the smallest); -1: none */
+    double inf_float;       /* infer_ppl at quant=float at that length; NAN if absent */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
@@ -186,6 +233,16 @@ typedef struct {
     EvalSeries *eser; /* in table order */
     int neser, eser_cap;
     double train_len; /* model.seq_len shared by the runs in ev; NAN if they differ */
+    /* `gated eval --quant / --drop` results of finished runs (report_infer.c) */
+    InferPt *inf;
+    int ninf, inf_cap;
+    InferScheme *qs;  /* the schemes but float, by name */
+    int nqs;
+    double *taus, *fracs; /* the distinct tau of drop=gate and F of drop=...,frac=, ascending */
+    int ntau, nfrac;
+    long long inf_len; /* the length of every run's results; -1 when they differ or there are none */
+    int has_quant;    /* a scheme other than float: the section "Quantization" */
+    int has_drop;     /* drop results: the section "Gate-sparse heads" */
 } RSweep;
 
 /* A budget series (report_budget.c): sweeps with the same rows at
@@ -360,6 +417,31 @@ int rep_bb_section(R *r, FILE *f, const RSweep *s, int md);
 int rep_bb_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
+/* report_infer.c                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Run `run` (finished; its row var) of s: its infer_* metrics on split val
+ * at its length (RRun.inf_len, inf_float) into RSweep.inf. */
+int rep_infer_load_run(R *r, RSweep *s, int var, int run);
+/* After every run is loaded: the derived ΔPPL values, the schemes, taus
+ * and fractions, the correlations, has_quant / has_drop. */
+int rep_infer_finish(R *r, RSweep *s);
+/* Value x (INF_*) of run `run` at (kind, name, v); NAN when absent (v is
+ * ignored for INF_QUANT). */
+double rep_infer_value(const RSweep *s, int run, int kind, const char *name, double v, int x);
+/* Value x over row k's runs that have it at (kind, name, v): its mean and
+ * sample std (buf: cap >= the row's runs); returns how many. */
+int rep_infer_stats(const RSweep *s, int k, int kind, const char *name, double v, int x, double *buf, double *m,
+                    double *sd);
+/* The sections "Quantization" and "Gate-sparse heads" in markdown (md) or TeX. */
+int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md);
+int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md);
+/* DIR/SWEEP-quant.csv (a line per row and scheme) and DIR/SWEEP-drop.csv
+ * (a line per row, rule and tau or F). */
+int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
+int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s);
+
+/* ------------------------------------------------------------------ */
 /* report_plot.c                                                       */
 /* ------------------------------------------------------------------ */
 
@@ -407,11 +489,12 @@ int rep_write_tex(R *r, const RSweep *s, const char *path);
 /* ------------------------------------------------------------------ */
 
 /* The sections sweep s has data for (sink formation, per-head F-Attn,
- * Bigram-Backcopy probes, perplexity against context length) after its
+ * Bigram-Backcopy probes, perplexity against context length,
+ * quantization, gate-sparse heads) after its
  * main table, in markdown (md: report.md) or TeX (SWEEP.tex). */
 int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
 /* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-bb.csv,
- * SWEEP-ppl.csv. */
+ * SWEEP-ppl.csv, SWEEP-quant.csv, SWEEP-drop.csv. */
 int rep_write_csv_sections(R *r, const RSweep *s);
 
 /* How a text table is written: markdown (md) or TeX. */

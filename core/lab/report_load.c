@@ -51,6 +51,8 @@
  *     means and the most common place of the largest head;
  *   Bigram-Backcopy probes (bb_* metrics, last step): read and summarised
  *     per row by report_bb.c;
+ *   `gated eval --quant / --drop` results (infer_* metrics): read and
+ *     summarised by report_infer.c;
  *   `gated eval` results (metric eval_ppl, context
  *     split=S,len=L,scaling=K,factor=F): a series is a scaling K with its
  *     automatic factor (F = max(1, L / model.seq_len), or the only F used
@@ -625,10 +627,11 @@ int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double 
     return n;
 }
 
-/* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results; var: its
- * row. */
+/* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results (context
+ * length, quantization, dropped heads); var: its row. */
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
-    if (rep_bb_load_run(r, u) || load_run_sink(r, u)) return -1;
+    if (rep_bb_load_run(r, u) || load_run_sink(r, u) || rep_infer_load_run(r, s, var, (int)(u - s->runs)))
+        return -1;
     s->has_sink |= u->has_sink;
     s->has_bb |= u->has_bb;
     s->sink_bb |= u->has_sink && u->has_bb;
@@ -686,6 +689,8 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->sink_share = u->f_attn_rel = u->head_max = NAN;
     u->bb_l = u->bb_h = -1;
     for (int i = 0; i < BB_NV; i++) u->bbv[i] = NAN;
+    u->inf_len = -1;
+    u->inf_float = NAN;
     return 0;
 }
 
@@ -823,7 +828,7 @@ static int sweep_stats(R *r, RSweep *s) {
     size_t cap = (size_t)s->nruns + 1;
     double *a = malloc(sizeof(double) * cap), *b = malloc(sizeof(double) * cap);
     int rc = !a || !b ? rep_oom(r) : 0;
-    if (rc == 0 && (row_means(r, s, a) || sweep_seeds(r, s) || eval_series(r, s))) rc = -1;
+    if (rc == 0 && (row_means(r, s, a) || sweep_seeds(r, s) || eval_series(r, s) || rep_infer_finish(r, s))) rc = -1;
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         row_test(s, k, a, b);
         s->n_tests += s->vars[k].have_test;
@@ -867,6 +872,10 @@ void rep_free_sweep(RSweep *s) {
     free(s->seeds);
     free(s->ev);
     free(s->eser);
+    free(s->inf);
+    free(s->qs);
+    free(s->taus);
+    free(s->fracs);
     free(s->raw);
     free(s->name);
     free(s->fname);

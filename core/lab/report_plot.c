@@ -37,6 +37,17 @@
  *   -ppl-vs-length  sweeps with `gated eval` results: eval_ppl on split=val
  *                 against the context length (log2 x, log y), mean ± std,
  *                 one colour per row and one dash type per scaling series
+ *   -quant        sweeps with `gated eval --quant` results (report_infer.c):
+ *                 ΔPPL in % of the float PPL per scheme (x) and row, mean
+ *                 ± std over the row's runs, the rows offset along x
+ *   -quant-mact-K-SCHEME  per scheme K: each run's ΔPPL% against its
+ *                 M-Act, one point per run, colour by row (log x past a
+ *                 decade)
+ *   -drop         sweeps with `gated eval --drop` results: PPL (log y)
+ *                 against the share of (token, head) pairs dropped, per row
+ *                 (colour) a curve per rule (dash type): the gate at each
+ *                 tau, its matched random and entropy controls, random and
+ *                 entropy at fixed fractions; from the float model at 0
  * and per budget series (report_budget.c), DIR/plots/budget-SWEEP.*, SWEEP
  * its smallest budget's sweep:
  *   budget-       the paired Δ final val loss of each row against the
@@ -1011,6 +1022,244 @@ static int plot_ppl(R *r, RSweep *s) {
     return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* quantization and dropped heads (report_infer.c)                     */
+/* ------------------------------------------------------------------ */
+
+/* ΔPPL% per quantization scheme (x: the schemes, by name) and row (one
+ * colour and point type per row, offset a little along x), mean ± std
+ * over the row's runs; a dashed zero line. */
+static int plot_quant(R *r, RSweep *s) {
+    double *buf = malloc(sizeof *buf * ((size_t)s->nruns + 1));
+    char *base = rep_fmt(r, "%s-quant", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = 0, blocks = 0, nrows = 0;
+    if (!buf)
+        rc = rep_oom(r);
+    else if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+        rc = -1;
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        double m, sd;
+        nrows += rep_infer_stats(s, k, INF_QUANT, "float", NAN, INF_PPL, buf, &m, &sd) > 0;
+    }
+    if (rc == 0) {
+        gp_head(r, gp, base, "PPL increase under each quantization scheme, % of the float PPL, mean +- std over seeds");
+        fprintf(gp, "set title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset xlabel 'quantization scheme'\n"
+                    "set ylabel 'PPL - float PPL (%% of float PPL), mean +- std over seeds'\n"
+                    "set xrange [-0.5:%g]\nset offsets 0, 0, graph 0.05, graph 0.05\n"
+                    "set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2\nset xtics (",
+                s->nqs - 0.5);
+        for (int q = 0; q < s->nqs; q++) {
+            fprintf(gp, "%s", q ? ", " : "");
+            gp_str(gp, s->qs[q].name);
+            fprintf(gp, " %d", q);
+        }
+        fprintf(gp, ")\nplot");
+    }
+    for (int k = 0, row = 0; rc == 0 && k < s->nvars; k++) {
+        int lines = 0;
+        double shift = nrows > 1 ? 0.3 * ((double)row / (nrows - 1) - 0.5) : 0;
+        for (int q = 0; q < s->nqs; q++) {
+            double m, sd;
+            int n = rep_infer_stats(s, k, INF_QUANT, s->qs[q].name, NAN, INF_DPCT, buf, &m, &sd);
+            if (!n) continue;
+            if (!lines++)
+                fprintf(dat, "# %s: scheme index (offset), mean dPPL %%, std, runs, scheme index\n", s->vars[k].label);
+            fprintf(dat, "%.10g %.10g %.10g %d %d\n", q + shift, m, isnan(sd) ? 0 : sd, n, q);
+        }
+        if (!lines) continue;
+        row++;
+        fprintf(dat, "\n\n");
+        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorbars ps 1.5 lw 2", blocks ? ", \\\n    " : "", base,
+                blocks);
+        gp_series_look(gp, blocks);
+        fprintf(gp, " title ");
+        gp_str(gp, s->vars[k].label);
+        blocks++;
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
+                   "PPL increase under simulated quantization (ΔPPL in %% of each run's float PPL, per scheme and row; "
+                   "error bars: std over seeds; the rows are offset slightly along x; dashed: no change)");
+    free(base);
+    free(buf);
+    return rc;
+}
+
+/* Scheme q: each run's ΔPPL% against its M-Act (one point per run, colour
+ * and point type by row); log x when M-Act spans a decade or more. */
+static int plot_quant_mact(R *r, RSweep *s, int q) {
+    const InferScheme *qs = &s->qs[q];
+    char *nm = rep_safe_name(r, qs->name);
+    char *base = nm ? rep_fmt(r, "%s-quant-mact-%d-%s", s->fname, q, nm) : NULL;
+    free(nm);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = !base || plot_open(r, base, &dat, &gp, &datp, &gpp) ? -1 : 0, blocks = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < s->nruns; i++) {
+        double d = rep_infer_value(s, i, INF_QUANT, qs->name, NAN, INF_DPCT), m = s->runs[i].m_act;
+        if (isfinite(d) && isfinite(m)) lo = fmin(lo, m), hi = fmax(hi, m);
+    }
+    int logx = lo > 0 && hi >= 10 * lo;
+    if (rc == 0) {
+        gp_head(r, gp, base, "each run's PPL increase under a quantization scheme against its M-Act");
+        fprintf(gp, "set title ");
+        const RepCorr *c = &qs->corr;
+        char *t = isnan(c->r) ? rep_fmt(r, "%s: %s (n = %d)", s->name, qs->name, c->n)
+                              : rep_fmt(r, "%s: %s (Pearson r = %+.3f, Spearman rho = %+.3f, n = %d)", s->name,
+                                        qs->name, c->r, c->rho, c->n);
+        if (!t) rc = -1;
+        if (t) gp_str(gp, t);
+        free(t);
+        fprintf(gp, "\nset xlabel 'M-Act (max |h| of a layer output, last evaluation%s)'\n"
+                    "set ylabel ",
+                logx ? "; log scale" : "");
+        t = rep_fmt(r, "PPL - float PPL under %s (%% of float PPL)", qs->name);
+        if (!t) rc = -1;
+        if (t) gp_str(gp, t);
+        free(t);
+        fprintf(gp, "\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"
+                    "set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2\n");
+        if (logx) {
+            fprintf(gp, "set logscale x\n");
+            gp_log_tics(gp, "x", lo, hi);
+        }
+        fprintf(gp, "plot");
+    }
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        const RVar *v = &s->vars[k];
+        int lines = 0;
+        for (int i = 0; i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            double d = rep_infer_value(s, v->runs[i], INF_QUANT, qs->name, NAN, INF_DPCT);
+            if (!isfinite(d) || !isfinite(u->m_act)) continue;
+            if (!lines++) fprintf(dat, "# %s: M-Act, dPPL %%, seed\n", v->label);
+            fprintf(dat, "%.10g %.10g %lld\n", u->m_act, d, u->seed);
+        }
+        if (!lines) continue;
+        fprintf(dat, "\n\n");
+        fprintf(gp, "%s '%s.dat' index %d using 1:2 with points ps 1.5 lw 2", blocks ? ", \\\n    " : "", base,
+                blocks);
+        gp_series_look(gp, k);
+        fprintf(gp, " title ");
+        gp_str(gp, v->label);
+        blocks++;
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    char *code = rc == 0 ? rep_md_code_str(r, qs->name) : NULL;
+    if (!code) rc = -1;
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
+                   "ΔPPL under %s (%% of the float PPL) against M-Act, one point per run, one colour per row%s",
+                   code ? code : "", logx ? " (log x)" : "");
+    free(code);
+    free(base);
+    return rc;
+}
+
+/* The curves of the drop plot: a rule at tau (matched to the gate) or at
+ * a fixed fraction. */
+static const struct {
+    int kind;
+    const char *rule, *name;
+} DROP_CURVES[] = {
+    {INF_TAU, "gate", "gate"},
+    {INF_TAU, "random", "random (matched)"},
+    {INF_TAU, "entropy", "entropy (matched)"},
+    {INF_FRAC, "random", "random (fixed F)"},
+    {INF_FRAC, "entropy", "entropy (fixed F)"},
+};
+#define NDROP_CURVES ((int)(sizeof DROP_CURVES / sizeof DROP_CURVES[0]))
+
+/* PPL against the share of (token, head) pairs dropped: per row a curve
+ * per rule (DROP_CURVES: colour by row, dash and point type by rule),
+ * each point the mean over the row's runs at one tau or F (x: the mean
+ * share dropped, error bars the std of PPL), from the float model at 0
+ * when the row has the reference; log y. */
+static int plot_drop(R *r, RSweep *s) {
+    double *buf = malloc(sizeof *buf * ((size_t)s->nruns + 1));
+    char *base = rep_fmt(r, "%s-drop", s->fname);
+    FILE *dat = NULL, *gp = NULL;
+    char *datp = NULL, *gpp = NULL;
+    int rc = 0, blocks = 0;
+    if (!buf)
+        rc = rep_oom(r);
+    else if (!base || plot_open(r, base, &dat, &gp, &datp, &gpp))
+        rc = -1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; rc == 0 && i < s->ninf; i++)
+        if (s->inf[i].kind != INF_QUANT || strcmp(s->inf[i].name, "float") == 0) {
+            lo = fmin(lo, s->inf[i].x[INF_PPL]);
+            hi = fmax(hi, s->inf[i].x[INF_PPL]);
+        }
+    if (rc == 0) {
+        gp_head(r, gp, base, "validation PPL against the share of (token, head) pairs dropped, mean +- std over seeds");
+        fprintf(gp, "set key below\nset title ");
+        gp_str(gp, s->name);
+        fprintf(gp, "\nset logscale y\nset format y '%%g'\nset autoscale yfix\n"
+                    "set offsets 0, 0, graph 0.05, graph 0.05\nset xrange [-2:*]\n"
+                    "set xlabel '(token, head) pairs dropped (%%)'\n"
+                    "set ylabel 'validation PPL (log scale), mean +- std over seeds'\n");
+        gp_log_tics(gp, "y", lo, hi);
+        fprintf(gp, "plot");
+    }
+    for (int k = 0; rc == 0 && k < s->nvars; k++) {
+        double fm, fsd;
+        int nf = rep_infer_stats(s, k, INF_QUANT, "float", NAN, INF_PPL, buf, &fm, &fsd);
+        for (int c = 0; rc == 0 && c < NDROP_CURVES; c++) {
+            int kind = DROP_CURVES[c].kind, nv = kind == INF_TAU ? s->ntau : s->nfrac, lines = 0;
+            for (int j = 0; j < nv; j++) {
+                double v = kind == INF_TAU ? s->taus[j] : s->fracs[j], m, sd, dm, dsd;
+                int n = rep_infer_stats(s, k, kind, DROP_CURVES[c].rule, v, INF_PPL, buf, &m, &sd);
+                int nd = rep_infer_stats(s, k, kind, DROP_CURVES[c].rule, v, INF_DROP, buf, &dm, &dsd);
+                if (!n || !nd) continue;
+                if (!lines++) {
+                    fprintf(dat, "# %s, %s: pairs dropped (%%, mean), mean PPL, std, runs, %s\n", s->vars[k].label,
+                            DROP_CURVES[c].name, kind == INF_TAU ? "tau" : "F");
+                    if (nf) fprintf(dat, "0 %.10g %.10g %d float\n", fm, isnan(fsd) ? 0 : fsd, nf);
+                }
+                fprintf(dat, "%.10g %.10g %.10g %d %.10g\n", 100 * dm, m, isnan(sd) ? 0 : sd, n, v);
+            }
+            if (!lines) continue;
+            fprintf(dat, "\n\n");
+            char *t = rep_fmt(r, "%s: %s", s->vars[k].label, DROP_CURVES[c].name);
+            if (!t) {
+                rc = -1;
+                break;
+            }
+            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+            gp_look(gp, k, c, c); /* colour by row; dash and point type by rule */
+            fprintf(gp, " title ");
+            gp_str(gp, t);
+            free(t);
+            blocks++;
+        }
+    }
+    if (rc == 0) {
+        if (!blocks) fprintf(gp, " NaN notitle");
+        fprintf(gp, "\n");
+        gp_tail(r, gp, base);
+    }
+    rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
+                   "Validation PPL against the share of (token, head) pairs dropped (log y; one colour per row; gate "
+                   "threshold solid, its matched random and entropy controls dashed and dotted, fixed-fraction random "
+                   "and entropy dash-dotted; curves start at the float model; error bars: std over seeds)");
+    free(base);
+    free(buf);
+    return rc;
+}
+
 /* Budget series b: Δ final val loss of each contrast against tokens per
  * run (log x), error bars its 95% CI (a budget with one seed pair: the
  * point alone), a dashed line at 0; the contrasts are offset by a few per
@@ -1337,5 +1586,9 @@ int rep_make_plots(R *r, RSweep *s) {
     if (s->has_sink && plot_heads(r, s)) return -1;
     if (s->has_bb && plot_bb(r, s)) return -1;
     if (s->nev && plot_ppl(r, s)) return -1;
+    if (s->has_quant && plot_quant(r, s)) return -1;
+    for (int q = 0; s->has_quant && q < s->nqs; q++)
+        if (plot_quant_mact(r, s, q)) return -1;
+    if (s->has_drop && plot_drop(r, s)) return -1;
     return 0;
 }

@@ -19,12 +19,16 @@
  *     (paper.h; markdown only).
  *   Bigram-Backcopy probes (bb_* metrics): report_bb.c's section, between
  *     the sink sections and the context-length ones.
+ *   `gated eval --quant / --drop` results (infer_* metrics): report_infer.c's
+ *     sections "Quantization" and "Gate-sparse heads", after the
+ *     context-length ones.
  * In md and tex a section is a Tab (report_int.h; report_budget.c's tables
  * are Tabs too), written by rep_tab_write in the style of the format
  * (RepStyle); in csv format the sections are files of their own:
  * SWEEP-sink.csv (one line per finished run with sink probes),
  * SWEEP-fattn-heads.csv (row, layer, head), SWEEP-bb.csv (row) and
- * SWEEP-ppl.csv (row, split, series, length).  In tex they follow the main tabular in SWEEP.tex.
+ * SWEEP-ppl.csv (row, split, series, length), SWEEP-quant.csv (row,
+ * scheme) and SWEEP-drop.csv (row, rule, tau or F).  In tex they follow the main tabular in SWEEP.tex.
  */
 #include "lab/report_int.h"
 
@@ -313,6 +317,8 @@ int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
     if (s->has_sink && (sink_section(r, f, s, y) || heads_section(r, f, s, y))) return -1;
     if (s->has_bb && rep_bb_section(r, f, s, md)) return -1;
     if (s->nev && ppl_section(r, f, s, y)) return -1;
+    if (s->has_quant && rep_infer_quant_section(r, f, s, md)) return -1;
+    if (s->has_drop && rep_infer_drop_section(r, f, s, md)) return -1;
     return 0;
 }
 
@@ -431,5 +437,7 @@ int rep_write_csv_sections(R *r, const RSweep *s) {
     if (s->has_sink && (csv_file(r, s, "sink", csv_sink) || csv_file(r, s, "fattn-heads", csv_heads))) return -1;
     if (s->has_bb && csv_file(r, s, "bb", rep_bb_csv)) return -1;
     if (s->nev && csv_file(r, s, "ppl", csv_ppl)) return -1;
+    if (s->has_quant && csv_file(r, s, "quant", rep_infer_quant_csv)) return -1;
+    if (s->has_drop && csv_file(r, s, "drop", rep_infer_drop_csv)) return -1;
     return 0;
 }

@@ -227,10 +227,11 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
     }
     if (o->nquant && !(w0 = malloc(sizeof(real) * m->p.total))) rc = -1;
     if (w0) memcpy(w0, m->p.w, sizeof(real) * m->p.total);
-    /* the float reference first, then each scheme from the float weights */
-    for (int q = -1; o->nquant && q < o->nquant && rc == 0; q++) {
+    /* the float reference first (also for drop rules alone), then each
+     * scheme from the float weights */
+    for (int q = -1; q < o->nquant && rc == 0; q++) {
         const QuantSpec fl = {0}, *qs = q < 0 ? &fl : &o->quant[q];
-        memcpy(m->p.w, w0, sizeof(real) * m->p.total);
+        if (w0) memcpy(m->p.w, w0, sizeof(real) * m->p.total);
         if (infer_quant_weights(m, qs)) fprintf(stderr, "gated eval: %s: a weight block is not finite; left unquantized\n", id);
         infer_reset(&h, m->L, SEL_NONE);
         h.abits = qs->abits, h.agran = qs->agran;

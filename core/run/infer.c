@@ -172,7 +172,8 @@ static int drop_pairs(InferHook *h, const Model *m, int l, real *x, int n) {
     } else {
         Rng r = rng_stream(h->window * 4096u + (uint64_t)l, INFER_RANDOM_STREAM);
         for (int p = 0; p < np; p++)
-            h->key[p] = h->sel == SEL_RANDOM ? rng_uniform(&r) : infer_attn_entropy(m, l, p / H / T, p % H, p / H % T);
+            /* entropy: the most diffuse pairs first (key -H) */
+            h->key[p] = h->sel == SEL_RANDOM ? rng_uniform(&r) : -infer_attn_entropy(m, l, p / H / T, p % H, p / H % T);
         for (int p = 0; p < np; p++) h->order[p] = p;
         sort_keys = h->key;
         qsort(h->order, (size_t)np, sizeof *h->order, by_key);

@@ -29,8 +29,13 @@
  *                 by its two matched controls, which drop in every layer the
  *                 fraction of pairs the gate dropped in that layer:
  *                 "random" (uniform, seeded, exactly that count per window)
- *                 and "entropy" (the pairs of lowest attention entropy
- *                 H = lse - sum_j p_j s_j: a head parked on one key).
+ *                 and "entropy" (the pairs of highest attention entropy
+ *                 H = lse - sum_j p_j s_j: heads that average over many
+ *                 keys; the lowest-entropy pairs, focused heads such as
+ *                 previous-token heads, are the worst to drop: at 4.1M
+ *                 tokens dropping half by lowest entropy cost more than
+ *                 at random, by highest far less, so the competent
+ *                 direction is the control).
  *   frac:F        random and entropy at fraction F in every layer (any run,
  *                 the ungated baseline's pruning curve).
  * FLOPs a dropped pair at position i saves: 2 dh C of wo (infer_flops_wo)
