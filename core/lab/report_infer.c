@@ -540,21 +540,30 @@ static char *head_cell(R *r, const RepStyle *y, const char *h) {
     return d;
 }
 
-/* The gate-rule table: a line per row with drop=gate results and tau. */
-static int tau_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *buf) {
-    static const char *const head[] = {"variant",     "τ",           "n",           "dropped (%)",
-                                       "FLOPs saved wo (%)",         "FLOPs saved wo+attn (%)",
-                                       "PPL gate",    "PPL random",  "PPL entropy", "ΔPPL gate",
-                                       "ΔPPL random", "ΔPPL entropy"};
-    enum { NC = (int)(sizeof head / sizeof head[0]) };
-    int rc = rep_tab_init(r, t, NC);
-    for (int j = 0; rc == 0 && j < NC; j++)
-        rc = rep_tab_put(t, 0, j, head_cell(r, y, head[j]));
+/* A drop table: kind INF_TAU (a line per gated row and tau: the gate rule
+ * and its matched controls) or INF_FRAC (a line per row and F: random and
+ * entropy).  The dropped and FLOPs columns are the first rule's (gate, or
+ * random: entropy saves other attention FLOPs). */
+static int drop_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *buf, int kind) {
+    int tau = kind == INF_TAU, q0 = tau ? 0 : 1, nr = 3 - q0, nc = 6 + 2 * nr;
+    const double *vals = tau ? s->taus : s->fracs;
+    int nv = tau ? s->ntau : s->nfrac;
+    const char *const fixed[] = {"variant", tau ? "τ" : "F", "n", "dropped (%)", "FLOPs saved wo (%)",
+                                 "FLOPs saved wo+attn (%)"};
+    int rc = rep_tab_init(r, t, nc);
+    for (int j = 0; rc == 0 && j < 6; j++) rc = rep_tab_put(t, 0, j, head_cell(r, y, fixed[j]));
+    for (int q = 0; rc == 0 && q < nr; q++) {
+        char h[32];
+        snprintf(h, sizeof h, "PPL %s", RULES[q0 + q]);
+        rc = rep_tab_put(t, 0, 6 + q, head_cell(r, y, h));
+        snprintf(h, sizeof h, "ΔPPL %s", RULES[q0 + q]);
+        rc = rc || rep_tab_put(t, 0, 6 + nr + q, head_cell(r, y, h));
+    }
     for (int k = 0; rc == 0 && k < s->nvars; k++)
-        for (int j = 0; rc == 0 && j < s->ntau; j++) {
-            double tau = s->taus[j];
+        for (int j = 0; rc == 0 && j < nv; j++) {
+            double v = vals[j];
             int n;
-            char *drop = stat_cell(r, s, y, k, INF_TAU, "gate", tau, INF_DROP, 100, 1, buf, &n);
+            char *drop = stat_cell(r, s, y, k, kind, RULES[q0], v, INF_DROP, 100, 1, buf, &n);
             if (!drop) return -1;
             if (!n) {
                 free(drop);
@@ -566,49 +575,13 @@ static int tau_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *buf
                 return -1;
             }
             rc = rep_tab_put(t, i, 3, drop) || rep_tab_put(t, i, 0, rep_dup(r, s->vars[k].label)) ||
-                 rep_tab_put(t, i, 1, rep_fmt(r, "%g", tau)) || rep_tab_put(t, i, 2, rep_fmt(r, "%d", n));
-#define CELL(rule, x, scale, prec) stat_cell(r, s, y, k, INF_TAU, rule, tau, x, scale, prec, buf, NULL)
-            rc = rc || rep_tab_put(t, i, 4, CELL("gate", INF_FLOPS_WO, 100, 2)) ||
-                 rep_tab_put(t, i, 5, CELL("gate", INF_FLOPS_ATTN, 100, 2));
-            for (int q = 0; rc == 0 && q < 3; q++)
-                rc = rep_tab_put(t, i, 6 + q, CELL(RULES[q], INF_PPL, 1, 3)) ||
-                     rep_tab_put(t, i, 9 + q, CELL(RULES[q], INF_DPPL, 1, 3));
-#undef CELL
-        }
-    return rc ? -1 : 0;
-}
-
-/* The fixed-fraction table: a line per row with drop=...,frac= results and F. */
-static int frac_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *buf) {
-    static const char *const head[] = {"variant",     "F",           "n",           "dropped (%)",
-                                       "FLOPs saved wo (%)",         "FLOPs saved wo+attn (%)",
-                                       "PPL random",  "PPL entropy", "ΔPPL random", "ΔPPL entropy"};
-    enum { NC = (int)(sizeof head / sizeof head[0]) };
-    int rc = rep_tab_init(r, t, NC);
-    for (int j = 0; rc == 0 && j < NC; j++) rc = rep_tab_put(t, 0, j, head_cell(r, y, head[j]));
-    for (int k = 0; rc == 0 && k < s->nvars; k++)
-        for (int j = 0; rc == 0 && j < s->nfrac; j++) {
-            double fr = s->fracs[j];
-            int n;
-            char *drop = stat_cell(r, s, y, k, INF_FRAC, "random", fr, INF_DROP, 100, 1, buf, &n);
-            if (!drop) return -1;
-            if (!n) {
-                free(drop);
-                continue;
-            }
-            int i = rep_tab_row(r, t);
-            if (i < 0) {
-                free(drop);
-                return -1;
-            }
-            rc = rep_tab_put(t, i, 3, drop) || rep_tab_put(t, i, 0, rep_dup(r, s->vars[k].label)) ||
-                 rep_tab_put(t, i, 1, rep_fmt(r, "%g", fr)) || rep_tab_put(t, i, 2, rep_fmt(r, "%d", n));
-#define CELL(rule, x, scale, prec) stat_cell(r, s, y, k, INF_FRAC, rule, fr, x, scale, prec, buf, NULL)
-            rc = rc || rep_tab_put(t, i, 4, CELL("random", INF_FLOPS_WO, 100, 2)) ||
-                 rep_tab_put(t, i, 5, CELL("random", INF_FLOPS_ATTN, 100, 2));
-            for (int q = 1; rc == 0 && q < 3; q++)
-                rc = rep_tab_put(t, i, 5 + q, CELL(RULES[q], INF_PPL, 1, 3)) ||
-                     rep_tab_put(t, i, 7 + q, CELL(RULES[q], INF_DPPL, 1, 3));
+                 rep_tab_put(t, i, 1, rep_fmt(r, "%g", v)) || rep_tab_put(t, i, 2, rep_fmt(r, "%d", n));
+#define CELL(rule, x, scale, prec) stat_cell(r, s, y, k, kind, rule, v, x, scale, prec, buf, NULL)
+            rc = rc || rep_tab_put(t, i, 4, CELL(RULES[q0], INF_FLOPS_WO, 100, 2)) ||
+                 rep_tab_put(t, i, 5, CELL(RULES[q0], INF_FLOPS_ATTN, 100, 2));
+            for (int q = 0; rc == 0 && q < nr; q++)
+                rc = rep_tab_put(t, i, 6 + q, CELL(RULES[q0 + q], INF_PPL, 1, 3)) ||
+                     rep_tab_put(t, i, 6 + nr + q, CELL(RULES[q0 + q], INF_DPPL, 1, 3));
 #undef CELL
         }
     return rc ? -1 : 0;
@@ -648,7 +621,7 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
     int rc = 0;
     if (s->ntau) {
         if (md) fprintf(f, "**Gate threshold τ, with matched controls:**\n\n");
-        rc = tau_tab(r, s, y, &t, buf);
+        rc = drop_tab(r, s, y, &t, buf, INF_TAU);
         if (rc == 0) rep_tab_write(f, &t, y);
         rep_tab_free(&t);
     }
@@ -661,7 +634,7 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
             fprintf(f, "%% Fixed fractions F: random and entropy drop F of the pairs in every layer (dropped, FLOPs: "
                        "the random rule's).\n");
         t = (Tab){0};
-        rc = frac_tab(r, s, y, &t, buf);
+        rc = drop_tab(r, s, y, &t, buf, INF_FRAC);
         if (rc == 0) rep_tab_write(f, &t, y);
         rep_tab_free(&t);
     }

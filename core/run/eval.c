@@ -112,20 +112,22 @@ static int eval_windows(Model *m, const int *win, int count, int T, double *loss
     return 0;
 }
 
+/* The windows of split sp at length L (*win, heap): their count, or minus
+ * the exit code (message printed): -1 out of memory, -2 no document that long. */
+static int length_windows(const TokenSplit *sp, const char *split, int L, int windows, int **win) {
+    int n = split_doc_windows(sp, L, windows, win);
+    if (n < 0) fprintf(stderr, "gated eval: out of memory\n");
+    if (n == 0) fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
+    return n < 0 ? -1 : n == 0 ? -2 : n;
+}
+
 /* One split at one length L: its windows, RoPE scaled for L, loss and
  * F-Attn, stored in the run's rows and printed.  0, or the exit code. */
 static int eval_length(Model *m, Store *st, const Config *cfg, const char *id, long steps, const TokenSplit *sp,
                        const char *split, int L, const EvalOpts *o) {
     int *win = NULL, Ltrain = cfg->seq_len;
-    int n = split_doc_windows(sp, L, o->windows, &win);
-    if (n < 0) {
-        fprintf(stderr, "gated eval: out of memory\n");
-        return 1;
-    }
-    if (n == 0) {
-        fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
-        return 2;
-    }
+    int n = length_windows(sp, split, L, o->windows, &win);
+    if (n <= 0) return -n;
     RopeScaling r = rope_of_config(cfg);
     r.kind = o->scaling;
     r.train_len = Ltrain;
@@ -201,15 +203,8 @@ static void infer_reset(InferHook *h, int L, int sel) {
 static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, long steps, const TokenSplit *sp,
                         const char *split, int L, const EvalOpts *o) {
     int *win = NULL, rc = 0;
-    int n = split_doc_windows(sp, L, o->windows, &win);
-    if (n < 0) {
-        fprintf(stderr, "gated eval: out of memory\n");
-        return 1;
-    }
-    if (n == 0) {
-        fprintf(stderr, "gated eval: --lengths %d: no %s document is that long\n", L, split);
-        return 2;
-    }
+    int n = length_windows(sp, split, L, o->windows, &win);
+    if (n <= 0) return -n;
     RopeScaling r = rope_of_config(cfg); /* as trained: no scaling */
     model_set_rope(m, &r);
     double fwd, train;
