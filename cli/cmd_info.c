@@ -1,9 +1,12 @@
 /*
  * cmd_info.c — `gated info` (a run config resolved: parameters, gate cost,
  * FLOPs) and `gated xcheck` (weights, a batch, logits and gradients dumped
- * for tests/torch_ref.py; --list: the cases tests/xcheck.sh runs).
+ * for tests/torch_ref.py; --list: the cases tests/xcheck.sh runs; --quant /
+ * --drop: the logits and loss of the evaluation forward of run/infer.h,
+ * quantized and / or with heads dropped, instead).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +17,18 @@
 #include "nn/variant.h"
 #include "run/config.h"
 #include "run/dump.h"
+#include "run/infer.h"
 #include "util/json.h"
 
 /* The options of xcheck (O_*) and info (I_*; --set is O_SET in both). */
-enum { O_SET, O_OUT, O_LIST, O__COUNT };
+enum { O_SET, O_OUT, O_LIST, O_QUANT, O_DROP, O__COUNT };
 enum { I_JSON = O_SET + 1, I__COUNT };
 static const CliOpt xcheck_opts[O__COUNT + 1] = {
     [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
     [O_OUT] = {"out", "FILE", "the dump to write (required unless --list)", 0},
     [O_LIST] = {"list", NULL, "print the cases tests/xcheck.sh runs (LABEL|KEY=VALUE ...) instead", 0},
+    [O_QUANT] = {"quant", "SCHEME", "forward with simulated quantization (as gated eval: w8-a8token, w4g32, ...)", 0},
+    [O_DROP] = {"drop", "gate:TAU", "forward with the (token, head) pairs of G1 gate score < TAU dropped", 0},
 };
 static const CliOpt info_opts[I__COUNT + 1] = {
     [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
@@ -30,10 +36,10 @@ static const CliOpt info_opts[I__COUNT + 1] = {
 };
 
 /* Parse argv: the config's path and its --set list (malloc'd into *sets),
- * xcheck's --out and --list, info's --json (out and list NULL).  -1: go
- * on; else the exit status. */
+ * xcheck's --out, --list, --quant and --drop (quant and drop NULL for
+ * info), info's --json (in list).  -1: go on; else the exit status. */
 static int parse(const Command *cmd, int argc, char **argv, const char **path, char ***sets, int *nsets,
-                 const char **out, int *list) {
+                 const char **out, int *list, const char **quant, const char **drop) {
     CliArgs a;
     const char *v;
     int o;
@@ -49,12 +55,15 @@ static int parse(const Command *cmd, int argc, char **argv, const char **path, c
         if (cmd == &cmd_info && o == I_JSON) *list = 1; /* info: list carries --json */
         if (cmd == &cmd_xcheck && o == O_OUT) *out = v;
         if (cmd == &cmd_xcheck && o == O_LIST) *list = 1;
+        if (cmd == &cmd_xcheck && o == O_QUANT) *quant = v;
+        if (cmd == &cmd_xcheck && o == O_DROP) *drop = v;
     }
     if (o == CLI_EXIT) return a.status;
     char **rest;
     int n = cli_rest(&a, &rest);
     if (cmd == &cmd_xcheck && *list) {
-        if (n || *nsets || *out) return cli_usage_error(cmd, "--list takes no config, --set or --out");
+        if (n || *nsets || *out || *quant || *drop)
+            return cli_usage_error(cmd, "--list takes no config, --set, --out, --quant or --drop");
         return -1;
     }
     if (n == 0) return cli_usage_error(cmd, "no CONFIG.yaml given");
@@ -169,7 +178,7 @@ static int run_info(int argc, char **argv) {
     char **sets;
     Info in;
     Config cb;
-    int nsets, json = 0, rc = parse(&cmd_info, argc, argv, &in.path, &sets, &nsets, &out, &json);
+    int nsets, json = 0, rc = parse(&cmd_info, argc, argv, &in.path, &sets, &nsets, &out, &json, NULL, NULL);
     if (rc < 0 && cli_load_config(&in.c, in.path, sets, nsets, &cb)) rc = EXIT_BADINPUT;
     free(sets);
     if (rc >= 0) return rc;
@@ -283,16 +292,56 @@ static void xcheck_list(void) {
     xcheck_case("", "model.gate.control_scale=1.7", g);
 }
 
+/* The evaluation forward of `xcheck --quant / --drop` (run/infer.h, as
+ * gated eval runs it): the weights quantized, the hook on every linear
+ * input, then the float weights back in place for the dump (torch_ref.py
+ * quantizes them itself).  The loss, NAN on failure; *hook holds the drop
+ * counts. */
+static double xcheck_eval_forward(Model *m, const QuantSpec *qs, const DropSpec *ds, InferHook *hook,
+                                  const int *tok, const int *tgt, int B, int T) {
+    memset(hook, 0, sizeof *hook);
+    real *w0 = malloc(sizeof(real) * m->p.total);
+    if (!w0 || infer_hook_init(hook, m->L)) {
+        free(w0);
+        errno = ENOMEM;
+        return NAN;
+    }
+    memcpy(w0, m->p.w, sizeof(real) * m->p.total);
+    double loss = NAN;
+    if (infer_quant_weights(m, qs)) {
+        fprintf(stderr, "gated xcheck: a weight block is not finite\n");
+        errno = EDOM;
+    } else {
+        hook->abits = qs->abits, hook->agran = qs->agran;
+        if (ds) hook->sel = SEL_GATE, hook->tau = ds->v;
+        model_set_linear_hook(m, infer_hook, hook);
+        loss = model_forward(m, tok, tgt, B, T);
+        model_set_linear_hook(m, NULL, NULL);
+    }
+    memcpy(m->p.w, w0, sizeof(real) * m->p.total);
+    free(w0);
+    return loss;
+}
+
 static int run_xcheck(int argc, char **argv) {
-    const char *path = NULL, *out = NULL;
-    char **sets;
-    int nsets, list = 0, rc = parse(&cmd_xcheck, argc, argv, &path, &sets, &nsets, &out, &list);
+    const char *path = NULL, *out = NULL, *quant = NULL, *drop = NULL;
+    char **sets, err[256];
+    int nsets, list = 0, rc = parse(&cmd_xcheck, argc, argv, &path, &sets, &nsets, &out, &list, &quant, &drop);
     Config c;
+    QuantSpec qs = {0};
+    DropSpec ds = {0};
     if (rc < 0 && list) {
         xcheck_list();
         rc = 0;
     } else if (rc < 0 && !out) {
         rc = cli_usage_error(&cmd_xcheck, "--out FILE is required");
+    } else if (rc < 0 && quant && quant_spec_parse(quant, &qs, err, sizeof err)) {
+        rc = cli_usage_error(&cmd_xcheck, "--quant: %s", err);
+    } else if (rc < 0 && drop && drop_spec_parse(drop, &ds, err, sizeof err)) {
+        rc = cli_usage_error(&cmd_xcheck, "--drop: %s", err);
+    } else if (rc < 0 && drop && ds.kind != DROP_GATE) {
+        rc = cli_usage_error(&cmd_xcheck, "--drop: only gate:TAU is cross-checked (frac:F selects pairs at random "
+                                          "or by attention entropy)");
     } else if (rc < 0 && cli_load_config(&c, path, sets, nsets, NULL)) {
         rc = EXIT_BADINPUT;
     }
@@ -303,6 +352,11 @@ static int run_xcheck(int argc, char **argv) {
     if (model_init(&m, &mc)) {
         fprintf(stderr, "gated: out of memory\n");
         return EXIT_RUNTIME;
+    }
+    if (drop && !infer_has_g1_gate(&m)) {
+        fprintf(stderr, "gated xcheck: --drop %s needs a multiplicative G1 gate (model.gate.position sdpa)\n", drop);
+        model_free(&m);
+        return EXIT_BADINPUT;
     }
     /* Perturb the norm weights and static gate parameters away from their
      * init (ones / zeros) so the check sees their full effect. */
@@ -318,16 +372,39 @@ static int run_xcheck(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
     for (int i = 0; i < n; i++) tgt[i] = (int)rng_below(&r, (uint64_t)c.vocab_size);
-    double loss = model_forward(&m, tok, tgt, B, T);
-    model_zero_grad(&m);
-    if (loss != loss || model_backward(&m, tok) || dump_write(out, &c, &m, tok, tgt)) {
-        fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
-        return EXIT_RUNTIME;
+    if (quant || drop) {
+        /* forward only: a backward after a hooked forward is undefined */
+        InferHook h;
+        char qname[64], dname[64];
+        quant_spec_name(&qs, qname, sizeof qname);
+        /* TAU in the fewest digits that read back as the same double */
+        for (int prec = 6; drop && prec <= 17; prec++) {
+            snprintf(dname, sizeof dname, "gate:%.*g", prec, ds.v);
+            if (strtod(dname + 5, NULL) == ds.v) break;
+        }
+        double loss = xcheck_eval_forward(&m, &qs, drop ? &ds : NULL, &h, tok, tgt, B, T);
+        DumpEval ev = {quant ? qname : NULL, drop ? dname : NULL, h.dropped};
+        if (loss != loss || dump_write_eval(out, &c, &m, tok, tgt, &ev)) {
+            fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
+            rc = EXIT_RUNTIME;
+        } else if (drop) {
+            long long nd = 0, np = 0;
+            for (int l = 0; l < m.L; l++) nd += h.dropped[l], np += h.pairs[l];
+            printf("gated xcheck: %s dropped %lld of %lld (token, head) pairs\n", dname, nd, np);
+        }
+        infer_hook_free(&h);
+    } else {
+        double loss = model_forward(&m, tok, tgt, B, T);
+        model_zero_grad(&m);
+        if (loss != loss || model_backward(&m, tok) || dump_write(out, &c, &m, tok, tgt)) {
+            fprintf(stderr, "gated xcheck: %s\n", strerror(errno));
+            rc = EXIT_RUNTIME;
+        }
     }
     free(tok);
     free(tgt);
     model_free(&m);
-    return 0;
+    return rc < 0 ? 0 : rc;
 }
 
 const Command cmd_info = {"info", "CONFIG.yaml", "The resolved config, its parameters, the gate's cost and FLOPs.",
@@ -338,5 +415,7 @@ const Command cmd_info = {"info", "CONFIG.yaml", "The resolved config, its param
 const Command cmd_xcheck = {"xcheck", "[CONFIG.yaml]",
                             "Dump weights, a batch, logits and gradients for tests/torch_ref.py.", xcheck_opts,
                             "The norm weights and static gate parameters are perturbed away from their init so the\n"
-                            "cross-check sees them; tests/xcheck.sh runs every case of --list.\n",
+                            "cross-check sees them; tests/xcheck.sh runs every case of --list.  With --quant and / or\n"
+                            "--drop (run/infer.h) the dump holds the float weights and the logits and loss of the\n"
+                            "quantized / head-dropped forward, no gradients (core/run/dump.h).\n",
                             run_xcheck};

@@ -9,7 +9,10 @@ DUMP is written by `gated xcheck` (format below).  The model is rebuilt here
 from the dumped *config* (written from the model spec, not from the C code),
 the dumped float32 parameters are loaded and promoted to float64, forward and
 backward are run, and the C logits / loss / parameter gradients are compared
-against the reference.
+against the reference.  An evaluation dump (`gated xcheck --quant SCHEME
+--drop gate:TAU`: cfg xcheck.quant / xcheck.drop, no grad.*, out.dropped) is
+checked forward only: the weights and linear-layer inputs fake-quantized and
+(token, head) outputs dropped here, independently ("Evaluation forward").
 
 Dump format (little-endian):
     GATED-DUMP 1\\n
@@ -20,7 +23,8 @@ Dump format (little-endian):
 Exit status: 0 all comparisons pass, 1 any mismatch (or self-test failure),
 2 malformed dump / usage error, 3 a gate variant this reference has no math
 for (a value of model.gate.* missing from the tuples below: a new position
-or activation in the C tables must be written here too, independently).
+or activation in the C tables must be written here too, independently; or
+an xcheck.* key / drop rule it does not know).
 
 Needs only torch (Debian python3-torch 1.13 is enough; no
 scaled_dot_product_attention is used) and numpy.
@@ -40,6 +44,11 @@ TOL_LOSS_ABS = 1e-4
 TOL_LOGITS_REL = 1e-4
 TOL_GRAD_REL = 2e-3
 TOL_ZERO_ABS = 1e-7
+# The evaluation forward (xcheck.quant / xcheck.drop): the same, against the
+# reference or it with a rounding float round-off could flip taken the other
+# way (see "Tolerance" at the evaluation forward below).
+TOL_EVAL_LOSS_ABS = TOL_LOSS_ABS
+TOL_EVAL_LOGITS_REL = TOL_LOGITS_REL
 
 # The gate variants this reference implements (its own lists, not read from
 # the C code; `gated xcheck --list` may name any C variant, and one missing
@@ -365,17 +374,21 @@ def gate_scores(m, gl, hpos, d):
     return s.reshape(1, 1, 1, d if elem else 1)
 
 
-def apply_gate(m, y, gl):
+def apply_gate(m, y, gl, with_scores=False):
     hpos, d = gate_geometry(m)
     assert y.shape[2] == hpos and y.shape[3] == d, (y.shape, hpos, d)
     s = gate_scores(m, gl, hpos, d)
-    if m["form"] == "multiplicative":
-        return y * s
-    return y + s
+    out = y * s if m["form"] == "multiplicative" else y + s
+    return (out, s) if with_scores else out
 
 
-def forward(m, P, tokens, targets):
-    """P: dict name -> tensor.  Returns (logits (B,T,V), loss scalar)."""
+def forward(m, P, tokens, targets, ev=None):
+    """P: dict name -> tensor.  Returns (logits (B,T,V), loss scalar).
+
+    ev (an EvalForward, or None for the float model): the evaluation forward,
+    whose linear_input() replaces the input of each of the four linear layers
+    of a block (q|k|v|gate, wo, w_gate|w_up, w_down): activation quantization,
+    and at wo the dropped (token, head) slices first."""
     B, T = tokens.shape
     C, H, Hk, dh, eps = m["C"], m["H"], m["Hk"], m["dh"], m["eps"]
     pos = m["position"]
@@ -385,6 +398,8 @@ def forward(m, P, tokens, targets):
     for i in range(m["L"]):
         p = "l%d." % i
         h = rmsnorm(x, P[p + "ln1"], eps)
+        if ev is not None:
+            h = ev.linear_input(i, "qkv", h)
         q = (h @ P[p + "wq"].t()).reshape(B, T, H, dh)
         k = (h @ P[p + "wk"].t()).reshape(B, T, Hk, dh)
         v = (h @ P[p + "wv"].t()).reshape(B, T, Hk, dh)
@@ -411,15 +426,23 @@ def forward(m, P, tokens, targets):
             o = rmsnorm(o, P[p + "sdpa_norm"], eps)
         elif m["control"] == "scale":
             o = o * m["control_scale"]
+        s1 = None
         if pos == "sdpa":
-            o = apply_gate(m, o, gl)
+            o, s1 = apply_gate(m, o, gl, with_scores=True)
+        if ev is not None:
+            o = ev.wo_input(i, o, s1)
         a = o.reshape(B, T, H * dh) @ P[p + "wo"].t()
         if pos == "dense":
             a = apply_gate(m, a.reshape(B, T, 1, C), gl).reshape(B, T, C)
         x = x + a
         h2 = rmsnorm(x, P[p + "ln2"], eps)
+        if ev is not None:
+            h2 = ev.linear_input(i, "ffn_in", h2)
         u = h2 @ P[p + "w_gate"].t()
-        x = x + ((u * torch.sigmoid(u)) * (h2 @ P[p + "w_up"].t())) @ P[p + "w_down"].t()
+        hs = (u * torch.sigmoid(u)) * (h2 @ P[p + "w_up"].t())
+        if ev is not None:
+            hs = ev.linear_input(i, "ffn_down", hs)
+        x = x + hs @ P[p + "w_down"].t()
     logits = rmsnorm(x, P["ln_f"], eps) @ wte.t()
     V = logits.shape[-1]
     loss = F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T), reduction="mean")
@@ -437,6 +460,265 @@ def run_reference(m, P32, tokens, targets):
     grads = {n: t.grad.detach().numpy().copy() if t.grad is not None
              else np.zeros(t.shape, dtype=np.float64) for n, t in P.items()}
     return logits.detach().numpy(), float(loss.item()), grads
+
+
+# --------------------------------------------------------------------------
+# Evaluation forward: simulated quantization and dropped heads
+# --------------------------------------------------------------------------
+#
+# What `gated xcheck --quant SCHEME / --drop gate:TAU` dumps (the description
+# in core/run/infer.h; written here from it, not from the C code):
+#
+#   weights   of the fused q|k|v|gate projection, wo, w_gate|w_up and w_down
+#             of every block: wB one scale per output row, wBgG one per group
+#             of G consecutive input columns (the last group of a row may be
+#             shorter);
+#   inputs    of those four linear layers: aBtensor one scale for the whole
+#             (B*T, k) input, aBtoken one per token (row);
+#   one block x, b bits: qmax = 2^(b-1) - 1, s = max|x| / qmax,
+#             x -> s * clamp(round_half_even(x / s), -qmax, qmax); a block of
+#             zeros stays zero, one with a non-finite value is left alone;
+#   gate:TAU  the (token, head) slice of wo's input (the G1-gated attention
+#             output) is zeroed where the head's mean |gate score| over its
+#             d_head elements is below TAU, before wo's input is quantized.
+#
+# The embedding (also the tied output layer), the norms, the gate bias and
+# static gate parameters stay float.
+#
+# Precision.  The quantization arithmetic is done in float32, as the C build
+# does it, not in float64: the quantized weights are then bit-identical to
+# the C ones (the dumped float32 weights are exactly what the C side
+# quantized; float32 division and multiplication are correctly rounded in
+# both, and torch.round rounds half to even like rint), including a value
+# whose x / s is an exact half in float32, where float64 arithmetic could
+# round the other way.  The activations are the reference's float64 ones
+# rounded to float32, put through the same float32 arithmetic, and promoted
+# back to float64 for the rest of the forward.
+#
+# Tolerance.  Those activations differ from the C side's by float32
+# round-off: on the w8-a8token / w8-a8tensor G1 cases of tests/xcheck.sh,
+# x / s of the C hook's inputs and of this reference's differ by at most
+# 7e-5 steps (5.5e-7 of the block's max|x| times qmax = 127).  A value whose
+# x / s is that close to a half-step can round to the neighbouring grid
+# point on one side only: a one-step flip, whose effect is far above float
+# round-off (flipping every quantized value of those cases one at a time,
+# 9216 forwards each: up to 4.1e-3 of max|logits| and 1.8e-4 of the loss; a
+# gate-drop decision up to 4.6e-2).  A fixed tolerance that covers one such
+# flip (1e-2, say) would also pass a wrong rounding anywhere, or a
+# quantizer off by a little everywhere, so the flips are not absorbed into
+# the tolerance but rerun: the reference records every value within
+# NEAR_TIE_REL * qmax steps of a half-step (7x the round-off measured) and
+# every (token, head) pair whose mean score is within NEAR_TAU of tau (the
+# scores agree to ~1e-7): the decisions round-off could turn.  The C
+# outputs must match, within the float tolerances of every other case
+# (logits TOL_EVAL_LOGITS_REL of max|logits|, loss TOL_EVAL_LOSS_ABS) and
+# with the same drop counts, the reference's own forward, or one rerun
+# with one of those decisions taken the other way, or (tried only when
+# neither matches) with two of them.  The rerun recomputes everything
+# downstream of the flip, later roundings and drops too, so a one-step flip
+# of any one value that round-off can cause is matched up to round-off,
+# and a flip round-off cannot cause fails.  (Three or more flips in one
+# dump are not tried: the expected number of flips, the sum over the values
+# of twice the measured |d(x/s)|, is 0.04 - 0.08 a case, so two in one dump
+# are already a ~0.3% event.)
+
+QUANT_MIN_BITS, QUANT_MAX_BITS = 2, 16
+NEAR_TIE_REL = 4e-6  # |x/s - (k + 1/2)| below it * qmax (steps): may round either way in C
+NEAR_TAU = 1e-5  # |mean |score| - tau| below it: the drop decision may go either way in C
+
+
+def parse_quant(s):
+    """'w8-a8token', 'w4g32', 'a8tensor', 'float' -> dict(wbits, wgroup, abits, agran).
+
+    Grammar (run/infer.h): float | [wB[gG]][-aB(tensor|token)] (the dash only
+    between the two parts), B in [2, 16], G >= 2."""
+    import re
+    q = {"wbits": 0, "wgroup": 0, "abits": 0, "agran": None}
+    if s == "float":
+        return q
+    mt = re.fullmatch(r"(?:w(\d+)(?:g(\d+))?)?(?:(-?)a(\d+)(tensor|token))?", s)
+    bad = Malformed("xcheck.quant %r is not a quantization scheme" % s)
+    if not mt or not s:
+        raise bad
+    wb, wg, dash, ab, agran = mt.groups()
+    if (wb is not None and ab is not None) != (dash == "-"):
+        raise bad  # w8-a8token, a8token; not w8a8token, -a8token
+    if wb is not None:
+        q["wbits"] = int(wb)
+        q["wgroup"] = int(wg) if wg is not None else 0
+        if not QUANT_MIN_BITS <= q["wbits"] <= QUANT_MAX_BITS or (wg is not None and q["wgroup"] < 2):
+            raise bad
+    if ab is not None:
+        q["abits"], q["agran"] = int(ab), agran
+        if not QUANT_MIN_BITS <= q["abits"] <= QUANT_MAX_BITS:
+            raise bad
+    return q
+
+
+def parse_drop(s):
+    """'gate:TAU' -> TAU (float >= 0)."""
+    if not s.startswith("gate:"):
+        raise Unsupported("xcheck.drop %r: the reference knows only gate:TAU" % s)
+    try:
+        tau = float(s[5:])
+    except ValueError:
+        raise Malformed("xcheck.drop %r: bad TAU" % s)
+    if not (math.isfinite(tau) and tau >= 0):
+        raise Malformed("xcheck.drop %r: TAU must be finite and >= 0" % s)
+    return tau
+
+
+def fake_quant_blocks(x, bits, ties=None, force=()):
+    """Fake-quantize each row of x (float32, (nblocks, size)) as one block.
+
+    ties (a list): gets (row, col, other) of every value within
+    NEAR_TIE_REL * qmax steps of a half-step, other the integer on the far
+    side of it; force: (row, col, integer) to put there instead of the
+    rounding (a rerun with such a decision taken the other way)."""
+    assert x.dtype == torch.float32 and x.dim() == 2
+    qmax = float(2 ** (bits - 1) - 1)
+    amax = x.abs().amax(dim=1, keepdim=True)
+    keep = ~torch.isfinite(amax) | (amax == 0)  # left alone (zeros stay zeros)
+    s = torch.where(keep, torch.ones_like(amax), amax / torch.full_like(amax, qmax))  # float32 / float32
+    r = x / s
+    qv = torch.clamp(torch.round(r), -qmax, qmax)
+    if ties is not None:
+        d = r - qv
+        near = ((d.abs() - 0.5).abs() < NEAR_TIE_REL * qmax) & ~keep
+        for row, col in torch.nonzero(near).tolist():
+            other = float(qv[row, col]) + (1.0 if float(d[row, col]) >= 0 else -1.0)
+            if abs(other) <= qmax:
+                ties.append((row, col, other))
+    for row, col, v in force:
+        qv[row, col] = v
+    return torch.where(keep, x, s * qv)
+
+
+def fake_quant_rows(x, bits, group=0):
+    """Each row of x (float32, (n, k)) in groups of `group` columns (0: whole rows)."""
+    n, k = x.shape
+    g = k if group <= 0 or group > k else group
+    out = torch.empty_like(x)
+    for j in range(0, k, g):
+        out[:, j:j + g] = fake_quant_blocks(x[:, j:j + g].contiguous(), bits)
+    return out
+
+
+def fake_quant_tensor(x, bits):
+    """One scale for all of x (float32)."""
+    return fake_quant_blocks(x.reshape(1, -1), bits).reshape(x.shape)
+
+
+def quant_weight_names(m):
+    """The block weights the schemes quantize (the fused projection's parts
+    and w_gate / w_up are quantized row by row, so one at a time is the same)."""
+    names = []
+    for i in range(m["L"]):
+        p = "l%d." % i
+        names += [p + "wq", p + "wk", p + "wv"]
+        if m["position"] != "none" and m["input"] == "hidden":
+            names.append(p + "wg")
+        names += [p + "wo", p + "w_gate", p + "w_up", p + "w_down"]
+    return names
+
+
+def quantize_weights(m, P32, q):
+    """The float32 params with the block weights quantized (q: parse_quant)."""
+    P = {n: np.asarray(a, dtype=np.float32) for n, a in P32.items()}
+    if q["wbits"]:
+        for n in quant_weight_names(m):
+            t = torch.from_numpy(P[n].copy())
+            P[n] = fake_quant_rows(t, q["wbits"], q["wgroup"]).numpy()
+    return P
+
+
+class EvalForward:
+    """The hooks forward(ev=...) calls.  Records the drop counts and the
+    decisions that float round-off could turn (ambiguous: ("act", layer,
+    site, row, col, integer) / ("drop", layer, b, t, h, drop?), each with
+    the other outcome); forced: such decisions, taken that other way."""
+
+    def __init__(self, m, q, tau, forced=()):
+        self.m, self.q, self.tau, self.forced = m, q, tau, tuple(forced)
+        self.dropped = [0] * m["L"]
+        self.pairs = [0] * m["L"]
+        self.margin = float("inf")  # min |mean |score| - tau| over all pairs
+        self.quantized = 0          # activation values quantized
+        self.ambiguous = []
+
+    def linear_input(self, layer, site, x):
+        """x (B, T, k) float64 -> what the layer multiplies."""
+        if not self.q["abits"]:
+            return x
+        B, T, k = x.shape
+        x32 = x.reshape(B * T, k).to(torch.float32)
+        blocks = x32.reshape(1, -1) if self.q["agran"] == "tensor" else x32
+        force = [f[3:] for f in self.forced if f[0] == "act" and f[1:3] == (layer, site)]
+        ties = []
+        y = fake_quant_blocks(blocks, self.q["abits"], ties, force)
+        self.quantized += x32.numel()
+        self.ambiguous += [("act", layer, site) + t for t in ties]
+        return y.reshape(B * T, k).to(x.dtype).reshape(B, T, k)
+
+    def wo_input(self, layer, o, s1):
+        """o (B, T, H, dh): the attention output after the G1 gate, s1 its scores."""
+        if self.tau is not None:
+            score = torch.broadcast_to(s1, o.shape).abs().mean(dim=-1)  # (B, T, H)
+            drop = score < self.tau
+            dist = (score - self.tau).abs()
+            self.margin = min(self.margin, float(dist.min()))
+            self.ambiguous += [("drop", layer) + tuple(i) + (not bool(drop[tuple(i)]),)
+                               for i in torch.nonzero(dist < NEAR_TAU).tolist()]
+            for f in self.forced:
+                if f[0] == "drop" and f[1] == layer:
+                    drop[f[2:5]] = f[5]
+            self.dropped[layer] += int(drop.sum())
+            self.pairs[layer] += int(drop.numel())
+            o = torch.where(drop[..., None], torch.zeros_like(o), o)
+        B, T, H, dh = o.shape
+        return self.linear_input(layer, "wo", o.reshape(B, T, H * dh)).reshape(B, T, H, dh)
+
+
+def describe_decision(a):
+    if a[0] == "act":
+        return "l%d %s input (%d, %d) rounded to %d" % (a[1], a[2], a[3], a[4], a[5])
+    return "l%d pair (b %d, t %d, head %d) %s" % (a[1], a[2], a[3], a[4], "dropped" if a[5] else "kept")
+
+
+def eval_spec(cfg):
+    """(quant dict or None, tau or None) from the dump's xcheck.* lines."""
+    for k in cfg:
+        if k.startswith("xcheck.") and k not in ("xcheck.quant", "xcheck.drop"):
+            raise Unsupported("%s: torch_ref.py knows only xcheck.quant and xcheck.drop" % k)
+    q = parse_quant(cfg["xcheck.quant"]) if "xcheck.quant" in cfg else None
+    tau = parse_drop(cfg["xcheck.drop"]) if "xcheck.drop" in cfg else None
+    return q, tau
+
+
+def run_eval_reference(m, P32, tokens, targets, q, tau):
+    """Evaluation forward (no backward).  Returns (logits, loss, EvalForward,
+    rerun): rerun(forced) is the same forward with the decisions `forced`
+    (from EvalForward.ambiguous) taken the other way: (logits, loss, dropped)."""
+    if q is None:
+        q = parse_quant("float")
+    if tau is not None and not (m["position"] == "sdpa" and m["form"] == "multiplicative"):
+        raise Malformed("xcheck.drop needs a multiplicative G1 gate (model.gate.position sdpa), "
+                        "the dump has %s %s" % (m["position"], m["form"]))
+    Pq = quantize_weights(m, P32, q)
+    P = {n: torch.from_numpy(a).double() for n, a in Pq.items()}
+    tok = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
+    tgt = torch.from_numpy(np.asarray(targets, dtype=np.int64))
+
+    def rerun(forced):
+        e = EvalForward(m, q, tau, forced)
+        with torch.no_grad():
+            lg, ls = forward(m, P, tok, tgt, e)
+        return lg.numpy(), float(ls.item()), e.dropped
+
+    ev = EvalForward(m, q, tau)
+    with torch.no_grad():
+        logits, loss = forward(m, P, tok, tgt, ev)
+    return logits.numpy(), float(loss.item()), ev, rerun
 
 
 # --------------------------------------------------------------------------
@@ -462,6 +744,81 @@ def _fmt_idx(t):
     if len(t) == 1:
         return "(%d)" % t[0]
     return "(" + ", ".join(str(i) for i in t) + ")"
+
+
+def _check_eval(cfg, m, params, tens, q, tau, label, out):
+    """The evaluation dump's logits, loss (and drop counts) against
+    run_eval_reference: its own forward, or one with one or two of the
+    decisions round-off could turn taken the other way (see "Tolerance" at
+    the evaluation forward)."""
+    what = " ".join("%s=%s" % (k[len("xcheck."):], cfg[k]) for k in ("xcheck.quant", "xcheck.drop") if k in cfg)
+    c_drop = None
+    if tau is not None:
+        if "out.dropped" not in tens:
+            raise Malformed("an xcheck.drop dump lacks out.dropped")
+        d = tens["out.dropped"]
+        if d.dtype.kind != "i" or d.shape != (m["L"],):
+            raise Malformed("out.dropped must be i32 (n_layer,), has %s %s" % (d.dtype, d.shape))
+        c_drop = [int(v) for v in d]
+    logits, loss, ev, rerun = run_eval_reference(m, params, tens["input.tokens"], tens["input.targets"], q, tau)
+    c_logits = tens["out.logits"]
+    c_loss = float(tens["out.loss"].reshape(-1)[0])
+    refmax = float(np.max(np.abs(logits))) + 1e-30
+
+    def errors(lg, ls, dr):
+        la, lr, lw = _cmp(c_logits, lg)
+        loss_abs = abs(c_loss - ls) if math.isfinite(c_loss) else float("inf")
+        ok = lr <= TOL_EVAL_LOGITS_REL and loss_abs <= TOL_EVAL_LOSS_ABS and (c_drop is None or c_drop == dr)
+        return ok, la, lr, lw, loss_abs
+
+    print("  evaluation forward (%s): forward only, no gradients" % what, file=out)
+    n_act = sum(1 for a in ev.ambiguous if a[0] == "act")
+    if q is not None and q["abits"]:
+        print("  activations: %d values quantized, %d within %.1e steps of a half-step"
+              % (ev.quantized, n_act, NEAR_TIE_REL * (2 ** (q["abits"] - 1) - 1)), file=out)
+    if tau is not None:
+        print("  dropped pairs per layer  c %s  ref %s  of %s  (min |score - tau| %.2e, %d within %.0e)"
+              % (c_drop, ev.dropped, ev.pairs, ev.margin, len(ev.ambiguous) - n_act, NEAR_TAU), file=out)
+        if sum(ev.dropped) in (0, sum(ev.pairs)):
+            print("  note: tau drops %s pairs: the drop is not exercised" % ("no" if not sum(ev.dropped) else "all"),
+                  file=out)
+    base = errors(logits, loss, ev.dropped)
+    match, matched = ([], base) if base[0] else (None, None)
+    singles = []
+    for a in ev.ambiguous:
+        lg, ls, dr = rerun([a])
+        singles.append((a, float(np.max(np.abs(lg - logits))), abs(ls - loss)))
+        if match is None:
+            e = errors(lg, ls, dr)
+            if e[0]:
+                match, matched = [a], e
+    if singles:
+        w = max(singles, key=lambda t: t[1])
+        print("  %d decisions round-off could turn, each rerun the other way: the largest changes max|logits| by "
+              "%.2e (rel %.2e; %s), loss by %.2e"
+              % (len(singles), w[1], w[1] / refmax, describe_decision(w[0]), max(t[2] for t in singles)), file=out)
+    if match is None:
+        for i in range(len(ev.ambiguous)):
+            for j in range(i + 1, len(ev.ambiguous)):
+                e = errors(*rerun([ev.ambiguous[i], ev.ambiguous[j]]))
+                if e[0] and match is None:
+                    match, matched = [ev.ambiguous[i], ev.ambiguous[j]], e
+    fail = match is None
+    ok, la, lr, lw, loss_abs = matched if matched is not None else base
+    print("  loss  c %.9g  ref %.9g  abs %.2e  (tol %.0e)" % (c_loss, loss, base[4], TOL_EVAL_LOSS_ABS), file=out)
+    print("  out.logits  max_abs %.2e  rel %.2e  worst %s  (tol rel %.0e)"
+          % (base[1], base[2], _fmt_idx(base[3]), TOL_EVAL_LOGITS_REL), file=out)
+    if match:
+        print("  matches the reference with %s: logits rel %.2e, loss abs %.2e"
+              % (" and ".join(describe_decision(a) for a in match), lr, loss_abs), file=out)
+    elif fail:
+        print("  <-- FAIL: matches neither the reference nor it with one or two of the %d decisions round-off "
+              "could turn taken the other way" % len(ev.ambiguous), file=out)
+    print("XCHECK %s logits_rel %.3e (eval:%s) logits_abs %.3e loss_abs %.3e flips %d : %s"
+          % (label, lr, what.replace(" ", ","), la, loss_abs, len(match) if match is not None else -1,
+             "FAIL" if fail else "OK"), file=out)
+    out.flush()
+    return 1 if fail else 0
 
 
 def check_dump(path, label=None, tol_grad=TOL_GRAD_REL, out=sys.stdout):
@@ -506,6 +863,12 @@ def check_dump(path, label=None, tol_grad=TOL_GRAD_REL, out=sys.stdout):
     for n, shp in expect.items():
         if tuple(params[n].shape) != tuple(shp):
             raise Mismatch("param.%s has shape %s, spec says %s" % (n, params[n].shape, shp))
+    q, tau = eval_spec(cfg)
+    if q is not None or tau is not None:
+        if grads:
+            raise Malformed("an evaluation dump (xcheck.quant / xcheck.drop) is forward only: "
+                            "it has grad.%s" % sorted(grads)[0])
+        return _check_eval(cfg, m, params, tens, q, tau, label, out)
     if set(grads) != set(params):
         raise Malformed("grad.* set differs from param.* set: missing %s, unexpected %s"
                         % (sorted(set(params) - set(grads)), sorted(set(grads) - set(params))))
@@ -698,6 +1061,141 @@ def _naive_check(gen):
     return err_att, err_rope
 
 
+def _self_test_eval(gen):
+    """The evaluation forward's pieces on hand-made tensors, and its dump
+    check on dumps built from the reference's own outputs.  Returns the
+    names of the failures."""
+    import io
+    import tempfile
+    failures = []
+    # 4 bits: qmax 7; a block with maximum 7 has scale 1, so the result is the
+    # round-half-even of each value, clamped (2.5 -> 2, 3.5 -> 4, -0.5 -> 0),
+    # and the exact halves are the near ties, each toward its other neighbour
+    x = torch.tensor([[7.0, 2.5, 3.5, -0.5, 1.49, -6.51]], dtype=torch.float32)
+    ties = []
+    y = fake_quant_blocks(x, 4, ties)
+    ok = y.tolist() == [[7.0, 2.0, 4.0, 0.0, 1.0, -7.0]] and ties == [(0, 1, 3.0), (0, 2, 3.0), (0, 3, -1.0)]
+    # 8 bits, maximum 127 / 16: scale 2^-4 exactly
+    y8 = fake_quant_tensor(torch.tensor([127 / 16, 1 / 32, 3 / 32, -5 / 64], dtype=torch.float32), 8)
+    ok &= y8.tolist() == [127 / 16, 0.0, 2 / 16, -1 / 16]
+    # rows in groups of 2 (the last group of a row shorter), a zero block stays zero
+    w = torch.tensor([[7.0, 2.5, 0.0, 0.0, 3.5], [1.75, -0.625, 14.0, 5.0, -3.5]], dtype=torch.float32)
+    ok &= fake_quant_rows(w, 4, 2).tolist() == [[7.0, 2.0, 0.0, 0.0, 3.5], [1.75, -0.5, 14.0, 4.0, -3.5]]
+    ok &= fake_quant_rows(w, 4, 0).tolist() == [[7.0, 2.0, 0.0, 0.0, 4.0], [2.0, 0.0, 14.0, 4.0, -4.0]]
+    pq = [parse_quant(v) for v in ("w8-a8token", "w4g32", "a8tensor", "float")]
+    ok &= pq[0] == {"wbits": 8, "wgroup": 0, "abits": 8, "agran": "token"}
+    ok &= pq[1] == {"wbits": 4, "wgroup": 32, "abits": 0, "agran": None}
+    ok &= pq[2] == {"wbits": 0, "wgroup": 0, "abits": 8, "agran": "tensor"}
+    ok &= pq[3] == {"wbits": 0, "wgroup": 0, "abits": 0, "agran": None}
+    for bad in ("", "w8a8token", "-a8token", "w1", "w17", "w4g1", "a8", "w8-", "w8-a8row", "int8"):
+        try:
+            parse_quant(bad)
+            ok = False
+        except Malformed:
+            pass
+    # the drop: head 0's mean |score| 0.3 < 0.5 is zeroed, head 1's 0.7 kept
+    m = model_config(_tiny_cfg(gate__granularity="headwise"))
+    ev = EvalForward(m, parse_quant("float"), 0.5)
+    o = torch.arange(1.0, 9.0, dtype=torch.float64).reshape(1, 2, 2, 2)
+    s1 = torch.tensor([0.2, 0.4, 0.6, 0.8], dtype=torch.float64).reshape(1, 1, 2, 2)
+    ok &= ev.wo_input(0, o, s1).tolist() == [[[[0, 0], [3, 4]], [[0, 0], [7, 8]]]] and ev.dropped[0] == 2
+    print("  self-test fake quant / drop by hand (4 bits: 2.5 -> 2, 3.5 -> 4, -0.5 -> 0; groups; schemes; "
+          "gate:0.5) : %s" % ("OK" if ok else "FAIL"))
+    if not ok:
+        failures.append("fake_quant")
+
+    # Evaluation dumps (G1 headwise, w8-a8token, tau a hair above a layer-0
+    # pair's score, so that pair is a decision round-off could turn): the
+    # reference's own outputs pass, and so do those with that pair's decision
+    # taken the other way, or (quantization only) with one or two of the
+    # near-tie values rounded the other way; with a value far from a
+    # half-step one step off (no round-off does that), or a wrong drop count,
+    # they fail; with grad.* the dump is malformed.
+    B, T = 2, 6
+    cfg = _tiny_cfg(gate__granularity="headwise")
+    m = model_config(cfg)
+    P32 = _random_params(m, gen)
+    tok = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
+    tgt = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
+    q = parse_quant("w8-a8token")
+
+    class Rec(EvalForward):
+        """Keeps layer 0's q|k|v input and wo scores."""
+        def linear_input(self, layer, site, x):
+            if (layer, site) == (0, "qkv"):
+                self.x0 = x.reshape(-1, x.shape[-1]).to(torch.float32)
+            return EvalForward.linear_input(self, layer, site, x)
+
+        def wo_input(self, layer, o, s1):
+            if layer == 0:
+                self.s0 = s1.abs().mean(dim=-1)
+            return EvalForward.wo_input(self, layer, o, s1)
+
+    rec = Rec(m, q, None)
+    with torch.no_grad():
+        forward(m, {n: torch.from_numpy(a).double() for n, a in quantize_weights(m, P32, q).items()},
+                torch.from_numpy(tok.astype(np.int64)), torch.from_numpy(tgt.astype(np.int64)), rec)
+    tau = float(rec.s0.median()) + 1e-7  # layer 0's: the later ones move with what layer 0 drops
+    ecfg = dict(cfg)
+    ecfg["xcheck.quant"] = "w8-a8token"
+    ecfg["xcheck.drop"] = "gate:%r" % tau
+    logits, loss, ev, rerun = run_eval_reference(m, P32, tok, tgt, q, tau)
+    lq, sq, evq, rerun_q = run_eval_reference(m, P32, tok, tgt, q, None)
+    near = [a for a in ev.ambiguous if a[0] == "drop"]
+    ties = [a for a in evq.ambiguous if a[0] == "act"]
+    # the value of layer 0's q|k|v input farthest from a half-step, one step toward 0
+    r = rec.x0 / (rec.x0.abs().amax(dim=1, keepdim=True) / 127.0)
+    fr = (r - torch.floor(r) - 0.5).abs()
+    row, col = [int(i) for i in torch.nonzero(fr == fr.max())[0]]
+    rv = float(torch.round(r[row, col]))
+    far = ("act", 0, "qkv", row, col, rv - 1 if rv > 0 else rv + 1)
+    base = {"param." + n: a for n, a in P32.items()}
+    base["input.tokens"], base["input.targets"] = tok, tgt
+
+    def dump(d, lg, ls, dropped, grads=False):
+        t = dict(base)
+        t["out.logits"] = np.asarray(lg, dtype=np.float32)
+        t["out.loss"] = np.array([ls], dtype=np.float32)
+        c = dict(ecfg)
+        if dropped is None:
+            del c["xcheck.drop"]
+        else:
+            t["out.dropped"] = np.asarray(dropped, dtype=np.int32)
+        if grads:
+            t["grad.wte"] = np.zeros_like(P32["wte"])
+        path = os.path.join(d, "eval%d.bin" % len(os.listdir(d)))
+        write_dump(path, c, t)
+        try:
+            return check_dump(path, "eval", out=io.StringIO())
+        except Malformed:
+            return 2
+
+    def quant_only(forced):
+        lg, ls, _ = rerun_q(forced)
+        return lg, ls, None
+
+    with tempfile.TemporaryDirectory() as d:
+        rc = {
+            "own": dump(d, logits, loss, ev.dropped),
+            "own_quant": dump(d, lq, sq, None),
+            "pair_turned": dump(d, *rerun(near[:1])) if near else -1,
+            "tie_turned": dump(d, *quant_only(ties[:1])) if ties else -1,
+            "two_ties_turned": dump(d, *quant_only(ties[:2])) if len(ties) >= 2 else -1,
+            "far_flip": dump(d, *quant_only([far])),
+            "wrong_count": dump(d, logits, loss, [ev.dropped[0] + 1] + ev.dropped[1:]),
+            "grads": dump(d, logits, loss, ev.dropped, grads=True),
+        }
+    want = {"own": 0, "own_quant": 0, "pair_turned": 0, "tie_turned": 0, "two_ties_turned": 0, "far_flip": 1,
+            "wrong_count": 1, "grads": 2}
+    ok = rc == want
+    print("  self-test evaluation dumps (%d near-tau pairs, %d near ties): %s : %s"
+          % (len(near), len(ties), ", ".join("%s rc %d (want %d)" % (k, rc[k], want[k]) for k in want),
+             "OK" if ok else "FAIL"))
+    if not ok:
+        failures.append("eval_dumps")
+    return failures
+
+
 def self_test():
     import tempfile
     gen = torch.Generator().manual_seed(1234)
@@ -790,6 +1288,8 @@ def self_test():
         sys.stdout.write(buf.getvalue())
         sys.stdout.write(buf2.getvalue())
         failures.append("dump_roundtrip")
+
+    failures += _self_test_eval(gen)
 
     if failures:
         print("XCHECK self-test : FAIL (%s)" % ", ".join(failures))

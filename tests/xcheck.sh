@@ -3,10 +3,12 @@
 #
 # Cross-checks the C model against the independent float64 PyTorch reference
 # (tests/torch_ref.py) on the cases `GATED_BIN xcheck --list` prints (every
-# value of every gate variant list, from the C tables): for each, `GATED_BIN xcheck`
-# writes a dump (config, params, batch, C logits/loss/grads) and torch_ref.py
-# recomputes and compares.  All cases run; the script fails at the end if any
-# case failed.
+# value of every gate variant list, from the C tables), then on the
+# evaluation forwards of EVAL_CASES below (simulated quantization and gate
+# drops, `gated xcheck --quant / --drop`): for each, `GATED_BIN xcheck`
+# writes a dump (config, params, batch, C logits/loss/grads; forward only for
+# the evaluation cases) and torch_ref.py recomputes and compares.  All cases
+# run; the script fails at the end if any case failed.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -51,13 +53,35 @@ if [ "${#CASES[@]}" -lt 2 ] || [ -z "${CASES[0]}" ]; then
 fi
 echo "== ${#CASES[@]} cases from '$GATED_BIN xcheck --list'"
 
+# The evaluation forwards (core/run/infer.h): a small fixed list, not from
+# the C tables, since a scheme is a string, not a table entry.  One line
+# each:  label|overrides|xcheck options.  The schemes of the README's
+# evaluation on a G1 elementwise model (w4g32: d_ff 48 leaves w_down's rows
+# a group of 32 and one of 16), the gate drop on a G1 headwise model and
+# combined with quantization, and on an elementwise one (the head's mean
+# score).  Each TAU drops some but not all pairs (torch_ref.py prints the
+# counts and notes a TAU that drops none or all) and lies clear of every
+# pair's score (min |score - tau| >= 4e-4 here, round-off ~1e-7).
+EVAL_CASES=(
+    "eval-g1-w8-a8tensor|model.gate.position=sdpa|--quant w8-a8tensor"
+    "eval-g1-w8-a8token|model.gate.position=sdpa|--quant w8-a8token"
+    "eval-g1-w4g32|model.gate.position=sdpa|--quant w4g32"
+    "eval-g1-a8token|model.gate.position=sdpa|--quant a8token"
+    "eval-g1head-drop|model.gate.position=sdpa model.gate.granularity=headwise|--drop gate:0.499"
+    "eval-g1head-w8-a8token-drop|model.gate.position=sdpa model.gate.granularity=headwise|--quant w8-a8token --drop gate:0.499"
+    "eval-g1-w4g32-a8tensor-drop|model.gate.position=sdpa|--quant w4g32-a8tensor --drop gate:0.497"
+)
+echo "== ${#EVAL_CASES[@]} evaluation cases (quantized / heads dropped, forward only)"
+
 labels=()
 worsts=()
+measures=()
 results=()
 nfail=0
-for c in "${CASES[@]}"; do
+for c in "${CASES[@]}" "${EVAL_CASES[@]}"; do
     case $c in
-        *'|'*) ;;
+        *'|'*'|'*) opts=${c##*|} c=${c%|*} ;; # an evaluation case
+        *'|'*) opts= ;;
         *)
             echo "xcheck: malformed case line from 'xcheck --list': $c" >&2
             exit 1
@@ -69,9 +93,12 @@ for c in "${CASES[@]}"; do
     for kv in $over; do
         args+=(--set "$kv")
     done
+    # shellcheck disable=SC2206 # the options are words: --quant SCHEME --drop RULE
+    args+=($opts)
     out="$dir/$label.bin"
-    echo "== $label: ${over:-(defaults)}"
+    echo "== $label: ${over:-(defaults)}${opts:+ $opts}"
     worst="-"
+    measure="-"
     status=OK
     if ! "$GATED_BIN" xcheck experiments/tiny.yaml ${args[@]+"${args[@]}"} --out "$out"; then
         echo "xcheck: $label: '$GATED_BIN xcheck' failed" >&2
@@ -83,6 +110,8 @@ for c in "${CASES[@]}"; do
         line=$(grep '^XCHECK ' "$dir/$label.log" | tail -n 1 || true)
         worst=$(awk '{print $4}' <<<"$line")
         worst=${worst:--}
+        measure=$(awk '{print $3}' <<<"$line")
+        measure=${measure:--}
         case $rc in
             0) status=OK ;;
             2) status="FAIL (malformed dump)" ;;
@@ -93,13 +122,17 @@ for c in "${CASES[@]}"; do
     [ "$status" = OK ] || nfail=$((nfail + 1))
     labels+=("$label")
     worsts+=("$worst")
+    measures+=("$measure")
     results+=("$status")
 done
 
+# worst: the worst gradient's relative error (worst_grad_rel), or for an
+# evaluation case the logits' (logits_rel: the C side against the reference,
+# or against it with the rounding flips round-off explains, torch_ref.py)
 echo
-printf '%-60s %-14s %s\n' label worst_grad_rel result
+printf '%-60s %-14s %-15s %s\n' label worst of result
 for i in "${!labels[@]}"; do
-    printf '%-60s %-14s %s\n' "${labels[$i]}" "${worsts[$i]}" "${results[$i]}"
+    printf '%-60s %-14s %-15s %s\n' "${labels[$i]}" "${worsts[$i]}" "${measures[$i]}" "${results[$i]}"
 done
 echo
 if [ "$nfail" -ne 0 ]; then

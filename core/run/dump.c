@@ -2,8 +2,10 @@
 #include "run/dump.h"
 #include "util/json.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put_tensor(FILE *f, const char *name, const char *type, int ndim, const int *dims, const void *data,
@@ -23,7 +25,10 @@ static void put_tensor(FILE *f, const char *name, const char *type, int ndim, co
     fputc('\n', f);
 }
 
-int dump_write(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets) {
+/* ev NULL: the training dump (params, outputs, grads); else the evaluation
+ * dump (its cfg lines, no grads, out.dropped). */
+static int write_dump(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets,
+                      const DumpEval *ev) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     fprintf(f, "GATED-DUMP 1\n");
@@ -43,7 +48,9 @@ int dump_write(const char *path, const Config *c, const Model *m, const int *tok
         fprintf(f, "cfg %s %s\n", j->keys[i], t);
     }
     json_free(j);
-    for (int pass = 0; pass < 2; pass++)
+    if (ev && ev->quant) fprintf(f, "cfg xcheck.quant %s\n", ev->quant);
+    if (ev && ev->drop) fprintf(f, "cfg xcheck.drop %s\n", ev->drop);
+    for (int pass = 0; pass < (ev ? 1 : 2); pass++)
         for (int i = 0; i < m->p.n; i++) {
             const Tensor *t = &m->p.t[i];
             char name[80];
@@ -56,6 +63,27 @@ int dump_write(const char *path, const Config *c, const Model *m, const int *tok
     put_tensor(f, "out.logits", "f32", 3, btv, m->logits, (size_t)m->B * m->T * m->V);
     real loss = (real)m->loss;
     put_tensor(f, "out.loss", "f32", 1, one, &loss, 1);
+    if (ev && ev->drop && ev->dropped) {
+        int nl[1] = {m->L}, *cnt = malloc(sizeof *cnt * (size_t)m->L);
+        if (!cnt) {
+            fclose(f);
+            errno = ENOMEM;
+            return -1;
+        }
+        for (int l = 0; l < m->L; l++) cnt[l] = (int)ev->dropped[l];
+        put_tensor(f, "out.dropped", "i32", 1, nl, cnt, (size_t)m->L);
+        free(cnt);
+    }
     fprintf(f, "end\n");
     return fclose(f) ? -1 : 0;
+}
+
+int dump_write(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets) {
+    return write_dump(path, c, m, tokens, targets, NULL);
+}
+
+int dump_write_eval(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets,
+                    const DumpEval *ev) {
+    static const DumpEval none = {0};
+    return write_dump(path, c, m, tokens, targets, ev ? ev : &none);
 }
