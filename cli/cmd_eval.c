@@ -28,8 +28,8 @@ enum { O_SWEEP, O_LENGTHS, O_QUANT, O_DROP, O_ROPE_SCALING, O_FACTOR, O_WINDOWS,
 static const CliOpt opts[O__COUNT + 1] = {
     [O_SWEEP] = {"sweep", "NAME", "also every finished run of this sweep", 0},
     [O_LENGTHS] = {"lengths", "L1,L2,...", "the context lengths (required, but with --quant / --drop: default the training length)", 0},
-    [O_QUANT] = {"quant", "S1,S2,...", "simulated quantization schemes: float, wB[gG], aB(tensor|token), wB[gG]-aB(tensor|token)", 0},
-    [O_DROP] = {"drop", "R1,R2,...", "drop (token, head) outputs: gate:TAU (with matched random and entropy), frac:F", 0},
+    [O_QUANT] = {"quant", "S1,S2,...", "simulated quantization schemes: float, wB[gG], aB(tensor|token), wB[gG]-aB(tensor|token) (repeatable)", 0},
+    [O_DROP] = {"drop", "R1,R2,...", "drop (token, head) outputs: gate:TAU (with matched random and entropy), frac:F (repeatable)", 0},
     [O_ROPE_SCALING] = {"rope-scaling", "none|linear|ntk|yarn", "RoPE scaling beyond the training length (default: none)", 0},
     [O_FACTOR] = {"factor", "F", "the scaling factor (default: length / training length)", 0},
     [O_WINDOWS] = {"windows", "N", "windows per length (default: 16)", 0},
@@ -65,21 +65,22 @@ typedef struct {
 static int parse_schemes(const char *v, int drop, EvalLists *L, EvalOpts *o) {
     char item[128], err[256];
     int *n = drop ? &o->ndrop : &o->nquant;
-    while (*v) {
+    const char *opt = drop ? "drop" : "quant", *list = v;
+    for (;;) {
         size_t len = strcspn(v, ",");
-        if (len == 0 || len >= sizeof item || *n == EVAL_MAX_SCHEMES)
-            return cli_usage_error(&cmd_eval, "--%s: expected at most %d comma-separated items", drop ? "drop" : "quant",
-                                   EVAL_MAX_SCHEMES);
+        if (len == 0) return cli_usage_error(&cmd_eval, "--%s: an empty item in \"%.60s\"", opt, list);
+        if (len >= sizeof item) return cli_usage_error(&cmd_eval, "--%s: an item longer than %zu characters", opt, sizeof item - 1);
+        if (*n == EVAL_MAX_SCHEMES) return cli_usage_error(&cmd_eval, "--%s: more than %d items", opt, EVAL_MAX_SCHEMES);
         memcpy(item, v, len);
         item[len] = 0;
         if (drop ? drop_spec_parse(item, &L->drop[*n], err, sizeof err)
                  : quant_spec_parse(item, &L->quant[*n], err, sizeof err))
-            return cli_usage_error(&cmd_eval, "--%s: %s", drop ? "drop" : "quant", err);
+            return cli_usage_error(&cmd_eval, "--%s: %s", opt, err);
         ++*n;
         v += len;
-        if (*v == ',') v++;
+        if (!*v) return 0;
+        v++; /* the comma: an item must follow */
     }
-    return 0;
 }
 
 /* The value v of option k into o (and L).  0, or 2
@@ -170,6 +171,8 @@ static int run_eval(int argc, char **argv) {
     int nl = lists.nl;
     const char *sweep = lists.sweep;
     if (nl == 0 && !o.nquant && !o.ndrop) return cli_usage_error(&cmd_eval, "--lengths is required (or --quant / --drop)");
+    if ((o.nquant || o.ndrop) && (o.scaling != ROPE_NONE || o.factor > 0))
+        return cli_usage_error(&cmd_eval, "--rope-scaling / --factor do not apply with --quant / --drop (evaluated as trained)");
     if (nt == 0 && !sweep) return cli_usage_error(&cmd_eval, "no RUN, CHECKPOINT or --sweep given");
     /* results go to the run's row in an existing database: a missing one is
      * an error, and nothing is created */

@@ -167,6 +167,22 @@ Test(cli, unknown_options_are_named) {
     result_free(&r);
 }
 
+/* gated eval --quant / --drop: every malformed list or item is exit 2 with
+ * the option named, before any database is opened */
+Test(cli, eval_quant_and_drop_lists_are_checked) {
+    expect_usage_error((const char *[]){"eval", "x", "--quant", "w8,", NULL}, "eval", "--quant: an empty item in \"w8,\"");
+    expect_usage_error((const char *[]){"eval", "x", "--quant", ",w8", NULL}, "eval",
+                       "--quant: an empty item in \",w8\"");
+    expect_usage_error((const char *[]){"eval", "x", "--quant", "w8-", NULL}, "eval",
+                       "--quant: \"w8-\" is not a quantization scheme: expected float or [wB[gG]][-aB(tensor|token)], B bits in [2, 16] (e.g. w8-a8tensor, w8-a8token, w4g32)");
+    expect_usage_error((const char *[]){"eval", "x", "--drop", "gate:0x1p-1", NULL}, "eval",
+                       "--drop: \"gate:0x1p-1\" is not a drop rule: expected gate:TAU (TAU in [0, 1000]) or frac:F (F in [0, 1])");
+    expect_usage_error((const char *[]){"eval", "x", "--drop", "frac:1.5", NULL}, "eval", "--drop: \"frac:1.5\" is not a drop rule: expected gate:TAU (TAU in [0, 1000]) or frac:F (F in [0, 1])");
+    expect_usage_error((const char *[]){"eval", "x", "--quant", "w8", "--rope-scaling", "yarn", NULL}, "eval",
+                       "--rope-scaling / --factor do not apply with --quant / --drop (evaluated as trained)");
+    expect_usage_error((const char *[]){"eval", "x", NULL}, "eval", "--lengths is required (or --quant / --drop)");
+}
+
 Test(cli, a_sweep_file_given_to_train_says_to_use_sweep) {
     const char *want = "experiments/smoke.yaml: error: a sweep file, not a run config: run it with gated sweep "
                        "experiments/smoke.yaml\n";

@@ -4,6 +4,7 @@
  * `gated eval --quant / --drop` end to end on the synthetic corpus.
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -108,6 +109,17 @@ Test(quant, zero_and_non_finite_blocks) {
     cr_assert_eq(quant_tensor(c, 1, 2, 2, 8), 1);
 }
 
+/* A maximum so small that the scale underflows, or so large that s * qmax
+ * rounds past it: left as it is (counted), or clamped to the maximum. */
+Test(quant, scale_underflow_and_overflow) {
+    real t[3] = {0, 1e-42f, -5e-43f};
+    cr_assert_eq(quant_tensor(t, 1, 3, 3, 16), 1);
+    cr_assert(t[0] == 0 && t[1] == 1e-42f && t[2] == -5e-43f, "a subnormal block changed");
+    real b[2] = {FLT_MAX, -FLT_MAX};
+    cr_assert_eq(quant_tensor(b, 1, 2, 2, 8), 0);
+    cr_assert(b[0] == FLT_MAX && b[1] == -FLT_MAX, "%g %g", b[0], b[1]);
+}
+
 Test(quant, scheme_names_parse_and_print) {
     const char *ok[][2] = {{"float", "float"},         {"w8", "w8"},
                            {"w4g32", "w4g32"},         {"a8tensor", "a8tensor"},
@@ -122,14 +134,17 @@ Test(quant, scheme_names_parse_and_print) {
     QuantSpec q;
     cr_assert_eq(quant_spec_parse("w8-a8token", &q, err, sizeof err), 0);
     cr_assert(q.wbits == 8 && q.wgroup == 0 && q.abits == 8 && q.agran == QA_TOKEN);
-    const char *bad[] = {"", "w", "w1", "w17", "w8g", "w8g1", "a8", "a8row", "w8a8token", "w8-", "int8", "w8-a8token-x"};
-    for (int i = 0; i < 12; i++)
+    const char *bad[] = {"",       "w",    "w1",     "w17",    "w8g",          "w8g1",     "a8",
+                         "a8row",  "w8a8token", "w8-", "int8", "w8-a8token-x", "w+8",      "w 8",
+                         "w8g+32", "a+8token"};
+    for (int i = 0; i < 16; i++)
         cr_assert_eq(quant_spec_parse(bad[i], &q, err, sizeof err), -1, "\"%s\" accepted", bad[i]);
     DropSpec d;
     cr_assert(drop_spec_parse("gate:0.1", &d, err, sizeof err) == 0 && d.kind == DROP_GATE && d.v == 0.1);
     cr_assert(drop_spec_parse("frac:1", &d, err, sizeof err) == 0 && d.kind == DROP_FRAC && d.v == 1);
-    const char *dbad[] = {"gate", "gate:", "gate:-1", "frac:1.5", "frac:nan", "random:0.1", "gate:0.1x"};
-    for (int i = 0; i < 7; i++)
+    const char *dbad[] = {"gate",      "gate:",     "gate:-1",     "frac:1.5",  "frac:nan", "random:0.1",
+                          "gate:0.1x", "gate: 0.5", "gate:0x1p-1", "frac:-0",   "gate:2000", "gate:inf"};
+    for (int i = 0; i < 12; i++)
         cr_assert_eq(drop_spec_parse(dbad[i], &d, err, sizeof err), -1, "\"%s\" accepted", dbad[i]);
 }
 
@@ -245,6 +260,78 @@ Test(infer, gate_rule_and_matched_counts) {
     model_free(&m);
 }
 
+/* Which pairs the controls pick, read from what reaches wo in layer 0
+ * (whose attention, and so its entropies, no drop can change): the entropy
+ * rule zeroes exactly the k pairs of highest entropy / log(i+1), the
+ * random rule k pairs that differ between layers and windows but not
+ * between two identical forwards. */
+typedef struct {
+    InferHook h;
+    unsigned char dropped[2][2 * 16 * 4]; /* [layer][token * H + head] */
+} Spy;
+
+static const real *spy_hook(void *ctx, const Model *m, int l, LinearSite site, const real *x, int n, int k, int *ld) {
+    Spy *s = ctx;
+    const real *y = infer_hook(&s->h, m, l, site, x, n, k, ld);
+    if (y && site == LIN_WO && l < 2)
+        for (int p = 0; p < n * m->H; p++) {
+            const real *v = y + (size_t)(p / m->H) * *ld + (size_t)(p % m->H) * m->dh;
+            int zero = 1;
+            for (int d = 0; d < m->dh; d++) zero &= v[d] == 0;
+            s->dropped[l][p] = (unsigned char)zero;
+        }
+    return y;
+}
+
+static void spy_forward(Model *m, Spy *s, const int *x, int T, int sel, const double *frac, uint64_t window) {
+    memset(s->dropped, 0, sizeof s->dropped);
+    s->h.sel = sel, s->h.frac = frac, s->h.window = window;
+    model_set_linear_hook(m, spy_hook, s);
+    cr_assert(!isnan(model_forward(m, x, x + 2 * T, 2, T)));
+    model_set_linear_hook(m, NULL, NULL);
+}
+
+Test(infer, controls_pick_the_pairs_they_say) {
+    set_threads(1);
+    int T = 16, np = 2 * 16 * 4;
+    Model m;
+    g1_model(&m, 1, T);
+    int x[4 * 16];
+    tokens(x, 4 * T, 61, 19);
+    hooked_loss(&m, NULL, x, T);
+    double Hr[2 * 16 * 4];
+    for (int p = 0; p < np; p++) {
+        int t = p / m.H;
+        Hr[p] = infer_attn_entropy_rel(&m, 0, t / T, p % m.H, t % T);
+    }
+    Spy s;
+    memset(&s, 0, sizeof s);
+    cr_assert_eq(infer_hook_init(&s.h, m.L), 0);
+    double frac[2] = {0.25, 0.25};
+    spy_forward(&m, &s, x, T, SEL_ENTROPY, frac, 0);
+    int k = 0;
+    double lo_dropped = INFINITY, hi_kept = -INFINITY;
+    for (int p = 0; p < np; p++) {
+        k += s.dropped[0][p];
+        if (s.dropped[0][p]) lo_dropped = fmin(lo_dropped, Hr[p]);
+        else hi_kept = fmax(hi_kept, Hr[p]);
+    }
+    cr_assert_eq(k, np / 4);
+    cr_assert(lo_dropped >= hi_kept, "entropy rule kept %.6g above a dropped %.6g", hi_kept, lo_dropped);
+    spy_forward(&m, &s, x, T, SEL_RANDOM, frac, 0);
+    unsigned char a[2][2 * 16 * 4];
+    memcpy(a, s.dropped, sizeof a);
+    spy_forward(&m, &s, x, T, SEL_RANDOM, frac, 0);
+    cr_assert(memcmp(a, s.dropped, sizeof a) == 0, "random: two identical forwards dropped different pairs");
+    int same_layers = memcmp(a[0], a[1], sizeof a[0]) == 0;
+    spy_forward(&m, &s, x, T, SEL_RANDOM, frac, 1);
+    int same_windows = memcmp(a[0], s.dropped[0], sizeof a[0]) == 0;
+    cr_assert(!same_layers && !same_windows, "random: the same pairs in every layer (%d) or window (%d)", same_layers,
+              same_windows);
+    infer_hook_free(&s.h);
+    model_free(&m);
+}
+
 /* Attention entropy from the saved lse against softmax rows computed here
  * in double: equal to 1e-4, 0 at position 0 (one key), at most log(i+1). */
 Test(infer, attention_entropy_matches_direct_softmax) {
@@ -330,21 +417,28 @@ Test(infer, fine_quantization_reduces_to_float) {
 
 /* ------------------------------------------------------- gated eval */
 
-static double metric(const char *db, const char *key, const char *ctx, int *found) {
+/* The metric (key, context) of the run named run. */
+static double metric_of(const char *db, const char *run, const char *key, const char *ctx, int *found) {
     sqlite3 *h;
     sqlite3_stmt *st;
     double v = NAN;
     cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT value FROM metrics WHERE key = ?1 AND context = ?2", -1, &st, NULL),
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT m.value FROM metrics m JOIN runs r USING (run_id) WHERE r.name = ?3"
+                                    " AND m.key = ?1 AND m.context = ?2",
+                                    -1, &st, NULL),
                  SQLITE_OK);
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, ctx, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, run, -1, SQLITE_STATIC);
     *found = sqlite3_step(st) == SQLITE_ROW;
     if (*found) v = sqlite3_column_double(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(h);
     return v;
 }
+
+#define metric(db, key, ctx, found) metric_of(db, "gated", key, ctx, found)
 
 static void train_synth(const char *db, const char *dir, const char *name, int gated) {
     Config c = synth_config(20);
@@ -373,14 +467,33 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
     EvalOpts o = {db, "data", dir, NULL, 0, ROPE_NONE, 0, 4, 1, 0, 0, q, 2, d, 2};
     int saved = quiet_begin();
     int rc = eval_run("gated", &o) | eval_run("plain", &o);
-    /* a drop rule alone (no quantization, so no weight copy) */
-    EvalOpts od = o;
-    od.nquant = 0, od.ndrop = 1;
-    int rcd = eval_run("gated", &od);
     quiet_end(saved);
     cr_assert_eq(rc, 0);
-    cr_assert_eq(rcd, 0);
     int f;
+    char ctx[128];
+    const char *rules[] = {"gate,tau=0.5", "random,tau=0.5", "entropy,tau=0.5", "random,frac=0.25",
+                           "entropy,frac=0.25"};
+    double with_quant[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(ctx, sizeof ctx, "split=val,len=32,drop=%s", rules[i]);
+        with_quant[i] = metric(db, "infer_loss", ctx, &f);
+        cr_assert(f, "%s", ctx);
+    }
+    /* the drop rules alone (no weight copy): the same losses, bit for bit,
+     * so the schemes before them left the float weights as they were */
+    EvalOpts od = o;
+    od.nquant = 0;
+    saved = quiet_begin();
+    int rcd = eval_run("gated", &od);
+    quiet_end(saved);
+    cr_assert_eq(rcd, 0);
+    for (int i = 0; i < 5; i++) {
+        snprintf(ctx, sizeof ctx, "split=val,len=32,drop=%s", rules[i]);
+        double v = metric(db, "infer_loss", ctx, &f);
+        cr_assert(f && v == with_quant[i], "%s: %.17g after quantization, %.17g alone", rules[i], with_quant[i], v);
+    }
+    double pf = metric_of(db, "plain", "infer_loss", "split=val,len=32,quant=float", &f);
+    cr_assert(f && pf != metric(db, "infer_loss", "split=val,len=32,quant=float", &f), "two runs, one float loss");
     /* synth_config trains at T = 32: the default length */
     double fl = metric(db, "infer_loss", "split=val,len=32,quant=float", &f);
     cr_assert(f && isfinite(fl));
@@ -390,9 +503,6 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
     double p = metric(db, "infer_ppl", "split=val,len=32,quant=w4g16", &f);
     double l = metric(db, "infer_loss", "split=val,len=32,quant=w4g16", &f);
     cr_assert(f && fabs(p - exp(l)) < 1e-9 * p);
-    const char *rules[] = {"gate,tau=0.5", "random,tau=0.5", "entropy,tau=0.5", "random,frac=0.25",
-                           "entropy,frac=0.25"};
-    char ctx[128];
     double drop[5];
     for (int i = 0; i < 5; i++) {
         snprintf(ctx, sizeof ctx, "split=val,len=32,drop=%s", rules[i]);
@@ -402,8 +512,7 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
         cr_assert(f && fw > 0 && fa > fw && fa < 1, "%s: flops %g %g", ctx, fw, fa);
     }
     cr_assert(drop[0] > 0.01 && drop[0] < 0.99, "gate at 0.5 dropped %g", drop[0]);
-    cr_assert(fabs(drop[1] - drop[0]) < 0.05 && fabs(drop[2] - drop[0]) < 0.05, "matched %g %g vs %g", drop[1],
-              drop[2], drop[0]);
+    cr_assert(drop[1] == drop[0] && drop[2] == drop[0], "matched %g %g vs %g", drop[1], drop[2], drop[0]);
     cr_assert(fabs(drop[3] - 0.25) < 0.01 && fabs(drop[4] - 0.25) < 0.01);
     /* the ungated run: no gate rule, but the fraction controls */
     sqlite3 *h;
@@ -419,4 +528,7 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
     cr_assert_eq(sqlite3_column_int(st, 1), 0);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    char rm[200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    cr_assert_eq(system(rm), 0);
 }

@@ -25,13 +25,15 @@ static int block_quant(real *x, int n, int k, int ld, int bits) {
     if (!isfinite(amax)) return 1;
     if (amax == 0) return 0;
     real s = quant_scale(amax, bits), qmax = (real)((1L << (bits - 1)) - 1);
+    if (!(s > 0) || !isfinite(s)) return 1; /* a subnormal maximum: the scale underflowed */
     for (int i = 0; i < n; i++)
         for (int j = 0; j < k; j++) {
             real *v = &x[(size_t)i * ld + j];
             real q = rint(*v / s);
             if (q > qmax) q = qmax;
             if (q < -qmax) q = -qmax;
-            *v = s * q;
+            real y = s * q; /* s * qmax may round past amax (and past the largest float) */
+            *v = y > amax ? amax : y < -amax ? -amax : y;
         }
     return 0;
 }

@@ -10,9 +10,10 @@
  *     x -> s * clamp(rint(x / s), -qmax, qmax)
  *
  * rint rounds half to even (the default rounding mode; torch.round does
- * the same), so the result is a fixed function of the block.  A block of
- * zeros stays zero; a block whose maximum is not finite is left unchanged
- * and counted (the return value).  Error bound per element: |x - q(x)| <=
+ * the same), so the result is a fixed function of the block, clamped to
+ * [-max|x|, max|x|].  A block of zeros stays zero; a block whose maximum is
+ * not finite, or so small that its scale underflows, is left unchanged and
+ * counted (the return value).  Error bound per element: |x - q(x)| <=
  * s / 2 (up to float round-off in x / s and s * q).
  *
  * Blocks:

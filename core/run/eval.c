@@ -214,8 +214,10 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
     InferHook h;
     real *w0 = NULL;
     double *frac = malloc(sizeof *frac * (size_t)m->L);
-    if (!frac || infer_hook_init(&h, m->L)) {
+    int *counts = malloc(sizeof *counts * (size_t)n * m->L); /* the gate rule's, per (window, layer) */
+    if (!frac || !counts || infer_hook_init(&h, m->L)) {
         free(frac);
+        free(counts);
         free(win);
         fprintf(stderr, "gated eval: out of memory\n");
         return 1;
@@ -233,8 +235,9 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
         quant_spec_name(qs, name, sizeof name);
         snprintf(ctx, sizeof ctx, "split=%s,len=%d,quant=%s", split, L, name);
         if (o->progress) fprintf(stderr, "\r%s ...%*s", ctx, 10, "");
-        if (infer_windows_loss(m, qs->wbits || qs->abits ? &h : NULL, win, n, L, &loss)) rc = -1;
+        rc = infer_windows_loss(m, qs->wbits || qs->abits ? &h : NULL, win, n, L, &loss);
         if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
+        if (h.nonfinite) fprintf(stderr, "gated eval: %s: %s: %ld activation blocks not finite, left unquantized\n", id, ctx, h.nonfinite);
         if (rc == 0) rc = infer_store(st, o->db_path, id, steps, ctx, loss, n, NULL, m, total);
     }
     if (w0) memcpy(m->p.w, w0, sizeof(real) * m->p.total);
@@ -249,24 +252,29 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
         for (int sel = gate ? SEL_GATE : SEL_RANDOM; sel < SEL__COUNT && rc == 0; sel++) {
             infer_reset(&h, m->L, sel);
             h.tau = ds->v;
+            for (int l = 0; l < m->L; l++) frac[l] = ds->v;
             h.frac = frac;
-            if (!gate)
-                for (int l = 0; l < m->L; l++) frac[l] = ds->v;
-            snprintf(ctx, sizeof ctx, "split=%s,len=%d,drop=%s,%s=%g", split, L, drop_sel_names[sel],
-                     gate ? "tau" : "frac", ds->v);
+            /* the gate rule records its count per (window, layer); its
+             * matched controls drop exactly as many there */
+            h.record = sel == SEL_GATE ? counts : NULL;
+            h.match = gate && sel != SEL_GATE ? counts : NULL;
+            char num[40];
+            snprintf(ctx, sizeof ctx, "split=%s,len=%d,drop=%s,%s=%s", split, L, drop_sel_names[sel],
+                     gate ? "tau" : "frac", util_fmt_double(ds->v, num, sizeof num));
             if (o->progress) fprintf(stderr, "\r%s ...%*s", ctx, 10, "");
-            if (infer_windows_loss(m, &h, win, n, L, &loss)) rc = -1;
+            rc = infer_windows_loss(m, &h, win, n, L, &loss);
             if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
             if (rc == 0) rc = infer_store(st, o->db_path, id, steps, ctx, loss, n, &h, m, total);
-            /* the matched controls drop, per layer, the fraction the gate did */
-            if (sel == SEL_GATE)
-                for (int l = 0; l < m->L; l++) frac[l] = h.pairs[l] ? (double)h.dropped[l] / h.pairs[l] : 0;
         }
     }
     if (rc < 0) {
-        fprintf(stderr, "gated eval: out of memory at length %d\n", L);
+        if (rc == -2)
+            fprintf(stderr, "gated eval: %s: %s: a logit is not finite; nothing stored for it\n", id, ctx);
+        else
+            fprintf(stderr, "gated eval: out of memory at length %d\n", L);
         rc = 1;
     }
+    free(counts);
     infer_hook_free(&h);
     free(w0);
     free(frac);

@@ -1,6 +1,7 @@
 /* infer.c — see infer.h. */
 #include "run/infer.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ const char *const drop_sel_names[SEL__COUNT] = {"gate", "random", "entropy"};
 /* An integer of bits in [QUANT_MIN_BITS, QUANT_MAX_BITS] at *s; advances *s. */
 static int parse_bits(const char **s, int *bits) {
     char *end;
+    if (!isdigit((unsigned char)**s)) return -1; /* no sign, no space */
     long b = strtol(*s, &end, 10);
     if (end == *s || b < QUANT_MIN_BITS || b > QUANT_MAX_BITS) return -1;
     *bits = (int)b;
@@ -39,6 +41,7 @@ int quant_spec_parse(const char *s, QuantSpec *q, char *err, size_t cap) {
         if (parse_bits(&p, &q->wbits)) goto bad;
         if (*p == 'g') {
             char *end;
+            if (!isdigit((unsigned char)p[1])) goto bad;
             long g = strtol(++p, &end, 10);
             if (end == p || g < 2 || g > 1 << 20) goto bad;
             q->wgroup = (int)g;
@@ -85,10 +88,14 @@ int drop_spec_parse(const char *s, DropSpec *d, char *err, size_t cap) {
     int gate = strncmp(s, "gate:", 5) == 0, frac = strncmp(s, "frac:", 5) == 0;
     if (gate || frac) {
         d->kind = gate ? DROP_GATE : DROP_FRAC;
-        d->v = strtod(s + 5, &end);
-        if (end != s + 5 && !*end && isfinite(d->v) && d->v >= 0 && (gate ? d->v <= 1e3 : d->v <= 1)) return 0;
+        const char *v = s + 5;
+        d->v = strtod(v, &end);
+        /* a plain decimal: no sign, space, hex or nan */
+        int plain = (isdigit((unsigned char)*v) || (*v == '.' && isdigit((unsigned char)v[1]))) &&
+                    strspn(v, "0123456789.eE+-") == strlen(v);
+        if (plain && !*end && isfinite(d->v) && d->v >= 0 && (gate ? d->v <= 1e3 : d->v <= 1)) return 0;
     }
-    snprintf(err, cap, "\"%.40s\" is not a drop rule: expected gate:TAU (TAU >= 0) or frac:F (F in [0, 1])", s);
+    snprintf(err, cap, "\"%.40s\" is not a drop rule: expected gate:TAU (TAU in [0, 1000]) or frac:F (F in [0, 1])", s);
     return -1;
 }
 
@@ -115,7 +122,6 @@ void infer_hook_free(InferHook *h) {
     free(h->pairs);
     free(h->buf);
     free(h->key);
-    free(h->order);
     memset(h, 0, sizeof *h);
 }
 
@@ -135,6 +141,10 @@ double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
     return H > 0 ? H : 0; /* round-off below 0 for a one-hot row */
 }
 
+double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i) {
+    return i == 0 ? 0 : infer_attn_entropy(m, l, b, h, i) / log(i + 1.0);
+}
+
 /* Mean |gate score| of head h at token t of layer l (G1: scores n x nq). */
 static double gate_head_score(const Model *m, int l, int t, int h) {
     const real *S = m->la[l].S + (size_t)t * m->nq + (size_t)h * m->dh;
@@ -143,12 +153,11 @@ static double gate_head_score(const Model *m, int l, int t, int h) {
     return s / m->dh;
 }
 
-static const double *sort_keys;
-/* Ascending key, then index: a total order, so the selection is fixed. */
+/* Ascending key, then index: a total order (keys are never NaN), so the
+ * selection is fixed. */
 static int by_key(const void *x, const void *y) {
-    int i = *(const int *)x, j = *(const int *)y;
-    double a = sort_keys[i], b = sort_keys[j];
-    return a < b ? -1 : a > b ? 1 : (i > j) - (i < j);
+    const InferKey *a = x, *b = y;
+    return a->key < b->key ? -1 : a->key > b->key ? 1 : (a->idx > b->idx) - (a->idx < b->idx);
 }
 
 /* Zero the dropped (token, head) slices of x (n x nq, contiguous), count
@@ -156,33 +165,30 @@ static int by_key(const void *x, const void *y) {
 static int drop_pairs(InferHook *h, const Model *m, int l, real *x, int n) {
     int H = m->H, dh = m->dh, T = m->T, np = n * H;
     if ((size_t)np > h->kcap) {
-        double *k = realloc(h->key, sizeof *k * (size_t)np);
+        InferKey *k = realloc(h->key, sizeof *k * (size_t)np);
         if (!k) return -1;
         h->key = k;
-        int *o = realloc(h->order, sizeof *o * (size_t)np);
-        if (!o) return -1;
-        h->order = o;
         h->kcap = (size_t)np;
     }
     int ndrop = 0;
     if (h->sel == SEL_GATE) {
-        for (int p = 0; p < np; p++) h->key[p] = gate_head_score(m, l, p / H, p % H);
         for (int p = 0; p < np; p++)
-            if (h->key[p] < h->tau) h->order[ndrop++] = p;
+            if (gate_head_score(m, l, p / H, p % H) < h->tau) h->key[ndrop++].idx = p;
     } else {
         Rng r = rng_stream(h->window * 4096u + (uint64_t)l, INFER_RANDOM_STREAM);
-        for (int p = 0; p < np; p++)
-            /* entropy: the most diffuse pairs first (key -H) */
-            h->key[p] = h->sel == SEL_RANDOM ? rng_uniform(&r) : -infer_attn_entropy(m, l, p / H / T, p % H, p / H % T);
-        for (int p = 0; p < np; p++) h->order[p] = p;
-        sort_keys = h->key;
-        qsort(h->order, (size_t)np, sizeof *h->order, by_key);
-        double f = h->frac[l];
-        ndrop = (int)llround(f * np);
+        for (int p = 0; p < np; p++) {
+            /* entropy: the most diffuse pairs first (key -H / log(i+1)) */
+            double k = h->sel == SEL_RANDOM ? rng_uniform(&r) : -infer_attn_entropy_rel(m, l, p / H / T, p % H, p / H % T);
+            h->key[p] = (InferKey){isnan(k) ? INFINITY : k, p};
+        }
+        qsort(h->key, (size_t)np, sizeof *h->key, by_key);
+        ndrop = h->match ? h->match[h->window * (uint64_t)m->L + (uint64_t)l] : (int)llround(h->frac[l] * np);
         if (ndrop > np) ndrop = np;
     }
+    /* the gate rule's count per (window, layer), for its matched controls */
+    if (h->sel == SEL_GATE && h->record) h->record[h->window * (uint64_t)m->L + (uint64_t)l] = ndrop;
     for (int q = 0; q < ndrop; q++) {
-        int p = h->order[q], t = p / H, i = t % T;
+        int p = h->key[q].idx, t = p / H, i = t % T;
         memset(x + (size_t)t * m->nq + (size_t)(p % H) * dh, 0, sizeof(real) * (size_t)dh);
         h->flops_wo += 2.0 * dh * m->C;
         h->flops_attn += 2.0 * dh * m->C + 2.0 * 2.0 * dh * (i + 1);
@@ -207,10 +213,8 @@ const real *infer_hook(void *ctx, const Model *m, int l, LinearSite site, const 
     *ld = k;
     if (drop && drop_pairs(h, m, l, h->buf, n)) return NULL;
     if (h->abits == 0) return h->buf;
-    if (h->agran == QA_TENSOR)
-        quant_tensor(h->buf, n, k, k, h->abits);
-    else
-        quant_rows(h->buf, n, k, k, h->abits, 0);
+    h->nonfinite += h->agran == QA_TENSOR ? quant_tensor(h->buf, n, k, k, h->abits)
+                                          : quant_rows(h->buf, n, k, k, h->abits, 0);
     return h->buf;
 }
 
@@ -241,6 +245,11 @@ int infer_windows_loss(Model *m, InferHook *h, const int *win, int count, int T,
             rc = -1;
             break;
         }
+        /* the loss clamps probabilities, so a non-finite logit would read
+         * as a finite (huge) loss: refuse it */
+        for (size_t j = 0; j < (size_t)T * m->V && rc == 0; j++)
+            if (!isfinite(m->logits[j])) rc = -2;
+        if (rc) break;
         sum += v;
     }
     model_set_linear_hook(m, NULL, NULL);

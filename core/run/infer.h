@@ -29,13 +29,15 @@
  *                 by its two matched controls, which drop in every layer the
  *                 fraction of pairs the gate dropped in that layer:
  *                 "random" (uniform, seeded, exactly that count per window)
- *                 and "entropy" (the pairs of highest attention entropy
- *                 H = lse - sum_j p_j s_j: heads that average over many
- *                 keys; the lowest-entropy pairs, focused heads such as
- *                 previous-token heads, are the worst to drop: at 4.1M
- *                 tokens dropping half by lowest entropy cost more than
- *                 at random, by highest far less, so the competent
- *                 direction is the control).
+ *                 and "entropy" (the pairs of highest relative attention
+ *                 entropy H / log(i + 1), H = lse - sum_j p_j s_j: heads
+ *                 that average over many keys, relative to the uniform
+ *                 row at that position; the lowest-entropy pairs, focused
+ *                 heads such as previous-token heads, are the worst to
+ *                 drop: at 4.1M tokens dropping half by lowest entropy
+ *                 cost more than at random, by highest far less, so the
+ *                 competent direction is the control).  The controls drop
+ *                 exactly the gate's count in each (window, layer).
  *   frac:F        random and entropy at fraction F in every layer (any run,
  *                 the ungated baseline's pruning curve).
  * FLOPs a dropped pair at position i saves: 2 dh C of wo (infer_flops_wo)
@@ -86,20 +88,27 @@ extern const char *const drop_sel_names[SEL__COUNT]; /* gate, random, entropy */
 /* 1 when model m has a gate that drop=gate can read (multiplicative, G1). */
 int infer_has_g1_gate(const Model *m);
 
+typedef struct {
+    double key;
+    int idx;
+} InferKey;
+
 /* The state of one hooked evaluation (infer_hook is its LinearInputHook). */
 typedef struct {
     int abits, agran;     /* activation quantization of every linear input (abits 0: none) */
     int sel;              /* DropSel */
     double tau;           /* SEL_GATE: drop pairs with score < tau */
-    const double *frac;   /* SEL_RANDOM / SEL_ENTROPY: the fraction per layer */
+    const double *frac;   /* SEL_RANDOM / SEL_ENTROPY: the fraction per layer ... */
+    const int *match;     /* ... or, when set, exactly match[window * L + l] pairs */
+    int *record;          /* SEL_GATE: when set, its count per (window, layer) is written here */
     uint64_t window;      /* the window being evaluated (random keys) */
     long long *dropped, *pairs; /* per layer, accumulated over windows */
     double flops_wo, flops_attn; /* FLOPs saved, accumulated */
     real *buf;            /* scratch: the rows returned */
     size_t cap;
-    double *key;          /* scratch: per (token, head) keys, and their order */
-    int *order;
+    InferKey *key;        /* scratch: per (token, head) keys, sorted */
     size_t kcap;
+    long nonfinite;       /* activation blocks left unquantized (not finite), accumulated */
 } InferHook;
 
 /* Allocate the per-layer counters for L layers (zeroed).  0 or -1. */
@@ -108,8 +117,11 @@ void infer_hook_free(InferHook *h);
 const real *infer_hook(void *ctx, const Model *m, int l, LinearSite site, const real *x, int n, int k, int *ld);
 
 /* Attention entropy (nats) of query i (0-based position in its sequence)
- * of head h in layer l of the last forward, sequence b. */
+ * of head h in layer l of the last forward, sequence b; _rel: divided by
+ * log(i + 1), the uniform row's (0 at i = 0), so that late positions,
+ * which have more keys, are not "diffuse" for that alone. */
 double infer_attn_entropy(const Model *m, int l, int b, int h, int i);
+double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i);
 
 /* Quantize the block weights of m in place (wbits / wgroup of q; nothing
  * when q->wbits is 0).  Returns the blocks left unchanged (non-finite). */
@@ -117,7 +129,7 @@ long infer_quant_weights(Model *m, const QuantSpec *q);
 
 /* Mean loss over count windows (each T + 1 tokens, one forward each) with
  * hook state h (NULL: the float forward); h->window is set per window.
- * 0, or -1 (out of memory). */
+ * 0, -1 (out of memory) or -2 (a logit was not finite). */
 int infer_windows_loss(Model *m, InferHook *h, const int *win, int count, int T, double *loss);
 
 #endif
