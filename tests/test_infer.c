@@ -188,6 +188,15 @@ Test(infer, dropping_nothing_or_everything) {
     InferHook h;
     cr_assert_eq(infer_hook_init(&h, m.L), 0);
     double zero[2] = {0, 0}, one[2] = {1, 1};
+    /* measuring the linear inputs changes nothing, and sees every site */
+    h.measure = 1;
+    cr_assert_eq(hooked_loss(&m, &h, x, T), f, "measuring changed the loss");
+    for (int k = 0; k < LIN__COUNT; k++) {
+        double mean = h.tok_sum[k] / h.tok_n[k];
+        cr_assert(h.tok_n[k] == (long long)m.L * 2 * T && h.in_max[k] >= mean && mean > 0, "site %d: %lld tokens, max %g mean %g",
+                  k, h.tok_n[k], h.in_max[k], mean);
+    }
+    h.measure = 0;
     h.sel = SEL_GATE, h.tau = 0;
     cr_assert_eq(hooked_loss(&m, &h, x, T), f, "tau 0 changed the loss");
     cr_assert_eq(h.dropped[0] + h.dropped[1], 0);
@@ -491,6 +500,11 @@ Test(infer, eval_stores_every_scheme_and_rule, .timeout = 120) {
         snprintf(ctx, sizeof ctx, "split=val,len=32,drop=%s", rules[i]);
         double v = metric(db, "infer_loss", ctx, &f);
         cr_assert(f && v == with_quant[i], "%s: %.17g after quantization, %.17g alone", rules[i], with_quant[i], v);
+    }
+    for (int k = 0; k < LIN__COUNT; k++) {
+        snprintf(ctx, sizeof ctx, "split=val,len=32,site=%s", lin_site_names[k]);
+        double mx = metric(db, "infer_in_max", ctx, &f), of = metric(db, "infer_in_outlier", ctx, &f);
+        cr_assert(f && mx > 0 && of >= 1, "%s: max %g outlier %g", ctx, mx, of);
     }
     double pf = metric_of(db, "plain", "infer_loss", "split=val,len=32,quant=float", &f);
     cr_assert(f && pf != metric(db, "infer_loss", "split=val,len=32,quant=float", &f), "two runs, one float loss");

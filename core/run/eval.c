@@ -196,6 +196,10 @@ static void infer_reset(InferHook *h, int L, int sel) {
     h->flops_wo = h->flops_attn = 0;
     h->sel = sel;
     h->abits = 0;
+    h->measure = 0;
+    memset(h->in_max, 0, sizeof h->in_max);
+    memset(h->tok_sum, 0, sizeof h->tok_sum);
+    memset(h->tok_n, 0, sizeof h->tok_n);
 }
 
 /* One split at length L under every quantization scheme and drop rule of
@@ -232,13 +236,28 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
         if (infer_quant_weights(m, qs)) fprintf(stderr, "gated eval: %s: a weight block is not finite; left unquantized\n", id);
         infer_reset(&h, m->L, SEL_NONE);
         h.abits = qs->abits, h.agran = qs->agran;
+        /* the float pass measures what reaches each linear layer (the hook
+         * returns its input unchanged: the float forward, bit for bit) */
+        h.measure = q < 0;
         quant_spec_name(qs, name, sizeof name);
         snprintf(ctx, sizeof ctx, "split=%s,len=%d,quant=%s", split, L, name);
         if (o->progress) fprintf(stderr, "\r%s ...%*s", ctx, 10, "");
-        rc = infer_windows_loss(m, qs->wbits || qs->abits ? &h : NULL, win, n, L, &loss);
+        rc = infer_windows_loss(m, &h, win, n, L, &loss);
         if (o->progress) fprintf(stderr, "\r%*s\r", 60, "");
         if (h.nonfinite) fprintf(stderr, "gated eval: %s: %s: %ld activation blocks not finite, left unquantized\n", id, ctx, h.nonfinite);
         if (rc == 0) rc = infer_store(st, o->db_path, id, steps, ctx, loss, n, NULL, m, total);
+        for (int k = 0; q < 0 && rc == 0 && k < LIN__COUNT; k++) {
+            char sc[200];
+            snprintf(sc, sizeof sc, "split=%s,len=%d,site=%s", split, L, lin_site_names[k]);
+            double mean = h.tok_n[k] ? h.tok_sum[k] / (double)h.tok_n[k] : NAN;
+            if (store_metric(st, id, "infer_in_max", sc, steps, h.in_max[k]) |
+                store_metric(st, id, "infer_in_outlier", sc, steps, mean > 0 ? h.in_max[k] / mean : NAN) |
+                store_flush(st)) {
+                fprintf(stderr, "gated eval: %s: %s\n", o->db_path, store_errmsg(st));
+                rc = 1;
+            }
+        }
+        h.measure = 0;
     }
     if (w0) memcpy(m->p.w, w0, sizeof(real) * m->p.total);
     int noted = 0;

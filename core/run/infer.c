@@ -14,6 +14,7 @@
 #include "util/util.h"
 
 const char *const drop_sel_names[SEL__COUNT] = {"gate", "random", "entropy"};
+const char *const lin_site_names[LIN__COUNT] = {"qkv", "wo", "ffn_in", "ffn_down"};
 
 /* The random keys' stream tag (rng_stream), fixed: the same pairs drop in
  * every run and every invocation. */
@@ -200,6 +201,14 @@ static int drop_pairs(InferHook *h, const Model *m, int l, real *x, int n) {
 
 const real *infer_hook(void *ctx, const Model *m, int l, LinearSite site, const real *x, int n, int k, int *ld) {
     InferHook *h = ctx;
+    if (h->measure)
+        for (int t = 0; t < n; t++) {
+            double mx = 0;
+            for (int j = 0; j < k; j++) mx = fmax(mx, fabs((double)x[(size_t)t * *ld + j]));
+            h->in_max[site] = fmax(h->in_max[site], mx);
+            h->tok_sum[site] += mx;
+            h->tok_n[site]++;
+        }
     int drop = site == LIN_WO && h->sel != SEL_NONE;
     if (!drop && !h->abits) return x;
     size_t need = (size_t)n * k;

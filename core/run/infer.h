@@ -49,7 +49,13 @@
  * "split=S,len=L,quant=SCHEME" or "split=S,len=L,drop=RULE,tau=T" /
  * "...,drop=RULE,frac=F" (numbers %g), at step = the checkpoint's steps:
  * infer_loss, infer_ppl, infer_windows, and for drops infer_drop (the
- * fraction of pairs dropped), infer_flops_wo, infer_flops_attn.  The float
+ * fraction of pairs dropped), infer_flops_wo, infer_flops_attn.  With the
+ * float reference, per linear site S (qkv, wo, ffn_in, ffn_down) in
+ * context "split=S,len=L,site=S": infer_in_max (the largest |input| over
+ * layers, tokens and windows) and infer_in_outlier (infer_in_max over the
+ * mean of each token's largest |input|): what sets a per-tensor scale,
+ * as opposed to M-Act, which is measured in the residual stream before
+ * the norms.  The float
  * reference (quant=float) is stored with every quantization.  Rewriting a
  * context replaces its values.
  */
@@ -84,6 +90,7 @@ int drop_spec_parse(const char *s, DropSpec *d, char *err, size_t cap);
 /* Selection rules of the dropped pairs. */
 typedef enum { SEL_NONE = -1, SEL_GATE, SEL_RANDOM, SEL_ENTROPY, SEL__COUNT } DropSel;
 extern const char *const drop_sel_names[SEL__COUNT]; /* gate, random, entropy */
+extern const char *const lin_site_names[LIN__COUNT];  /* qkv, wo, ffn_in, ffn_down */
 
 /* 1 when model m has a gate that drop=gate can read (multiplicative, G1). */
 int infer_has_g1_gate(const Model *m);
@@ -109,6 +116,13 @@ typedef struct {
     InferKey *key;        /* scratch: per (token, head) keys, sorted */
     size_t kcap;
     long nonfinite;       /* activation blocks left unquantized (not finite), accumulated */
+    /* measure: the largest |input| of each linear site over the hooked
+     * forwards (every layer), and the sum and count of each token's own
+     * largest |input|: in_max / (tok_sum / tok_n) is how far above a typical
+     * token's scale a per-tensor scale sits (the outlier factor) */
+    int measure;
+    double in_max[LIN__COUNT], tok_sum[LIN__COUNT];
+    long long tok_n[LIN__COUNT];
 } InferHook;
 
 /* Allocate the per-layer counters for L layers (zeroed).  0 or -1. */
