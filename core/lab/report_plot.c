@@ -248,6 +248,14 @@ static void gp_tail(R *r, FILE *f, const char *base) {
     fprintf(f, "set output\n");
 }
 
+/* The end of a plot command of `blocks` series (a NaN placeholder when
+ * there are none, so the script stays valid), then gp_tail. */
+static void gp_end(R *r, FILE *gp, const char *base, int blocks) {
+    if (!blocks) fprintf(gp, " NaN notitle");
+    fprintf(gp, "\n");
+    gp_tail(r, gp, base);
+}
+
 /* Line colours: Okabe & Ito's colour-blind-safe set, its yellow (unreadable
  * on white) replaced by grey.  One place: the number of colours is what
  * makes dash types necessary. */
@@ -487,11 +495,7 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
         gp_str(gp, s->vars[k].label);
         nl++;
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     for (int k = 0; all && k < s->nvars; k++) free(all[k].p);
     free(all);
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (%smean over seeds%s%s)", title,
@@ -1008,11 +1012,7 @@ static int plot_ppl(R *r, RSweep *s) {
             blocks++;
         }
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
                    "Validation perplexity against context length (log-log; one colour per row, one dash type per RoPE "
                    "scaling; error bars: std over seeds)");
@@ -1080,11 +1080,7 @@ static int plot_quant(R *r, RSweep *s) {
         gp_str(gp, s->vars[k].label);
         blocks++;
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
                    "PPL increase under simulated quantization (ΔPPL in %% of each run's float PPL, per scheme and row; "
                    "error bars: std over seeds; the rows are offset slightly along x; dashed: no change)");
@@ -1153,11 +1149,7 @@ static int plot_quant_mact(R *r, RSweep *s, int q) {
         gp_str(gp, v->label);
         blocks++;
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     char *code = rc == 0 ? rep_md_code_str(r, qs->name) : NULL;
     if (!code) rc = -1;
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
@@ -1246,11 +1238,7 @@ static int plot_drop(R *r, RSweep *s) {
             blocks++;
         }
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base,
                    "Validation PPL against the share of (token, head) pairs dropped (log y; one colour per row; gate "
                    "threshold solid, its matched random and entropy controls dashed and dotted, fixed-fraction random "
@@ -1343,11 +1331,7 @@ int rep_plot_budget(R *r, RBudget *b) {
         gp_str(gp, s0->vars[k].label);
         blocks++;
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, b->fname);
-    }
+    if (rc == 0) gp_end(r, gp, b->fname, blocks);
     rc = plot_done(r, NULL, b, rc, blocks, dat, gp, datp, gpp, b->fname,
                    "Δ final val loss against the training budget (row minus the baseline of the same budget, paired "
                    "by seed; log x; error bars: 95%% CI; dashed: no effect; the rows are offset slightly along x)");
@@ -1440,11 +1424,7 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
         free(t);
         b++;
     }
-    if (rc == 0) {
-        if (!blocks) fprintf(gp, " NaN notitle");
-        fprintf(gp, "\n");
-        gp_tail(r, gp, base);
-    }
+    if (rc == 0) gp_end(r, gp, base, blocks);
     for (int j = 0; all && j < ns; j++) free(all[j].p);
     free(all);
     rc = plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (mean over seeds%s)", p->caption,
