@@ -1826,8 +1826,9 @@ Test(store, attest_compares_bit_for_bit_and_holds_for_one_copy) {
     Store *s = open_or_die(t.db), *v = open_or_die(u.db);
     attest_fixture(s, CODE_A, 2.5);
     attest_fixture(v, CODE_B, 2.5);
-    /* only in the stored run: a `gated eval` row and a step past the window */
+    /* only in the stored run: `gated eval` rows and a step past the window */
     OK(store_metric(s, RID, store_eval_keys[0], "split=val,len=64", 3, 1.25));
+    OK(store_metric(s, RID, "infer_ppl", "split=val,len=64,quant=float", 3, 3.5)); /* gated eval --quant's */
     OK(store_metric(s, RID, "train_loss", NULL, 4, 9.0));
     OK(store_flush(s));
     store_close(v);
