@@ -2310,6 +2310,8 @@ static void add_infer(Store *s, const char *id, const char *ctx, double ppl, dou
 /* The fixture's ΔPPL% under w8-a8tensor and M-Act per run (baseline s1,
  * s2, G1 s1, s2). */
 static const double INF_W8_PCT[4] = {10, 15, 1, 3}, INF_MACT[4] = {50, 60, 5, 10};
+/* ... and the outlier factor of its wo input (infer_in_outlier, site wo). */
+static const double INF_OUT_WO[4] = {3, 2, 1, 4};
 
 /* Sweep "inf" (model.seq_len 128): rows baseline (ungated) and G1, seeds
  * 1 and 2 finished, and a diverged G1 seed 3 with results (left out); its
@@ -2375,6 +2377,10 @@ static void fixture_infer(Fx *fx, int hostile) {
                       0.035);
 #undef CTX
         }
+        /* the wo input's outlier factor at the training length (a step-50 and a length-256 decoy) */
+        cr_assert_eq(store_metric(s, ids[i], "infer_in_outlier", "split=val,len=128,site=wo", 50, 99), 0);
+        cr_assert_eq(store_metric(s, ids[i], "infer_in_outlier", "split=val,len=128,site=wo", 100, i < 4 ? INF_OUT_WO[i] : 50), 0);
+        cr_assert_eq(store_metric(s, ids[i], "infer_in_outlier", "split=val,len=256,site=wo", 100, 77), 0);
         add_infer(s, ids[i], "split=test,len=128,quant=w8-a8token", 50, NAN, 0, 0);
         add_infer(s, ids[i], "split=val,len=128,quant=w8 evil'name", 50, NAN, 0, 0);
         add_infer(s, ids[i], "split=val,len=128,drop=gate,frac=0.5", 50, 0.5, 0, 0);
@@ -2451,6 +2457,17 @@ Test(report, quantization_table) {
     assert_has(sec, want);
     assert_has(sec, "\n- `w4g32`: Pearson r = ");
     assert_has(sec, ", Spearman ρ = +1.000, n = 3\n");
+    /* ... and with the wo input's outlier factor: r by hand, Spearman 0.2 (ranks 3 4 1 2 against 3 2 1 4) */
+    double mo = 0, mw = 0, soo = 0, sww = 0, sow = 0;
+    for (int i = 0; i < 4; i++) mo += INF_OUT_WO[i] / 4, mw += INF_W8_PCT[i] / 4;
+    for (int i = 0; i < 4; i++)
+        soo += (INF_OUT_WO[i] - mo) * (INF_OUT_WO[i] - mo), sww += (INF_W8_PCT[i] - mw) * (INF_W8_PCT[i] - mw),
+            sow += (INF_OUT_WO[i] - mo) * (INF_W8_PCT[i] - mw);
+    double ro = sow / sqrt(soo * sww);
+    snprintf(want, sizeof want, "\n- `w8-a8tensor` against the `wo` input: Pearson r = %+.3f (p %.3f), Spearman ρ = +0.200, n = 4\n",
+             ro, 1 - fabs(ro));
+    assert_has(sec, want);
+    assert_lacks(sec, "against the `qkv` input");
     free(sec);
     sec = md_section(md, "plain");
     assert_lacks(sec, "Quantization");

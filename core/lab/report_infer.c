@@ -132,6 +132,31 @@ static int inf_add(R *r, void *arg, sqlite3_stmt *st) {
     return 0;
 }
 
+/* The linear inputs of infer_in_outlier (run/infer.h's lin_site_names). */
+static const char *const SITES[INF_NSITES] = {"qkv", "wo", "ffn_in", "ffn_down"};
+
+typedef struct {
+    RRun *u;
+    long long len;
+} OutLoad;
+
+/* RepRowFn on (context, value) of infer_in_outlier: "split=val,len=L,site=S"
+ * at the run's length into u->inf_outlier. */
+static int out_add(R *r, void *arg, sqlite3_stmt *st) {
+    (void)r;
+    OutLoad *o = arg;
+    char split[8], site[16];
+    long long len;
+    int end = -1;
+    const char *ctx = rep_col_text(st, 0);
+    if (sscanf(ctx, "split=%7[^,],len=%lld,site=%15[^,]%n", split, &len, site, &end) != 3 || end < 0 || ctx[end] ||
+        strcmp(split, "val") != 0 || len != o->len)
+        return 0;
+    for (int k = 0; k < INF_NSITES; k++)
+        if (strcmp(site, SITES[k]) == 0) o->u->inf_outlier[k] = rep_col_real(st, 1);
+    return 0;
+}
+
 int rep_infer_load_run(R *r, RSweep *s, int var, int run) {
     RRun *u = &s->runs[run];
     InfLoad l = {NULL, 0, 0};
@@ -165,6 +190,11 @@ int rep_infer_load_run(R *r, RSweep *s, int var, int run) {
         if (rc == 0) s->inf[s->ninf++] = *p;
     }
     free(l.p);
+    for (int k = 0; k < INF_NSITES; k++) u->inf_outlier[k] = NAN;
+    if (rc == 0 && len >= 0) {
+        OutLoad o = {u, len};
+        rc = rep_q_each_context_last(r, u->run_id, "infer_in_outlier", out_add, &o);
+    }
     return rc;
 }
 
@@ -301,6 +331,14 @@ int rep_infer_finish(R *r, RSweep *s) {
             if (isfinite(d) && isfinite(m)) x[n] = m, y[n] = d, n++;
         }
         correlate(x, y, n, rx, ry, &s->qs[q].corr);
+        for (int k = 0; k < INF_NSITES; k++) {
+            n = 0;
+            for (int i = 0; i < s->nruns; i++) {
+                double d = rep_infer_value(s, i, INF_QUANT, s->qs[q].name, NAN, INF_DPCT), o = s->runs[i].inf_outlier[k];
+                if (isfinite(d) && isfinite(o)) x[n] = o, y[n] = d, n++;
+            }
+            correlate(x, y, n, rx, ry, &s->qs[q].corr_site[k]);
+        }
     }
     free(x);
     free(y);
@@ -513,6 +551,33 @@ int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md) {
         }
         corr_text(f, &s->qs[q].corr, y);
         fputs(md ? "\n" : ".\n", f);
+    }
+    /* the scale a per-tensor quantizer sees: each linear input's outlier factor */
+    int any = 0;
+    for (int q = 0; q < s->nqs; q++)
+        for (int k = 0; k < INF_NSITES; k++) any |= s->qs[q].corr_site[k].n >= 3;
+    if (any && md)
+        fprintf(f, "\nM-Act is measured in the residual stream; what a quantizer sees is each linear layer's input. "
+                   "The correlation of ΔPPL%% with each input's **outlier factor** (`infer_in_outlier`: its largest "
+                   "|x| over the mean of each token's largest |x|, from the float pass) — `qkv` and `ffn_in` are "
+                   "RMSNorm outputs, `wo` the attention output (after the gate), `ffn_down` the SwiGLU output:\n\n");
+    for (int q = 0; any && q < s->nqs; q++) {
+        for (int k = 0; k < INF_NSITES; k++) {
+            if (s->qs[q].corr_site[k].n < 3) continue;
+            if (md) {
+                fputs("- ", f);
+                rep_md_code(f, s->qs[q].name);
+                fprintf(f, " against the `%s` input: ", SITES[k]);
+            } else {
+                fputs("% Delta PPL % against the outlier factor of the ", f);
+                fputs(SITES[k], f);
+                fputs(" input, ", f);
+                store_fput_escaped(f, s->qs[q].name);
+                fputs(": ", f);
+            }
+            corr_text(f, &s->qs[q].corr_site[k], y);
+            fputs(md ? "\n" : ".\n", f);
+        }
     }
     if (md)
         fprintf(f, "\nPearson's p: the t-test of r with n − 2 degrees of freedom (normal data assumed); Spearman's ρ "

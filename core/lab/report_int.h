@@ -103,9 +103,11 @@ typedef struct {
 
 /* A quantization scheme of a sweep (not float), and the correlation over
  * the sweep's runs of a run's ΔPPL% under it with its M-Act. */
+enum { INF_NSITES = 4 }; /* the linear inputs of infer_in_outlier: qkv, wo, ffn_in, ffn_down */
 typedef struct {
     char name[INF_NAME];
     RepCorr corr;
+    RepCorr corr_site[INF_NSITES]; /* ... and with the run's outlier factor at each linear input */
 } InferScheme;
 
 /* One run of a sweep (a sweep_runs line, LEFT JOINed to runs). */
@@ -138,6 +140,7 @@ typedef struct {
     long long inf_len;      /* the length its results are taken at (model.seq_len if evaluated there,
                                else the smallest); -1: none */
     double inf_float;       /* infer_ppl at quant=float at that length; NAN if absent */
+    double inf_outlier[INF_NSITES]; /* infer_in_outlier per site at that length; NAN if absent */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
