@@ -17,6 +17,9 @@
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
  *                     are report_plot.c's
+ *   report_infer.c    `gated eval --quant / --drop` results: loading, the
+ *                     Quantization and Gate-sparse heads sections (md,
+ *                     tex, csv); their plots are report_plot.c's
  *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
  *                     loading, per-row statistics, the sections
  *                     "Quantization" and "Gate-sparse heads" (md, tex,
