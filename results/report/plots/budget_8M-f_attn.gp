@@ -10,7 +10,9 @@ set xtics 1
 set ylabel 'F-Attn (attention on position 0) (bars: +- std)'
 plot 'budget_8M-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'budget_8M-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
-     'budget_8M-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-silu-only'
+     'budget_8M-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-silu-only', \
+     'budget_8M-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'scale-0.5', \
+     'budget_8M-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-open'
 set terminal pngcairo size 960,560 noenhanced
 set output 'budget_8M-f_attn.png'
 replot

@@ -14,7 +14,8 @@ plot 'sink-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 
      'sink-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-head-shared', \
      'sink-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-input-independent', \
      'sink-f_attn.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-ns-sigmoid', \
-     'sink-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G2-elementwise'
+     'sink-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G2-elementwise', \
+     'sink-f_attn.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-silu-only'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink-f_attn.png'
 replot

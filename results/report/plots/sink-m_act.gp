@@ -10,7 +10,7 @@ set xtics 1
 set logscale y
 set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
-set ytics ("1000" 1000, "2000" 2000, "3000" 3000, "4000" 4000, "5000" 5000)
+set ytics ("1000" 1000, "1500" 1500, "2000" 2000, "2500" 2500, "3000" 3000, "3500" 3500)
 set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
 plot 'sink-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'sink-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
@@ -18,7 +18,8 @@ plot 'sink-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1
      'sink-m_act.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-head-shared', \
      'sink-m_act.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-input-independent', \
      'sink-m_act.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-ns-sigmoid', \
-     'sink-m_act.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G2-elementwise'
+     'sink-m_act.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G2-elementwise', \
+     'sink-m_act.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-silu-only'
 set terminal pngcairo size 960,560 noenhanced
 set output 'sink-m_act.png'
 replot

@@ -1,0 +1,18 @@
+# PPL increase under each quantization scheme, % of the float PPL, mean +- std over seeds
+# written by `gated report`; run `gnuplot sink_search_lr-quant.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'sink_search_lr-quant.svg'
+set grid
+set key outside right top
+set title 'sink_search_lr'
+set xlabel 'quantization scheme'
+set ylabel 'PPL - float PPL (% of float PPL), mean +- std over seeds'
+set xrange [-0.5:2.5]
+set offsets 0, 0, graph 0.05, graph 0.05
+set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2
+set xtics ('w4g32' 0, 'w8-a8tensor' 1, 'w8-a8token' 2)
+plot 'sink_search_lr-quant.dat' index 0 using 1:2:3 with yerrorbars ps 1.5 lw 2 lc rgb '#0072b2' dt 1 pt 1 title 'lr-2e-2'
+set terminal pngcairo size 960,560 noenhanced
+set output 'sink_search_lr-quant.png'
+replot
+set output
