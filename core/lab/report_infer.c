@@ -423,6 +423,23 @@ static void len_text(FILE *f, const RSweep *s) {
         fprintf(f, "at each run's training length (or its smallest evaluated one; they differ between runs)");
 }
 
+/* A table line whose first statistic is cell (from stat_cell, over *n
+ * runs), put in column col, with the row's label in column 0: the line's
+ * index, -2 when no run has the statistic (no line), -1 on error. */
+static int tab_line(R *r, Tab *t, char *cell, int col, const int *n, const char *label) {
+    if (!cell) return -1;
+    if (!*n) {
+        free(cell);
+        return -2;
+    }
+    int i = rep_tab_row(r, t);
+    if (i < 0) {
+        free(cell);
+        return -1;
+    }
+    return rep_tab_put(t, i, col, cell) || rep_tab_put(t, i, 0, rep_dup(r, label)) ? -1 : i;
+}
+
 /* The quantization table: a line per row with the float reference. */
 static int quant_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *a, double *b) {
     int base = s->base >= 0, per = 2 + base; /* columns per scheme */
@@ -439,19 +456,11 @@ static int quant_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *a
     }
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         int n;
-        char *fl = stat_cell(r, s, y, k, INF_QUANT, "float", NAN, INF_PPL, 1, 3, a, &n);
-        if (!fl) return -1;
-        if (!n) {
-            free(fl);
-            continue;
-        }
-        int i = rep_tab_row(r, t);
-        if (i < 0) {
-            free(fl);
-            return -1;
-        }
-        rc = rep_tab_put(t, i, 2, fl) || rep_tab_put(t, i, 0, rep_dup(r, s->vars[k].label)) ||
-             rep_tab_put(t, i, 1, rep_fmt(r, "%d", n));
+        int i = tab_line(r, t, stat_cell(r, s, y, k, INF_QUANT, "float", NAN, INF_PPL, 1, 3, a, &n), 2, &n,
+                         s->vars[k].label);
+        if (i == -2) continue;
+        if (i < 0) return -1;
+        rc = rep_tab_put(t, i, 1, rep_fmt(r, "%d", n));
         for (int q = 0; rc == 0 && q < s->nqs; q++) {
             const char *nm = s->qs[q].name;
             int nd;
@@ -628,19 +637,11 @@ static int drop_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *bu
         for (int j = 0; rc == 0 && j < nv; j++) {
             double v = vals[j];
             int n;
-            char *drop = stat_cell(r, s, y, k, kind, RULES[q0], v, INF_DROP, 100, 1, buf, &n);
-            if (!drop) return -1;
-            if (!n) {
-                free(drop);
-                continue;
-            }
-            int i = rep_tab_row(r, t);
-            if (i < 0) {
-                free(drop);
-                return -1;
-            }
-            rc = rep_tab_put(t, i, 3, drop) || rep_tab_put(t, i, 0, rep_dup(r, s->vars[k].label)) ||
-                 rep_tab_put(t, i, 1, rep_fmt(r, "%g", v)) || rep_tab_put(t, i, 2, rep_fmt(r, "%d", n));
+            int i = tab_line(r, t, stat_cell(r, s, y, k, kind, RULES[q0], v, INF_DROP, 100, 1, buf, &n), 3, &n,
+                             s->vars[k].label);
+            if (i == -2) continue;
+            if (i < 0) return -1;
+            rc = rep_tab_put(t, i, 1, rep_fmt(r, "%g", v)) || rep_tab_put(t, i, 2, rep_fmt(r, "%d", n));
 #define CELL(rule, x, scale, prec) stat_cell(r, s, y, k, kind, rule, v, x, scale, prec, buf, NULL)
             rc = rc || rep_tab_put(t, i, 4, CELL(RULES[q0], INF_FLOPS_WO, 100, 2)) ||
                  rep_tab_put(t, i, 5, CELL(RULES[q0], INF_FLOPS_ATTN, 100, 2));
