@@ -61,7 +61,9 @@ $(BUILD)/libgated_f64.a: $(OBJ64)
 $(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(BUILD)/libgated.a
+# The CLI's pieces that have unit tests of their own.
+TCLI_OBJ := $(BUILD)/f32/cli/blas_kernel.o
+$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TCLI_OBJ) $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
 $(BUILD)/test_f64: $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o) $(BUILD)/libgated_f64.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)

@@ -110,6 +110,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blas_kernel.h"
 #include "commands.h"
 #include "run/codever.h"
 #include "run/eval.h"
@@ -906,6 +907,52 @@ static int verify_args(const SweepCtx *x, const SweepRun *r, long n, char nbuf[2
     return 0;
 }
 
+/* The OpenBLAS kernel to re-execute run r on (blas_kernel.h): "" for this
+ * machine's, else a name for OPENBLAS_CORETYPE; the stored run's
+ * openblas_version into stored.  0, or -1 with why (then a bitwise
+ * comparison could not succeed here, so none is tried). */
+static int verify_kernel(SweepCtx *x, const SweepRun *r, char *kernel, size_t kcap, char *stored, size_t scap,
+                         char *why, size_t wcap) {
+    StoreRunInfo info;
+    if (store_run_info(x->st, r->run_id, &info)) {
+        snprintf(why, wcap, "%s", store_errmsg(x->st));
+        return -1;
+    }
+    Provenance prov;
+    store_provenance_fill(&prov);
+    snprintf(stored, scap, "%s", info.openblas_version ? info.openblas_version : "");
+    int k = blas_kernel_pick(info.openblas_version, prov.openblas_version, kernel, kcap, why, wcap);
+    store_run_info_free(&info);
+    return k < 0 ? -1 : 0;
+}
+
+/* Whether the re-execution vid in database vdb ran on the OpenBLAS build
+ * and kernel stored (OpenBLAS may ignore an OPENBLAS_CORETYPE it cannot
+ * use): 0, or -1 with why. */
+static int same_blas(const char *vdb, const char *vid, const char *stored, char *why, size_t wcap) {
+    Store *vs = NULL;
+    StoreRunInfo vi;
+    char err[1024], q[200];
+    if (store_open_ro(&vs, vdb, err, sizeof err)) {
+        snprintf(why, wcap, "%s", err);
+        return -1;
+    }
+    int rc = 0;
+    if (store_run_info(vs, vid, &vi)) {
+        snprintf(why, wcap, "%s", store_errmsg(vs));
+        rc = -1;
+    } else {
+        if (!vi.openblas_version || strcmp(vi.openblas_version, stored) != 0) {
+            snprintf(why, wcap, "the re-execution ran on \"%s\", not the stored run's OpenBLAS kernel",
+                     store_escape(vi.openblas_version ? vi.openblas_version : "?", q, sizeof q));
+            rc = -1;
+        }
+        store_run_info_free(&vi);
+    }
+    store_close(vs);
+    return rc;
+}
+
 /* Re-execute job j's run for its first steps with this build into a
  * scratch database (DBDIR/verify-XXXXXX, removed afterwards; the log is
  * DBDIR/logs/NAME.verify.log), compare every row of those steps with the
@@ -915,7 +962,8 @@ static void verify_job(SweepCtx *x, Job *j) {
     long n = verify_window(r, x->o);
     size_t dl = strlen(x->dbdir) + 64;
     char *tmp = malloc(dl), *vdb = malloc(dl), *vck = malloc(dl), *log = log_path(x->logdir, r->name, ".verify.log");
-    char nbuf[24], initbuf[300], vid[17], why[1200] = "";
+    char nbuf[24], initbuf[300], vid[17], why[1200] = "", kernel[32] = "", stored_blas[256] = "";
+    char **kenv = NULL, *kown = NULL;
     const char *extra[5];
     if (!tmp || !vdb || !vck || !log) {
         snprintf(why, sizeof why, "out of memory");
@@ -931,12 +979,20 @@ static void verify_job(SweepCtx *x, Job *j) {
     snprintf(vck, dl, "%s/checkpoints", tmp);
     if (verify_args(x, r, n, nbuf, initbuf, sizeof initbuf, extra, vid, why, sizeof why))
         goto out;
-    printf("verify %s (index %d, run %s): %s\n", r->name, r->index, r->run_id, j->why);
+    if (verify_kernel(x, r, kernel, sizeof kernel, stored_blas, sizeof stored_blas, why, sizeof why))
+        goto out;
+    if (kernel[0] && !(kenv = blas_kernel_env(x->venvp, kernel, &kown))) {
+        snprintf(why, sizeof why, "out of memory");
+        goto out;
+    }
+    printf("verify %s (index %d, run %s): %s%s%s\n", r->name, r->index, r->run_id, j->why,
+           kernel[0] ? ", on the OpenBLAS kernel it was made with: OPENBLAS_CORETYPE=" : "", kernel);
     fflush(stdout);
     pid_t pid;
     int ws;
     double t0 = util_now();
-    if (spawn_train(r, x->sw, vdb, x->o->data, vck, extra, x->venvp, log, &pid) || wait_verify(pid, &ws)) {
+    if (spawn_train(r, x->sw, vdb, x->o->data, vck, extra, kenv ? kenv : x->venvp, log, &pid) ||
+        wait_verify(pid, &ws)) {
         snprintf(why, sizeof why, "gated train could not be run");
         goto out;
     }
@@ -948,6 +1004,8 @@ static void verify_job(SweepCtx *x, Job *j) {
         print_tail(log, 12);
         goto out;
     }
+    if (kernel[0] && same_blas(vdb, vid, stored_blas, why, sizeof why))
+        goto out;
     StoreAttestCmp cmp;
     if (store_attest_compare(x->st, r->run_id, vdb, vid, n, &cmp)) {
         snprintf(why, sizeof why, "%s", store_errmsg(x->st));
@@ -976,6 +1034,8 @@ out:
     free(vdb);
     free(vck);
     free(log);
+    free(kenv);
+    free(kown);
 }
 
 /* --verify-code: each job planned for verification (a result of other
