@@ -953,6 +953,35 @@ static int same_blas(const char *vdb, const char *vid, const char *stored, char 
     return rc;
 }
 
+/* A whole-run verification made the run's final checkpoint again (in the
+ * scratch directory vck): it goes where the run's own would be
+ * (DBDIR/checkpoints/RUN_ID.ckpt) when that place is empty, so `gated
+ * eval` can use it.  Only for a run that does not start from another's
+ * weights (its re-execution's id and checkpoint are the run's own). */
+static void keep_checkpoint(const SweepCtx *x, const char *vck, const SweepRun *r) {
+    size_t l = strlen(x->ckptdir) + strlen(vck) + 64;
+    char *from = malloc(l), *to = malloc(l);
+    if (!from || !to) {
+        fprintf(stderr, "gated sweep: out of memory\n");
+        goto out;
+    }
+    snprintf(from, l, "%s/%s.ckpt", vck, r->run_id);
+    snprintf(to, l, "%s/%s.ckpt", x->ckptdir, r->run_id);
+    if (access(from, F_OK) != 0)
+        goto out; /* nothing written: no checkpoint to keep */
+    if (access(to, F_OK) == 0) {
+        printf("verify %s: its checkpoint %s exists; the re-execution's is not kept\n", r->name, to);
+        goto out;
+    }
+    if (util_mkdir_p(x->ckptdir) != 0 || rename(from, to) != 0)
+        fprintf(stderr, "gated sweep: keeping %s as %s: %s\n", from, to, strerror(errno));
+    else
+        printf("verify %s: the whole run was re-executed: its final checkpoint is now %s\n", r->name, to);
+out:
+    free(from);
+    free(to);
+}
+
 /* Re-execute job j's run for its first steps with this build into a
  * scratch database (DBDIR/verify-XXXXXX, removed afterwards; the log is
  * DBDIR/logs/NAME.verify.log), compare every row of those steps with the
@@ -1021,9 +1050,12 @@ static void verify_job(SweepCtx *x, Job *j) {
         snprintf(why, sizeof why, "%s", store_errmsg(x->st));
     else if (rec == 0)
         snprintf(why, sizeof why, "equal, but the stored run changed meanwhile; nothing recorded");
-    else
+    else {
         printf("verified %s (index %d): %lld steps, %lld rows bitwise equal (%.1f s); kept as this build's result\n",
                r->name, r->index, cmp.steps, cmp.rows, util_now() - t0);
+        if (n == r->config.steps && strcmp(vid, r->run_id) == 0)
+            keep_checkpoint(x, vck, r);
+    }
 out:
     if (*why)
         printf("verify %s (index %d): %s; rerun\n", r->name, r->index, why);

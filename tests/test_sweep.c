@@ -955,6 +955,82 @@ Test(sweep, verify_code_reruns_a_result_one_ulp_off_or_missing_a_row, .timeout =
     tmp_rm(&t);
 }
 
+/* A whole-run verification (--verify-steps = train.steps) leaves its final
+ * checkpoint where the run's own would be, when that place is empty (so a
+ * database brought from elsewhere gets checkpoints for `gated eval`), and
+ * never replaces one that is there. */
+Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160], id1[64], id2[64], c1[300], c2[300], cmd[1600];
+    write_file(&t, "v.yaml", VERIFY_SWEEP, path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    q_text(db, "SELECT run_id FROM runs WHERE name = 'vc-a-s1'", id1, sizeof id1);
+    q_text(db, "SELECT run_id FROM runs WHERE name = 'vc-a-s2'", id2, sizeof id2);
+    snprintf(c1, sizeof c1, "%s/checkpoints/%s.ckpt", t.dir, id1);
+    snprintf(c2, sizeof c2, "%s/checkpoints/%s.ckpt", t.dir, id2);
+    cr_assert_eq(access(c1, F_OK), 0, "%s", c1);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s.orig' && rm '%s'", c1, c1, c1);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
+    db_exec(db, cmd);
+    /* a verification of part of the run keeps nothing */
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code --index 0", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s1 (index 0): 2 steps, "), "%s", out);
+    cr_assert_neq(access(c1, F_OK), 0, "a 2-step re-execution left a checkpoint");
+    db_exec(db, "DELETE FROM code_attest");
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code --verify-steps 4", out, sizeof out), 0, "%s",
+                 out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s1 (index 0): 4 steps, "), "%s", out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s1: the whole run was re-executed: its final checkpoint is now "), "%s",
+                       out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s2: its checkpoint "), "%s", out);
+    cr_assert_not_null(strstr(out, "exists; the re-execution's is not kept"), "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 0 finished, 0 diverged, 0 failed, 2 skipped", "%s", out);
+    /* the kept checkpoint is the run's own but for the training wall time
+     * (one 8-byte double) and the checksum after it (the last 8 bytes):
+     * the offsets of the other differing bytes span at most 8 */
+    snprintf(cmd, sizeof cmd,
+             "n=$(stat -c %%s '%s'); test \"$n\" = \"$(stat -c %%s '%s.orig')\" || echo size;"
+             " cmp -l '%s' '%s.orig' | awk -v n=\"$n\" '$1 <= n - 8 {if (!lo) lo = $1; hi = $1}"
+             " END {print hi - lo}'",
+             c1, c1, c1, c1);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(atoi(out) >= 0 && atoi(out) < 8 && !strstr(out, "size"), "differing bytes span %s", out);
+    cr_assert_eq(access(c2, F_OK), 0);
+    tmp_rm(&t);
+}
+
+/* A run stored as made with another OpenBLAS build (here a hostile text, as
+ * a merged database may hold) is not re-executed: its bits cannot be
+ * reproduced here, so the reason is printed, escaped, and the run is rerun. */
+Test(sweep, verify_code_does_not_re_execute_a_run_of_another_openblas_build, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160], cmd[512];
+    write_file(&t, "v.yaml", VERIFY_SWEEP, path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
+    db_exec(db, cmd);
+    db_exec(db, "UPDATE runs SET openblas_version = 'OpenBLAS 9.9 DYNAMIC_ARCH Haswell' || char(10) || '!id'"
+                " WHERE name = 'vc-a-s1'");
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s1 (index 0): made with another OpenBLAS build (\"OpenBLAS 9.9 "
+                                   "DYNAMIC_ARCH Haswell\\x0a!id\"; this one: "),
+                       "%s", out);
+    cr_assert_null(strstr(out, "\n!id"), "an unescaped newline reached the terminal: %s", out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s2 (index 1): 2 steps, "), "%s", out);
+    cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 1 finished, 0 diverged, 0 failed, 1 skipped", "%s", out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && ls logs", t.dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_null(strstr(out, "vc-a-s1.verify.log"), "it was re-executed: %s", out);
+    tmp_rm(&t);
+}
+
 Test(sweep, failures_divergence_fail_fast_and_rerun_failed) {
     const char *bin = sweep_gated_bin();
     Tmp t;
