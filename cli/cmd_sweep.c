@@ -955,9 +955,13 @@ static int same_blas(const char *vdb, const char *vid, const char *stored, char 
 
 /* A whole-run verification made the run's final checkpoint again (in the
  * scratch directory vck): it goes where the run's own would be
- * (DBDIR/checkpoints/RUN_ID.ckpt) when that place is empty, so `gated
- * eval` can use it.  Only for a run that does not start from another's
- * weights (its re-execution's id and checkpoint are the run's own). */
+ * (DBDIR/checkpoints/RUN_ID.ckpt), so `gated eval` can use it.  A file
+ * already there is replaced: it may be the final one (then the two differ
+ * only in the training wall time) or left by another execution of the run
+ * id that was stopped early (a rerun later undone by a merge), which `gated
+ * eval` would evaluate at its step; the verified one is the run's final
+ * state.  Only for a run that does not start from another's weights (its
+ * re-execution's id and checkpoint are the run's own). */
 static void keep_checkpoint(const SweepCtx *x, const char *vck, const SweepRun *r) {
     size_t l = strlen(x->ckptdir) + strlen(vck) + 64;
     char *from = malloc(l), *to = malloc(l);
@@ -969,14 +973,12 @@ static void keep_checkpoint(const SweepCtx *x, const char *vck, const SweepRun *
     snprintf(to, l, "%s/%s.ckpt", x->ckptdir, r->run_id);
     if (access(from, F_OK) != 0)
         goto out; /* nothing written: no checkpoint to keep */
-    if (access(to, F_OK) == 0) {
-        printf("verify %s: its checkpoint %s exists; the re-execution's is not kept\n", r->name, to);
-        goto out;
-    }
+    int had = access(to, F_OK) == 0;
     if (util_mkdir_p(x->ckptdir) != 0 || rename(from, to) != 0)
         fprintf(stderr, "gated sweep: keeping %s as %s: %s\n", from, to, strerror(errno));
     else
-        printf("verify %s: the whole run was re-executed: its final checkpoint is now %s\n", r->name, to);
+        printf("verify %s: the whole run was re-executed: its final checkpoint is now %s%s\n", r->name, to,
+               had ? " (replacing the file there)" : "");
 out:
     free(from);
     free(to);

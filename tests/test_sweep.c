@@ -956,14 +956,14 @@ Test(sweep, verify_code_reruns_a_result_one_ulp_off_or_missing_a_row, .timeout =
 }
 
 /* A whole-run verification (--verify-steps = train.steps) leaves its final
- * checkpoint where the run's own would be, when that place is empty (so a
- * database brought from elsewhere gets checkpoints for `gated eval`), and
- * never replaces one that is there. */
+ * checkpoint where the run's own would be (so a database brought from
+ * elsewhere gets checkpoints for `gated eval`), replacing a file there (here
+ * one of an earlier step, as a stopped rerun leaves). */
 Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
     const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
-    char path[128], out[16384], db[160], id1[64], id2[64], c1[300], c2[300], cmd[1600];
+    char path[128], out[16384], db[160], id1[64], id2[64], c1[300], c2[300], cmd[2048];
     write_file(&t, "v.yaml", VERIFY_SWEEP, path);
     snprintf(db, sizeof db, "%s/r.db", t.dir);
     cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
@@ -972,7 +972,9 @@ Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
     snprintf(c1, sizeof c1, "%s/checkpoints/%s.ckpt", t.dir, id1);
     snprintf(c2, sizeof c2, "%s/checkpoints/%s.ckpt", t.dir, id2);
     cr_assert_eq(access(c1, F_OK), 0, "%s", c1);
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s.orig' && rm '%s'", c1, c1, c1);
+    /* s1 has no checkpoint, s2 a wrong one (s1's) */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s.orig' && rm '%s' && cp '%s' '%s.orig' && cp '%s.orig' '%s'", c1, c1, c1,
+             c2, c2, c1, c2);
     cr_assert_eq(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
     db_exec(db, cmd);
@@ -986,20 +988,21 @@ Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
     cr_assert_not_null(strstr(out, "verified vc-a-s1 (index 0): 4 steps, "), "%s", out);
     cr_assert_not_null(strstr(out, "verify vc-a-s1: the whole run was re-executed: its final checkpoint is now "), "%s",
                        out);
-    cr_assert_not_null(strstr(out, "verify vc-a-s2: its checkpoint "), "%s", out);
-    cr_assert_not_null(strstr(out, "exists; the re-execution's is not kept"), "%s", out);
+    cr_assert_not_null(strstr(out, " (replacing the file there)"), "%s", out);
     cr_assert_str_eq(last_line(out), "sweep vc: 2 runs: 0 finished, 0 diverged, 0 failed, 2 skipped", "%s", out);
-    /* the kept checkpoint is the run's own but for the training wall time
+    /* each kept checkpoint is the run's own but for the training wall time
      * (one 8-byte double) and the checksum after it (the last 8 bytes):
      * the offsets of the other differing bytes span at most 8 */
-    snprintf(cmd, sizeof cmd,
-             "n=$(stat -c %%s '%s'); test \"$n\" = \"$(stat -c %%s '%s.orig')\" || echo size;"
-             " cmp -l '%s' '%s.orig' | awk -v n=\"$n\" '$1 <= n - 8 {if (!lo) lo = $1; hi = $1}"
-             " END {print hi - lo}'",
-             c1, c1, c1, c1);
-    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    cr_assert(atoi(out) >= 0 && atoi(out) < 8 && !strstr(out, "size"), "differing bytes span %s", out);
-    cr_assert_eq(access(c2, F_OK), 0);
+    for (int k = 0; k < 2; k++) {
+        const char *c = k ? c2 : c1;
+        snprintf(cmd, sizeof cmd,
+                 "n=$(stat -c %%s '%s'); test \"$n\" = \"$(stat -c %%s '%s.orig')\" || echo size;"
+                 " cmp -l '%s' '%s.orig' | awk -v n=\"$n\" '$1 <= n - 8 {if (!lo) lo = $1; hi = $1}"
+                 " END {print hi - lo}'",
+                 c, c, c, c);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+        cr_assert(atoi(out) >= 0 && atoi(out) < 8 && !strstr(out, "size"), "%s: differing bytes span %s", c, out);
+    }
     tmp_rm(&t);
 }
 
