@@ -963,7 +963,7 @@ Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
     const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
-    char path[128], out[16384], db[160], id1[64], id2[64], c1[300], c2[300], cmd[2048];
+    char path[128], out[16384], db[160], id1[64], id2[64], c1[300], c2[300], cmd[4096];
     write_file(&t, "v.yaml", VERIFY_SWEEP, path);
     snprintf(db, sizeof db, "%s/r.db", t.dir);
     cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
