@@ -14,7 +14,8 @@ plot 'standard_mech-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#00
      'standard_mech-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-ns-sigmoid', \
      'standard_mech-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'G1-silu-only', \
      'standard_mech-f_attn.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'scale-0.5', \
-     'standard_mech-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G1-open'
+     'standard_mech-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'G1-open', \
+     'standard_mech-f_attn.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-tanh'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_mech-f_attn.png'
 replot
