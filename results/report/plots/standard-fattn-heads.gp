@@ -34,33 +34,38 @@ set xtics add ('0' 15)
 set xtics add ('1' 16)
 set xtics add ('2' 17)
 set xtics add ('3' 18)
-set label 4 'G1-silu-only' at 16.5, graph 1.08 center
+set label 4 'G2-elementwise' at 16.5, graph 1.08 center
 set xtics add ('0' 20)
 set xtics add ('1' 21)
 set xtics add ('2' 22)
 set xtics add ('3' 23)
-set label 5 'scale-0.5' at 21.5, graph 1.03 center
+set label 5 'G1-silu-only' at 21.5, graph 1.03 center
 set xtics add ('0' 25)
 set xtics add ('1' 26)
 set xtics add ('2' 27)
 set xtics add ('3' 28)
-set label 6 'G1-open' at 26.5, graph 1.08 center
+set label 6 'scale-0.5' at 26.5, graph 1.08 center
 set xtics add ('0' 30)
 set xtics add ('1' 31)
 set xtics add ('2' 32)
 set xtics add ('3' 33)
-set label 7 'G1-input-independent' at 31.5, graph 1.03 center
+set label 7 'G1-open' at 31.5, graph 1.03 center
 set xtics add ('0' 35)
 set xtics add ('1' 36)
 set xtics add ('2' 37)
 set xtics add ('3' 38)
-set label 8 'G1-ns-sigmoid' at 36.5, graph 1.08 center
+set label 8 'G1-input-independent' at 36.5, graph 1.08 center
 set xtics add ('0' 40)
 set xtics add ('1' 41)
 set xtics add ('2' 42)
 set xtics add ('3' 43)
-set label 9 'G1-tanh' at 41.5, graph 1.03 center
-set xrange [-0.5:43.5]
+set label 9 'G1-ns-sigmoid' at 41.5, graph 1.03 center
+set xtics add ('0' 45)
+set xtics add ('1' 46)
+set xtics add ('2' 47)
+set xtics add ('3' 48)
+set label 10 'G1-tanh' at 46.5, graph 1.08 center
+set xrange [-0.5:48.5]
 set yrange [-0.5:3.5]
 plot 'standard-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'standard-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
@@ -70,7 +75,8 @@ plot 'standard-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'standard-fattn-heads.dat' index 5 matrix using ($1+25):2:3 with image, \
      'standard-fattn-heads.dat' index 6 matrix using ($1+30):2:3 with image, \
      'standard-fattn-heads.dat' index 7 matrix using ($1+35):2:3 with image, \
-     'standard-fattn-heads.dat' index 8 matrix using ($1+40):2:3 with image
+     'standard-fattn-heads.dat' index 8 matrix using ($1+40):2:3 with image, \
+     'standard-fattn-heads.dat' index 9 matrix using ($1+45):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard-fattn-heads.png'
 replot
