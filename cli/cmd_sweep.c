@@ -714,6 +714,7 @@ typedef struct {
     Store *st;
     char owner[300]; /* this sweep's claim token */
     char code[128];  /* code version */
+    char blas[256];  /* this build's OpenBLAS, as runs record it (openblas_version) */
     double t0;       /* when the sweep started, unix seconds (as the store's times) */
     StoreSweepRun *rec;
     char **envp, *own[3], *dbdir, *logdir, *ckptdir;
@@ -750,6 +751,7 @@ static int sweep_select(SweepCtx *x) {
     Provenance prov;
     store_provenance_fill(&prov);
     snprintf(x->code, sizeof x->code, "%s", prov.code_version ? prov.code_version : "unknown");
+    snprintf(x->blas, sizeof x->blas, "%s", prov.openblas_version ? prov.openblas_version : "unknown");
     return GO;
 }
 
@@ -911,17 +913,15 @@ static int verify_args(const SweepCtx *x, const SweepRun *r, long n, char nbuf[2
  * machine's, else a name for OPENBLAS_CORETYPE; the stored run's
  * openblas_version into stored.  0, or -1 with why (then a bitwise
  * comparison could not succeed here, so none is tried). */
-static int verify_kernel(SweepCtx *x, const SweepRun *r, char *kernel, size_t kcap, char *stored, size_t scap,
-                         char *why, size_t wcap) {
+static int verify_kernel(const SweepCtx *x, const SweepRun *r, char *kernel, size_t kcap, char *stored,
+                         size_t scap, char *why, size_t wcap) {
     StoreRunInfo info;
     if (store_run_info(x->st, r->run_id, &info)) {
         snprintf(why, wcap, "%s", store_errmsg(x->st));
         return -1;
     }
-    Provenance prov;
-    store_provenance_fill(&prov);
     snprintf(stored, scap, "%s", info.openblas_version ? info.openblas_version : "");
-    int k = blas_kernel_pick(info.openblas_version, prov.openblas_version, kernel, kcap, why, wcap);
+    int k = blas_kernel_pick(info.openblas_version, x->blas, kernel, kcap, why, wcap);
     store_run_info_free(&info);
     return k < 0 ? -1 : 0;
 }
