@@ -26,18 +26,18 @@ plot 'standard-drop.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' d
      'standard-drop.dat' index 9 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 3 pt 3 title 'G1-headwise: entropy (matched)', \
      'standard-drop.dat' index 10 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 4 pt 4 title 'G1-headwise: random (fixed F)', \
      'standard-drop.dat' index 11 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 5 pt 5 title 'G1-headwise: entropy (fixed F)', \
-     'standard-drop.dat' index 12 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 4 pt 4 title 'G1-silu-only: random (fixed F)', \
-     'standard-drop.dat' index 13 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 5 pt 5 title 'G1-silu-only: entropy (fixed F)', \
-     'standard-drop.dat' index 14 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 1 title 'G1-input-independent: gate', \
-     'standard-drop.dat' index 15 using 1:2:3 with yerrorlines lc rgb '#999999' dt 2 pt 2 title 'G1-input-independent: random (matched)', \
-     'standard-drop.dat' index 16 using 1:2:3 with yerrorlines lc rgb '#999999' dt 3 pt 3 title 'G1-input-independent: entropy (matched)', \
-     'standard-drop.dat' index 17 using 1:2:3 with yerrorlines lc rgb '#999999' dt 4 pt 4 title 'G1-input-independent: random (fixed F)', \
-     'standard-drop.dat' index 18 using 1:2:3 with yerrorlines lc rgb '#999999' dt 5 pt 5 title 'G1-input-independent: entropy (fixed F)', \
-     'standard-drop.dat' index 19 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'G1-ns-sigmoid: gate', \
-     'standard-drop.dat' index 20 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 2 pt 2 title 'G1-ns-sigmoid: random (matched)', \
-     'standard-drop.dat' index 21 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 3 pt 3 title 'G1-ns-sigmoid: entropy (matched)', \
-     'standard-drop.dat' index 22 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 4 pt 4 title 'G1-ns-sigmoid: random (fixed F)', \
-     'standard-drop.dat' index 23 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 5 pt 5 title 'G1-ns-sigmoid: entropy (fixed F)'
+     'standard-drop.dat' index 12 using 1:2:3 with yerrorlines lc rgb '#999999' dt 4 pt 4 title 'G1-silu-only: random (fixed F)', \
+     'standard-drop.dat' index 13 using 1:2:3 with yerrorlines lc rgb '#999999' dt 5 pt 5 title 'G1-silu-only: entropy (fixed F)', \
+     'standard-drop.dat' index 14 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 1 title 'G1-input-independent: gate', \
+     'standard-drop.dat' index 15 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 2 pt 2 title 'G1-input-independent: random (matched)', \
+     'standard-drop.dat' index 16 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 3 pt 3 title 'G1-input-independent: entropy (matched)', \
+     'standard-drop.dat' index 17 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 4 pt 4 title 'G1-input-independent: random (fixed F)', \
+     'standard-drop.dat' index 18 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 5 pt 5 title 'G1-input-independent: entropy (fixed F)', \
+     'standard-drop.dat' index 19 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 1 title 'G1-ns-sigmoid: gate', \
+     'standard-drop.dat' index 20 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 2 pt 2 title 'G1-ns-sigmoid: random (matched)', \
+     'standard-drop.dat' index 21 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 3 pt 3 title 'G1-ns-sigmoid: entropy (matched)', \
+     'standard-drop.dat' index 22 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 4 pt 4 title 'G1-ns-sigmoid: random (fixed F)', \
+     'standard-drop.dat' index 23 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 5 pt 5 title 'G1-ns-sigmoid: entropy (fixed F)'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard-drop.png'
 replot

@@ -34,38 +34,63 @@ set xtics add ('0' 15)
 set xtics add ('1' 16)
 set xtics add ('2' 17)
 set xtics add ('3' 18)
-set label 4 'G2-elementwise' at 16.5, graph 1.08 center
+set label 4 'G1-head-shared' at 16.5, graph 1.08 center
 set xtics add ('0' 20)
 set xtics add ('1' 21)
 set xtics add ('2' 22)
 set xtics add ('3' 23)
-set label 5 'G1-silu-only' at 21.5, graph 1.03 center
+set label 5 'G2-elementwise' at 21.5, graph 1.03 center
 set xtics add ('0' 25)
 set xtics add ('1' 26)
 set xtics add ('2' 27)
 set xtics add ('3' 28)
-set label 6 'scale-0.5' at 26.5, graph 1.08 center
+set label 6 'G3-elementwise' at 26.5, graph 1.08 center
 set xtics add ('0' 30)
 set xtics add ('1' 31)
 set xtics add ('2' 32)
 set xtics add ('3' 33)
-set label 7 'G1-open' at 31.5, graph 1.03 center
+set label 7 'G5' at 31.5, graph 1.03 center
 set xtics add ('0' 35)
 set xtics add ('1' 36)
 set xtics add ('2' 37)
 set xtics add ('3' 38)
-set label 8 'G1-input-independent' at 36.5, graph 1.08 center
+set label 8 'G1-silu-only' at 36.5, graph 1.08 center
 set xtics add ('0' 40)
 set xtics add ('1' 41)
 set xtics add ('2' 42)
 set xtics add ('3' 43)
-set label 9 'G1-ns-sigmoid' at 41.5, graph 1.03 center
+set label 9 'G1-rmsnorm-control' at 41.5, graph 1.03 center
 set xtics add ('0' 45)
 set xtics add ('1' 46)
 set xtics add ('2' 47)
 set xtics add ('3' 48)
-set label 10 'G1-tanh' at 46.5, graph 1.08 center
-set xrange [-0.5:48.5]
+set label 10 'scale-0.5' at 46.5, graph 1.08 center
+set xtics add ('0' 50)
+set xtics add ('1' 51)
+set xtics add ('2' 52)
+set xtics add ('3' 53)
+set label 11 'G1-open' at 51.5, graph 1.03 center
+set xtics add ('0' 55)
+set xtics add ('1' 56)
+set xtics add ('2' 57)
+set xtics add ('3' 58)
+set label 12 'G1-input-independent' at 56.5, graph 1.08 center
+set xtics add ('0' 60)
+set xtics add ('1' 61)
+set xtics add ('2' 62)
+set xtics add ('3' 63)
+set label 13 'G1-ns-sigmoid' at 61.5, graph 1.03 center
+set xtics add ('0' 65)
+set xtics add ('1' 66)
+set xtics add ('2' 67)
+set xtics add ('3' 68)
+set label 14 'G1-tanh' at 66.5, graph 1.08 center
+set xtics add ('0' 70)
+set xtics add ('1' 71)
+set xtics add ('2' 72)
+set xtics add ('3' 73)
+set label 15 'G1-silu' at 71.5, graph 1.03 center
+set xrange [-0.5:73.5]
 set yrange [-0.5:3.5]
 plot 'standard-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'standard-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
@@ -76,7 +101,12 @@ plot 'standard-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'standard-fattn-heads.dat' index 6 matrix using ($1+30):2:3 with image, \
      'standard-fattn-heads.dat' index 7 matrix using ($1+35):2:3 with image, \
      'standard-fattn-heads.dat' index 8 matrix using ($1+40):2:3 with image, \
-     'standard-fattn-heads.dat' index 9 matrix using ($1+45):2:3 with image
+     'standard-fattn-heads.dat' index 9 matrix using ($1+45):2:3 with image, \
+     'standard-fattn-heads.dat' index 10 matrix using ($1+50):2:3 with image, \
+     'standard-fattn-heads.dat' index 11 matrix using ($1+55):2:3 with image, \
+     'standard-fattn-heads.dat' index 12 matrix using ($1+60):2:3 with image, \
+     'standard-fattn-heads.dat' index 13 matrix using ($1+65):2:3 with image, \
+     'standard-fattn-heads.dat' index 14 matrix using ($1+70):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard-fattn-heads.png'
 replot

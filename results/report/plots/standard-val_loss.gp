@@ -17,16 +17,26 @@ plot 'standard-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves f
      'standard-val_loss.dat' index 7 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#999999' fs transparent solid 0.15 noborder notitle, \
      'standard-val_loss.dat' index 8 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
      'standard-val_loss.dat' index 9 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'standard-val_loss.dat' index 10 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
+     'standard-val_loss.dat' index 11 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
+     'standard-val_loss.dat' index 12 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
+     'standard-val_loss.dat' index 13 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#56b4e9' fs transparent solid 0.15 noborder notitle, \
+     'standard-val_loss.dat' index 14 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#000000' fs transparent solid 0.15 noborder notitle, \
      'standard-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'standard-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
      'standard-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-headwise', \
-     'standard-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G2-elementwise', \
-     'standard-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'G1-silu-only', \
-     'standard-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'scale-0.5', \
-     'standard-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'G1-open', \
-     'standard-val_loss.dat' index 7 using 1:2 with linespoints lc rgb '#999999' dt 1 pt 8 title 'G1-input-independent', \
-     'standard-val_loss.dat' index 8 using 1:2 with linespoints lc rgb '#0072b2' dt 2 pt 9 title 'G1-ns-sigmoid', \
-     'standard-val_loss.dat' index 9 using 1:2 with linespoints lc rgb '#d55e00' dt 2 pt 10 title 'G1-tanh'
+     'standard-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G1-head-shared', \
+     'standard-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'G2-elementwise', \
+     'standard-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'G3-elementwise', \
+     'standard-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'G5', \
+     'standard-val_loss.dat' index 7 using 1:2 with linespoints lc rgb '#999999' dt 1 pt 8 title 'G1-silu-only', \
+     'standard-val_loss.dat' index 8 using 1:2 with linespoints lc rgb '#0072b2' dt 2 pt 9 title 'G1-rmsnorm-control', \
+     'standard-val_loss.dat' index 9 using 1:2 with linespoints lc rgb '#d55e00' dt 2 pt 10 title 'scale-0.5', \
+     'standard-val_loss.dat' index 10 using 1:2 with linespoints lc rgb '#009e73' dt 2 pt 11 title 'G1-open', \
+     'standard-val_loss.dat' index 11 using 1:2 with linespoints lc rgb '#cc79a7' dt 2 pt 12 title 'G1-input-independent', \
+     'standard-val_loss.dat' index 12 using 1:2 with linespoints lc rgb '#e69f00' dt 2 pt 13 title 'G1-ns-sigmoid', \
+     'standard-val_loss.dat' index 13 using 1:2 with linespoints lc rgb '#56b4e9' dt 2 pt 1 title 'G1-tanh', \
+     'standard-val_loss.dat' index 14 using 1:2 with linespoints lc rgb '#000000' dt 2 pt 2 title 'G1-silu'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard-val_loss.png'
 replot
