@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-# Usage: tools/lr_stress_stats.py DB [SWEEP]  -- per run and per (row, lr) of an lr sweep
-# (default lr_stress): status, diverged step, spikes (count, first step, largest excess over
-# the running median), last validation loss, the largest M-Act over layers at the last
-# evaluation and over all evaluations (with its layer, position and channel), and per lr the
-# divergence count of G1 against the baseline with Fisher's exact two-sided p and the paired
-# per-seed difference of the final val loss.  As quoted in results/README.md "LR stress test".
+# Usage: tools/lr_stress_stats.py DB [SWEEP]  -- an lr sweep of rows `baseline-lrX` and
+# `G1-matched-lrX` (default lr_stress), as quoted in results/README.md "LR stress test":
+#   per run: status, diverged step, spikes (count, first step, largest excess over the running
+#     median), last validation loss, the largest M-Act over layers at the last evaluation and
+#     over all evaluations (with its step, layer, position and channel);
+#   per lr: divergence counts with Fisher's exact p, the paired per-seed Δ of the final val
+#     loss (G1 - baseline), the lr x gate interaction (each seed's Δ at the lr minus its Δ at
+#     the smallest lr; paired t, Holm over the lrs), the G1/baseline ratio of the last-eval
+#     M-Act (paired t on its log), and the mean Δ at every evaluation step (does it shrink?).
 # Read-only.
 import math, sqlite3, sys
-from math import comb
+
+from toolstats import fisher, holm, paired, show
 
 db = sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True)
 sweep = sys.argv[2] if len(sys.argv) > 2 else 'lr_stress'
+ROWS = ('baseline', 'G1-matched')
 
 
 def one(q, a):
@@ -18,97 +23,106 @@ def one(q, a):
     return r[0] if r else None
 
 
-def fisher(a, b, c, d):
-    """two-sided Fisher exact p of [[a, b], [c, d]] (sum of tables no more likely)"""
-    r1, c1, n = a + b, a + c, a + b + c + d
-    def pr(x):
-        return comb(c1, x) * comb(n - c1, r1 - x) / comb(n, r1)
-    p0 = pr(a)
-    lo, hi = max(0, r1 - (n - c1)), min(r1, c1)
-    return min(1.0, sum(pr(x) for x in range(lo, hi + 1) if pr(x) <= p0 * (1 + 1e-9)))
-
-
-def tpaired(d):
-    """two-sided paired t-test p (exact for df 1 and 2, else normal approx. is not used)"""
-    n = len(d)
-    if n < 2:
-        return float('nan')
-    m = sum(d) / n
-    sd = math.sqrt(sum((v - m) ** 2 for v in d) / (n - 1))
-    if sd == 0:
-        return 0.0
-    t = abs(m / (sd / math.sqrt(n)))
-    if n == 2:
-        return 1 - (2 / math.pi) * math.atan(t)
-    if n == 3:
-        return 1 - t / math.sqrt(2 + t * t)
-    return float('nan')
-
-
 runs = db.execute(
     "select sr.label, sr.seed, r.run_id, r.name, r.status, r.diverged_step "
     "from sweep_runs sr join runs r using(run_id) where sr.sweep=? order by sr.label, sr.seed",
     (sweep,)).fetchall()
 if not runs:
-    sys.exit('no runs of sweep %s' % sweep)
+    sys.exit('no runs of sweep %s' % show(sweep))
 
 info = {}
 print('%-36s %-9s %6s %6s %6s %8s %8s %9s %9s  %s' % (
     'run', 'status', 'div@', 'spikes', '1st', 'max+', 'val', 'M-Act end', 'M-Act max', 'at (step, layer, pos, chan)'))
 for label, seed, rid, name, status, dstep in runs:
-    nsp = one("select count(*) from metrics where run_id=? and key='spike'", (rid,))
-    first = one("select min(step) from metrics where run_id=? and key='spike'", (rid,))
-    big = one("select max(value) from metrics where run_id=? and key='spike'", (rid,))
-    last = one("select max(step) from metrics where run_id=? and key='val_loss' and context=''", (rid,))
-    val = one("select value from metrics where run_id=? and key='val_loss' and context='' and step=?", (rid, last))
+    nsp, first, big = db.execute(
+        "select count(*), min(step), max(value) from metrics where run_id=? and key='spike'", (rid,)).fetchone()
+    curve = dict(db.execute(
+        "select step, value from metrics where run_id=? and key='val_loss' and context=''", (rid,)).fetchall())
+    last = max(curve) if curve else None
     mend = one("select max(value) from metrics where run_id=? and key='m_act' and context like 'layer=%' and step=?",
                (rid, last))
     r = db.execute("select step, context, value from metrics where run_id=? and key='m_act' and context like 'layer=%' "
                    "order by value desc limit 1", (rid,)).fetchone()
-    where = '–'
-    mmax = None
+    where, mmax = '–', None
     if r:
         mmax = r[2]
         pos = one("select value from metrics where run_id=? and key='m_act_pos' and context=? and step=?", (rid, r[1], r[0]))
         ch = one("select value from metrics where run_id=? and key='m_act_chan' and context=? and step=?", (rid, r[1], r[0]))
-        where = '%d, %s, %s, %s' % (r[0], r[1][6:], '–' if pos is None else '%d' % pos, '–' if ch is None else '%d' % ch)
-    info[(label, seed)] = dict(status=status, dstep=dstep, spikes=nsp, val=val, last=last, mend=mend, mmax=mmax,
-                               first=first)
+        where = '%d, %s, %s, %s' % (r[0], show(r[1][6:]), '–' if pos is None else '%d' % pos, '–' if ch is None else '%d' % ch)
+    info[(label, seed)] = dict(status=status, val=curve.get(last), curve=curve, mend=mend, spikes=nsp)
     print('%-36s %-9s %6s %6d %6s %8s %8s %9s %9s  %s' % (
-        name, status, dstep if dstep is not None else '–', nsp, first if first is not None else '–',
-        '%.2f' % big if big is not None else '–', '%.4f' % val if val is not None else '–',
+        show(name), show(status), dstep if dstep is not None else '–', nsp, first if first is not None else '–',
+        '%.2f' % big if big is not None else '–', '%.4f' % curve[last] if last is not None else '–',
         '%.1f' % mend if mend is not None else '–', '%.1f' % mmax if mmax is not None else '–', where))
 
+
+def row(name, lr):
+    return {s: v for (l, s), v in info.items() if l == '%s-lr%s' % (name, lr)}
+
+
+def fin(rs, key):
+    return {s: v[key] for s, v in rs.items() if v['status'] == 'finished' and v[key] is not None}
+
+
+def fmt(r):
+    return '%+.4f [%+.4f, %+.4f] p %.3g' % r[:4] if r else '–'
+
+
 print()
-labels = sorted({l for l, _ in info})
-lrs = sorted({l.rsplit('-lr', 1)[1] for l in labels if '-lr' in l}, key=float)
-print('%-8s %-28s %-28s %-10s %s' % ('lr', 'baseline: div, spikes, val', 'G1: div, spikes, val', 'Fisher p', 'paired dval (G1 - base)'))
+lrs = sorted({l.rsplit('-lr', 1)[1] for l, _ in info if '-lr' in l}, key=float)
+gap, inter = {}, []
+print('%-8s %-24s %-24s %-9s %s' % ('lr', 'baseline: div, spikes, val', 'G1: div, spikes, val', 'Fisher p', 'paired Δ val (G1 - base), per seed'))
 for lr in lrs:
-    cols = []
-    cnt = {}
-    vals = {}
-    for row in ('baseline', 'G1-matched'):
-        rs = {s: v for (l, s), v in info.items() if l == '%s-lr%s' % (row, lr)}
-        nd = sum(1 for v in rs.values() if v['status'] == 'diverged')
-        nt = sum(1 for v in rs.values() if v['status'] in ('finished', 'diverged'))
-        cnt[row] = (nd, nt)
-        fin = [v['val'] for v in rs.values() if v['status'] == 'finished' and v['val'] is not None]
-        vals[row] = {s: v['val'] for s, v in rs.items() if v['status'] == 'finished' and v['val'] is not None}
+    cols, cnt = [], {}
+    for name in ROWS:
+        rs = row(name, lr)
+        nd = sum(v['status'] == 'diverged' for v in rs.values())
+        nt = sum(v['status'] in ('finished', 'diverged') for v in rs.values())
+        cnt[name] = (nd, nt)
+        vals = list(fin(rs, 'val').values())
         sp = [v['spikes'] for v in rs.values()]
-        m = sum(fin) / len(fin) if fin else float('nan')
-        cols.append('%d/%d, %.1f, %.4f' % (nd, nt, sum(sp) / len(sp) if sp else float('nan'), m))
+        cols.append('%d/%d, %.1f, %.4f' % (nd, nt, sum(sp) / len(sp) if sp else math.nan,
+                                           sum(vals) / len(vals) if vals else math.nan))
     (a, n1), (c, n2) = cnt['baseline'], cnt['G1-matched']
-    p = fisher(a, n1 - a, c, n2 - c)
-    common = sorted(set(vals['baseline']) & set(vals['G1-matched']))
-    d = [vals['G1-matched'][s] - vals['baseline'][s] for s in common]
-    ds = ('%+.4f (%s) p %.3f' % (sum(d) / len(d), ' '.join('%+.3f' % x for x in d), tpaired(d))) if d else '–'
-    print('%-8s %-28s %-28s %-10.3f %s' % (lr, cols[0], cols[1], p, ds))
-# all lrs pooled: diverged of the baseline vs of G1
-tot = {row: [0, 0] for row in ('baseline', 'G1-matched')}
+    b, g = fin(row('baseline', lr), 'val'), fin(row('G1-matched', lr), 'val')
+    gap[lr] = {s: g[s] - b[s] for s in set(b) & set(g)}
+    print('%-8s %-24s %-24s %-9.3f %s (%s)' % (lr, cols[0], cols[1], fisher(a, n1 - a, c, n2 - c),
+          fmt(paired(list(gap[lr].values()))), ' '.join('%+.3f' % gap[lr][s] for s in sorted(gap[lr]))))
+tot = {name: [0, 0] for name in ROWS}
 for (l, s), v in info.items():
-    row = l.rsplit('-lr', 1)[0]
-    if row in tot and v['status'] in ('finished', 'diverged'):
-        tot[row][1] += 1
-        tot[row][0] += v['status'] == 'diverged'
+    name = l.rsplit('-lr', 1)[0]
+    if name in tot and v['status'] in ('finished', 'diverged'):
+        tot[name][1] += 1
+        tot[name][0] += v['status'] == 'diverged'
 (a, n1), (c, n2) = tot['baseline'], tot['G1-matched']
 print('pooled over lrs: baseline %d/%d diverged, G1 %d/%d, Fisher p %.3f' % (a, n1, c, n2, fisher(a, n1 - a, c, n2 - c)))
+
+print('\nlr x gate interaction: Δ(lr) - Δ(%s), per seed' % lrs[0])
+res = []
+for lr in lrs[1:]:
+    common = sorted(set(gap[lr]) & set(gap[lrs[0]]))
+    res.append((lr, [gap[lr][s] - gap[lrs[0]][s] for s in common]))
+adj = holm([(paired(d) or (None,) * 4)[3] for _, d in res])
+for (lr, d), h in zip(res, adj):
+    print('  %-8s %s  Holm %s  (%s)' % (lr, fmt(paired(d)), '–' if h is None else '%.3g' % h,
+                                       ' '.join('%+.3f' % x for x in d)))
+
+print('\nM-Act at the last evaluation (max over layers): G1 / baseline, paired t on the log')
+for lr in lrs:
+    b, g = fin(row('baseline', lr), 'mend'), fin(row('G1-matched', lr), 'mend')
+    common = sorted(set(b) & set(g))
+    r = paired([math.log(g[s] / b[s]) for s in common if b[s] > 0 and g[s] > 0])
+    print('  %-8s baseline %s  G1 %s  ratio %s' % (lr, ' '.join('%.0f' % b[s] for s in common),
+          ' '.join('%.0f' % g[s] for s in common), 'x%.2f p %.3g' % (math.exp(r[0]), r[3]) if r else '–'))
+
+print('\nmean Δ val loss (G1 - baseline) at each evaluation step')
+for lr in lrs:
+    b, g = row('baseline', lr), row('G1-matched', lr)
+    steps = sorted({st for v in list(b.values()) + list(g.values()) for st in v['curve']})
+    out = []
+    for st in steps:
+        d = [g[s]['curve'][st] - b[s]['curve'][st] for s in set(b) & set(g)
+             if st in g[s]['curve'] and st in b[s]['curve']]
+        if d:
+            out.append('%d:%+.3f' % (st, sum(d) / len(d)))
+    print('  %-8s %s' % (lr, ' '.join(out)))
