@@ -10,6 +10,7 @@
 #
 #   make            build/gated and both libraries
 #   make test       install missing packages, build, run every test
+#   make results-db results/gated.db from the committed results/db/ parts
 #   make sanitize   the same tests under AddressSanitizer + UBSan
 #   make deps       install missing Debian packages (as root) or say how
 
@@ -36,7 +37,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run check sanitize deps clean xcheck layers FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -75,7 +76,16 @@ TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GATED_BIN=$(abspath $(BUILD
 test: deps
 	$(MAKE) test-run
 
-test-run: check xcheck
+test-run: tools-test check xcheck
+
+# tools/results_db.py, the committed form of results/gated.db (results/db/).
+tools-test: $(BUILD)/gated
+	GATED_BIN=$(abspath $(BUILD)/gated) $(PYTHON) tests/test_results_db.py
+
+# results/gated.db from its committed parts (results/db/, tools/results_db.py):
+# folded in with gated merge, then checked part by part against the manifest.
+results-db: $(BUILD)/gated
+	$(PYTHON) tools/results_db.py unpack --db results/gated.db --dir results/db --gated $(BUILD)/gated
 
 # No file includes a header of a higher layer (tools/check_layers.sh; its
 # --self-test plants a violation and must see it refused).

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Tests of tools/results_db.py (the committed form of results/gated.db):
+a pack / unpack round trip through `gated merge`, unchanged parts left as
+they are, only a changed sweep's part rewritten, and hostile input (a part
+name that is a path, a part whose bytes differ from the manifest, a sweep
+name that is a path) refused with exit 2 before anything is written.
+
+Run from the repository root: GATED_BIN=build/gated python3 tests/test_results_db.py
+"""
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join(ROOT, "tools", "results_db.py")
+GATED = os.path.abspath(os.environ.get("GATED_BIN", os.path.join(ROOT, "build", "gated")))
+TINY = os.path.join(ROOT, "experiments", "tiny.yaml")
+
+SWEEP = """name: %s
+base: %s
+set:
+  data.corpus: synthetic
+  model.vocab_size: 257
+  model.seq_len: 32
+  train.steps: %d
+  train.warmup: 1
+  train.eval_every: 2
+  train.eval_windows: 2
+variants:
+  - label: baseline
+  - label: G1
+    set: {model.gate.position: sdpa}
+seeds: [1]
+baseline: baseline
+"""
+
+
+def slurp(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run(*args, cwd=None):
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)
+
+
+class ResultsDb(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test_results_db.")
+        self.db = os.path.join(self.tmp, "src.db")
+        self.dir = os.path.join(self.tmp, "parts")
+        # two sweeps sharing the steps=4 runs (same run ids), a third apart
+        self.sweep("alpha", 4)
+        self.sweep("beta", 4)
+        self.sweep("gamma", 6)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def sweep(self, name, steps, db=None):
+        path = os.path.join(self.tmp, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(SWEEP % (name, TINY, steps))
+        r = run(GATED, "sweep", path, "--db", db or self.db, "--jobs", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def tool(self, *args):
+        return run(sys.executable, TOOL, *args)
+
+    def pack(self, db=None):
+        r = self.tool("pack", "--db", db or self.db, "--dir", self.dir, "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def rows(self, db, sql):
+        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+        try:
+            return sorted(c.execute(sql).fetchall())
+        finally:
+            c.close()
+
+    def test_round_trip(self):
+        out = self.pack()
+        self.assertIn("pack: 3 parts (3 written, 0 unchanged, 0 removed), 4 runs", out)
+        with open(os.path.join(self.dir, "MANIFEST.tsv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([l.split("\t")[0] for l in lines], ["part", "alpha", "beta", "gamma"])
+        # the shared runs are kept once, in the first sweep's part
+        self.assertEqual([l.split("\t")[1] for l in lines[1:]], ["2", "0", "2"])
+        back = os.path.join(self.tmp, "back.db")
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("holds the 3 parts", r.stdout)
+        for sql in ("SELECT run_id, name, status, config_json, code_version, started_at, ended_at FROM runs",
+                    "SELECT run_id, key, context, step, value, t FROM metrics",
+                    "SELECT run_id, key, context, value, text FROM summary",
+                    "SELECT * FROM histograms", "SELECT * FROM sweep_runs",
+                    "SELECT env_hash, host, cpu_model, cflags FROM environments"):
+            self.assertEqual(self.rows(self.db, sql), self.rows(back, sql), sql)
+        self.assertGreater(len(self.rows(back, "SELECT * FROM metrics")), 0)
+        r = run(GATED, "ls", "--db", back)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, run(GATED, "ls", "--db", self.db).stdout)
+        # unpacking again into the same database changes nothing
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_only_changed_parts_are_rewritten(self):
+        self.pack()
+        before = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
+        self.assertIn("(0 written, 3 unchanged, 0 removed)", self.pack())
+        after = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
+        self.assertEqual(before, after)
+        self.sweep("gamma2", 8)  # a new sweep: one new part
+        self.assertIn("pack: 4 parts (1 written, 3 unchanged, 0 removed)", self.pack())
+        c = sqlite3.connect(self.db)  # a sweep dropped from the database: its part goes
+        c.execute("DELETE FROM sweep_runs WHERE sweep = 'beta'")
+        c.commit()
+        c.close()
+        self.assertIn("pack: 3 parts (0 written, 3 unchanged, 1 removed)", self.pack())
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "beta.db.xz")))
+
+    def test_verify_names_a_differing_part(self):
+        self.pack()
+        other = os.path.join(self.tmp, "other.db")
+        shutil.copy(self.db, other)
+        c = sqlite3.connect(other)
+        c.execute("UPDATE metrics SET value = value + 1 WHERE rowid = (SELECT min(rowid) FROM metrics"
+                  " WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma'))")
+        c.commit()
+        c.close()
+        r = self.tool("verify", "--db", other, "--dir", self.dir)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("'gamma': content differs", r.stderr)
+        self.assertNotIn("'alpha'", r.stderr)
+
+    def test_hostile_manifest_and_parts(self):
+        self.pack()
+        man = os.path.join(self.dir, "MANIFEST.tsv")
+        good = slurp(man).decode()
+        back = os.path.join(self.tmp, "back.db")
+        # a part name that is a path
+        with open(man, "w") as f:
+            f.write(good.replace("\ngamma\t", "\n../gamma\t"))
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("MANIFEST.tsv:4: part: '../gamma' is not a part name", r.stderr)
+        self.assertFalse(os.path.exists(back))
+        # a part whose bytes are not the manifest's: refused before any merge
+        with open(man, "w") as f:
+            f.write(good)
+        part = os.path.join(self.dir, "gamma.db.xz")
+        data = bytearray(slurp(part))
+        data[len(data) // 2] ^= 1
+        with open(part, "wb") as f:
+            f.write(bytes(data))
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("gamma.db.xz: SHA-256 differs", r.stderr)
+        self.assertFalse(os.path.exists(back))
+        # a malformed line names file and line
+        with open(man, "w") as f:
+            f.write(good + "x\t1\n")
+        r = self.tool("verify", "--db", self.db, "--dir", self.dir)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("MANIFEST.tsv:5: expected 6 tab-separated fields, got 2", r.stderr)
+
+    def test_sweep_name_that_is_a_path_is_refused(self):
+        c = sqlite3.connect(self.db)
+        c.execute("UPDATE sweep_runs SET sweep = '../evil\x1b[31m' WHERE sweep = 'gamma'")
+        c.commit()
+        c.close()
+        r = self.tool("pack", "--db", self.db, "--dir", self.dir)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("sweep name '../evil\\x1b[31m' cannot name a part file", r.stderr)
+        self.assertFalse(os.path.exists(self.dir))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "evil.db.xz")))
+
+    def test_missing_database(self):
+        r = self.tool("pack", "--db", os.path.join(self.tmp, "none.db"), "--dir", self.dir)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("none.db: no such database", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
