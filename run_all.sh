@@ -84,13 +84,15 @@ fi
 mkdir -p "$(dirname "$db")"
 # results/gated.db is not committed as such: the repository holds it as
 # results/db/ (one xz-compressed database per sweep, tools/results_db.py).
-# Made from those parts when missing, so that the committed runs are
-# skipped, not rerun; packed back into them at the end.
+# The committed parts are folded into it first (made when missing; merge is
+# idempotent and keeps the better copy of a run), so that committed runs are
+# skipped, not rerun, and a stale local database cannot be packed over newer
+# parts; packed back into them at the end.
 packed=0
 if [ "$db" = results/gated.db ] && [ "$smoke" = 0 ]; then
     packed=1
-    if [ ! -e "$db" ] && [ -f results/db/MANIFEST.tsv ]; then
-        echo "== results/gated.db from results/db/"
+    if [ -f results/db/MANIFEST.tsv ]; then
+        echo "== results/gated.db with the committed parts of results/db/"
         /usr/bin/python3 tools/results_db.py unpack --db "$db" --dir results/db --gated build/gated
     fi
 fi

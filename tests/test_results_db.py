@@ -71,8 +71,8 @@ class ResultsDb(unittest.TestCase):
     def tool(self, *args):
         return run(sys.executable, TOOL, *args)
 
-    def pack(self, db=None):
-        r = self.tool("pack", "--db", db or self.db, "--dir", self.dir, "--preset", "1")
+    def pack(self, db=None, *extra):
+        r = self.tool("pack", "--db", db or self.db, "--dir", self.dir, "--preset", "1", *extra)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout
 
@@ -94,7 +94,8 @@ class ResultsDb(unittest.TestCase):
         back = os.path.join(self.tmp, "back.db")
         r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("holds the 3 parts", r.stdout)
+        self.assertIn("unpack: 3 parts into", r.stdout)
+        self.assertIn("; verified", r.stdout)
         for sql in ("SELECT run_id, name, status, config_json, code_version, started_at, ended_at FROM runs",
                     "SELECT run_id, key, context, step, value, t FROM metrics",
                     "SELECT run_id, key, context, value, text FROM summary",
@@ -117,11 +118,25 @@ class ResultsDb(unittest.TestCase):
         self.assertEqual(before, after)
         self.sweep("gamma2", 8)  # a new sweep: one new part
         self.assertIn("pack: 4 parts (1 written, 3 unchanged, 0 removed)", self.pack())
-        c = sqlite3.connect(self.db)  # a sweep dropped from the database: its part goes
+        # one row changed: only its part is rewritten
+        before = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
+        c = sqlite3.connect(self.db)
+        c.execute("UPDATE summary SET value = value + 1 WHERE key = 'val_loss' AND run_id IN"
+                  " (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma')")
+        c.commit()
+        self.assertIn("pack: 4 parts (1 written, 3 unchanged, 0 removed)", self.pack())
+        after = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
+        self.assertEqual([f for f in sorted(after) if after[f] != before.get(f)], ["MANIFEST.tsv", "gamma.db.xz"])
+        # a sweep dropped from the database: refused, unless --prune
         c.execute("DELETE FROM sweep_runs WHERE sweep = 'beta'")
         c.commit()
         c.close()
-        self.assertIn("pack: 3 parts (0 written, 3 unchanged, 1 removed)", self.pack())
+        r = self.tool("pack", "--db", self.db, "--dir", self.dir)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'beta': in MANIFEST.tsv, not in", r.stderr)
+        self.assertIn("pass --prune", r.stderr)
+        self.assertEqual(after, {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)})
+        self.assertIn("pack: 3 parts (0 written, 3 unchanged, 1 removed)", self.pack(None, "--prune"))
         self.assertFalse(os.path.exists(os.path.join(self.dir, "beta.db.xz")))
 
     def test_verify_names_a_differing_part(self):
@@ -167,7 +182,7 @@ class ResultsDb(unittest.TestCase):
             f.write(good + "x\t1\n")
         r = self.tool("verify", "--db", self.db, "--dir", self.dir)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("MANIFEST.tsv:5: expected 6 tab-separated fields, got 2", r.stderr)
+        self.assertIn("MANIFEST.tsv:5: expected 7 tab-separated fields, got 2", r.stderr)
 
     def test_sweep_name_that_is_a_path_is_refused(self):
         c = sqlite3.connect(self.db)
@@ -178,7 +193,84 @@ class ResultsDb(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("sweep name '../evil\\x1b[31m' cannot name a part file", r.stderr)
         self.assertFalse(os.path.exists(self.dir))
-        self.assertFalse(os.path.exists(os.path.join(self.tmp, "evil.db.xz")))
+        self.assertEqual([f for f in os.listdir(self.tmp) if "evil" in f], [])
+        # $ would match before a final newline: the whole name must match
+        c = sqlite3.connect(self.db)
+        c.execute("UPDATE sweep_runs SET sweep = 'beta' || char(10) WHERE sweep = '../evil\x1b[31m'")
+        c.commit()
+        c.close()
+        r = self.tool("pack", "--db", self.db, "--dir", self.dir)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("sweep name 'beta\\n' cannot name a part file", r.stderr)
+        self.assertFalse(os.path.exists(self.dir))
+
+    def test_what_merge_would_drop_is_not_packed(self):
+        # a stale attestation (not for the stored run) and a run deleted from
+        # runs while its sweep still lists it and its rows stay behind
+        c = sqlite3.connect(self.db)
+        run = c.execute("SELECT run_id FROM sweep_runs WHERE sweep = 'gamma' ORDER BY run_id").fetchone()[0]
+        c.execute("INSERT INTO code_attest VALUES (?, ?, '-O2', 0, ?, 1.5, 2.5, 3, 4)", (run, "a" * 40, "0" * 40))
+        gone = c.execute("SELECT run_id FROM sweep_runs WHERE sweep = 'alpha' ORDER BY run_id").fetchone()[0]
+        c.execute("DELETE FROM runs WHERE run_id = ?", (gone,))
+        c.commit()
+        c.close()
+        r = self.tool("pack", "--db", self.db, "--dir", self.dir, "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("rows of", r.stderr)
+        self.assertIn("are not packed", r.stderr)
+        back = os.path.join(self.tmp, "back.db")
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("; verified", r.stdout)
+        self.assertEqual(self.rows(back, "SELECT * FROM code_attest"), [])
+        self.assertEqual(self.rows(back, "SELECT count(*) FROM metrics WHERE run_id = '%s'" % gone), [(0,)])
+        # the original database verifies equal too: what is left out is left out of both digests
+        r = self.tool("verify", "--db", self.db, "--dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_failed_unpack_leaves_the_database_as_it_was(self):
+        self.pack()
+        back = os.path.join(self.tmp, "back.db")
+        r = self.tool("unpack", "--dir", self.dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = slurp(back)
+        # parts of a database whose labels merge refuses (terminal escapes)
+        bad = os.path.join(self.tmp, "bad.db")
+        shutil.copy(self.db, bad)
+        c = sqlite3.connect(bad)
+        c.execute("UPDATE sweep_runs SET label = 'x\x1b[31m' WHERE sweep = 'gamma'")
+        c.commit()
+        c.close()
+        bad_dir = os.path.join(self.tmp, "bad_parts")
+        r = self.tool("pack", "--db", bad, "--dir", bad_dir, "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.tool("unpack", "--dir", bad_dir, "--db", back, "--gated", GATED)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("part 'gamma': gated merge failed (exit 2)", r.stderr)
+        self.assertIn("bad_parts/gamma.db.xz", r.stderr)  # merge's message names the part, not a temporary file
+        self.assertEqual(slurp(back), before)
+        fresh = os.path.join(self.tmp, "fresh.db")
+        r = self.tool("unpack", "--dir", bad_dir, "--db", fresh, "--gated", GATED)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(sorted(f for f in os.listdir(self.tmp) if f.startswith((".fresh", "fresh"))), [])
+        # a part that is a link is not read
+        os.remove(os.path.join(self.dir, "gamma.db.xz"))
+        os.symlink(os.path.join(bad_dir, "gamma.db.xz"), os.path.join(self.dir, "gamma.db.xz"))
+        r = self.tool("unpack", "--dir", self.dir, "--db", fresh, "--gated", GATED)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("gamma.db.xz: missing or not a regular file", r.stderr)
+
+    def test_paths_with_uri_characters(self):
+        odd = os.path.join(self.tmp, "p%41 ?#")
+        os.mkdir(odd)
+        shutil.copy(self.db, os.path.join(odd, "src.db"))
+        os.mkdir(os.path.join(self.tmp, "pA ?#"))  # what %41 would decode to: must not be read
+        r = self.tool("pack", "--db", os.path.join(odd, "src.db"), "--dir", os.path.join(odd, "parts"), "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pack: 3 parts (3 written", r.stdout)
+        r = self.tool("unpack", "--dir", os.path.join(odd, "parts"), "--db", os.path.join(odd, "back.db"),
+                      "--gated", GATED)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_missing_database(self):
         r = self.tool("pack", "--db", os.path.join(self.tmp, "none.db"), "--dir", self.dir)

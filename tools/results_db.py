@@ -8,25 +8,37 @@ changes only those parts (a 200 MB database changed in place cannot land: a
 submission's diffs are capped).
 
   tools/results_db.py unpack [--dir results/db] [--db results/gated.db] [--gated build/gated]
-      Check every part against the manifest (file SHA-256), decompress the
-      parts into a temporary directory and fold them into DB with
-      `gated merge` (which treats them as untrusted: names checked, every
-      value bound, all or nothing per part).  DB may already exist: merge is
-      idempotent and keeps, of a run present in both, the better one.
-      Then the same check as verify.
-  tools/results_db.py pack [--db results/gated.db] [--dir results/db] [--preset 9]
-      Split DB into parts and write those whose content changed (a part
-      whose content digest is the manifest's is left as it is, byte for
-      byte); remove the parts of sweeps DB no longer has; rewrite MANIFEST.tsv.
+      Check every part against the manifest (a regular file, its SHA-256,
+      its decompressed size), decompress the parts into a temporary directory
+      and fold them, one `gated merge` each (which treats them as untrusted:
+      names checked, every value bound, all or nothing per part), into a copy
+      of DB (or a new database) beside it; only when every part merged does
+      the copy replace DB, so a failure leaves DB as it was.  Merge keeps, of
+      a run present in both, the better one, so unpacking into a database of
+      your own adds the committed runs to it.  Then the same check as verify:
+      into a new database it must pass (exit 1 otherwise, and DB is not
+      made); into an existing one its differences are listed as notes.
+  tools/results_db.py pack [--db results/gated.db] [--dir results/db] [--preset 9] [--prune]
+      Split a snapshot of DB into parts and write those whose content
+      changed (a part whose content digest is the manifest's is left as it
+      is, byte for byte), then MANIFEST.tsv.  A part of the manifest that DB
+      lacks, or in which DB holds fewer runs, is refused (exit 2: unpack
+      first, so that DB holds the committed runs) unless --prune says that
+      dropping them is meant.
   tools/results_db.py verify [--dir results/db] [--db results/gated.db]
-      Exit 0 when DB holds exactly the manifest's content, part by part;
-      else name each part that differs (exit 1).
+      Exit 0 when every part file matches the manifest and DB holds exactly
+      the manifest's content, part by part; else name each part that
+      differs (exit 1).
 
 A run belongs to the part of the first sweep (by name, in byte order) whose
 sweep_runs list it, or to "_unswept"; a part holds its runs (with their
 metrics, summary, histograms, code attestations and environments) and every
 sweep_runs row of its sweep, which may name a run kept in another part.
-Every part holds the meta table.  The content digest is a SHA-256 over the
+Every part holds the meta table.  What is packed is what `gated merge` would
+keep: rows of runs that the runs table holds, and attestations that hold for
+the stored run (same code_version and ended_at); stale attestations and rows
+of deleted runs are left out and counted.  The `bench` table (benchmarks, not
+results of a run) is not packed.  The content digest is a SHA-256 over the
 part's rows in a fixed order, with environments named by their content hash
 (env_hash) instead of their row id, so it does not depend on the order in
 which a database was filled; meta is not in it (created_at is the database's
@@ -35,8 +47,9 @@ own).
 Exit status: 0 success, 1 a failure (a part differs, merge failed, a write
 failed), 2 bad input (a missing database or manifest, a malformed manifest
 line, a part whose file does not match the manifest, a sweep name that
-cannot be a file name).  Names read from a database or a manifest are shown
-escaped (ascii()) and reach no shell: subprocesses get argument lists.
+cannot be a file name, a part that pack would drop).  Names read from a
+database or a manifest are shown escaped (ascii()) and reach no shell:
+subprocesses get argument lists.
 """
 import argparse
 import hashlib
@@ -44,21 +57,26 @@ import json
 import lzma
 import os
 import re
+import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 MANIFEST = "MANIFEST.tsv"
-HEADER = ["part", "runs", "rows", "content_sha256", "file_sha256", "file_bytes"]
-PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
-HEX_RE = re.compile(r"^[0-9a-f]{64}$")
+HEADER = ["part", "runs", "rows", "content_sha256", "file_sha256", "file_bytes", "db_bytes"]
+PART_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+HEX_RE = re.compile(r"[0-9a-f]{64}")
+COUNT_RE = re.compile(r"[0-9]{1,15}")
 UNSWEPT = "_unswept"
+TABLES = ["meta", "environments", "runs", "metrics", "summary", "histograms", "sweep_runs", "code_attest"]
+SCHEMA_RE = re.compile(r"CREATE TABLE (\w+) \((.*)\)", re.S)
 
-# Tables a part holds, each with the column that assigns its rows to a part
-# and the order its rows are digested in.  runs.env_id is replaced by the
-# environment's env_hash in the digest; environments are digested without
-# their env_id.
+# Tables a part holds by run, with the order their rows are digested in.
+# runs.env_id is replaced by the environment's env_hash in the digest;
+# environments are digested without their env_id.
 RUN_TABLES = [
     ("runs", "run_id"),
     ("metrics", "run_id, key, context, step"),
@@ -66,6 +84,13 @@ RUN_TABLES = [
     ("histograms", "run_id, key, context, step"),
     ("code_attest", "run_id, code_version, cflags"),
 ]
+# what `gated merge` keeps of each table (core/lab/merge.c): rows of stored
+# runs; attestations that hold for the stored run
+KEEP = {
+    "code_attest": "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.run_id"
+    " AND r.code_version = t.run_code_version AND r.ended_at = t.run_ended_at)",
+}
+KEEP_DEFAULT = "t.run_id IN (SELECT run_id FROM runs)"
 
 
 class BadInput(Exception):
@@ -94,10 +119,21 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def uri(path, mode):
+    return "file:%s?mode=%s" % (urllib.parse.quote(os.path.abspath(path)), mode)
+
+
+def connect(path, mode="ro"):
+    db = sqlite3.connect(uri(path, mode), uri=True)
+    # text that is not UTF-8 digests as escapes instead of failing
+    db.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
+    return db
+
+
 def open_ro(path):
     if not os.path.isfile(path):
         raise BadInput("%s: no such database" % esc(path))
-    db = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f").replace("#", "%23"), uri=True)
+    db = connect(path)
     try:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.DatabaseError as e:
@@ -112,17 +148,25 @@ def columns(db, table):
     return [r[1] for r in db.execute("SELECT * FROM pragma_table_info(?)", (table,))]
 
 
+def part_ok(p):
+    return isinstance(p, str) and PART_RE.fullmatch(p) is not None
+
+
 def partition(db):
-    """{run_id: part}, {part: [sweep names]} for a gated database."""
-    part_of = {}
-    for run_id, sweep in db.execute("SELECT run_id, min(sweep) FROM sweep_runs GROUP BY run_id"):
-        part_of[run_id] = sweep
+    """{run_id: part} of the stored runs, and the sorted part names."""
+    part_of = dict(db.execute(
+        "SELECT s.run_id, min(s.sweep) FROM sweep_runs s JOIN runs r USING (run_id) GROUP BY s.run_id"))
     for (run_id,) in db.execute("SELECT run_id FROM runs"):
         part_of.setdefault(run_id, UNSWEPT)
     sweeps = {s for (s,) in db.execute("SELECT DISTINCT sweep FROM sweep_runs")}
+    folded = {}
     for s in sweeps:
-        if not isinstance(s, str) or not PART_RE.match(s) or s == UNSWEPT:
+        if not part_ok(s) or s == UNSWEPT:
             raise BadInput("sweep name %s cannot name a part file" % show(s))
+        if s.lower() in folded:
+            raise BadInput("sweep names %s and %s differ only in case (one file on some file systems)"
+                           % (show(folded[s.lower()]), show(s)))
+        folded[s.lower()] = s
     return part_of, sorted(sweeps | set(part_of.values()))
 
 
@@ -131,17 +175,21 @@ def canon(row):
     return json.dumps(row, separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode() + b"\n"
 
 
+def kept(table):
+    return KEEP.get(table, KEEP_DEFAULT)
+
+
 def digests(db, names):
-    """{part: (content_sha256, runs, rows)} of a gated database."""
+    """{part: (content_sha256, runs, rows)} of a gated database, and how many
+    rows merge would not keep (rows of deleted runs, stale attestations)."""
     part_of, parts = partition(db)
-    hs = {p: hashlib.sha256() for p in parts}
+    hs = {p: hashlib.sha256(b"part\n") for p in parts}
     nrows = dict.fromkeys(parts, 0)
     nruns = dict.fromkeys(parts, 0)
-    for p in parts:
-        hs[p].update(b"part\n")
     env_hash = dict(db.execute("SELECT env_id, env_hash FROM environments"))
     env_cols = [c for c in columns(db, "environments") if c != "env_id"]
     envs_of = {p: set() for p in parts}
+    left_out = 0
     for table, order in RUN_TABLES:
         if table not in names:
             continue
@@ -149,10 +197,8 @@ def digests(db, names):
         for p in parts:
             hs[p].update(canon(["table", table] + cols))
         env_i = cols.index("env_id") if table == "runs" else -1
-        for row in db.execute("SELECT * FROM %s ORDER BY %s" % (table, order)):
-            p = part_of.get(row[0])
-            if p is None:  # a row of no run (dangling): digested nowhere, as merge copies none
-                continue
+        for row in db.execute("SELECT * FROM %s t WHERE %s ORDER BY %s" % (table, kept(table), order)):
+            p = part_of[row[0]]
             row = list(row)
             if env_i >= 0:
                 envs_of[p].add(row[env_i])
@@ -160,6 +206,7 @@ def digests(db, names):
                 nruns[p] += 1
             hs[p].update(canon(row))
             nrows[p] += 1
+        left_out += db.execute("SELECT count(*) FROM %s t WHERE NOT (%s)" % (table, kept(table))).fetchone()[0]
     for p in parts:
         hs[p].update(canon(["table", "environments"] + env_cols))
     for row in db.execute("SELECT env_id, %s FROM environments ORDER BY env_hash" % ", ".join(env_cols)):
@@ -173,18 +220,20 @@ def digests(db, names):
     for row in db.execute("SELECT * FROM sweep_runs ORDER BY sweep, run_id"):
         hs[row[0]].update(canon(list(row)))
         nrows[row[0]] += 1
-    return {p: (hs[p].hexdigest(), nruns[p], nrows[p]) for p in parts}
+    return {p: (hs[p].hexdigest(), nruns[p], nrows[p]) for p in parts}, left_out
 
 
-def read_manifest(d):
+def read_manifest(d, missing_ok=False):
     path = os.path.join(d, MANIFEST)
     if not os.path.isfile(path):
+        if missing_ok and not os.path.lexists(path):
+            return {}
         raise BadInput("%s: no manifest" % esc(path))
-    out = {}
     with open(path, encoding="ascii", errors="replace") as f:
         lines = f.read().split("\n")
-    if not lines or lines[0].split("\t") != HEADER:
+    if lines[0].split("\t") != HEADER:
         raise BadInput("%s:1: expected the header %s" % (esc(path), "\\t".join(HEADER)))
+    out = {}
     for i, line in enumerate(lines[1:], start=2):
         if not line:
             continue
@@ -192,120 +241,176 @@ def read_manifest(d):
         where = "%s:%d" % (esc(path), i)
         if len(f) != len(HEADER):
             raise BadInput("%s: expected %d tab-separated fields, got %d" % (where, len(HEADER), len(f)))
-        part, runs, rows, content, filesha, size = f
-        if not PART_RE.match(part):
+        part, runs, rows, content, filesha, size, dbsize = f
+        if not part_ok(part):
             raise BadInput("%s: part: %s is not a part name" % (where, show(part)))
-        for key, v in (("runs", runs), ("rows", rows), ("file_bytes", size)):
-            if not re.match(r"^[0-9]{1,15}$", v):
+        for key, v in (("runs", runs), ("rows", rows), ("file_bytes", size), ("db_bytes", dbsize)):
+            if not COUNT_RE.fullmatch(v):
                 raise BadInput("%s: %s: %s is not a count" % (where, key, show(v)))
         for key, v in (("content_sha256", content), ("file_sha256", filesha)):
-            if not HEX_RE.match(v):
+            if not HEX_RE.fullmatch(v):
                 raise BadInput("%s: %s: %s is not a SHA-256" % (where, key, show(v)))
         if part in out:
             raise BadInput("%s: part %s listed twice" % (where, show(part)))
-        out[part] = {"runs": int(runs), "rows": int(rows), "content": content, "file": filesha, "bytes": int(size)}
+        out[part] = {"runs": int(runs), "rows": int(rows), "content": content, "file": filesha,
+                     "bytes": int(size), "db_bytes": int(dbsize)}
     return out
 
 
+def temp_in(d, name):
+    """A new temporary file in d (never an existing path or a link): its path."""
+    fd, path = tempfile.mkstemp(dir=d, prefix="." + name + ".", suffix=".tmp")
+    os.close(fd)
+    return path
+
+
 def write_manifest(d, man):
-    path = os.path.join(d, MANIFEST)
-    tmp = path + ".tmp"
+    tmp = temp_in(d, MANIFEST)
     with open(tmp, "w", encoding="ascii") as f:
         f.write("\t".join(HEADER) + "\n")
         for p in sorted(man):
             m = man[p]
-            f.write("%s\t%d\t%d\t%s\t%s\t%d\n" % (p, m["runs"], m["rows"], m["content"], m["file"], m["bytes"]))
-    os.replace(tmp, path)
+            f.write("%s\t%d\t%d\t%s\t%s\t%d\t%d\n" % (p, m["runs"], m["rows"], m["content"], m["file"],
+                                                   m["bytes"], m["db_bytes"]))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(d, MANIFEST))
 
 
 def part_file(d, part):
     return os.path.join(d, part + ".db.xz")
 
 
-def build_part(src_path, db, names, part, run_ids, tmpdir):
-    """An uncompressed gated database holding one part; its path."""
-    out = os.path.join(tmpdir, part + ".db")
-    if os.path.exists(out):
-        os.remove(out)
-    p = sqlite3.connect(out)
-    tables = ["meta", "environments", "runs", "metrics", "summary", "histograms", "sweep_runs", "code_attest"]
-    for (sql,) in db.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN (%s) ORDER BY name" % ",".join("?" * len(tables)),
-        tables,
-    ):
-        p.execute(sql)
-    p.execute("ATTACH DATABASE ? AS src", ("file:%s?mode=ro" % src_path.replace("?", "%3f").replace("#", "%23"),))
-    p.execute("CREATE TEMP TABLE part_runs (run_id TEXT PRIMARY KEY)")
-    p.executemany("INSERT INTO part_runs VALUES (?)", [(r,) for r in run_ids])
-    p.execute("INSERT INTO main.meta SELECT * FROM src.meta")
-    p.execute(
-        "INSERT INTO main.environments SELECT * FROM src.environments WHERE env_id IN"
-        " (SELECT env_id FROM src.runs WHERE run_id IN (SELECT run_id FROM part_runs))"
-    )
-    for table, order in RUN_TABLES:
-        if table in names:
-            p.execute(
-                "INSERT INTO main.%s SELECT * FROM src.%s WHERE run_id IN (SELECT run_id FROM part_runs) ORDER BY %s"
-                % (table, table, order)
-            )
-    p.execute("INSERT INTO main.sweep_runs SELECT * FROM src.sweep_runs WHERE sweep = ? ORDER BY run_id", (part,))
-    p.commit()
-    p.execute("DETACH DATABASE src")
-    p.execute("VACUUM")
-    p.close()
-    return out
+def regular_file(path):
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def build_part(db, names, part, run_ids, out):
+    """Write the part's rows of the (snapshot) database db into a new
+    database at out, with db's own schema of the packed tables."""
+    db.execute("ATTACH DATABASE ? AS part", (uri(out, "rwc"),))
+    try:
+        for (name, sql) in db.execute(
+                "SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND name IN (%s) ORDER BY name"
+                % ",".join("?" * len(TABLES)), TABLES).fetchall():
+            m = SCHEMA_RE.fullmatch(sql or "")
+            if not m or m.group(1) != name or ";" in sql:
+                raise BadInput("table %s: an unexpected schema %s" % (show(name), show((sql or "")[:80])))
+            db.execute("CREATE TABLE part.%s (%s)" % (name, m.group(2)))
+        db.execute("CREATE TEMP TABLE part_runs (run_id TEXT PRIMARY KEY)")
+        db.executemany("INSERT INTO part_runs VALUES (?)", [(r,) for r in run_ids])
+        db.execute("INSERT INTO part.meta SELECT * FROM main.meta")
+        db.execute("INSERT INTO part.environments SELECT * FROM main.environments WHERE env_id IN"
+                   " (SELECT env_id FROM main.runs WHERE run_id IN (SELECT run_id FROM part_runs))")
+        for table, order in RUN_TABLES:
+            if table in names:
+                db.execute("INSERT INTO part.%s SELECT * FROM main.%s t WHERE t.run_id IN"
+                           " (SELECT run_id FROM part_runs) AND %s ORDER BY %s" % (table, table, kept(table), order))
+        db.execute("INSERT INTO part.sweep_runs SELECT * FROM main.sweep_runs WHERE sweep = ? ORDER BY run_id",
+                   (part,))
+        db.commit()
+    finally:
+        db.rollback()
+        db.execute("DROP TABLE IF EXISTS temp.part_runs")
+        db.execute("DETACH DATABASE part")
+    v = sqlite3.connect(uri(out, "rw"), uri=True)
+    v.execute("VACUUM")
+    v.close()
 
 
 def cmd_pack(a):
-    db, names = open_ro(a.db)
-    if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-        raise BadInput("%s: fails PRAGMA quick_check" % esc(a.db))
-    dig = digests(db, names)
-    part_of, parts = partition(db)
-    os.makedirs(a.dir, exist_ok=True)
-    try:
-        old = read_manifest(a.dir)
-    except BadInput:
-        old = {}
-    new = {}
-    written = kept = 0
+    src, _ = open_ro(a.db)
+    old = read_manifest(a.dir, missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="results_db.") as tmp:
-        for p in parts:
-            content, nruns, nrows = dig[p]
-            f = part_file(a.dir, p)
-            o = old.get(p)
-            if o and o["content"] == content and os.path.isfile(f) and sha256_file(f) == o["file"]:
-                new[p] = o
-                kept += 1
-                continue
-            runs = [r for r, q in part_of.items() if q == p]
-            raw = build_part(a.db, db, names, p, runs, tmp)
-            with open(raw, "rb") as fin:
-                data = lzma.compress(fin.read(), preset=a.preset)
-            os.remove(raw)
-            with open(f + ".tmp", "wb") as fout:
-                fout.write(data)
-            os.replace(f + ".tmp", f)
-            new[p] = {"runs": nruns, "rows": nrows, "content": content,
-                      "file": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-            written += 1
-            say("%s: %d runs, %d rows, %d bytes" % (show(p), nruns, nrows, len(data)))
+        # one consistent snapshot, whatever writes to DB meanwhile
+        snap = os.path.join(tmp, "snapshot.db")
+        dst = sqlite3.connect(snap)
+        src.backup(dst)
+        dst.close()
+        src.close()
+        db, names = open_ro(snap)
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise BadInput("%s: fails PRAGMA quick_check" % esc(a.db))
+        dig, left_out = digests(db, names)
+        part_of, parts = partition(db)
+        dropped = [p for p in old if p not in dig]
+        fewer = [p for p in old if p in dig and dig[p][1] < old[p]["runs"]]
+        if (dropped or fewer) and not a.prune:
+            for p in dropped:
+                say("%s: in %s, not in %s" % (show(p), MANIFEST, esc(a.db)))
+            for p in fewer:
+                say("%s: %d runs in %s, %d in %s" % (show(p), old[p]["runs"], MANIFEST, dig[p][1], esc(a.db)))
+            raise BadInput("%s lacks committed runs: make it with `tools/results_db.py unpack` first, or "
+                           "pass --prune to drop them" % esc(a.db))
+        if left_out:
+            say("%d rows of %s are not packed: rows of runs the database no longer holds, or attestations "
+                "that no longer hold for the stored run (gated merge would drop them too)" % (left_out, esc(a.db)))
+        os.makedirs(a.dir, exist_ok=True)
+        new, staged = {}, []
+        try:
+            for p in parts:
+                content, nruns, nrows = dig[p]
+                f = part_file(a.dir, p)
+                o = old.get(p)
+                if o and o["content"] == content and regular_file(f) and sha256_file(f) == o["file"]:
+                    new[p] = o
+                    continue
+                raw = os.path.join(tmp, p + ".db")
+                build_part(db, names, p, [r for r, q in part_of.items() if q == p], raw)
+                with open(raw, "rb") as fin:
+                    data = fin.read()
+                os.remove(raw)
+                xz = lzma.compress(data, format=lzma.FORMAT_XZ, preset=a.preset)
+                t = temp_in(a.dir, p + ".db.xz")
+                staged.append((t, f))
+                with open(t, "wb") as fout:
+                    fout.write(xz)
+                    fout.flush()
+                    os.fsync(fout.fileno())
+                new[p] = {"runs": nruns, "rows": nrows, "content": content, "bytes": len(xz),
+                          "file": hashlib.sha256(xz).hexdigest(), "db_bytes": len(data)}
+                say("%s: %d runs, %d rows, %d bytes" % (show(p), nruns, nrows, len(xz)))
+        except BaseException:
+            for t, _ in staged:
+                os.remove(t)
+            raise
+    # every new part is on disk: put them in place, then the manifest (a
+    # stop in between leaves parts the old manifest does not describe: pack
+    # again; unpack refuses them)
+    for t, f in staged:
+        os.replace(t, f)
+    write_manifest(a.dir, new)
     removed = 0
     for p in old:
-        if p not in new and os.path.isfile(part_file(a.dir, p)):
+        if p not in new and regular_file(part_file(a.dir, p)):
             os.remove(part_file(a.dir, p))
             removed += 1
-    write_manifest(a.dir, new)
-    total = sum(m["bytes"] for m in new.values())
     print("pack: %d parts (%d written, %d unchanged, %d removed), %d runs, %d bytes" % (
-        len(new), written, kept, removed, sum(m["runs"] for m in new.values()), total))
+        len(new), len(staged), len(new) - len(staged), removed, sum(m["runs"] for m in new.values()),
+        sum(m["bytes"] for m in new.values())))
     return 0
 
 
-def verify(db_path, d):
-    man = read_manifest(d)
+def check_files(d, man):
+    """Messages for the part files that do not match the manifest."""
+    bad = []
+    for p, m in sorted(man.items()):
+        f = part_file(d, p)
+        if not regular_file(f):
+            bad.append("%s: missing or not a regular file (listed in %s)" % (esc(f), MANIFEST))
+        elif sha256_file(f) != m["file"]:
+            bad.append("%s: SHA-256 differs from %s's (changed by hand, or a pack that stopped "
+                       "midway: run pack again)" % (esc(f), MANIFEST))
+    return bad
+
+
+def differences(db_path, man):
     db, names = open_ro(db_path)
-    dig = digests(db, names)
+    dig, _ = digests(db, names)
+    db.close()
     bad = []
     for p in sorted(set(man) | set(dig)):
         if p not in dig:
@@ -313,19 +418,42 @@ def verify(db_path, d):
         elif p not in man:
             bad.append("%s: in %s, not in the manifest" % (show(p), esc(db_path)))
         elif dig[p][0] != man[p]["content"]:
-            bad.append("%s: content differs (%d runs, %d rows here; manifest %d, %d)" % (
-                show(p), dig[p][1], dig[p][2], man[p]["runs"], man[p]["rows"]))
+            bad.append("%s: content differs (%d runs, %d rows in %s; manifest %d, %d)" % (
+                show(p), dig[p][1], dig[p][2], esc(db_path), man[p]["runs"], man[p]["rows"]))
+    return bad
+
+
+def cmd_verify(a):
+    man = read_manifest(a.dir)
+    bad = check_files(a.dir, man) + differences(a.db, man)
     for b in bad:
         say(b)
     if bad:
         return 1
     print("verify: %s holds the %d parts of %s (%d runs)" % (
-        esc(db_path), len(man), esc(os.path.join(d, MANIFEST)), sum(m["runs"] for m in man.values())))
+        esc(a.db), len(man), esc(os.path.join(a.dir, MANIFEST)), sum(m["runs"] for m in man.values())))
     return 0
 
 
-def cmd_verify(a):
-    return verify(a.db, a.dir)
+def decompress(src, out, limit):
+    dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    n = 0
+    try:
+        with open(src, "rb") as fin, open(out, "wb") as fout:
+            for block in iter(lambda: fin.read(1 << 20), b""):
+                if dec.eof:
+                    raise lzma.LZMAError("data after the end of the stream")
+                chunk = dec.decompress(block, max_length=limit + 1 - n)
+                n += len(chunk)
+                if n > limit:
+                    raise lzma.LZMAError("larger than the manifest's db_bytes (%d)" % limit)
+                fout.write(chunk)
+            if not dec.eof or dec.unused_data:
+                raise lzma.LZMAError("truncated" if not dec.eof else "data after the end of the stream")
+    except (lzma.LZMAError, EOFError) as e:
+        raise BadInput("%s: not the manifest's xz file: %s" % (esc(src), e))
+    if n != limit:
+        raise BadInput("%s: %d bytes decompressed, the manifest says %d" % (esc(src), n, limit))
 
 
 def cmd_unpack(a):
@@ -334,38 +462,50 @@ def cmd_unpack(a):
         raise BadInput("%s: lists no part" % esc(os.path.join(a.dir, MANIFEST)))
     if not os.access(a.gated, os.X_OK):
         raise BadInput("%s: not an executable (make builds build/gated)" % esc(a.gated))
-    # every part is checked before anything is merged
-    for p, m in sorted(man.items()):
-        f = part_file(a.dir, p)
-        if not os.path.isfile(f):
-            raise BadInput("%s: missing (listed in %s)" % (esc(f), MANIFEST))
-        if sha256_file(f) != m["file"]:
-            raise BadInput("%s: SHA-256 differs from %s's" % (esc(f), MANIFEST))
+    bad = check_files(a.dir, man)  # every part is checked before anything is merged
+    if bad:
+        raise BadInput(bad[0])
+    existed = os.path.exists(a.db)
+    d = os.path.dirname(os.path.abspath(a.db))
+    os.makedirs(d, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="results_db.") as tmp:
-        paths = []
-        for p in sorted(man):
-            out = os.path.join(tmp, p + ".db")
-            try:
-                with open(part_file(a.dir, p), "rb") as fin, open(out, "wb") as fout:
-                    dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-                    for block in iter(lambda: fin.read(1 << 20), b""):
-                        fout.write(dec.decompress(block))
-                    if not dec.eof:
-                        raise lzma.LZMAError("truncated")
-            except lzma.LZMAError as e:
-                raise BadInput("%s: not an xz file: %s" % (esc(part_file(a.dir, p)), e))
-            paths.append(out)
-        d = os.path.dirname(a.db)
-        if d:
-            os.makedirs(d, exist_ok=True)
-        r = subprocess.run([a.gated, "merge", a.db] + paths, stdout=subprocess.DEVNULL)
-        if r.returncode != 0:
-            say("gated merge into %s failed (exit %d)" % (esc(a.db), r.returncode))
-            return 1
-    rc = verify(a.db, a.dir)
-    if rc:
-        say("%s also holds runs other than the parts' (or other versions of them)" % esc(a.db))
-    return rc
+        out = temp_in(d, os.path.basename(a.db))  # the copy that replaces DB when all went well
+        try:
+            os.remove(out)
+            if existed:
+                src, _ = open_ro(a.db)
+                dst = sqlite3.connect(out)
+                src.backup(dst)
+                dst.close()
+                src.close()
+            for p in sorted(man):
+                raw = os.path.join(tmp, p + ".db")
+                decompress(part_file(a.dir, p), raw, man[p]["db_bytes"])
+                r = subprocess.run([a.gated, "merge", out, raw], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True, errors="replace")
+                os.remove(raw)
+                if r.returncode != 0:
+                    for line in r.stderr.splitlines():
+                        say("  " + esc(line.replace(raw, part_file(a.dir, p))))
+                    say("part %s: gated merge failed (exit %d); %s is unchanged" % (show(p), r.returncode, esc(a.db)))
+                    return 2 if r.returncode == 2 else 1
+            bad = differences(out, man)
+            if bad and not existed:
+                for b in bad:
+                    say(b)
+                say("the merged parts do not verify: %s not made" % esc(a.db))
+                return 1
+            os.replace(out, a.db)
+        finally:
+            for f in (out, out + "-journal", out + "-wal", out + "-shm"):
+                if os.path.lexists(f):
+                    os.remove(f)
+    for b in bad:
+        say("note: " + b)
+    print("unpack: %d parts into %s (%d runs in the parts)%s" % (
+        len(man), esc(a.db), sum(m["runs"] for m in man.values()),
+        "; it also holds other runs or versions (notes above)" if bad else "; verified"))
+    return 0
 
 
 def main(argv):
@@ -377,6 +517,7 @@ def main(argv):
         s.add_argument("--dir", default="results/db")
         if name == "pack":
             s.add_argument("--preset", type=int, default=9, choices=range(0, 10))
+            s.add_argument("--prune", action="store_true")
         if name == "unpack":
             s.add_argument("--gated", default="build/gated")
     a = ap.parse_args(argv)
