@@ -14,7 +14,7 @@ set offsets 0, 0, graph 0.05, graph 0.05
 set xlabel 'context length (tokens, log2 scale)'
 set ylabel 'validation PPL (log scale), mean +- std over seeds'
 set arrow from 128, graph 0 to 128, graph 1 nohead dt 3
-set ytics ("8" 8, "10" 10, "12" 12, "14" 14)
+set ytics ("8" 8, "10" 10, "12" 12)
 plot 'long_context-ppl-vs-length.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline (none)', \
      'long_context-ppl-vs-length.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise (none)', \
      'long_context-ppl-vs-length.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-headwise (none)', \

@@ -14,7 +14,7 @@ set offsets 0, 0, graph 0.05, graph 0.05
 set xlabel 'context length (tokens, log2 scale)'
 set ylabel 'validation PPL (log scale), mean +- std over seeds'
 set arrow from 512, graph 0 to 512, graph 1 nohead dt 3
-set ytics ("7.5" 7.5, "8" 8, "8.5" 8.5, "9" 9, "9.5" 9.5)
+set ytics ("7.5" 7.5, "8" 8, "8.5" 8.5, "9" 9)
 plot 'long_context_continued-ppl-vs-length.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline (none)', \
      'long_context_continued-ppl-vs-length.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise (none)', \
      'long_context_continued-ppl-vs-length.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'G1-headwise (none)', \

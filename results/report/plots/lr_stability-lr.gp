@@ -10,7 +10,7 @@ set autoscale xfix
 set format x '%g'
 set xlabel 'train.lr (log scale)'
 set ylabel 'final validation loss, mean +- std over seeds'
-set yrange [2.238964874:3.290254317]
+set yrange [2.201214198:3.29734463]
 set offsets graph 0.05, graph 0.05, 0, 0
 set xtics ("0.003" 0.003, "0.01" 0.01, "0.03" 0.03)
 plot 'lr_stability-lr.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \

@@ -10,7 +10,7 @@ set xtics 1
 set logscale y
 set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
-set ytics ("4" 4, "6" 6, "8" 8, "10" 10, "12" 12, "14" 14, "16" 16)
+set ytics ("4" 4, "6" 6, "8" 8, "10" 10, "12" 12, "14" 14)
 set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
 plot 'table4_sink-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'table4_sink-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
