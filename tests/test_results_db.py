@@ -44,6 +44,17 @@ def slurp(path):
         return f.read()
 
 
+def sql(path, statement, params=()):
+    """Run one statement on the database at path and commit; its rows."""
+    c = sqlite3.connect(path)
+    try:
+        rows = c.execute(statement, params).fetchall()
+        c.commit()
+        return rows
+    finally:
+        c.close()
+
+
 def run(*args, cwd=None):
     return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True)
 
@@ -120,17 +131,13 @@ class ResultsDb(unittest.TestCase):
         self.assertIn("pack: 4 parts (1 written, 3 unchanged, 0 removed)", self.pack())
         # one row changed: only its part is rewritten
         before = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
-        c = sqlite3.connect(self.db)
-        c.execute("UPDATE summary SET value = value + 1 WHERE key = 'val_loss' AND run_id IN"
-                  " (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma')")
-        c.commit()
+        sql(self.db, "UPDATE summary SET value = value + 1 WHERE key = 'val_loss' AND run_id IN"
+            " (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma')")
         self.assertIn("pack: 4 parts (1 written, 3 unchanged, 0 removed)", self.pack())
         after = {f: slurp(os.path.join(self.dir, f)) for f in os.listdir(self.dir)}
         self.assertEqual([f for f in sorted(after) if after[f] != before.get(f)], ["MANIFEST.tsv", "gamma.db.xz"])
         # a sweep dropped from the database: refused, unless --prune
-        c.execute("DELETE FROM sweep_runs WHERE sweep = 'beta'")
-        c.commit()
-        c.close()
+        sql(self.db, "DELETE FROM sweep_runs WHERE sweep = 'beta'")
         r = self.tool("pack", "--db", self.db, "--dir", self.dir)
         self.assertEqual(r.returncode, 2)
         self.assertIn("'beta': in MANIFEST.tsv, not in", r.stderr)
@@ -143,11 +150,8 @@ class ResultsDb(unittest.TestCase):
         self.pack()
         other = os.path.join(self.tmp, "other.db")
         shutil.copy(self.db, other)
-        c = sqlite3.connect(other)
-        c.execute("UPDATE metrics SET value = value + 1 WHERE rowid = (SELECT min(rowid) FROM metrics"
-                  " WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma'))")
-        c.commit()
-        c.close()
+        sql(other, "UPDATE metrics SET value = value + 1 WHERE rowid = (SELECT min(rowid) FROM metrics"
+            " WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma'))")
         r = self.tool("verify", "--db", other, "--dir", self.dir)
         self.assertEqual(r.returncode, 1)
         self.assertIn("'gamma': content differs", r.stderr)
@@ -185,20 +189,14 @@ class ResultsDb(unittest.TestCase):
         self.assertIn("MANIFEST.tsv:5: expected 7 tab-separated fields, got 2", r.stderr)
 
     def test_sweep_name_that_is_a_path_is_refused(self):
-        c = sqlite3.connect(self.db)
-        c.execute("UPDATE sweep_runs SET sweep = '../evil\x1b[31m' WHERE sweep = 'gamma'")
-        c.commit()
-        c.close()
+        sql(self.db, "UPDATE sweep_runs SET sweep = '../evil\x1b[31m' WHERE sweep = 'gamma'")
         r = self.tool("pack", "--db", self.db, "--dir", self.dir)
         self.assertEqual(r.returncode, 2)
         self.assertIn("sweep name '../evil\\x1b[31m' cannot name a part file", r.stderr)
         self.assertFalse(os.path.exists(self.dir))
         self.assertEqual([f for f in os.listdir(self.tmp) if "evil" in f], [])
         # $ would match before a final newline: the whole name must match
-        c = sqlite3.connect(self.db)
-        c.execute("UPDATE sweep_runs SET sweep = 'beta' || char(10) WHERE sweep = '../evil\x1b[31m'")
-        c.commit()
-        c.close()
+        sql(self.db, "UPDATE sweep_runs SET sweep = 'beta' || char(10) WHERE sweep = '../evil\x1b[31m'")
         r = self.tool("pack", "--db", self.db, "--dir", self.dir)
         self.assertEqual(r.returncode, 2)
         self.assertIn("sweep name 'beta\\n' cannot name a part file", r.stderr)
@@ -207,13 +205,10 @@ class ResultsDb(unittest.TestCase):
     def test_what_merge_would_drop_is_not_packed(self):
         # a stale attestation (not for the stored run) and a run deleted from
         # runs while its sweep still lists it and its rows stay behind
-        c = sqlite3.connect(self.db)
-        run = c.execute("SELECT run_id FROM sweep_runs WHERE sweep = 'gamma' ORDER BY run_id").fetchone()[0]
-        c.execute("INSERT INTO code_attest VALUES (?, ?, '-O2', 0, ?, 1.5, 2.5, 3, 4)", (run, "a" * 40, "0" * 40))
-        gone = c.execute("SELECT run_id FROM sweep_runs WHERE sweep = 'alpha' ORDER BY run_id").fetchone()[0]
-        c.execute("DELETE FROM runs WHERE run_id = ?", (gone,))
-        c.commit()
-        c.close()
+        run = sql(self.db, "SELECT run_id FROM sweep_runs WHERE sweep = 'gamma' ORDER BY run_id")[0][0]
+        sql(self.db, "INSERT INTO code_attest VALUES (?, ?, '-O2', 0, ?, 1.5, 2.5, 3, 4)", (run, "a" * 40, "0" * 40))
+        gone = sql(self.db, "SELECT run_id FROM sweep_runs WHERE sweep = 'alpha' ORDER BY run_id")[0][0]
+        sql(self.db, "DELETE FROM runs WHERE run_id = ?", (gone,))
         r = self.tool("pack", "--db", self.db, "--dir", self.dir, "--preset", "1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("rows of", r.stderr)
@@ -237,10 +232,7 @@ class ResultsDb(unittest.TestCase):
         # parts of a database whose labels merge refuses (terminal escapes)
         bad = os.path.join(self.tmp, "bad.db")
         shutil.copy(self.db, bad)
-        c = sqlite3.connect(bad)
-        c.execute("UPDATE sweep_runs SET label = 'x\x1b[31m' WHERE sweep = 'gamma'")
-        c.commit()
-        c.close()
+        sql(bad, "UPDATE sweep_runs SET label = 'x\x1b[31m' WHERE sweep = 'gamma'")
         bad_dir = os.path.join(self.tmp, "bad_parts")
         r = self.tool("pack", "--db", bad, "--dir", bad_dir, "--preset", "1")
         self.assertEqual(r.returncode, 0, r.stderr)
