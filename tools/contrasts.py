@@ -8,7 +8,7 @@
 # baseline it reproduces the report's table (a check of this script).  Read-only.
 import math, sqlite3, sys
 
-from toolstats import holm, paired, show, t_q
+from toolstats import connect_ro, holm, paired, show, t_q
 
 USAGE = 'usage: tools/contrasts.py DB SWEEP REF [ROW ...] [--margin NATS]'
 
@@ -24,7 +24,7 @@ def main():
         del args[i:i + 2]
     if len(args) < 3:
         sys.exit(USAGE)
-    db = sqlite3.connect('file:%s?mode=ro' % args[0], uri=True)
+    db = connect_ro(args[0])
     sweep, ref = args[1], args[2]
 
     def final(lab):

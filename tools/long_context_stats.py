@@ -17,7 +17,7 @@ sd, 95% t CI and the two-sided paired t-test p (df = n - 1).
 import argparse, math, os, sqlite3, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from toolstats import paired, show
+from toolstats import connect_ro, mean_sd, paired, show
 
 # sweep, what it is, 1x length, long length, scalings at the long length
 SWEEPS = (('long_context', 'trained at 128', 128, 2048, ('none', 'ntk', 'yarn')),
@@ -53,12 +53,6 @@ def run_ppl(db, run_id, split, seq_len):
             want = max(1.0, L / seq_len)
             out.update({(L, k): v for f, v in byf.items() if abs(f - want) <= 1e-5 * want})
     return out
-
-
-def mean_sd(xs):
-    n = len(xs)
-    m = sum(xs) / n if n else float('nan')
-    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else float('nan')
 
 
 def cell(xs, ref=None):
@@ -145,9 +139,8 @@ def main():
     if not os.path.isfile(a.db):
         sys.stderr.write('long_context_stats.py: %s: no such database file\n' % show(a.db))
         sys.exit(2)
-    uri = a.db.replace('%', '%25').replace('?', '%3f').replace('#', '%23')
     try:
-        db = sqlite3.connect('file:%s?mode=ro' % uri, uri=True)
+        db = connect_ro(a.db)
         for sweep in SWEEPS:
             one_sweep(db, a.split, *sweep)
     except sqlite3.Error as e:

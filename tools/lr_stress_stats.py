@@ -11,9 +11,9 @@
 # Read-only.
 import math, sqlite3, sys
 
-from toolstats import fisher, holm, paired, show
+from toolstats import connect_ro, fisher, holm, paired, show
 
-db = sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True)
+db = connect_ro(sys.argv[1])
 sweep = sys.argv[2] if len(sys.argv) > 2 else 'lr_stress'
 ROWS = ('baseline', 'G1-matched')
 

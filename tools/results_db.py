@@ -57,13 +57,14 @@ import json
 import lzma
 import os
 import re
-import shutil
 import sqlite3
 import stat
 import subprocess
 import sys
 import tempfile
-import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import toolstats  # noqa: E402  (show, db_uri)
 
 MANIFEST = "MANIFEST.tsv"
 HEADER = ["part", "runs", "rows", "content_sha256", "file_sha256", "file_bytes", "db_bytes"]
@@ -99,12 +100,10 @@ class BadInput(Exception):
 
 def show(s):
     """A name from a database or a manifest, quoted and safe for a terminal."""
-    return ascii(s)
+    return "'%s'" % toolstats.show(s)
 
 
-def esc(path):
-    """A path, safe for a terminal (escaped, not quoted)."""
-    return ascii(path)[1:-1]
+esc = toolstats.show  # a path, safe for a terminal (escaped, not quoted)
 
 
 def say(msg):
@@ -119,12 +118,8 @@ def sha256_file(path):
     return h.hexdigest()
 
 
-def uri(path, mode):
-    return "file:%s?mode=%s" % (urllib.parse.quote(os.path.abspath(path)), mode)
-
-
-def connect(path, mode="ro"):
-    db = sqlite3.connect(uri(path, mode), uri=True)
+def connect(path):
+    db = toolstats.connect_ro(path)
     # text that is not UTF-8 digests as escapes instead of failing
     db.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     return db
@@ -180,8 +175,9 @@ def kept(table):
 
 
 def digests(db, names):
-    """{part: (content_sha256, runs, rows)} of a gated database, and how many
-    rows merge would not keep (rows of deleted runs, stale attestations)."""
+    """{part: (content_sha256, runs, rows)} of a gated database, how many rows
+    merge would not keep (rows of deleted runs, stale attestations), and its
+    partition (partition())."""
     part_of, parts = partition(db)
     hs = {p: hashlib.sha256(b"part\n") for p in parts}
     nrows = dict.fromkeys(parts, 0)
@@ -220,7 +216,7 @@ def digests(db, names):
     for row in db.execute("SELECT * FROM sweep_runs ORDER BY sweep, run_id"):
         hs[row[0]].update(canon(list(row)))
         nrows[row[0]] += 1
-    return {p: (hs[p].hexdigest(), nruns[p], nrows[p]) for p in parts}, left_out
+    return {p: (hs[p].hexdigest(), nruns[p], nrows[p]) for p in parts}, left_out, (part_of, parts)
 
 
 def read_manifest(d, missing_ok=False):
@@ -291,7 +287,7 @@ def regular_file(path):
 def build_part(db, names, part, run_ids, out):
     """Write the part's rows of the (snapshot) database db into a new
     database at out, with db's own schema of the packed tables."""
-    db.execute("ATTACH DATABASE ? AS part", (uri(out, "rwc"),))
+    db.execute("ATTACH DATABASE ? AS part", (toolstats.db_uri(out, "rwc"),))
     try:
         for (name, sql) in db.execute(
                 "SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND name IN (%s) ORDER BY name"
@@ -316,7 +312,7 @@ def build_part(db, names, part, run_ids, out):
         db.rollback()
         db.execute("DROP TABLE IF EXISTS temp.part_runs")
         db.execute("DETACH DATABASE part")
-    v = sqlite3.connect(uri(out, "rw"), uri=True)
+    v = sqlite3.connect(toolstats.db_uri(out, "rw"), uri=True)
     v.execute("VACUUM")
     v.close()
 
@@ -334,8 +330,7 @@ def cmd_pack(a):
         db, names = open_ro(snap)
         if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             raise BadInput("%s: fails PRAGMA quick_check" % esc(a.db))
-        dig, left_out = digests(db, names)
-        part_of, parts = partition(db)
+        dig, left_out, (part_of, parts) = digests(db, names)
         dropped = [p for p in old if p not in dig]
         fewer = [p for p in old if p in dig and dig[p][1] < old[p]["runs"]]
         if (dropped or fewer) and not a.prune:
@@ -409,7 +404,7 @@ def check_files(d, man):
 
 def differences(db_path, man):
     db, names = open_ro(db_path)
-    dig, _ = digests(db, names)
+    dig = digests(db, names)[0]
     db.close()
     bad = []
     for p in sorted(set(man) | set(dig)):

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 # toolstats.py -- the small statistics the tools/ scripts share (no scipy): Student t tail and
 # quantile, the paired t-test, Holm's adjustment, Fisher's exact test, and `show` for printing
-# text that came from a database (labels, run names) with control characters escaped.
+# text that came from a database (labels, run names) with control characters escaped, `mean_sd`,
+# and `db_uri` / `connect_ro` for opening a database whatever characters its path holds.
 # The report's own statistics are core/lab/stats.c; these follow the same definitions, and
 # tools/contrasts.py with REF = a sweep's baseline reproduces the report's numbers.
 import math
+import os
+import sqlite3
+import urllib.parse
 from math import comb
 
 
@@ -99,3 +103,21 @@ def show(s):
     if all(' ' <= ch <= '~' for ch in s):
         return s
     return ascii(s)[1:-1]
+
+
+def mean_sd(xs):
+    """mean and sample standard deviation (n - 1) of xs; NaN where undefined"""
+    n = len(xs)
+    m = sum(xs) / n if n else float('nan')
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else float('nan')
+
+
+def db_uri(path, mode='ro'):
+    """a SQLite file: URI for path (every character of the path quoted, so %, ? and # stay
+    part of the name)"""
+    return 'file:%s?mode=%s' % (urllib.parse.quote(os.path.abspath(path)), mode)
+
+
+def connect_ro(path):
+    """path opened read-only (never created)"""
+    return sqlite3.connect(db_uri(path), uri=True)
