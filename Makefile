@@ -37,7 +37,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers links FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -76,7 +76,7 @@ TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GATED_BIN=$(abspath $(BUILD
 test: deps
 	$(MAKE) test-run
 
-test-run: tools-test check xcheck
+test-run: links tools-test check xcheck
 
 # tools/results_db.py, the committed form of results/gated.db (results/db/).
 tools-test: $(BUILD)/gated
@@ -92,6 +92,13 @@ results-db: $(BUILD)/gated
 layers:
 	tools/check_layers.sh --self-test
 	tools/check_layers.sh
+
+# Every relative link and #anchor of README.md, docs/*.md and results/README.md
+# resolves (tools/check_links.py; its --self-test plants broken links and must
+# see them reported).
+links:
+	$(PYTHON) tools/check_links.py --self-test
+	$(PYTHON) tools/check_links.py
 
 # The Criterion suites alone (also what `make sanitize` runs).
 TEST_JOBS ?= 2
