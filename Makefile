@@ -37,7 +37,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers links FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers links check-results FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -86,6 +86,12 @@ tools-test: $(BUILD)/gated
 # folded in with gated merge, then checked part by part against the manifest.
 results-db: $(BUILD)/gated
 	$(PYTHON) tools/results_db.py unpack --db results/gated.db --dir results/db --gated $(BUILD)/gated
+
+# The one-screen verdict table of results/README.md recomputed from
+# results/gated.db (tools/check_results_readme.py): needs `make results-db`
+# first, which a fresh clone has not run, so it is not part of `make test`.
+check-results:
+	$(PYTHON) tools/check_results_readme.py --self-test
 
 # No file includes a header of a higher layer (tools/check_layers.sh; its
 # --self-test plants a violation and must see it refused).
