@@ -37,7 +37,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers links check-results FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -76,7 +76,7 @@ TEST_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GATED_BIN=$(abspath $(BUILD
 test: deps
 	$(MAKE) test-run
 
-test-run: tools-test check xcheck
+test-run: links tools-test check xcheck
 
 # tools/results_db.py, the committed form of results/gated.db (results/db/).
 tools-test: $(BUILD)/gated
@@ -87,11 +87,24 @@ tools-test: $(BUILD)/gated
 results-db: $(BUILD)/gated
 	$(PYTHON) tools/results_db.py unpack --db results/gated.db --dir results/db --gated $(BUILD)/gated
 
+# The one-screen verdict table of results/README.md recomputed from
+# results/gated.db (tools/check_results_readme.py): needs `make results-db`
+# first, which a fresh clone has not run, so it is not part of `make test`.
+check-results:
+	$(PYTHON) tools/check_results_readme.py --self-test
+
 # No file includes a header of a higher layer (tools/check_layers.sh; its
 # --self-test plants a violation and must see it refused).
 layers:
 	tools/check_layers.sh --self-test
 	tools/check_layers.sh
+
+# Every relative link and #anchor of README.md, docs/*.md and results/README.md
+# resolves (tools/check_links.py; its --self-test plants broken links and must
+# see them reported).
+links:
+	$(PYTHON) tools/check_links.py --self-test
+	$(PYTHON) tools/check_links.py
 
 # The Criterion suites alone (also what `make sanitize` runs).
 TEST_JOBS ?= 2

@@ -5,8 +5,8 @@
  * modules against the database itself (one line per metric row, values
  * bitwise, layer / head, names with quotes, commas and newlines, formula
  * cells), its filters and errors, the --json documents of ls, show, info
- * and sweep --dry-run, and the README's table of metric keys against the
- * keys the code writes.
+ * and sweep --dry-run, and the table of metric keys (docs/store.md)
+ * against the keys the code writes.
  *
  * The fixture: two tiny runs on the synthetic corpus (one with a G1 gate,
  * for per-head rows and histograms), a `gated eval` of one, two sweeps
@@ -610,7 +610,7 @@ Test(export, json_documents_of_ls_show_info_and_the_dry_run, .timeout = 120) {
 }
 
 /* ------------------------------------------------------------------ */
-/* the README's table of metric keys                                   */
+/* the table of metric keys (docs/store.md)                            */
 /* ------------------------------------------------------------------ */
 
 typedef struct {
@@ -642,12 +642,12 @@ static void keys_free(Keys *ks) {
     free(ks->k);
 }
 
-/* The keys of README's "### Metric keys" table: every `...` in the first
- * cell of its rows. */
+/* The keys of the "### Metric keys" table (docs/store.md): every `...` in
+ * the first cell of its rows. */
 static void readme_keys(Keys *ks) {
-    char *doc = test_read_file("README.md", NULL);
+    char *doc = test_read_file("docs/store.md", NULL);
     char *p = strstr(doc, "\n### Metric keys\n");
-    cr_assert_not_null(p, "README.md has no \"### Metric keys\" section");
+    cr_assert_not_null(p, "docs/store.md has no \"### Metric keys\" section");
     char *end = strstr(p + 1, "\n#");
     if (end) *end = '\0';
     for (char *line = strstr(p, "\n| `"); line; line = strstr(line + 1, "\n| `")) {
@@ -713,7 +713,7 @@ Test(export, every_metric_key_the_code_writes_is_in_the_readme_table, .timeout =
     cr_assert_gt(ncode, 20, "found too few store_metric calls: the scan is broken");
     for (int i = 0; i < ncode; i++)
         cr_expect(keys_has(&doc, code[i].key),
-                  "metric key '%s' (written in %s) is not in README's \"Metric keys\" table", code[i].key,
+                  "metric key '%s' (written in %s) is not in docs/store.md's \"Metric keys\" table", code[i].key,
                   code[i].path);
     /* and every key a run, a gated run and an evaluation really wrote */
     Fx fx;
@@ -732,7 +732,7 @@ Test(export, every_metric_key_the_code_writes_is_in_the_readme_table, .timeout =
     cr_assert(keys_has(&run, "train_loss") && keys_has(&run, "gate_mean") && keys_has(&run, "eval_loss") &&
               keys_has(&run, "gate") && keys_has(&run, "test_loss"), "the fixture wrote too little");
     for (int i = 0; i < run.n; i++)
-        cr_expect(keys_has(&doc, run.k[i]), "key '%s', written by a run, is not in README's \"Metric keys\" table",
+        cr_expect(keys_has(&doc, run.k[i]), "key '%s', written by a run, is not in docs/store.md's \"Metric keys\" table",
                   run.k[i]);
     keys_free(&doc), keys_free(&run);
     fx_rm(&fx);
