@@ -1443,28 +1443,30 @@ Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 12
     tmp_rm(&t);
 }
 
-/* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
- * leaves its run killed (resumable), and the sweep exits 130. */
-Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
-    const char *bin = sweep_gated_bin();
-    Tmp t;
-    tmp_dir(&t);
-    char path[128], db[160];
-    write_file(&t, "long.yaml", "name: long\nbase: base.yaml\nset: {train.steps: 100000}\nvariants: [{label: a}]\n",
-               path);
-    snprintf(db, sizeof db, "%s/r.db", t.dir);
+/* Start `gated sweep ARGS...` (NULL-terminated) in dir, in a process group
+ * of its own, stdout to out (NULL: /dev/null).  Its pid. */
+static pid_t start_sweep(const char *bin, const char *dir, const char *out, const char *const *args) {
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (chdir(t.dir) != 0)
+        int null = open("/dev/null", O_WRONLY), fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : null;
+        if (setpgid(0, 0) != 0 || chdir(dir) != 0 || null < 0 || fd < 0)
             _exit(126);
-        dup2(null, 1), dup2(null, 2);
-        execl(bin, bin, "sweep", "long.yaml", "--db", "r.db", (char *)NULL);
+        dup2(fd, 1), dup2(null, 2);
+        const char *argv[16] = {bin, "sweep"};
+        for (int i = 0; args[i] && i < 13; i++)
+            argv[i + 2] = args[i];
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* Wait (up to 60 s) until db holds a metric row and, when file is not
+ * NULL, file exists.  The metric rows seen (0: never). */
+static long long wait_for_rows(const char *db, const char *file) {
     long long rows = 0; /* polled without asserting: the schema may not be there yet */
-    for (int i = 0; i < 600 && rows == 0; i++) {
+    for (int i = 0; i < 600 && (rows == 0 || (file && access(file, F_OK) != 0)); i++) {
         usleep(100000);
         sqlite3 *h;
         sqlite3_stmt *q;
@@ -1481,6 +1483,21 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
         }
         sqlite3_close(h);
     }
+    return file && access(file, F_OK) != 0 ? 0 : rows;
+}
+
+/* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
+ * leaves its run killed (resumable), and the sweep exits 130. */
+Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], db[160];
+    write_file(&t, "long.yaml", "name: long\nbase: base.yaml\nset: {train.steps: 100000}\nvariants: [{label: a}]\n",
+               path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    pid_t pid = start_sweep(bin, t.dir, NULL, (const char *const[]){"long.yaml", "--db", "r.db", NULL});
+    long long rows = wait_for_rows(db, NULL);
     kill(pid, SIGINT);
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
@@ -1489,6 +1506,59 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
     char st[256];
     q_text(db, "SELECT status || ':' || error_text FROM runs", st, sizeof st);
     cr_assert(strncmp(st, "killed:stopped by signal 15", 27) == 0, "%s", st);
+    tmp_rm(&t);
+}
+
+/* A sweep SIGKILLed together with its child (a node failing under a batch
+ * scheduler) leaves its run 'running' with a fresh heartbeat; the owner of
+ * its claim is a process of this host that is gone, so a sweep started at
+ * once resumes the run from its checkpoint rather than skipping it as live
+ * elsewhere (and exiting 0 without it). */
+Test(sweep, a_run_left_by_a_sigkilled_sweep_resumes_at_once, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], db[160], ckpt[256], out[160], id[64];
+    write_file(&t, "long.yaml",
+               "name: long\nbase: base.yaml\nset: {train.steps: 100000, train.checkpoint_every: 5}\n"
+               "variants: [{label: a}]\n",
+               path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    snprintf(out, sizeof out, "%s/again.out", t.dir);
+    const char *const args[] = {"long.yaml", "--db", "r.db", NULL};
+    pid_t pid = start_sweep(bin, t.dir, NULL, args);
+    long long rows = wait_for_rows(db, NULL);
+    if (rows > 0) { /* then a checkpoint */
+        q_text(db, "SELECT run_id FROM runs", id, sizeof id);
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoints/%s.ckpt", t.dir, id);
+        rows = wait_for_rows(db, ckpt);
+    }
+    cr_assert_eq(kill(-pid, SIGKILL), 0, "%s", strerror(errno)); /* the sweep and its child at once */
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_assert_gt(rows, 0, "the run wrote no metric, or no checkpoint");
+    char st[256];
+    q_text(db, "SELECT status FROM runs", st, sizeof st);
+    cr_assert_str_eq(st, "running");
+    /* again: it resumes (it would run for long: stopped once it started) */
+    pid = start_sweep(bin, t.dir, out, args);
+    char *o = NULL;
+    for (int i = 0; i < 600; i++) {
+        usleep(100000);
+        free(o);
+        o = test_read_file(out, NULL);
+        if (strstr(o, "start ") || strstr(o, "sweep long: 1 runs"))
+            break;
+    }
+    kill(pid, SIGINT);
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_assert_not_null(strstr(o, "start long-a-s7 (index 0, run "), "%s", o);
+    cr_assert_not_null(strstr(o, "): killed, resuming from its checkpoint\n"), "%s", o);
+    free(o);
+    snprintf(path, sizeof path, "%s/logs/long-a-s7.log", t.dir);
+    o = test_read_file(path, NULL);
+    cr_assert_not_null(strstr(o, "resuming "), "%s", o);
+    free(o);
     tmp_rm(&t);
 }
 
