@@ -1384,19 +1384,15 @@ Test(sweep, gnu_parallel_shards_merge_into_the_one_process_result, .timeout = 12
     tmp_rm(&t);
 }
 
-/* tools/slurm_sweep.sbatch end to end under a stand-in for sbatch that runs
- * each job at once (the array's tasks one after another, with
- * SLURM_ARRAY_TASK_ID set) and records its arguments. */
-Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 120) {
-    const char *bin = sweep_gated_bin();
-    Tmp t;
-    tmp_dir(&t);
-    char script[PATH_MAX], smoke[PATH_MAX], path[128], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
-    smoke_path(smoke);
-    cr_assert_not_null(realpath("tools/slurm_sweep.sbatch", script), "tools/slurm_sweep.sbatch: %s", strerror(errno));
-    cr_assert(strchr(script, '\'') == NULL && strchr(smoke, '\'') == NULL);
-    cr_assert_eq(mkdir(strcat(strcpy(path, t.dir), "/bin"), 0755), 0);
-    write_file(&t, "bin/sbatch",
+/* tools/slurm_sweep.sbatch under a stand-in for sbatch that runs each job
+ * at once (the array's tasks one after another, with SLURM_ARRAY_TASK_ID
+ * set) and records its arguments: the submission (with THROTTLE), the
+ * merge and its check, a shard missing, a run not finished, and --shared.
+ * The same script under a real Slurm: tests/slurm/test_slurm.py. */
+static void fake_sbatch(const Tmp *t) {
+    char path[128];
+    cr_assert_eq(mkdir(strcat(strcpy(path, t->dir), "/bin"), 0755), 0);
+    write_file(t, "bin/sbatch",
                "#!/bin/bash\n"
                "# a stand-in for sbatch: runs the job now, in this directory\n"
                "echo \"sbatch $*\" >> \"$FAKE_DIR/sbatch.calls\"\n"
@@ -1405,6 +1401,7 @@ Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 12
                " shift; done\n"
                "script=$1; shift\n"
                "if [ -n \"$array\" ]; then\n"
+               "  array=${array%\\%*}\n"
                "  for ((i = ${array%-*}; i <= ${array#*-}; i++)); do\n"
                "    SLURM_ARRAY_TASK_ID=$i bash \"$script\" \"$@\" >> \"$FAKE_DIR/jobs.log\" 2>&1 || exit 1\n"
                "  done\n"
@@ -1414,32 +1411,77 @@ Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 12
                "echo $((++n + 40))\n",
                path);
     cr_assert_eq(chmod(path, 0755), 0);
+}
+
+Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 240) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char script[PATH_MAX], smoke[PATH_MAX], path[128], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
+    smoke_path(smoke);
+    cr_assert_not_null(realpath("tools/slurm_sweep.sbatch", script), "tools/slurm_sweep.sbatch: %s", strerror(errno));
+    cr_assert(strchr(script, '\'') == NULL && strchr(smoke, '\'') == NULL);
+    fake_sbatch(&t);
     snprintf(args, sizeof args, "sweep '%s' --db one.db", smoke);
     cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' '%s' --submit '%s' out --time=10"
+             "cd '%s' && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' THROTTLE=2 '%s' --submit '%s' out --time=10"
              " || { cat '%s/jobs.log'; exit 1; }",
              t.dir, t.dir, t.dir, bin, script, smoke, t.dir);
     int rc = sh(cmd, out, sizeof out);
     cr_assert_eq(rc, 0, "%s\n%s", cmd, out);
-    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), merge job 41"), "%s", out);
+    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), merge job 41 -> out/merged.db"), "%s", out);
     char calls[4 * PATH_MAX + 256], *c = test_read_file(strcat(strcpy(path, t.dir), "/sbatch.calls"), NULL);
-    snprintf(calls, sizeof calls, "sbatch --parsable --array=0-5 --time=10 %s %s out\n"
-                                  "sbatch --parsable --dependency=afterok:41 --time=10 %s --merge %s out\n",
+    snprintf(calls, sizeof calls,
+             "sbatch --parsable --array=0-5%%2 --time=10 %s %s out\n"
+             "sbatch --parsable --dependency=afterok:41 --kill-on-invalid-dep=yes --time=10 %s --merge %s out\n",
              script, smoke, script, smoke);
     cr_assert_str_eq(c, calls);
+    free(c);
+    c = test_read_file(strcat(strcpy(path, t.dir), "/jobs.log"), NULL);
+    cr_assert_not_null(strstr(c, "slurm_sweep.sbatch: all 6 runs of "), "%s", c);
     free(c);
     char one[160], merged[160];
     snprintf(one, sizeof one, "%s/one.db", t.dir);
     snprintf(merged, sizeof merged, "%s/out/merged.db", t.dir);
     same_results(one, merged);
-    /* a task run by hand without the array's id, and a merge with a shard missing, are refused */
-    snprintf(cmd, sizeof cmd, "cd '%s' && rm out/shard-3.db && GATED='%s' bash '%s' --merge '%s' out", t.dir, bin,
+    /* a merge with a shard missing, or with a run not finished, is refused */
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv out/shard-3.db s3.db && GATED='%s' bash '%s' --merge '%s' out", t.dir, bin,
              script, smoke);
     cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     cr_assert_not_null(strstr(out, "out/shard-3.db is missing: run array task 3 again"), "%s", out);
+    snprintf(path, sizeof path, "%s/s3.db", t.dir);
+    db_exec(path, "UPDATE runs SET status = 'killed'");
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv s3.db out/shard-3.db && rm out/merged.db && GATED='%s' bash '%s' --merge '%s' out",
+             t.dir, bin, script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "not finished in out/merged.db: smoke-G1-elementwise-s2 (index 3: killed); "
+                                   "submit those array indices again, then --merge"),
+                       "%s", out);
+    /* a task run by hand without the array's id, or a bad THROTTLE, is refused */
     snprintf(cmd, sizeof cmd, "cd '%s' && GATED='%s' bash '%s' '%s' out", t.dir, bin, script, smoke);
     cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && GATED='%s' THROTTLE=0 bash '%s' --submit '%s' out", t.dir, bin, script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "THROTTLE is '0', not a task count"), "%s", out);
+    /* --shared: every task into out2/sweep.db, then the check alone */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm sbatch.calls && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' '%s' --submit --shared '%s' out2"
+             " || { cat '%s/jobs.log'; exit 1; }",
+             t.dir, t.dir, t.dir, bin, script, smoke, t.dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), check job 41 -> out2/sweep.db"), "%s", out);
+    c = test_read_file(strcat(strcpy(path, t.dir), "/sbatch.calls"), NULL);
+    snprintf(calls, sizeof calls,
+             "sbatch --parsable --array=0-5 %s --shared %s out2\n"
+             "sbatch --parsable --dependency=afterok:41 --kill-on-invalid-dep=yes %s --merge --shared %s out2\n",
+             script, smoke, script, smoke);
+    cr_assert_str_eq(c, calls);
+    free(c);
+    snprintf(merged, sizeof merged, "%s/out2/sweep.db", t.dir);
+    same_results(one, merged);
+    snprintf(path, sizeof path, "%s/out2/shard-0.db", t.dir);
+    cr_assert_neq(access(path, F_OK), 0, "--shared wrote %s", path);
     tmp_rm(&t);
 }
 
