@@ -91,7 +91,7 @@ host=$(hostname -s)
 node=$(slurmd -C 2>/dev/null | head -n 1) || cannot "slurmd -C failed"
 mem=$(printf '%s\n' "$node" | tr ' ' '\n' | sed -n 's/^RealMemory=//p')
 case "$mem" in '' | *[!0-9]*) cannot "slurmd -C reports no RealMemory: $node" ;; esac
-cpus=$(nproc)
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # (nproc obeys both)
 
 cat >"$dir/slurm.conf" <<EOF
 # written by $me for a test cluster on $host
