@@ -427,9 +427,11 @@ def main():
     cl = Cluster(work)
     up = cl.up()
     if up.returncode == 77:
-        print("SKIPPED: make test-slurm: %s" % up.stderr.strip(), flush=True)
+        required = os.environ.get("GATED_SLURM_REQUIRED") == "1"
+        print("%s: make test-slurm: %s" % ("FAILED (GATED_SLURM_REQUIRED=1)" if required else "SKIPPED",
+                                           up.stderr.strip()), flush=True)
         shutil.rmtree(work)
-        return 1 if os.environ.get("GATED_SLURM_REQUIRED") == "1" else 0
+        return 1 if required else 0
     ok = False
     try:
         check(up.returncode == 0, "tests/slurm/up.sh: exit %d\n%s%s" % (up.returncode, up.stdout, up.stderr))
