@@ -1284,7 +1284,7 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
 }
 
 /* ------------------------------------------------------------------ */
-/* scale-out recipes (README, "Scale-out")                             */
+/* scale-out recipes (docs/slurm.md)                                   */
 /* ------------------------------------------------------------------ */
 
 /* How many rows one query gives in db with the database other ATTACHed
@@ -1353,7 +1353,7 @@ static void need_parallel(void) {
     cr_skip_test("GNU parallel is not installed: apt-get install -y --no-install-recommends parallel");
 }
 
-/* The README's GNU parallel recipe on the smoke sweep: one database per
+/* docs/slurm.md's GNU parallel recipe on the smoke sweep: one database per
  * run index, run by `parallel`, merged, equals one process's sweep. */
 Test(sweep, gnu_parallel_shards_merge_into_the_one_process_result, .timeout = 120) {
     const char *bin = sweep_gated_bin();
