@@ -32,7 +32,7 @@ fi
 rc=0
 for name in slurmd slurmctld munged; do
     pid=$(awk -v n="$name" '$1 == n { print $2 }' "$dir/pids")
-    [ -n "$pid" ] && ours "$name" "$pid" || continue
+    if [ -z "$pid" ] || ! ours "$name" "$pid"; then continue; fi
     kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < 75; i++)); do
         ours "$name" "$pid" || break
