@@ -10,9 +10,11 @@
 #
 #   make            build/gated and both libraries
 #   make test       install missing packages, build, run every test
+#   make test-slurm the Slurm recipe under a real single-node Slurm (tests/slurm/)
 #   make results-db results/gated.db from the committed results/db/ parts
 #   make sanitize   the same tests under AddressSanitizer + UBSan
 #   make deps       install missing Debian packages (as root) or say how
+#   make slurm-deps the same for slurm-wlm and munge (make test-slurm only)
 
 BUILD   ?= build
 CC      ?= gcc
@@ -37,7 +39,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers links check-results FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps slurm-deps test-slurm clean xcheck layers links check-results FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -134,17 +136,42 @@ sanitize: deps
 # parallel: GNU parallel, for the tested scale-out recipe (tests/test_sweep.c).
 DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy gnuplot-nox \
             valgrind parallel
-deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Slurm and munge for make test-slurm only (8 packages, 13 MB): not in
+# DEB_PKGS, since on a host with systemd installing them enables and starts
+# a system-wide munged (and slurmd / slurmctld units), which make test has
+# no business doing; the test runs its own daemons (tests/slurm/up.sh).
+SLURM_DEB_PKGS := slurm-wlm munge
+
+# Install the missing Debian packages of $(1) as root, or print the
+# apt-get line and fail.
+define install_debs
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "deps: installing$$missing"; \
+	    echo "$@: installing$$missing"; \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	  else \
-	    echo "deps: missing packages:$$missing"; \
-	    echo "deps: run as root: apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; \
+	    echo "$@: missing packages:$$missing"; \
+	    echo "$@: run as root: apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; \
 	  fi; \
 	fi
+endef
+deps:
+	$(call install_debs,$(DEB_PKGS))
+slurm-deps:
+	$(call install_debs,$(SLURM_DEB_PKGS))
+
+# The Slurm recipe (docs/slurm.md) under a real single-node Slurm: up.sh
+# starts munged, slurmctld and slurmd, tests/slurm/test_slurm.py runs the
+# array job per-task and --shared, the faults, and compares each result
+# with a one-machine sweep; down.sh stops the daemons.  About 2 minutes
+# on 2 busy cores.  When the daemons cannot run here (not root, packages
+# missing and not installable, a daemon that dies) it prints SKIPPED and
+# why and passes; GATED_SLURM_REQUIRED=1 makes that a failure.
+test-slurm: deps
+	-@$(MAKE) --no-print-directory slurm-deps
+	$(MAKE) $(BUILD)/gated
+	$(TEST_ENV) $(PYTHON) tests/slurm/test_slurm.py
 
 # build-perf: the perf gate's build (bench/perf_check.sh, PERF_BUILD).
 clean:

@@ -40,7 +40,10 @@
  *   failed                      skip and report (exit 1), unless --rerun-failed
  *                               or --force (rerun from step 0), and not when it
  *                               failed after this sweep started (elsewhere)
- *   running (live heartbeat)    skip: another process is running it
+ *   running (live heartbeat)    skip: another process is running it; but
+ *                               when its claim's owner is a process of this
+ *                               host that is gone (a sweep SIGKILLed with its
+ *                               child), killed: resumed (plan_live)
  *
  * Several sweeps (or shards, or machines sharing a file system) may work on
  * one database at once.  The plan above is made first from what is stored,
@@ -249,6 +252,7 @@ typedef struct {
     int verified;    /* the verification was made (whatever it found) */
     int resume;      /* a killed run: continue from its checkpoint */
     int skip_failed; /* skipped although failed */
+    int live;        /* stored 'running' with a fresh heartbeat (live, or left by a dead process) */
     Outcome outcome;
     pid_t pid;
     double t0;
@@ -283,7 +287,7 @@ static long verify_window(const SweepRun *r, const SweepOpts *o) {
 static void plan_state(Job *j, const StoreRunState *rs, const char *code, const SweepOpts *o, double t0) {
     char qv[64];
     const char *s = rs->status;
-    j->run_it = j->resume = j->skip_failed = j->verify = 0;
+    j->run_it = j->resume = j->skip_failed = j->verify = j->live = 0;
     store_escape(s ? s : "-", j->stored, sizeof j->stored); /* text from the database is printed escaped */
     if (!s) {
         j->run_it = 1;
@@ -336,6 +340,7 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
         }
         return;
     }
+    j->live = strcmp(s, "running") == 0;
     snprintf(j->why, sizeof j->why, "%s elsewhere (a live heartbeat or claim)", j->stored);
 }
 
@@ -368,6 +373,30 @@ static int claim_decide(void *ctx, const StoreRunState *rs) {
     ClaimCtx *c = ctx;
     plan_state(c->job, rs, c->code, c->o, c->t0);
     return c->job->run_it;
+}
+
+/* The same plan, and no claim: only what the claim would see. */
+static int claim_peek(void *ctx, const StoreRunState *rs) {
+    claim_decide(ctx, rs);
+    return 0;
+}
+
+/* A run stored 'running' with a fresh heartbeat reads as live, but its
+ * claim's owner may be a process of this host that is gone (a sweep
+ * SIGKILLed together with its child: nobody marked the run killed).  The
+ * claim knows (store_run_claim reads such a run as killed), so it decides
+ * again, declining: the run is claimed when it is launched, as any other.
+ * Else a sweep resubmitted at once would skip the run as live for up to
+ * STORE_STALE_SECONDS and exit 0 without it. */
+static void plan_live(Job *j, Store *st, const char *owner, const char *code, const SweepOpts *o, double t0) {
+    if (!j->live) return;
+    ClaimCtx cc = {j, code, o, t0};
+    char seen[16];
+    if (store_run_claim(st, j->run->run_id, owner, claim_peek, &cc, seen, sizeof seen) < 0) {
+        /* the plan stands (skip as live); the claim at launch is not tried */
+        fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(st));
+        plan(j, st, code, o, t0);
+    }
 }
 
 static int cpu_count(void) {
@@ -801,6 +830,7 @@ static int sweep_open_store(SweepCtx *x) {
     }
     for (int i = 0; i < x->n; i++) {
         plan(&x->jobs[i], x->st, x->code, o, x->t0);
+        plan_live(&x->jobs[i], x->st, x->owner, x->code, o, x->t0);
         x->nrun += x->jobs[i].run_it;
     }
     return GO;

@@ -1284,7 +1284,7 @@ Test(sweep, shards_merged_equal_one_unsharded_sweep) {
 }
 
 /* ------------------------------------------------------------------ */
-/* scale-out recipes (README, "Scale-out")                             */
+/* scale-out recipes (docs/slurm.md)                                   */
 /* ------------------------------------------------------------------ */
 
 /* How many rows one query gives in db with the database other ATTACHed
@@ -1353,7 +1353,7 @@ static void need_parallel(void) {
     cr_skip_test("GNU parallel is not installed: apt-get install -y --no-install-recommends parallel");
 }
 
-/* The README's GNU parallel recipe on the smoke sweep: one database per
+/* docs/slurm.md's GNU parallel recipe on the smoke sweep: one database per
  * run index, run by `parallel`, merged, equals one process's sweep. */
 Test(sweep, gnu_parallel_shards_merge_into_the_one_process_result, .timeout = 120) {
     const char *bin = sweep_gated_bin();
@@ -1384,19 +1384,15 @@ Test(sweep, gnu_parallel_shards_merge_into_the_one_process_result, .timeout = 12
     tmp_rm(&t);
 }
 
-/* tools/slurm_sweep.sbatch end to end under a stand-in for sbatch that runs
- * each job at once (the array's tasks one after another, with
- * SLURM_ARRAY_TASK_ID set) and records its arguments. */
-Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 120) {
-    const char *bin = sweep_gated_bin();
-    Tmp t;
-    tmp_dir(&t);
-    char script[PATH_MAX], smoke[PATH_MAX], path[128], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
-    smoke_path(smoke);
-    cr_assert_not_null(realpath("tools/slurm_sweep.sbatch", script), "tools/slurm_sweep.sbatch: %s", strerror(errno));
-    cr_assert(strchr(script, '\'') == NULL && strchr(smoke, '\'') == NULL);
-    cr_assert_eq(mkdir(strcat(strcpy(path, t.dir), "/bin"), 0755), 0);
-    write_file(&t, "bin/sbatch",
+/* tools/slurm_sweep.sbatch under a stand-in for sbatch that runs each job
+ * at once (the array's tasks one after another, with SLURM_ARRAY_TASK_ID
+ * set) and records its arguments: the submission (with THROTTLE), the
+ * merge and its check, a shard missing, a run not finished, and --shared.
+ * The same script under a real Slurm: tests/slurm/test_slurm.py. */
+static void fake_sbatch(const Tmp *t) {
+    char path[128];
+    cr_assert_eq(mkdir(strcat(strcpy(path, t->dir), "/bin"), 0755), 0);
+    write_file(t, "bin/sbatch",
                "#!/bin/bash\n"
                "# a stand-in for sbatch: runs the job now, in this directory\n"
                "echo \"sbatch $*\" >> \"$FAKE_DIR/sbatch.calls\"\n"
@@ -1405,6 +1401,7 @@ Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 12
                " shift; done\n"
                "script=$1; shift\n"
                "if [ -n \"$array\" ]; then\n"
+               "  array=${array%\\%*}\n"
                "  for ((i = ${array%-*}; i <= ${array#*-}; i++)); do\n"
                "    SLURM_ARRAY_TASK_ID=$i bash \"$script\" \"$@\" >> \"$FAKE_DIR/jobs.log\" 2>&1 || exit 1\n"
                "  done\n"
@@ -1414,57 +1411,104 @@ Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 12
                "echo $((++n + 40))\n",
                path);
     cr_assert_eq(chmod(path, 0755), 0);
+}
+
+Test(sweep, slurm_array_script_merges_into_the_one_process_result, .timeout = 240) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char script[PATH_MAX], smoke[PATH_MAX], path[128], args[PATH_MAX + 256], out[16384], cmd[3 * PATH_MAX + 512];
+    smoke_path(smoke);
+    cr_assert_not_null(realpath("tools/slurm_sweep.sbatch", script), "tools/slurm_sweep.sbatch: %s", strerror(errno));
+    cr_assert(strchr(script, '\'') == NULL && strchr(smoke, '\'') == NULL);
+    fake_sbatch(&t);
     snprintf(args, sizeof args, "sweep '%s' --db one.db", smoke);
     cr_assert_eq(gated(bin, &t, args, out, sizeof out), 0, "%s", out);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' '%s' --submit '%s' out --time=10"
+             "cd '%s' && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' THROTTLE=2 '%s' --submit '%s' out --time=10"
              " || { cat '%s/jobs.log'; exit 1; }",
              t.dir, t.dir, t.dir, bin, script, smoke, t.dir);
     int rc = sh(cmd, out, sizeof out);
     cr_assert_eq(rc, 0, "%s\n%s", cmd, out);
-    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), merge job 41"), "%s", out);
+    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), merge job 41 -> out/merged.db"), "%s", out);
     char calls[4 * PATH_MAX + 256], *c = test_read_file(strcat(strcpy(path, t.dir), "/sbatch.calls"), NULL);
-    snprintf(calls, sizeof calls, "sbatch --parsable --array=0-5 --time=10 %s %s out\n"
-                                  "sbatch --parsable --dependency=afterok:41 --time=10 %s --merge %s out\n",
+    snprintf(calls, sizeof calls,
+             "sbatch --parsable --array=0-5%%2 --time=10 %s %s out\n"
+             "sbatch --parsable --dependency=afterok:41 --kill-on-invalid-dep=yes --time=10 %s --merge %s out\n",
              script, smoke, script, smoke);
     cr_assert_str_eq(c, calls);
+    free(c);
+    c = test_read_file(strcat(strcpy(path, t.dir), "/jobs.log"), NULL);
+    cr_assert_not_null(strstr(c, "slurm_sweep.sbatch: all 6 runs of "), "%s", c);
     free(c);
     char one[160], merged[160];
     snprintf(one, sizeof one, "%s/one.db", t.dir);
     snprintf(merged, sizeof merged, "%s/out/merged.db", t.dir);
     same_results(one, merged);
-    /* a task run by hand without the array's id, and a merge with a shard missing, are refused */
-    snprintf(cmd, sizeof cmd, "cd '%s' && rm out/shard-3.db && GATED='%s' bash '%s' --merge '%s' out", t.dir, bin,
+    /* a merge with a shard missing, or with a run not finished, is refused */
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv out/shard-3.db s3.db && GATED='%s' bash '%s' --merge '%s' out", t.dir, bin,
              script, smoke);
     cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     cr_assert_not_null(strstr(out, "out/shard-3.db is missing: run array task 3 again"), "%s", out);
+    snprintf(path, sizeof path, "%s/s3.db", t.dir);
+    db_exec(path, "UPDATE runs SET status = 'killed'");
+    snprintf(cmd, sizeof cmd, "cd '%s' && mv s3.db out/shard-3.db && rm out/merged.db && GATED='%s' bash '%s' --merge '%s' out",
+             t.dir, bin, script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "not finished in out/merged.db: smoke-G1-elementwise-s2 (index 3: killed); "
+                                   "submit those array indices again, then --merge"),
+                       "%s", out);
+    /* a task run by hand without the array's id, or a bad THROTTLE, is refused */
     snprintf(cmd, sizeof cmd, "cd '%s' && GATED='%s' bash '%s' '%s' out", t.dir, bin, script, smoke);
     cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && GATED='%s' THROTTLE=0 bash '%s' --submit '%s' out", t.dir, bin, script, smoke);
+    cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "THROTTLE is '0', not a task count"), "%s", out);
+    /* --shared: every task into out2/sweep.db, then the check alone */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && rm sbatch.calls && FAKE_DIR='%s' PATH='%s/bin':\"$PATH\" GATED='%s' '%s' --submit --shared '%s' out2"
+             " || { cat '%s/jobs.log'; exit 1; }",
+             t.dir, t.dir, t.dir, bin, script, smoke, t.dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    cr_assert_not_null(strstr(out, "6 runs: array job 41 (tasks 0-5), check job 41 -> out2/sweep.db"), "%s", out);
+    c = test_read_file(strcat(strcpy(path, t.dir), "/sbatch.calls"), NULL);
+    snprintf(calls, sizeof calls,
+             "sbatch --parsable --array=0-5 %s --shared %s out2\n"
+             "sbatch --parsable --dependency=afterok:41 --kill-on-invalid-dep=yes %s --merge --shared %s out2\n",
+             script, smoke, script, smoke);
+    cr_assert_str_eq(c, calls);
+    free(c);
+    snprintf(merged, sizeof merged, "%s/out2/sweep.db", t.dir);
+    same_results(one, merged);
+    snprintf(path, sizeof path, "%s/out2/shard-0.db", t.dir);
+    cr_assert_neq(access(path, F_OK), 0, "--shared wrote %s", path);
     tmp_rm(&t);
 }
 
-/* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
- * leaves its run killed (resumable), and the sweep exits 130. */
-Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
-    const char *bin = sweep_gated_bin();
-    Tmp t;
-    tmp_dir(&t);
-    char path[128], db[160];
-    write_file(&t, "long.yaml", "name: long\nbase: base.yaml\nset: {train.steps: 100000}\nvariants: [{label: a}]\n",
-               path);
-    snprintf(db, sizeof db, "%s/r.db", t.dir);
+/* Start `gated sweep ARGS...` (NULL-terminated) in dir, in a process group
+ * of its own, stdout to out (NULL: /dev/null).  Its pid. */
+static pid_t start_sweep(const char *bin, const char *dir, const char *out, const char *const *args) {
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (chdir(t.dir) != 0)
+        int null = open("/dev/null", O_WRONLY), fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : null;
+        if (setpgid(0, 0) != 0 || chdir(dir) != 0 || null < 0 || fd < 0)
             _exit(126);
-        dup2(null, 1), dup2(null, 2);
-        execl(bin, bin, "sweep", "long.yaml", "--db", "r.db", (char *)NULL);
+        dup2(fd, 1), dup2(null, 2);
+        const char *argv[16] = {bin, "sweep"};
+        for (int i = 0; args[i] && i < 13; i++)
+            argv[i + 2] = args[i];
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+/* Wait (up to 60 s) until db holds a metric row and, when file is not
+ * NULL, file exists.  The metric rows seen (0: never). */
+static long long wait_for_rows(const char *db, const char *file) {
     long long rows = 0; /* polled without asserting: the schema may not be there yet */
-    for (int i = 0; i < 600 && rows == 0; i++) {
+    for (int i = 0; i < 600 && (rows == 0 || (file && access(file, F_OK) != 0)); i++) {
         usleep(100000);
         sqlite3 *h;
         sqlite3_stmt *q;
@@ -1481,6 +1525,21 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
         }
         sqlite3_close(h);
     }
+    return file && access(file, F_OK) != 0 ? 0 : rows;
+}
+
+/* SIGINT stops a sweep after its cleanup: the child gets SIGTERM and
+ * leaves its run killed (resumable), and the sweep exits 130. */
+Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], db[160];
+    write_file(&t, "long.yaml", "name: long\nbase: base.yaml\nset: {train.steps: 100000}\nvariants: [{label: a}]\n",
+               path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    pid_t pid = start_sweep(bin, t.dir, NULL, (const char *const[]){"long.yaml", "--db", "r.db", NULL});
+    long long rows = wait_for_rows(db, NULL);
     kill(pid, SIGINT);
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
@@ -1489,6 +1548,62 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
     char st[256];
     q_text(db, "SELECT status || ':' || error_text FROM runs", st, sizeof st);
     cr_assert(strncmp(st, "killed:stopped by signal 15", 27) == 0, "%s", st);
+    tmp_rm(&t);
+}
+
+/* A sweep SIGKILLed together with its child (a node failing under a batch
+ * scheduler) leaves its run 'running' with a fresh heartbeat; the owner of
+ * its claim is a process of this host that is gone, so a sweep started at
+ * once resumes the run from its checkpoint rather than skipping it as live
+ * elsewhere (and exiting 0 without it). */
+Test(sweep, a_run_left_by_a_sigkilled_sweep_resumes_at_once, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], db[160], ckpt[256], out[160], id[64];
+    write_file(&t, "long.yaml",
+               "name: long\nbase: base.yaml\nset: {train.steps: 100000, train.checkpoint_every: 5}\n"
+               "variants: [{label: a}]\n",
+               path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    snprintf(out, sizeof out, "%s/again.out", t.dir);
+    const char *const args[] = {"long.yaml", "--db", "r.db", NULL};
+    pid_t pid = start_sweep(bin, t.dir, NULL, args);
+    long long rows = wait_for_rows(db, NULL);
+    if (rows > 0) { /* then a checkpoint */
+        q_text(db, "SELECT run_id FROM runs", id, sizeof id);
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoints/%s.ckpt", t.dir, id);
+        rows = wait_for_rows(db, ckpt);
+    }
+    cr_assert_eq(kill(-pid, SIGKILL), 0, "%s", strerror(errno)); /* the sweep and its child at once */
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    cr_assert_gt(rows, 0, "the run wrote no metric, or no checkpoint");
+    char st[256];
+    q_text(db, "SELECT status FROM runs", st, sizeof st);
+    cr_assert_str_eq(st, "running");
+    /* again: it resumes (it would run for long: stopped once its train
+     * says it resumed) */
+    pid = start_sweep(bin, t.dir, out, args);
+    snprintf(path, sizeof path, "%s/logs/long-a-s7.log", t.dir);
+    char *o = NULL, *log = NULL;
+    for (int i = 0; i < 600 && !(log && strstr(log, "resuming ")); i++) {
+        usleep(100000);
+        free(o);
+        o = test_read_file(out, NULL);
+        if (strstr(o, "sweep long: 1 runs"))
+            break; /* it ended: skipped */
+        free(log);
+        log = strstr(o, "start ") && access(path, F_OK) == 0 ? test_read_file(path, NULL) : NULL;
+    }
+    kill(pid, SIGINT);
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    int resumed = log && strstr(log, "resuming ");
+    free(log);
+    cr_assert_not_null(strstr(o, "start long-a-s7 (index 0, run "), "%s", o);
+    cr_assert_not_null(strstr(o, "): killed, resuming from its checkpoint\n"), "%s", o);
+    free(o);
+    cr_assert(resumed, "%s does not say resuming", path);
     tmp_rm(&t);
 }
 
