@@ -7,7 +7,7 @@
  * store into RSweep, each statistic computed there; with --sweep the
  * others too, marked `context`, since the Holm families and budget series
  * span sweeps), computes what spans sweeps (report_family.c,
- * report_budget.c), draws the plots (report_plot.c; before the tables,
+ * report_budget.c), draws the plots (report_plot*.c; before the tables,
  * since report.md says which plots were made) and writes the tables of the
  * selected sweeps (report_write.c, report_sections.c, report_budget.c).
  *

@@ -21,7 +21,7 @@
  * (the first run's on ties).  The section is a Tab (report_sections.c) in
  * md and tex, and SWEEP-bb.csv (a line per row) in csv format; the plots
  * (attention on BOS and the two losses against step, the gate-score
- * histograms by query type) are report_plot.c's.
+ * histograms by query type) are report_plot_sections.c's.
  */
 #include "lab/report_int.h"
 

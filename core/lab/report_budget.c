@@ -40,7 +40,7 @@
  * ± std over finished runs: a curve that has flattened drops little.
  * md: a section of report.md; tex: DIR/budget.tex; csv: DIR/budget.csv (a
  * line per series, budget and row) and DIR/budget-runs.csv (a line per
- * run).  The plot is report_plot.c's (rep_plot_budget).
+ * run).  The plot is report_plot_sections.c's (rep_plot_budget).
  */
 #include "lab/report_int.h"
 

@@ -40,7 +40,7 @@
  *                      matched controls; then a line per row and F: random
  *                      and entropy at that fraction
  * The plots (ΔPPL% per scheme and row, ΔPPL% against M-Act per scheme, PPL
- * against the fraction dropped) are report_plot.c's.
+ * against the fraction dropped) are report_plot_sections.c's.
  */
 #include "lab/report_int.h"
 

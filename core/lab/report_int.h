@@ -10,20 +10,20 @@
  *                     groups, equivalence verdicts, minimum detectable effects
  *   report_budget.c   the effect against the training budget: series of
  *                     sweeps, their tables (md, tex, csv)
- *   report_plot.c     gnuplot: data files, scripts, running gnuplot
+ *   report_gp.c       gnuplot: finding and running it, the pieces of
+ *                     scripts, plot files, the data plots read
+ *   report_plot.c     the list of plots; those of the main table
+ *   report_plot_sections.c  the plots of the sections and budget series
  *   report_write.c    the main table in md, csv and tex; quoting per format
  *   report_sections.c the sink and context-length sections (md, tex, csv),
  *                     and the text tables (Tab) they and report_budget.c use
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
- *                     are report_plot.c's
- *   report_infer.c    `gated eval --quant / --drop` results: loading, the
- *                     Quantization and Gate-sparse heads sections (md,
- *                     tex, csv); their plots are report_plot.c's
+ *                     are report_plot_sections.c's
  *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
  *                     loading, per-row statistics, the sections
  *                     "Quantization" and "Gate-sparse heads" (md, tex,
- *                     csv); their plots are report_plot.c's
+ *                     csv); their plots are report_plot_sections.c's
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
@@ -448,15 +448,95 @@ int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
 int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
-/* report_plot.c                                                       */
+/* report_gp.c: gnuplot, scripts, plot data                            */
 /* ------------------------------------------------------------------ */
+
+/* (x, y) samples, aggregated by x. */
+typedef struct {
+    double x, y;
+} Pt;
+typedef struct {
+    Pt *p;
+    int n, cap;
+} Pts;
+
+/* One layer's gate-score histogram, summed over runs. */
+typedef struct {
+    long layer;
+    double lo, hi;
+    long long *counts;
+    int nbins, nruns;
+} HistAcc;
+
+/* A row's histograms of one key: one per layer, in the order first seen. */
+typedef struct {
+    const char *key; /* the histograms' key ('gate', 'bb_gate_other', ...) */
+    HistAcc *a;
+    int n, cap;
+    int runs_with; /* runs that added one */
+} Hists;
 
 /* Look for gnuplot and its terminals once (r->plots_dir exists); a warning
  * if it is unusable. */
 void rep_gp_check(R *r);
+/* Add (x, y) to v (nothing when y is NAN). */
+int rep_pts_add(R *r, Pts *v, double x, double y);
+/* Sort by x and write "x mean std n" per distinct x (std 0 for n = 1);
+ * returns the number of lines written.  The range of mean +- std (of the
+ * mean where mean - std <= 0, for log axes) widens [*lo, *hi], and *multi
+ * is set when some x has n > 1 (both may be NULL). */
+int rep_pts_write(Pts *v, FILE *f, double *lo, double *hi, int *multi);
+/* s as a single-quoted gnuplot string. */
+void rep_gp_str(FILE *f, const char *s);
+/* A script's first lines: a comment (what), the first terminal, the grid
+ * and the key. */
+void rep_gp_head(R *r, FILE *f, const char *base, const char *what);
+/* After the plot command: the PNG as well (replot), then close. */
+void rep_gp_tail(R *r, FILE *f, const char *base);
+/* The end of a plot command of `blocks` series, then rep_gp_tail. */
+void rep_gp_end(R *r, FILE *gp, const char *base, int blocks);
+/* Line colours, in the order series take them. */
+enum { REP_GP_NCOLOURS = 8 };
+extern const char *const REP_GP_COLOURS[REP_GP_NCOLOURS];
+/* " lc ... dt ... pt ..." for colour c, dash d and point type p (p < 0: none). */
+void rep_gp_look(FILE *f, int c, int d, int p);
+/* The look of series k of a plot. */
+void rep_gp_series_look(FILE *f, int k);
+/* Labelled ticks for a log axis ("x" or "y") whose data span [lo, hi]. */
+void rep_gp_log_tics(FILE *f, const char *axis, double lo, double hi);
+/* Open plots/BASE.dat and plots/BASE.gp. */
+int rep_plot_open(R *r, const char *base, FILE **dat, FILE **gp, char **datp, char **gpp);
+/* Close a plot's files and, when nothing failed and it has data (any),
+ * register and draw it under the title fmt: in sweep s's plots, or (s
+ * NULL) in budget series b's.  Returns the new rc. */
+__attribute__((format(printf, 11, 12))) int rep_plot_done(R *r, RSweep *s, RBudget *b, int rc, int any, FILE *dat,
+                                                          FILE *gp, char *datp, char *gpp, const char *base,
+                                                          const char *fmt, ...);
+/* (step, value) of the run's metric `key` at context ctx into pts. */
+int rep_q_steps_ctx(R *r, const char *run_id, const char *key, const char *ctx, Pts *pts);
+/* The histograms h->key of finished run u at their last step, per layer,
+ * added to h. */
+int rep_hist_load_run(R *r, Hists *h, const RRun *u);
+/* h's layers in order. */
+void rep_hists_sort(Hists *h);
+
+/* ------------------------------------------------------------------ */
+/* report_plot.c, report_plot_sections.c                               */
+/* ------------------------------------------------------------------ */
+
 /* The sweep's plots: data files and scripts, and the images when gnuplot
  * is usable; each is listed in s->plots. */
 int rep_make_plots(R *r, RSweep *s);
+/* The plots of the sections (report_plot_sections.c), each listed in
+ * s->plots: per-head F-Attn, ppl against context length, ΔPPL per
+ * quantization scheme, and per scheme against M-Act, PPL against heads
+ * dropped, the Bigram-Backcopy plots. */
+int rep_plot_heads(R *r, RSweep *s);
+int rep_plot_ppl(R *r, RSweep *s);
+int rep_plot_quant(R *r, RSweep *s);
+int rep_plot_quant_mact(R *r, RSweep *s, int q);
+int rep_plot_drop(R *r, RSweep *s);
+int rep_plot_bb(R *r, RSweep *s);
 /* The plot of budget series b: Δ against tokens (listed in b->plots). */
 int rep_plot_budget(R *r, RBudget *b);
 
