@@ -285,6 +285,13 @@ typedef struct {
     char gp_note[256]; /* why plots are missing, for report.md */
 } R;
 
+/* How a text table is written: markdown (md) or TeX. */
+typedef struct {
+    int md;
+    const char *pm, *miss;
+} RepStyle;
+extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
+
 static inline int rep_is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
 
 /* ------------------------------------------------------------------ */
@@ -418,7 +425,7 @@ int rep_bb_load_run(R *r, RRun *u);
  * nruns). */
 void rep_bb_row(const RSweep *s, RVar *v, double *buf);
 /* The section "Bigram-Backcopy probes" in markdown (md) or TeX. */
-int rep_bb_section(R *r, FILE *f, const RSweep *s, int md);
+int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
 /* DIR/SWEEP-bb.csv: a line per row. */
 int rep_bb_csv(R *r, FILE *f, const RSweep *s);
 
@@ -440,8 +447,8 @@ double rep_infer_value(const RSweep *s, int run, int kind, const char *name, dou
 int rep_infer_stats(const RSweep *s, int k, int kind, const char *name, double v, int x, double *buf, double *m,
                     double *sd);
 /* The sections "Quantization" and "Gate-sparse heads" in markdown (md) or TeX. */
-int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md);
-int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md);
+int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
+int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
 /* DIR/SWEEP-quant.csv (a line per row and scheme) and DIR/SWEEP-drop.csv
  * (a line per row, rule and tau or F). */
 int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
@@ -527,14 +534,14 @@ void rep_hists_sort(Hists *h);
 /* The sweep's plots: data files and scripts, and the images when gnuplot
  * is usable; each is listed in s->plots. */
 int rep_make_plots(R *r, RSweep *s);
-/* The plots of the sections (report_plot_sections.c), each listed in
+/* The plots of the sections (report_plot_sections.c; report_sections.c's
+ * table of sections says which sweep gets which), each listed in
  * s->plots: per-head F-Attn, ppl against context length, ΔPPL per
- * quantization scheme, and per scheme against M-Act, PPL against heads
+ * quantization scheme and per scheme against M-Act, PPL against heads
  * dropped, the Bigram-Backcopy plots. */
 int rep_plot_heads(R *r, RSweep *s);
 int rep_plot_ppl(R *r, RSweep *s);
 int rep_plot_quant(R *r, RSweep *s);
-int rep_plot_quant_mact(R *r, RSweep *s, int q);
 int rep_plot_drop(R *r, RSweep *s);
 int rep_plot_bb(R *r, RSweep *s);
 /* The plot of budget series b: Δ against tokens (listed in b->plots). */
@@ -554,6 +561,10 @@ void rep_md_text(FILE *f, const char *s);
 void rep_tex_text(FILE *f, const char *s);
 /* A CSV number (nothing when NAN), then the separator sep. */
 void rep_csv_val(FILE *f, double v, char sep);
+/* rep_csv_val(f, v, ','). */
+void rep_csv_num(FILE *f, double v);
+/* The sweep's name and row k's label: the first two fields of a line. */
+void rep_csv_row_head(FILE *f, const RSweep *s, int k);
 /* mean ± std with prec decimals into dst; the mean alone when std is NAN,
  * miss when the mean is. */
 void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss);
@@ -582,13 +593,8 @@ int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
 /* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-bb.csv,
  * SWEEP-ppl.csv, SWEEP-quant.csv, SWEEP-drop.csv. */
 int rep_write_csv_sections(R *r, const RSweep *s);
-
-/* How a text table is written: markdown (md) or TeX. */
-typedef struct {
-    int md;
-    const char *pm, *miss;
-} RepStyle;
-extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
+/* Their plots (report_plot_sections.c). */
+int rep_section_plots(R *r, RSweep *s);
 
 /* A table of text cells; row 0 is the header.  The header and column 0
  * (labels) are escaped when written, other cells are written as they are
@@ -606,6 +612,12 @@ int rep_tab_row(R *r, Tab *t);
 int rep_tab_put(Tab *t, int row, int col, char *text);
 void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y);
 void rep_tab_free(Tab *t);
+/* A built table's last step: written when rc is 0 (it was built), freed
+ * either way; returns rc. */
+int rep_tab_done(FILE *f, Tab *t, const RepStyle *y, int rc);
+/* A label in a caption: a code span in markdown (md), else as is for a TeX
+ * comment, kept on one line. */
+void rep_cap_label(FILE *f, int md, const char *s);
 /* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
 char *rep_fmt_count(R *r, double v, const char *miss);
 /* mean ± std (rep_cell_ms) as a table cell. */

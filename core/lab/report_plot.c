@@ -449,12 +449,5 @@ int rep_make_plots(R *r, RSweep *s) {
         if (has && plot_gate_hist(r, s, k)) return -1;
     }
     if (s->lr_plot && plot_lr(r, s)) return -1;
-    if (s->has_sink && rep_plot_heads(r, s)) return -1;
-    if (s->has_bb && rep_plot_bb(r, s)) return -1;
-    if (s->nev && rep_plot_ppl(r, s)) return -1;
-    if (s->has_quant && rep_plot_quant(r, s)) return -1;
-    for (int q = 0; s->has_quant && q < s->nqs; q++)
-        if (rep_plot_quant_mact(r, s, q)) return -1;
-    if (s->has_drop && rep_plot_drop(r, s)) return -1;
-    return 0;
+    return rep_section_plots(r, s);
 }

@@ -170,7 +170,7 @@ int rep_plot_ppl(R *r, RSweep *s) {
 /* ΔPPL% per quantization scheme (x: the schemes, by name) and row (one
  * colour and point type per row, offset a little along x), mean ± std
  * over the row's runs; a dashed zero line. */
-int rep_plot_quant(R *r, RSweep *s) {
+static int plot_quant(R *r, RSweep *s) {
     double *buf = malloc(sizeof *buf * ((size_t)s->nruns + 1));
     char *base = rep_fmt(r, "%s-quant", s->fname);
     FILE *dat = NULL, *gp = NULL;
@@ -232,7 +232,7 @@ int rep_plot_quant(R *r, RSweep *s) {
 
 /* Scheme q: each run's ΔPPL% against its M-Act (one point per run, colour
  * and point type by row); log x when M-Act spans a decade or more. */
-int rep_plot_quant_mact(R *r, RSweep *s, int q) {
+static int plot_quant_mact(R *r, RSweep *s, int q) {
     const InferScheme *qs = &s->qs[q];
     char *nm = rep_safe_name(r, qs->name);
     char *base = nm ? rep_fmt(r, "%s-quant-mact-%d-%s", s->fname, q, nm) : NULL;
@@ -299,6 +299,15 @@ int rep_plot_quant_mact(R *r, RSweep *s, int q) {
     free(code);
     free(base);
     return rc;
+}
+
+/* The quantization plots: ΔPPL% per scheme and row, then each scheme's
+ * ΔPPL% against M-Act. */
+int rep_plot_quant(R *r, RSweep *s) {
+    if (plot_quant(r, s)) return -1;
+    for (int q = 0; q < s->nqs; q++)
+        if (plot_quant_mact(r, s, q)) return -1;
+    return 0;
 }
 
 /* The curves of the drop plot: a rule at tau (matched to the gate) or at

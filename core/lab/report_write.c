@@ -111,8 +111,6 @@ void rep_csv_val(FILE *f, double v, char sep) {
     fputc(sep, f);
 }
 
-static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
-
 /* ================================================================== */
 /* the main table                                                      */
 /* ================================================================== */
@@ -564,54 +562,54 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         fputc(',', f);
         csv_fput_text(v->label, f);
         fprintf(f, ",%d,%d,%d,%d,%d,", s->runs[v->runs[0]].idx, k == s->base, v->n_fin, v->n_div, v->nruns);
-        csv_num(f, v->loss_mean);
-        csv_num(f, v->loss_std);
-        csv_num(f, v->ppl_mean);
-        csv_num(f, v->ppl_std);
+        rep_csv_num(f, v->loss_mean);
+        rep_csv_num(f, v->loss_std);
+        rep_csv_num(f, v->ppl_mean);
+        rep_csv_num(f, v->ppl_std);
         fprintf(f, "%s,", v->is_ref ? "reference" : rules[v->rule]);
         if (v->ref >= 0) csv_fput_text(s->vars[v->ref].label, f);
         fputc(',', f);
-        csv_num(f, v->have_delta ? v->delta : NAN);
-        csv_num(f, v->have_test ? v->t.lo : NAN);
-        csv_num(f, v->have_test ? v->t.hi : NAN);
+        rep_csv_num(f, v->have_delta ? v->delta : NAN);
+        rep_csv_num(f, v->have_test ? v->t.lo : NAN);
+        rep_csv_num(f, v->have_test ? v->t.hi : NAN);
         fprintf(f, "%s,", v->have_test ? (v->paired ? "paired" : "welch") : "");
         if (v->paired) fprintf(f, "%d", v->n_pairs);
         fputc(',', f);
-        csv_num(f, v->have_test ? v->t.t : NAN);
-        csv_num(f, v->have_test ? v->t.df : NAN);
-        csv_num(f, v->have_test ? v->t.p : NAN);
-        csv_num(f, v->have_test ? v->p_holm : NAN);
+        rep_csv_num(f, v->have_test ? v->t.t : NAN);
+        rep_csv_num(f, v->have_test ? v->t.df : NAN);
+        rep_csv_num(f, v->have_test ? v->t.p : NAN);
+        rep_csv_num(f, v->have_test ? v->p_holm : NAN);
         if (v->have_test) fprintf(f, "%d", v->p_holm < 0.05);
         fputc(',', f);
-        csv_num(f, v->f_attn);
-        csv_num(f, v->f_attn_std);
-        csv_num(f, v->m_act);
-        csv_num(f, v->m_act_std);
-        csv_num(f, v->gate_mean);
-        csv_num(f, v->gate_std);
-        csv_num(f, v->spikes);
-        csv_num(f, v->gate_params);
-        csv_num(f, v->tokens_per_s);
-        csv_num(f, v->lr);
+        rep_csv_num(f, v->f_attn);
+        rep_csv_num(f, v->f_attn_std);
+        rep_csv_num(f, v->m_act);
+        rep_csv_num(f, v->m_act_std);
+        rep_csv_num(f, v->gate_mean);
+        rep_csv_num(f, v->gate_std);
+        rep_csv_num(f, v->spikes);
+        rep_csv_num(f, v->gate_params);
+        rep_csv_num(f, v->tokens_per_s);
+        rep_csv_num(f, v->lr);
         fprintf(f, "%d,", v->n_fin + v->n_div);
-        csv_num(f, v->div_p);
+        rep_csv_num(f, v->div_p);
         const PaperRow *pr = paper_lookup(v->label);
-        csv_num(f, pr ? pr->ppl : NAN);
-        csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
-        csv_num(f, pr ? pr->gate_mean : NAN);
-        csv_num(f, pr ? pr->m_act : NAN);
-        csv_num(f, pr ? pr->f_attn : NAN);
+        rep_csv_num(f, pr ? pr->ppl : NAN);
+        rep_csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
+        rep_csv_num(f, pr ? pr->gate_mean : NAN);
+        rep_csv_num(f, pr ? pr->m_act : NAN);
+        rep_csv_num(f, pr ? pr->f_attn : NAN);
         if (s->has_sink) {
-            csv_num(f, v->sink_share);
-            csv_num(f, v->sink_share_std);
-            csv_num(f, v->f_attn_rel);
-            csv_num(f, v->f_attn_rel_std);
+            rep_csv_num(f, v->sink_share);
+            rep_csv_num(f, v->sink_share_std);
+            rep_csv_num(f, v->f_attn_rel);
+            rep_csv_num(f, v->f_attn_rel_std);
         }
         /* added last, so that the columns before keep their places */
         if (v->have_test) fprintf(f, "%d", s->fam_m);
         fputc(',', f);
-        csv_num(f, v->p_tost);
-        csv_num(f, v->have_test ? r->margin : NAN);
+        rep_csv_num(f, v->p_tost);
+        rep_csv_num(f, v->have_test ? r->margin : NAN);
         fprintf(f, "%s\n", v->have_test ? rep_verdict(r, v) : "");
     }
     return rep_close(r, f, path);
