@@ -718,93 +718,119 @@ int config_set(Config *c, const char *assignment, ConfigError *err) {
 /* Resolution                                                          */
 /* ------------------------------------------------------------------ */
 
-int config_resolve(Config *c, ConfigError *err) {
-    if (c->resolved) return 0;
-    Config r = *c; /* committed only on success */
-    const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
-    const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
-    const int i_d_ff = key_index("model.d_ff"), i_match = key_index("model.match_params");
-    const int i_lr = key_index("train.lr"), i_min_lr = key_index("train.min_lr");
-
-    /* Every value in range, also for a Config filled in by code rather than
-     * by config_load_file / config_set: print it and parse it back. */
+/* Every value in range, also for a Config filled in by code rather than
+ * by config_load_file / config_set: print it and parse it back. */
+static int check_ranges(const Config *r, ConfigError *err) {
     for (size_t i = 0; i < NKEYS; i++) {
         char text[64], why[800];
-        Config scratch = r;
+        Config scratch = *r;
         if (config_schema[i].type == CT_STRING) {
-            const char *v = (const char *)&r + config_schema[i].offset;
+            const char *v = (const char *)r + config_schema[i].offset;
             if (parse_value(&config_schema[i], v, &scratch, why, sizeof why) != 0) return fail_key(err, (int)i, "%s", why);
             continue;
         }
-        format_value(&config_schema[i], &r, text, sizeof text, 0);
+        format_value(&config_schema[i], r, text, sizeof text, 0);
         if (parse_value(&config_schema[i], text, &scratch, why, sizeof why) != 0)
             return fail_key(err, (int)i, "%s", why);
     }
-    if (!(r.yarn_alpha < r.yarn_beta)) {
+    if (!(r->yarn_alpha < r->yarn_beta)) {
         char a[32], b[32];
-        format_double(r.yarn_alpha, a, sizeof a, 0);
-        format_double(r.yarn_beta, b, sizeof b, 0);
+        format_double(r->yarn_alpha, a, sizeof a, 0);
+        format_double(r->yarn_beta, b, sizeof b, 0);
         return fail_key(err, blame(key_index("model.yarn_alpha"), key_index("model.yarn_beta")),
                         "model.yarn_alpha must be below model.yarn_beta (alpha %s, beta %s)", a, b);
     }
-    if (r.n_kv_head == 0) r.n_kv_head = r.n_head;
-    if (r.d_head == 0) {
-        if (r.d_model % r.n_head != 0)
+    return 0;
+}
+
+/* The attention shape: n_kv_head, d_head and d_ff from their defaults (0),
+ * and the checks that the model can be built from it. */
+static int resolve_shape(Config *r, ConfigError *err) {
+    const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
+    const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
+    if (r->n_kv_head == 0) r->n_kv_head = r->n_head;
+    if (r->d_head == 0) {
+        if (r->d_model % r->n_head != 0)
             return fail_key(err, blame(i_n_head, i_d_model),
                             "model.d_model (%d) is not divisible by model.n_head (%d); "
                             "change one of them or set model.d_head",
-                            r.d_model, r.n_head);
-        r.d_head = r.d_model / r.n_head;
-        if (r.d_head % 2 != 0)
+                            r->d_model, r->n_head);
+        r->d_head = r->d_model / r->n_head;
+        if (r->d_head % 2 != 0)
             return fail_key(err, blame(i_n_head, i_d_model),
                             "model.d_head = model.d_model / model.n_head = %d / %d = %d must be even "
                             "(RoPE rotates pairs of dimensions)",
-                            r.d_model, r.n_head, r.d_head);
+                            r->d_model, r->n_head, r->d_head);
     }
-    if (r.d_ff == 0) r.d_ff = (r.d_model + 2) / 3 * 8; /* ceil(8/3 d_model / 8) * 8 */
+    if (r->d_ff == 0) r->d_ff = (r->d_model + 2) / 3 * 8; /* ceil(8/3 d_model / 8) * 8 */
 
-    if (r.n_kv_head < 1 || r.n_head % r.n_kv_head != 0)
-        return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r.n_head, r.n_kv_head);
-    if (r.d_head % 2 != 0)
-        return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r.d_head);
+    if (r->n_kv_head < 1 || r->n_head % r->n_kv_head != 0)
+        return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r->n_head, r->n_kv_head);
+    if (r->d_head % 2 != 0)
+        return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r->d_head);
     /* token counts are ints in the model: B*T, and B*T times the widest
      * per-token row (logits, SwiGLU, the fused projection), must fit */
-    {
-        long long bt = (long long)r.batch * r.seq_len, wide = r.vocab_size;
-        long long proj = (long long)(r.n_head + 2 * r.n_kv_head) * r.d_head + (long long)r.n_head * r.d_head;
-        if (2LL * r.d_ff > wide) wide = 2LL * r.d_ff;
-        if (proj > wide) wide = proj;
-        if (r.d_model > wide) wide = r.d_model;
-        if (bt * wide > INT_MAX)
-            return fail_key(err, key_index("train.batch"),
-                            "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
-                            "(at most %lld)",
-                            bt, (long long)INT_MAX / wide);
-    }
+    long long bt = (long long)r->batch * r->seq_len, wide = r->vocab_size;
+    long long proj = (long long)(r->n_head + 2 * r->n_kv_head) * r->d_head + (long long)r->n_head * r->d_head;
+    if (2LL * r->d_ff > wide) wide = 2LL * r->d_ff;
+    if (proj > wide) wide = proj;
+    if (r->d_model > wide) wide = r->d_model;
+    if (bt * wide > INT_MAX)
+        return fail_key(err, key_index("train.batch"),
+                        "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
+                        "(at most %lld)",
+                        bt, (long long)INT_MAX / wide);
+    return 0;
+}
 
-    /* data.bb.*: only with data.corpus bb (elsewhere a value would change the run id and nothing else) */
+/* data.bb.*: only with data.corpus bb (elsewhere a value would change the
+ * run id and nothing else), and consistent there. */
+static int check_bb(const Config *r, ConfigError *err) {
     const int i_corpus = key_index("data.corpus");
-    if (r.corpus == CORPUS_BB) {
+    if (r->corpus == CORPUS_BB) {
         const int i_bbv = key_index("data.bb.tokens");
-        if (r.bb_triggers >= r.bb_tokens)
+        if (r->bb_triggers >= r->bb_tokens)
             return fail_key(err, blame(key_index("data.bb.triggers"), i_bbv),
-                            "data.bb.triggers must be below data.bb.tokens (triggers %d, tokens %d)", r.bb_triggers,
-                            r.bb_tokens);
-        if (r.vocab_size < r.bb_tokens + 1)
+                            "data.bb.triggers must be below data.bb.tokens (triggers %d, tokens %d)", r->bb_triggers,
+                            r->bb_tokens);
+        if (r->vocab_size < r->bb_tokens + 1)
             return fail_key(err, blame(key_index("model.vocab_size"), i_bbv),
                             "model.vocab_size (%d) must be at least data.bb.tokens + 1 = %d (the Bigram-Backcopy "
                             "tokens and BOS)",
-                            r.vocab_size, r.bb_tokens + 1);
-        if (!r.bos_start)
+                            r->vocab_size, r->bb_tokens + 1);
+        if (!r->bos_start)
             return fail_key(err, blame(key_index("data.bos_start"), i_corpus),
                             "must be true with data.corpus bb (every Bigram-Backcopy sequence starts with BOS)");
-    } else {
-        for (size_t i = 0; i < NKEYS; i++)
-            if (strncmp(config_schema[i].key, "data.bb.", 8) == 0 && !at_default(&config_schema[i], &r))
-                return fail_key(err, (int)i, "only used with data.corpus bb (data.corpus is %s)",
-                                corpus_names[r.corpus]);
+        return 0;
     }
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strncmp(config_schema[i].key, "data.bb.", 8) == 0 && !at_default(&config_schema[i], r))
+            return fail_key(err, (int)i, "only used with data.corpus bb (data.corpus is %s)", corpus_names[r->corpus]);
+    return 0;
+}
 
+/* model.match_params: the SwiGLU units the gate's parameters buy back,
+ * taken from d_ff once (d_ff_matched). */
+static int match_params(Config *r, ConfigError *err) {
+    if (r->match_params && !r->d_ff_matched) {
+        GateShape s = gate_shape(&r->gate, r->d_model, r->n_head, r->n_kv_head, r->d_head);
+        /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
+        long cut = lround((double)s.wg_params / (3.0 * r->d_model));
+        if ((long)r->d_ff - cut < 1)
+            return fail_key(err, blame(key_index("model.match_params"), key_index("model.d_ff")),
+                            "the gate adds %ld parameters per layer, more than model.d_ff (%d) can give back "
+                            "(%ld SwiGLU units)",
+                            s.wg_params, r->d_ff, cut);
+        r->d_ff -= (int)cut;
+    }
+    r->d_ff_matched = r->match_params;
+    return 0;
+}
+
+int config_resolve(Config *c, ConfigError *err) {
+    if (c->resolved) return 0;
+    Config r = *c; /* committed only on success */
+    if (check_ranges(&r, err) || resolve_shape(&r, err) || check_bb(&r, err)) return -1;
     if (r.micro_batch > 0 && (r.micro_batch > r.batch || r.batch % r.micro_batch))
         return fail_key(err, key_index("train.micro_batch"), "must divide train.batch (batch %d, micro_batch %d)",
                         r.batch, r.micro_batch);
@@ -821,22 +847,10 @@ int config_resolve(Config *c, ConfigError *err) {
         char a[32], b[32];
         format_double(r.min_lr, a, sizeof a, 0);
         format_double(r.lr, b, sizeof b, 0);
-        return fail_key(err, blame(i_min_lr, i_lr), "train.min_lr must not exceed train.lr (min_lr %s, lr %s)", a,
-                        b);
+        return fail_key(err, blame(key_index("train.min_lr"), key_index("train.lr")),
+                        "train.min_lr must not exceed train.lr (min_lr %s, lr %s)", a, b);
     }
-
-    if (r.match_params && !r.d_ff_matched) {
-        GateShape s = gate_shape(&r.gate, r.d_model, r.n_head, r.n_kv_head, r.d_head);
-        /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
-        long cut = lround((double)s.wg_params / (3.0 * r.d_model));
-        if ((long)r.d_ff - cut < 1)
-            return fail_key(err, blame(i_match, i_d_ff),
-                            "the gate adds %ld parameters per layer, more than model.d_ff (%d) can give back "
-                            "(%ld SwiGLU units)",
-                            s.wg_params, r.d_ff, cut);
-        r.d_ff -= (int)cut;
-    }
-    r.d_ff_matched = r.match_params;
+    if (match_params(&r, err)) return -1;
     r.resolved = 1;
     *c = r;
     return 0;
