@@ -32,6 +32,8 @@ CLI_SRC  := $(sort $(wildcard cli/*.c))
 T32_SRC  := $(sort $(wildcard tests/test_*.c))
 T64_SRC  := $(sort $(wildcard tests/f64_*.c))
 TUTIL    := tests/testutil.c
+# Fixtures that several suites of test_f32 share (tests/NAME_fx.c, NAME_fx.h).
+TFX_SRC  := $(sort $(wildcard tests/*_fx.c))
 
 OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
@@ -64,7 +66,8 @@ $(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
 
 # The CLI's pieces that have unit tests of their own.
 TCLI_OBJ := $(BUILD)/f32/cli/blas_kernel.o
-$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TCLI_OBJ) $(BUILD)/libgated.a
+$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o) $(TCLI_OBJ) \
+                   $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
 $(BUILD)/test_f64: $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o) $(BUILD)/libgated_f64.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
@@ -137,7 +140,7 @@ deps:
 clean:
 	rm -rf build build-san build-perf
 
-T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o)
+T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o)
 T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d) $(T32OBJ:.o=.d) $(T64OBJ:.o=.d)
 
