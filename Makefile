@@ -2,7 +2,8 @@
 #
 # The core is layered (README, "Layout"): core/util < core/nn < core/run <
 # core/lab < cli; `make layers` fails when a file includes a header of a
-# higher layer.  Only the network (core/nn, the code that uses `real`) is
+# higher layer; `make sizes` fails when a file or a function grew past its
+# limit.  Only the network (core/nn, the code that uses `real`) is
 # compiled twice: in single precision (build/libgated.a, the product) and in
 # double precision (build/libgated_f64.a: the f64 network plus the same
 # util/run/lab objects, used only by the finite-difference gradient tests,
@@ -39,7 +40,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps clean xcheck layers sizes FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -96,9 +97,16 @@ layers:
 	tools/check_layers.sh --self-test
 	tools/check_layers.sh
 
+# Files and functions stay small (tools/check_sizes.sh: no .c or .h file
+# over 1,000 lines, no function over 100 but a short allow-list, each with
+# its reason; its --self-test plants violations and must see them refused).
+sizes:
+	tools/check_sizes.sh --self-test
+	tools/check_sizes.sh
+
 # The Criterion suites alone (also what `make sanitize` runs).
 TEST_JOBS ?= 2
-check: layers all $(BUILD)/test_f32 $(BUILD)/test_f64
+check: layers sizes all $(BUILD)/test_f32 $(BUILD)/test_f64
 	$(TEST_ENV) $(BUILD)/test_f32 --jobs $(TEST_JOBS)
 	$(TEST_ENV) $(BUILD)/test_f64 --jobs $(TEST_JOBS)
 
