@@ -98,10 +98,7 @@ static int run_export(int argc, char **argv) {
     char **rest;
     if (rc < 0 && o == CLI_EXIT) rc = a.status;
     if (rc < 0 && cli_rest(&a, &rest) > 0) rc = cli_usage_error(&cmd_export, "takes no argument (got \"%s\")", rest[0]);
-    if (rc < 0 && access(db, F_OK) != 0) {
-        fprintf(stderr, "gated export: %s: no such database (train a run first, or pass --db)\n", db);
-        rc = EXIT_BADINPUT;
-    }
+    if (rc < 0 && cli_require_db(&cmd_export, db)) rc = EXIT_BADINPUT;
     Store *st = NULL;
     char err[1024];
     if (rc < 0 && store_open_ro(&st, db, err, sizeof err)) {

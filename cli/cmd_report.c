@@ -58,6 +58,7 @@ static int run_report(int argc, char **argv) {
     if (k == CLI_EXIT) return a.status;
     char **rest;
     if (cli_rest(&a, &rest)) return cli_usage_error(&cmd_report, "takes no argument (got \"%s\")", rest[0]);
+    if (cli_require_db(&cmd_report, o.db_path)) return EXIT_BADINPUT;
     /* by default the report sits beside its database: results/gated.db -> results/report */
     char *dir = NULL, *out = NULL;
     if (!o.out_dir) {

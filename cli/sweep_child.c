@@ -89,7 +89,7 @@ char *log_path(const char *logdir, const char *name, const char *suffix) {
  * after the run's own; the child's pid into *pid.  0 ok, -1 (message
  * printed). */
 int spawn_train(const SweepRun *r, const Sweep *sw, const char *db, const char *data, const char *ckptdir,
-                       const char *const *extra, char **envp, const char *log, pid_t *pid) {
+                const char *const *extra, char **envp, const char *log, pid_t *pid) {
     int argc = 0, nextra = 0;
     while (extra && extra[nextra])
         nextra++;
@@ -145,7 +145,7 @@ int spawn_train(const SweepRun *r, const Sweep *sw, const char *db, const char *
 
 /* Start job j's child.  0 ok, -1 (message printed). */
 int spawn_job(Job *j, const Sweep *sw, const SweepOpts *o, char **envp, const char *logdir,
-                     const char *ckptdir) {
+              const char *ckptdir) {
     static const char *const resume[] = {"--resume", NULL};
     j->log = log_path(logdir, j->run->name, ".log");
     if (!j->log) {
