@@ -130,8 +130,10 @@ sanitize: deps
 # gnuplot-nox ImageMagick and Ghostscript (125 packages instead of 54);
 # nothing here uses what the recommends add.
 # parallel: GNU parallel, for the tested scale-out recipe (tests/test_sweep.c).
+# python3-pandas: the README's export example (read_csv and a groupby), which
+# tests/test_export.c runs on an export.
 DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy gnuplot-nox \
-            valgrind parallel
+            valgrind parallel python3-pandas
 deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -119,6 +119,7 @@ const Command cmd_export = {
     "Columns: run_id, name, status, seed, sweep, label, key, context, layer, head, step, value, t (when the\n"
     "database records it), then the config keys chosen by --config.  layer and head are split out of\n"
     "context (\"layer=1,head=3\"); sweep and label are the run's first sweep by name, or --sweep's.\n"
+    "A config key that has no effect on a run (the gate's keys of an ungated run, ...) is empty.\n"
     "CSV: RFC 4180; a text cell starting with = + - @ gets a leading ' (spreadsheets run those).\n"
     "JSON lines: the same members on every line, null where empty.  README, \"Export\".\n"
     "stdout: the rows, or with --out the file's name and row count.\n",

@@ -26,6 +26,7 @@
 #include "testutil.h"
 #include "lab/sweep.h"
 #include "util/util.h"
+#include "nn/variant.h"
 #include "sweep_fx.h"
 
 /* ------------------------------------------------------------------ */
@@ -207,6 +208,24 @@ Test(sweep, zip_takes_lists_side_by_side) {
     tmp_rm(&t);
 }
 
+/* The paper's names of the gate positions (G1..G5) in a sweep file read as
+ * the positions: the same runs (ids) as the names give. */
+Test(sweep, paper_position_names) {
+    Tmp t;
+    tmp_dir(&t);
+    Sweep g = load_ok(&t, "name: g\nbase: base.yaml\nvariants:\n  - label: a\n    set: {model.gate.position: G1}\n"
+                          "  - label: b\n    set: {model.gate.position: g5}\n");
+    Sweep n = load_ok(&t, "name: g\nbase: base.yaml\nvariants:\n  - label: a\n    set: {model.gate.position: sdpa}\n"
+                          "  - label: b\n    set: {model.gate.position: dense}\n");
+    cr_assert_eq(g.nruns, 2);
+    cr_assert_eq(g.runs[0].config.gate.position, GP_SDPA);
+    cr_assert_eq(g.runs[1].config.gate.position, GP_DENSE);
+    for (int i = 0; i < 2; i++) cr_assert_str_eq(g.runs[i].run_id, n.runs[i].run_id);
+    sweep_free(&g);
+    sweep_free(&n);
+    tmp_rm(&t);
+}
+
 Test(sweep, run_name_templates) {
     Tmp t;
     tmp_dir(&t);
@@ -318,8 +337,9 @@ static const struct {
      ":3:37: error: modle.n_head: unknown key (did you mean model.n_head?)"},
     {"name: x\nbase: base.yaml\nvariants: [{label: a, set: {model: {n_head: 12x}}}]\n",
      ":3:45: error: model.n_head: expected integer in [1, 256], got \"12x\""},
-    {"name: x\nbase: base.yaml\nset: {model.gate.position: G1}\nvariants: [{label: a}]\n",
-     ":3:28: error: model.gate.position: expected one of none, sdpa, value, key, query, dense, got \"G1\""},
+    {"name: x\nbase: base.yaml\nset: {model.gate.position: G6}\nvariants: [{label: a}]\n",
+     ":3:28: error: model.gate.position: expected one of none, sdpa (G1), value (G2), key (G3), query (G4), dense "
+     "(G5), got \"G6\""},
     {"name: x\nbase: base.yaml\nset: {model: 3}\nvariants: [{label: a}]\n",
      ":3:7: error: model: is a section, not a key (set one of its keys, e.g. model.vocab_size)"},
     {"name: x\nbase: base.yaml\nset: {model.n_head: 2, model: {n_head: 4}}\nvariants: [{label: a}]\n",
