@@ -190,7 +190,7 @@ Test(report, holm_family_per_sweep_group) {
     /* a narrower margin (--margin 0.001): near-baseline's 0.002 is no longer inside it */
     FILE *lg = tmpfile();
     cr_assert_not_null(lg);
-    ReportOpts o = {fx.db, "main2", REPORT_MD, fx.out, 1, NULL, lg, NULL, 0.001};
+    ReportOpts o = {fx.db, "main2", REPORT_MD, fx.out, 1, NULL, lg, NULL, 0.001, NULL};
     cr_assert_eq(report_run(&o, err, sizeof err), 0, "%s", err);
     fclose(lg);
     md = out_file(&fx, "report.md");

@@ -403,7 +403,7 @@ Test(report, bad_input) {
     cr_assert_str_eq(err, want);
     /* missing database: not created */
     snprintf(db, sizeof db, "%s/missing.db", fx.dir);
-    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL, 0};
+    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL, 0, NULL};
     cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
     snprintf(want, sizeof want, "%s: no such database (run a sweep first, or pass --db)", db);
     cr_assert_str_eq(err, want);
@@ -690,5 +690,56 @@ Test(report, sweep_names_that_sanitise_alike_stay_apart) {
     char *a = strstr(md, "<a id=\"sweep-x_y\">"), *b = strstr(md, "<a id=\"sweep-x_y-");
     cr_assert(a && b, "two distinct anchors expected:\n%.2000s", md);
     free(md);
+    fx_rm(&fx);
+}
+
+/* --ref LABEL: each sweep's rows against its row LABEL instead of its
+ * baseline row (here main's G1-elementwise: the baseline row is +0.11
+ * worse, G1-headwise +0.12, paired per seed); lr and lrv have no such row
+ * and keep their baselines; a label no sweep has is refused. */
+Test(report, ref_replaces_the_baseline_row) {
+    Fx fx;
+    fixture(&fx);
+    char err[1024];
+    FILE *lg = tmpfile();
+    ReportOpts o = {fx.db, NULL, REPORT_MD, fx.out, 1, NULL, lg, NULL, 0, "G1-elementwise"};
+    cr_assert_eq(report_run(&o, err, sizeof err), REPORT_OK, "%s", err);
+    char *md = out_file(&fx, "report.md");
+    assert_has(md, "- reference row: `G1-elementwise` (`--ref`): Δ, the tests and the budget series are against it in "
+                   "the 1 sweep whose baseline row it replaces; the others keep their own\n");
+    assert_has(md, "15 runs: 15 finished. Reference row: `G1-elementwise` (`--ref`; the sweep's baseline row: "
+                   "`baseline`; \"baseline\" below means the reference row). Δ: every row against the baseline row "
+                   "`G1-elementwise`.\n");
+    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | +0.1100* | [+0.0852, +0.1348] | paired (3) "
+                   "| 0.003 |");
+    assert_has(md, "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | (reference) | – | – |");
+    assert_has(md, "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.1200* | ");
+    assert_has(md, "20 runs: 18 finished, 2 diverged. Baseline row: `lr=0.001,position=none`.");
+    free(md);
+    o.format = REPORT_TEX;
+    cr_assert_eq(report_run(&o, err, sizeof err), REPORT_OK, "%s", err);
+    char *tex = out_file(&fx, "main.tex");
+    assert_has(tex, "% Reference row (--ref): G1-elementwise, in place of the sweep's baseline row;");
+    assert_has(tex, "(reference)");
+    free(tex);
+    o.format = REPORT_MD;
+    o.ref = "G9";
+    cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
+    cr_assert_str_eq(err, "--ref G9: no row has this label in any sweep");
+    o.ref = "G1-elementwise", o.sweep = "lr";
+    cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
+    cr_assert_str_eq(err, "--ref G1-elementwise: no row has this label in sweep lr");
+    /* the command passes it on */
+    const char *bin = getenv("GATED_BIN");
+    if (bin && access(bin, X_OK) == 0) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "'%s' report --db '%s' --out '%s' --no-plots --ref G1-headwise >/dev/null", bin,
+                 fx.db, fx.out);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        md = out_file(&fx, "report.md");
+        assert_has(md, "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | (reference) |");
+        free(md);
+    }
+    fclose(lg);
     fx_rm(&fx);
 }

@@ -216,7 +216,8 @@ typedef struct {
     int nruns, runs_cap;
     RVar *vars;
     int nvars, vars_cap;
-    int base; /* baseline variant, -1 if none */
+    int base; /* the reference row: the baseline row, or --ref's (ReportOpts.ref); -1 if none */
+    int own_base; /* the sweep's baseline row (sweep_runs.is_baseline), -1 if none: base unless --ref */
     PlotEntry *plots;
     int nplots, plots_cap;
     int lr_plot; /* runs vary train.lr */
@@ -274,6 +275,7 @@ typedef struct {
     RSweep *sw;
     int nsw, sw_cap;
     double margin;  /* the TOST margin in nats (ReportOpts.margin, or REPORT_MARGIN) */
+    char *ref;      /* ReportOpts.ref escaped as labels are (rep_esc), to compare; NULL: none */
     RBudget *bud;
     int nbud, bud_cap;
     char *plots_dir;

@@ -212,7 +212,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
     rep_cell_ms(c->buf[C_LOSS], cap, v->loss_mean, v->loss_std, 4, pm, miss);
     rep_cell_ms(c->buf[C_PPL], cap, v->ppl_mean, v->ppl_std, 3, pm, miss);
     if (k == s->base)
-        snprintf(c->buf[C_DELTA], cap, "(baseline)");
+        snprintf(c->buf[C_DELTA], cap, "%s", s->base == s->own_base ? "(baseline)" : "(reference)");
     else if (v->is_ref)
         snprintf(c->buf[C_DELTA], cap, "(lr baseline)");
     else if (v->have_delta)
@@ -460,6 +460,15 @@ static int md_header(R *r, FILE *f) {
     if (series)
         fprintf(f, "- [effect against training budget](#budget): %d series of sweeps at several budgets\n", series);
     fprintf(f, "- equivalence margin: ±%g nats of val loss (`--margin`)\n", r->margin);
+    if (r->ref) {
+        int with = 0;
+        for (int i = 0; i < r->nsw; i++) with += !r->sw[i].context && r->sw[i].base != r->sw[i].own_base;
+        fprintf(f, "- reference row: ");
+        rep_md_code(f, r->ref);
+        fprintf(f, " (`--ref`): Δ, the tests and the budget series are against it in the %d sweep%s whose baseline "
+                   "row it replaces; the others keep their own\n",
+                with, with == 1 ? "" : "s");
+    }
     if (r->o->no_plots)
         fprintf(f, "- plots: not requested (--no-plots)\n");
     else if (!r->gp_ok)
@@ -506,7 +515,18 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
     fprintf(f, "<a id=\"sweep-%s\"></a>\n\n## Sweep ", s->fname);
     rep_md_code(f, s->name);
     fprintf(f, "\n\n%d runs: %s. ", s->nruns, sl);
-    if (s->base >= 0) {
+    if (s->base >= 0 && s->base != s->own_base) {
+        fprintf(f, "Reference row: ");
+        rep_md_code(f, s->vars[s->base].label);
+        fprintf(f, " (`--ref`; the sweep's baseline row: ");
+        if (s->own_base >= 0)
+            rep_md_code(f, s->vars[s->own_base].label);
+        else
+            fprintf(f, "none");
+        fprintf(f, "; \"baseline\" below means the reference row). ");
+        rule_text(f, s, rep_md_code, "`", "`");
+        fprintf(f, "\n\n");
+    } else if (s->base >= 0) {
         fprintf(f, "Baseline row: ");
         rep_md_code(f, s->vars[s->base].label);
         fprintf(f, ". ");
@@ -632,6 +652,11 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
                "t-tests); verdict: differs ($p_{\\mathrm{Holm}} < 0.05$), equivalent ($p_{\\mathrm{TOST}} < 0.05$) "
                "or inconclusive.\n",
             r->margin);
+    if (s->base >= 0 && s->base != s->own_base) {
+        fprintf(f, "%% Reference row (--ref): ");
+        tex_comment_label(f, s->vars[s->base].label);
+        fprintf(f, ", in place of the sweep's baseline row; \"baseline\" below means it.\n");
+    }
     if (s->base >= 0) {
         fprintf(f, "%% ");
         rule_text(f, s, tex_comment_label, "", "");
