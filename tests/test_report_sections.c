@@ -328,6 +328,9 @@ Test(report, effect_against_budget) {
     assert_has(gp, "set logscale x\n");
     assert_has(gp, "set xtics ('25.6k' 25600, '51.2k' 51200, '102k' 102400)\n");
     assert_has(gp, "set arrow from graph 0, first 0 to graph 1, first 0 nohead");
+    /* the y range fits the means (-0.10 .. +0.05, and 0) with 15% to spare, not the CIs, which would flatten
+     * every budget's differences onto the zero line when a small budget's interval is wide */
+    assert_has(gp, "set yrange [-0.1225:0.0725]\n");
     assert_has(gp, "'budget-bud_a.dat' index 0 using 1:2:3:4 with yerrorlines");
     assert_has(gp, " title 'G1 ''q''\\x0a!x'");
     assert_has(gp, " title 'G2'");

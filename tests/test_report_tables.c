@@ -89,40 +89,47 @@ Test(report, markdown) {
      * from the t CDF in closed form (df 2: 1/2 + t / (2 sqrt(t^2 + 2)); df 4: 1/2 + 3x/4 (1 - x^2/3) with x = t
      * / sqrt(t^2 + 4)) at (|Δ| - 0.02) / se, se = sd_d / sqrt(3) (paired) or Welch's sqrt(2 0.02^2 / 3) */
     char row[512];
+    /* two tables of 12 columns (one of 23 did not fit a screen): the loss and its tests, ... */
     assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | 95% CI of Δ | test | p | p (Holm) | p (TOST) | "
-                   "verdict | F-Attn | M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | "
-                   "paper M-Act | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|"
-                   "--:|--:|--:|--:|--:|--:|\n");
-    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | – | – "
-                   "| 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 |");
+                   "verdict |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n");
+    /* ... then the probes, the cost and the paper */
+    assert_has(md, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n| variant | "
+                   "F-Attn | M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act "
+                   "| paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | – | – |\n");
+    assert_has(md, "| baseline | 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 "
+                   "|\n");
     /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*`, differs; TOST at t = 9 sqrt(3) */
     snprintf(row, sizeof row,
              "| G1-elementwise | 3 | 0 | 1.4100 ± 0.0100 | 4.096 ± 0.041 | -0.1100* | [-0.1348, -0.0852] "
-             "| paired (3) | 0.003 | 0.011 | %.3f | differs | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 "
-             "| 4096 | 1110 | 5.761 | -0.265 | 0.116 | 94 | 0.048 |",
+             "| paired (3) | 0.003 | 0.011 | %.3f | differs |\n",
              0.5 + 9 * sqrt(3) / (2 * sqrt(243 + 2)));
     assert_has(md, row);
+    assert_has(md, "| G1-elementwise | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 | 5.761 "
+                   "| -0.265 | 0.116 | 94 | 0.048 |\n");
     /* Δ +0.01, sd_d 0.02: TOST at t = (0.01 - 0.02) / (0.02 / sqrt 3) = -sqrt(3) / 2 */
     snprintf(row, sizeof row,
              "| G1-headwise | 3 | 0 | 1.5300 ± 0.0400 | 4.621 ± 0.185 | +0.0100 | [-0.0397, +0.0597] "
-             "| paired (3) | 0.478 | 0.478 | %.3f | inconclusive | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 "
-             "| 0.0 | 64 | 1210 | 5.792 | -0.234 | 0.172 | 98 | 0.073 |",
+             "| paired (3) | 0.478 | 0.478 | %.3f | inconclusive |\n",
              0.5 - sqrt(3) / 2 / (2 * sqrt(0.75 + 2)));
     assert_has(md, row);
+    assert_has(md, "| G1-headwise | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 | 5.792 | -0.234 "
+                   "| 0.172 | 98 | 0.073 |\n");
     /* raw p < 0.05 but not after Holm: no `*`; TOST at t = sqrt(3) */
     snprintf(row, sizeof row,
              "| G1-silu | 3 | 0 | 1.4900 ± 0.0100 | 4.437 ± 0.044 | -0.0300 | [-0.0548, -0.0052] "
-             "| paired (3) | 0.035 | 0.105 | %.3f | inconclusive | 0.0900 ± 0.0100 | 7.00 ± 1.00 | 0.450 ± 0.050 |",
+             "| paired (3) | 0.035 | 0.105 | %.3f | inconclusive |\n",
              0.5 + sqrt(3) / (2 * sqrt(5)));
     assert_has(md, row);
+    assert_has(md, "| G1-silu | 0.0900 ± 0.0100 | 7.00 ± 1.00 | 0.450 ± 0.050 |");
     /* no common seed: Welch (df 4); TOST at t = 0.03 / sqrt(2 x 0.0004 / 3) */
     double tw = 0.03 / sqrt(2 * 0.0004 / 3), xw = tw / sqrt(tw * tw + 4);
     snprintf(row, sizeof row,
              "| more-q-heads | 3 | 0 | 1.4700 ± 0.0200 | 4.350 ± 0.087 | -0.0500 | [-0.0953, -0.0047] "
-             "| Welch | 0.038 | 0.105 | %.3f | inconclusive | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 "
-             "| 5.953 |",
+             "| Welch | 0.038 | 0.105 | %.3f | inconclusive |\n",
              0.5 + 0.75 * xw * (1 - xw * xw / 3));
     assert_has(md, row);
+    assert_has(md, "| more-q-heads | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | 5.953 |");
     assert_lacks(md, "+0.0100*");
     assert_lacks(md, "-0.0300*");
     assert_lacks(md, "| 4.350 ± 0.087 | -0.0500*");
@@ -145,9 +152,10 @@ Test(report, markdown_lr_rule) {
     assert_has(md, "Holm–Bonferroni family: 3 distinct contrasts with a p over the sweeps `lr` and `lrv`, whose "
                    "baseline rows are the same runs (a contrast shown in several of their tables is counted once).");
     assert_has(md, "| variant | n | div | val loss | val PPL | Δ loss | vs | 95% CI of Δ | test | p | p (Holm) | "
-                   "p (TOST) | verdict | div/total | p (div, Fisher) | F-Attn |");
+                   "p (TOST) | verdict | div/total | p (div, Fisher) |\n");
     assert_has(md, "| lr=0.001,position=none | 4 | 0 | 2.0750 ± 0.0645 | 7.977 ± 0.515 | (baseline) | – | – | – | – "
-                   "| – | – | – | 0/4 | – | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |");
+                   "| – | – | – | 0/4 | – |\n");
+    assert_has(md, "| lr=0.001,position=none | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |\n");
     assert_has(md, "| lr=0.01,position=none | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) | – | – | – "
                    "| – | – | – | – | 2/4 | – |");
     assert_has(md, "| lr=0.001,position=sdpa | 4 | 0 | 1.9800 ± 0.0594 | 7.252 ± 0.424 | -0.0950* "
@@ -163,7 +171,8 @@ Test(report, markdown_lr_rule) {
     assert_has(md, row);
     assert_has(md, "| lr=0.003,position=sdpa | 4 | 0 | 2.0250 ± 0.0520 | 7.584 ± 0.392 | -0.0500* "
                    "| lr=0.001,position=none (no lr match) | [-0.0725, -0.0275] | paired (4) | 0.006 | 0.012 | ");
-    assert_has(md, " | differs | 0/4 | 1.000 | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – "
+    assert_has(md, " | differs | 0/4 | 1.000 |\n");
+    assert_has(md, "| lr=0.003,position=sdpa | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – "
                    "| – | – | – | – |");
     /* the variants-style labels give the same rows */
     snprintf(row, sizeof row,
@@ -485,6 +494,7 @@ Test(report, plots_tell_many_series_apart_and_draw_the_std) {
     }
     cr_assert_eq(store_sweep_record(s, "many", NR * 2, sr, NR * 2), 0, "%s", store_errmsg(s));
     cr_assert_eq(store_sweep_record(s, "single", 2, sr + NR * 2, 2), 0, "%s", store_errmsg(s));
+    cr_assert_eq(store_sweep_record(s, "few", 6, sr, 6), 0, "%s", store_errmsg(s)); /* rows 0-2 */
     store_close(s);
     char err[1024], *log;
     int rc = run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", &log, err, sizeof err);
@@ -504,13 +514,18 @@ Test(report, plots_tell_many_series_apart_and_draw_the_std) {
         for (int j = 0; j < i; j++) cr_assert_str_neq(lk[i], lk[j], "series %d and %d look alike", i, j);
     }
     cr_assert_eq(dashed, NR - 8, "the series past the palette's 8 colours are dashed:\n%s", d);
-    /* the bands: one per row, all before the first line */
+    /* 10 rows: no std bands (they would blur into one), and the key below the plot, not beside it */
     const char *band = "using 1:($2-$3):($2+$3) with filledcurves";
-    int nband = 0;
-    for (const char *p = d; (p = strstr(p, band)); p++) nband++;
-    cr_assert_eq(nband, NR, "%s", d);
+    assert_lacks(d, band);
+    assert_has(d, "set key below\n");
+    assert_lacks(d, "outside right");
+    free(d);
+    /* 3 rows: the bands, one per row, all before the first line */
+    d = out_file(&fx, "plots/few-val_loss.gp");
+    cr_assert_eq(count_of(d, band), 3, "%s", d);
     cr_assert(strstr(d, band) < strstr(d, "with linespoints"), "%s", d);
     assert_has(d, "notitle");
+    assert_has(d, "(nats/byte), mean over seeds (band: +- std)'");
     free(d);
     d = out_file(&fx, "plots/many-f_attn.gp");
     assert_has(d, "' index 9 using 1:2:3 with yerrorlines lc rgb ");
@@ -527,7 +542,9 @@ Test(report, plots_tell_many_series_apart_and_draw_the_std) {
     char *md = out_file(&fx, "report.md");
     const char *cap = "Validation loss against step (mean over seeds; band: +- std)";
     assert_has(md, cap);
-    assert_lacks(strstr(md, cap) + 1, cap); /* sweep many only */
+    assert_lacks(strstr(md, cap) + 1, cap); /* sweep few only */
+    assert_has(md, "**Validation loss against step (mean over seeds; no std bands past 4 rows: the std is in the table "
+                   "and the data file)**"); /* sweep many */
     assert_has(md, "**F-Attn per layer (last step, mean over seeds; error bars: std)**");
     assert_has(md, "**M-Act per layer (last step, mean over seeds; error bars: std; log scale)**");
     assert_has(md, "**Validation loss against step (mean over seeds)**"); /* sweep single */
@@ -741,5 +758,36 @@ Test(report, ref_replaces_the_baseline_row) {
         free(md);
     }
     fclose(lg);
+    fx_rm(&fx);
+}
+
+/* A gate-score histogram is drawn over the bins that hold scores: a tanh
+ * gate's probe bins span [-2, 2], its scores [-1, 1]. */
+Test(report, gate_histograms_span_the_scores_there_are) {
+    Fx fx;
+    Store *s = fx_open(&fx);
+    char ids[2][17];
+    for (int i = 0; i < 2; i++) {
+        char json[96];
+        snprintf(json, sizeof json, "{\"model.gate.activation\":\"tanh\",\"train.seed\":%d}", i + 1);
+        add_run(s, json, i ? "t2" : "t1", i + 1, "finished", 2.0, 0.1, 5, 0.0, 0, 64, 100, ids[i]);
+        for (int l = 0; l < 2; l++) {
+            char ctx[16];
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+            long long c[8] = {0, 0, 3, 5, 5 + l, 3, 0, 0}; /* bins of width 0.5 over [-2, 2] */
+            cr_assert_eq(store_histogram(s, ids[i], "gate", ctx, 200, -2, 2, c, 8), 0, "%s", store_errmsg(s));
+        }
+    }
+    StoreSweepRun sr[2] = {{ids[0], "G1-tanh", 1, 0, 1}, {ids[1], "G1-tanh", 2, 1, 1}};
+    cr_assert_eq(store_sweep_record(s, "th", 2, sr, 2), 0, "%s", store_errmsg(s));
+    store_close(s);
+    char err[1024];
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *d = out_file(&fx, "plots/th-gate-0-G1-tanh.gp");
+    assert_has(d, "set xrange [-1:1]\n");
+    free(d);
+    d = out_file(&fx, "plots/th-gate-0-G1-tanh.dat"); /* every bin is still in the data */
+    assert_has(d, "# layer 0 (2 runs): bin centre, fraction, count\n-1.75 0 0\n-1.25 0 0\n-0.75 0.1875 6\n");
+    free(d);
     fx_rm(&fx);
 }

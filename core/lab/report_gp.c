@@ -166,7 +166,9 @@ void rep_gp_head(R *r, FILE *f, const char *base, const char *what) {
                 base);
     else
         fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\n", gp_png(r), base);
-    fprintf(f, "set grid\nset key outside right top\n");
+    /* the key below the plot, in as many columns as fit: beside it, nine
+     * labels took a third of the width from the data */
+    fprintf(f, "set grid\nset key below\n");
 }
 
 /* After the plot command: the PNG as well (replot), then close. */
@@ -174,6 +176,12 @@ void rep_gp_tail(R *r, FILE *f, const char *base) {
     if (gp_svg(r) && gp_png(r))
         fprintf(f, "set terminal %s " GP_SIZE " noenhanced\nset output '%s.png'\nreplot\n", gp_png(r), base);
     fprintf(f, "set output\n");
+}
+
+void rep_gp_band(FILE *gp, const char *base, int index, int c) {
+    fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
+                "fs transparent solid 0.15 noborder notitle",
+            index ? ", \\\n    " : "", base, index, REP_GP_COLOURS[c % REP_GP_NCOLOURS]);
 }
 
 /* The end of a plot command of `blocks` series (a NaN placeholder when
@@ -429,6 +437,28 @@ int rep_hist_load_run(R *r, Hists *h, const RRun *u) {
         rc = rep_q_done(r, st, sr, "read histograms");
     h->runs_with += added;
     return rc;
+}
+
+void rep_hists_range(const Hists *h, int nh, double *lo, double *hi) {
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int q = 0; q < nh; q++)
+        for (int j = 0; j < h[q].n; j++) {
+            const HistAcc *a = &h[q].a[j];
+            double w = (a->hi - a->lo) / a->nbins;
+            for (int b = 0; b < a->nbins; b++)
+                if (a->counts[b]) *lo = fmin(*lo, a->lo + b * w), *hi = fmax(*hi, a->lo + (b + 1) * w);
+        }
+    for (int q = 0; q < nh && !(*hi > *lo); q++)
+        if (h[q].n) *lo = h[q].a[0].lo, *hi = h[q].a[0].hi;
+}
+
+void rep_hist_write(FILE *dat, const HistAcc *a) {
+    long long tot = 0;
+    for (int b = 0; b < a->nbins; b++) tot += a->counts[b];
+    double w = (a->hi - a->lo) / a->nbins;
+    for (int b = 0; b < a->nbins; b++)
+        fprintf(dat, "%.10g %.10g %lld\n", a->lo + (b + 0.5) * w, tot ? (double)a->counts[b] / tot : 0.0, a->counts[b]);
+    fprintf(dat, "\n\n");
 }
 
 /* h's layers in order. */

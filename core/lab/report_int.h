@@ -528,6 +528,22 @@ int rep_q_steps_ctx(R *r, const char *run_id, const char *key, const char *ctx, 
 int rep_hist_load_run(R *r, Hists *h, const RRun *u);
 /* h's layers in order. */
 void rep_hists_sort(Hists *h);
+/* The x range of the bins that hold counts in the nh Hists at h (their
+ * edges), so the plot spans the scores there are: a tanh gate's [-1, 1]
+ * rather than the probe's bins over [-2, 2]; the first histogram's range
+ * when every bin is empty. */
+void rep_hists_range(const Hists *h, int nh, double *lo, double *hi);
+/* One layer's histogram as a data block: "bin centre, share of the
+ * layer's scores, count" per bin, then the blank lines that end a block. */
+void rep_hist_write(FILE *dat, const HistAcc *a);
+/* Std bands are drawn for up to this many series: more overlap into one
+ * blur (the std is in the data file and the tables). */
+enum { REP_MAX_BANDS = 4 };
+#define REP_MAX_BANDS_TEXT "4"
+/* One std band clause of a plot command: block index of BASE.dat as a
+ * filled band of mean +- std in colour c (after a separator unless index
+ * is 0: bands come first, so that none covers another series' line). */
+void rep_gp_band(FILE *gp, const char *base, int index, int c);
 
 /* ------------------------------------------------------------------ */
 /* report_plot.c, report_plot_sections.c                               */

@@ -134,21 +134,18 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
             rep_gp_log_tics(gp, "y", lo, hi);
         }
         fprintf(gp, "set ylabel ");
-        char *yl = multi ? rep_fmt(r, "%s (%s: +- std)", ylabel, per_layer ? "bars" : "band") : rep_dup(r, ylabel);
+        char *yl = multi && (per_layer || blocks <= REP_MAX_BANDS)
+                       ? rep_fmt(r, "%s (%s: +- std)", ylabel, per_layer ? "bars" : "band")
+                       : rep_dup(r, ylabel);
         if (!yl) rc = -1;
         if (yl) rep_gp_str(gp, yl);
         free(yl);
         fprintf(gp, "\nplot");
     }
     /* bands first, so that no band covers another series' line */
-    int b = 0;
-    for (int k = 0; rc == 0 && multi && !per_layer && k < s->nvars; k++) {
-        if (!all[k].n) continue;
-        fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
-                    "fs transparent solid 0.15 noborder notitle",
-                b ? ", \\\n    " : "", base, b, REP_GP_COLOURS[b % REP_GP_NCOLOURS]);
-        b++;
-    }
+    int b = 0, bands = multi && !per_layer && blocks <= REP_MAX_BANDS;
+    for (int k = 0; rc == 0 && bands && k < s->nvars; k++)
+        if (all[k].n) rep_gp_band(gp, base, b, b), b++;
     int nl = 0;
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         if (!all[k].n) continue;
@@ -163,7 +160,11 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
     for (int k = 0; all && k < s->nvars; k++) free(all[k].p);
     free(all);
     rc = rep_plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (%smean over seeds%s%s)", title,
-                   per_layer ? "last step, " : "", !multi ? "" : per_layer ? "; error bars: std" : "; band: +- std",
+                   per_layer ? "last step, " : "",
+                   !multi       ? ""
+                   : per_layer  ? "; error bars: std"
+                   : bands      ? "; band: +- std"
+                                : "; no std bands past " REP_MAX_BANDS_TEXT " rows: the std is in the table and the data file",
                    logy ? "; log scale" : "");
     free(base);
     return rc;
@@ -191,18 +192,14 @@ static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
         if (!t) rc = -1;
         if (t) rep_gp_str(gp, t);
         free(t);
-        fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'fraction of scores'\nset xrange [%.10g:%.10g]\nplot",
-                acc[0].lo, acc[0].hi);
+        double lo, hi;
+        rep_hists_range(h, 1, &lo, &hi);
+        fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'fraction of scores'\nset xrange [%.10g:%.10g]\nplot", lo,
+                hi);
         for (int j = 0; j < nacc; j++) {
             HistAcc *a = &acc[j];
-            long long tot = 0;
-            for (int b = 0; b < a->nbins; b++) tot += a->counts[b];
             fprintf(dat, "# layer %ld (%d runs): bin centre, fraction, count\n", a->layer, a->nruns);
-            double w = (a->hi - a->lo) / a->nbins;
-            for (int b = 0; b < a->nbins; b++)
-                fprintf(dat, "%.10g %.10g %lld\n", a->lo + (b + 0.5) * w, tot ? (double)a->counts[b] / tot : 0.0,
-                        a->counts[b]);
-            fprintf(dat, "\n\n");
+            rep_hist_write(dat, a);
             fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", j ? ", \\\n    " : "", base, j);
             rep_gp_look(gp, j, j / REP_GP_NCOLOURS, -1); /* as rep_gp_series_look, without points */
             fprintf(gp, " title 'layer %ld'", a->layer);
@@ -437,7 +434,10 @@ static int has_gate_hist(R *r, const RSweep *s, int k, int *out) {
 }
 
 int rep_make_plots(R *r, RSweep *s) {
-    if (plot_series(r, s, "val_loss", 0, "validation loss (nats/token), mean over seeds",
+    /* the text corpora are bytes (one token a byte); Bigram-Backcopy's tokens are not */
+    if (plot_series(r, s, "val_loss", 0,
+                    s->has_bb ? "validation loss (nats/token), mean over seeds"
+                              : "validation loss (nats/byte), mean over seeds",
                     "Validation loss against step", 0))
         return -1;
     if (plot_series(r, s, "f_attn", 1, "F-Attn (attention on position 0)", "F-Attn per layer", 0)) return -1;

@@ -347,7 +347,7 @@ int rep_plot_drop(R *r, RSweep *s) {
         }
     if (rc == 0) {
         rep_gp_head(r, gp, base, "validation PPL against the share of (token, head) pairs dropped, mean +- std over seeds");
-        fprintf(gp, "set key below\nset title ");
+        fprintf(gp, "set title ");
         rep_gp_str(gp, s->name);
         fprintf(gp, "\nset logscale y\nset format y '%%g'\nset autoscale yfix\n"
                     "set offsets 0, 0, graph 0.05, graph 0.05\nset xrange [-2:*]\n"
@@ -401,7 +401,11 @@ int rep_plot_drop(R *r, RSweep *s) {
 /* Budget series b: Δ final val loss of each contrast against tokens per
  * run (log x), error bars its 95% CI (a budget with one seed pair: the
  * point alone), a dashed line at 0; the contrasts are offset by a few per
- * cent along x so that their bars do not hide one another. */
+ * cent along x so that their bars do not hide one another.  The y range
+ * fits the means (and 0), not the intervals: with 2 seeds a small budget's
+ * CI spans a nat or more and would flatten every larger budget's
+ * differences onto the zero line; an interval past the range is cut at
+ * its edge (the caption says so; the numbers are in the tables). */
 int rep_plot_budget(R *r, RBudget *b) {
     const RSweep *s0 = &r->sw[b->sw[0]];
     int nc = s0->nvars, blocks = 0;
@@ -418,10 +422,7 @@ int rep_plot_budget(R *r, RBudget *b) {
             *x = (RepDelta){0, NAN, NAN, NAN, NAN};
             if (k == s0->base || j < 0) continue;
             rc = rep_budget_delta(r, s, j, offsetof(RRun, val_loss), x);
-            if (rc == 0 && x->n > 0) {
-                ylo = fmin(ylo, isnan(x->lo) ? x->d : x->lo);
-                yhi = fmax(yhi, isnan(x->hi) ? x->d : x->hi);
-            }
+            if (rc == 0 && x->n > 0 && !isnan(x->d)) ylo = fmin(ylo, x->d), yhi = fmax(yhi, x->d);
         }
     if (rc == 0) rc = rep_plot_open(r, b->fname, &dat, &gp, &datp, &gpp);
     if (rc == 0) {
@@ -433,11 +434,14 @@ int rep_plot_budget(R *r, RBudget *b) {
         rep_gp_str(gp, title ? title : "");
         free(title);
         double span = yhi - ylo > 0 ? yhi - ylo : 0.1;
+        int bytes = 1; /* the text corpora are bytes; Bigram-Backcopy's tokens are not */
+        for (int m = 0; m < b->n; m++) bytes &= !r->sw[b->sw[m]].has_bb;
         fprintf(gp, "\nset logscale x\nset xrange [%.10g:%.10g]\nset yrange [%.10g:%.10g]\n"
                     "set xlabel 'tokens per run (log scale)'\n"
-                    "set ylabel 'final val loss - baseline (nats), mean over seed pairs, 95%% CI'\n"
+                    "set ylabel 'final val loss - baseline (%s), seed-pair mean'\n"
                     "set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2\nset xtics (",
-                r->sw[b->sw[0]].tokens / 1.5, sl->tokens * 1.5, ylo - 0.1 * span, yhi + 0.1 * span);
+                r->sw[b->sw[0]].tokens / 1.5, sl->tokens * 1.5, ylo - 0.15 * span, yhi + 0.15 * span,
+                bytes ? "nats/byte" : "nats/token");
         for (int m = 0; m < b->n; m++) {
             double t = r->sw[b->sw[m]].tokens;
             char *lab = rep_fmt_count(r, t, "?");
@@ -484,7 +488,8 @@ int rep_plot_budget(R *r, RBudget *b) {
     if (rc == 0) rep_gp_end(r, gp, b->fname, blocks);
     rc = rep_plot_done(r, NULL, b, rc, blocks, dat, gp, datp, gpp, b->fname,
                    "Δ final val loss against the training budget (row minus the baseline of the same budget, paired "
-                   "by seed; log x; error bars: 95%% CI; dashed: no effect; the rows are offset slightly along x)");
+                   "by seed; log x; error bars: 95%% CI, cut at the edge where they reach past the y range, which "
+                   "fits the means; dashed: no effect; the rows are offset slightly along x)");
     free(d);
     return rc;
 }
@@ -540,29 +545,23 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
     }
     if (rc == 0) {
         rep_gp_head(r, gp, base, p->what);
-        /* two lines per row with long labels: the key below the plot, so that it leaves the plot its width */
-        fprintf(gp, "set key below\nset title ");
+        fprintf(gp, "set title ");
         rep_gp_str(gp, s->name);
         fprintf(gp, "\nset xlabel 'step'\n");
         if (p->yrange) fprintf(gp, "set yrange %s\n", p->yrange);
         fprintf(gp, "set ylabel ");
-        char *yl = multi ? rep_fmt(r, "%s (band: +- std)", p->ylabel) : rep_dup(r, p->ylabel);
+        char *yl = multi && blocks <= REP_MAX_BANDS ? rep_fmt(r, "%s (band: +- std)", p->ylabel) : rep_dup(r, p->ylabel);
         if (!yl) rc = -1;
         if (yl) rep_gp_str(gp, yl);
         free(yl);
         fprintf(gp, "\nplot");
     }
-    /* bands first, so that no band covers another series' line */
-    for (int j = 0, b = 0; rc == 0 && multi && j < ns; j++) {
-        if (!all[j].n) continue;
-        fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
-                    "fs transparent solid 0.15 noborder notitle",
-                b ? ", \\\n    " : "", base, b, REP_GP_COLOURS[(j / 2) % REP_GP_NCOLOURS]);
-        b++;
-    }
+    int bands = multi && blocks <= REP_MAX_BANDS;
+    for (int j = 0, b = 0; rc == 0 && bands && j < ns; j++)
+        if (all[j].n) rep_gp_band(gp, base, b, j / 2), b++;
     for (int j = 0, b = 0; rc == 0 && j < ns; j++) {
         if (!all[j].n) continue;
-        fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints", b || multi ? ", \\\n    " : "", base, b);
+        fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints", b || bands ? ", \\\n    " : "", base, b);
         rep_gp_look(gp, j / 2, j % 2, j / 2); /* colour by row; dash type by query type: other solid, trigger dashed */
         char *t = rep_fmt(r, "%s (%s)", s->vars[j / 2].label, p->types[j % 2]);
         if (!t) {
@@ -578,7 +577,9 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
     for (int j = 0; all && j < ns; j++) free(all[j].p);
     free(all);
     rc = rep_plot_done(r, s, NULL, rc, blocks, dat, gp, datp, gpp, base, "%s (mean over seeds%s)", p->caption,
-                   multi ? "; band: +- std" : "");
+                   !multi  ? ""
+                   : bands ? "; band: +- std"
+                           : "; no std bands past " REP_MAX_BANDS_TEXT " lines: the std is in the data file");
     free(base);
     return rc;
 }
@@ -603,7 +604,6 @@ static int plot_bb_gate(R *r, RSweep *s, int k) {
         FILE *dat = NULL, *gp = NULL;
         char *datp = NULL, *gpp = NULL;
         int runs_with = h[0].runs_with > h[1].runs_with ? h[0].runs_with : h[1].runs_with;
-        const HistAcc *first = h[0].n ? &h[0].a[0] : &h[1].a[0];
         char *lab = rep_safe_name(r, v->label);
         base = lab ? rep_fmt(r, "%s-bb-gate-%d-%s", s->fname, k, lab) : NULL;
         free(lab);
@@ -617,23 +617,19 @@ static int plot_bb_gate(R *r, RSweep *s, int k) {
             if (!t) rc = -1;
             if (t) rep_gp_str(gp, t);
             free(t);
+            double lo, hi;
+            rep_hists_range(h, 2, &lo, &hi);
             fprintf(gp, "\nset xlabel 'gate score'\nset ylabel 'share of the layer''s scores of the type'\n"
                         "set xrange [%.10g:%.10g]\nplot",
-                    first->lo, first->hi);
+                    lo, hi);
         }
         for (int q = 0, b = 0; rc == 0 && q < 2; q++) {
             rep_hists_sort(&h[q]);
             for (int j = 0; j < h[q].n; j++, b++) {
                 const HistAcc *a = &h[q].a[j];
-                long long tot = 0;
-                for (int i = 0; i < a->nbins; i++) tot += a->counts[i];
                 fprintf(dat, "# layer %ld, %s queries (%d runs): bin centre, share, count\n", a->layer, types[q],
                         a->nruns);
-                double w = (a->hi - a->lo) / a->nbins;
-                for (int i = 0; i < a->nbins; i++)
-                    fprintf(dat, "%.10g %.10g %lld\n", a->lo + (i + 0.5) * w, tot ? (double)a->counts[i] / tot : 0.0,
-                            a->counts[i]);
-                fprintf(dat, "\n\n");
+                rep_hist_write(dat, a);
                 fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", b ? ", \\\n    " : "", base, b);
                 rep_gp_look(gp, (int)a->layer, q, -1); /* colour by layer, dash type by query type */
                 fprintf(gp, " title 'layer %ld, %s'", a->layer, types[q]);

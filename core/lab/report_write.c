@@ -270,7 +270,8 @@ static void md_legend(const R *r, FILE *f, int sink) {
     double mg = r->margin;
     fprintf(f,
             "## How to read the tables\n\n"
-            "One row per variant label, in sweep order.\n\n"
+            "One row per variant label, in sweep order: a sweep's first table holds the loss and its tests, the "
+            "second the probes, the cost and the paper's figures.\n\n"
             "- **n**: finished runs (seeds). Every mean and standard deviation is over these; `±` is the sample "
             "standard deviation (n − 1). **div**: diverged runs, counted apart and left out of the means.\n"
             "- **val loss**, **val PPL**: final validation loss (nats per byte token) and perplexity "
@@ -327,20 +328,27 @@ static void md_legend(const R *r, FILE *f, int sink) {
             "F-Attn and M-Act lower with a gate). `–`: no value.\n\n");
 }
 
-static int write_md_table(const R *r, FILE *f, const RSweep *s) {
+/* Column j in report.md's table `part` of a sweep: 0 the loss and its
+ * tests, 1 the probes, the cost and the paper's figures (each with the
+ * label first): one table of every column was 25 wide. */
+static int md_col_in(const RSweep *s, int j, int part) {
+    return col_on(s, j) && (j == C_LABEL || (j >= C_FATTN) == part);
+}
+
+static int write_md_table(const R *r, FILE *f, const RSweep *s, int part) {
     fprintf(f, "|");
     for (int j = 0; j < NCOL; j++)
-        if (col_on(s, j)) fprintf(f, " %s |", COLS[j].md);
+        if (md_col_in(s, j, part)) fprintf(f, " %s |", COLS[j].md);
     fprintf(f, "\n|");
     for (int j = 0; j < NCOL; j++)
-        if (col_on(s, j)) fprintf(f, "%s|", COLS[j].align == 'l' ? "---" : "--:");
+        if (md_col_in(s, j, part)) fprintf(f, "%s|", COLS[j].align == 'l' ? "---" : "--:");
     fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
         cells(r, s, k, " ± ", "±", "*", "–", &c);
         fprintf(f, "|");
         for (int j = 0; j < NCOL; j++) {
-            if (!col_on(s, j)) continue;
+            if (!md_col_in(s, j, part)) continue;
             fprintf(f, " ");
             if (COLS[j].text)
                 rep_md_text(f, c.text[j]);
@@ -534,12 +542,15 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
         fprintf(f, "\n\n");
     } else
         fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
-    write_md_table(r, f, s);
+    write_md_table(r, f, s, 0);
     fprintf(f, "\n");
     if (s->base >= 0) {
         rep_family_text(r, f, s, 1);
         fprintf(f, "\n\n");
     }
+    fprintf(f, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n");
+    write_md_table(r, f, s, 1);
+    fprintf(f, "\n");
     if (rep_write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
