@@ -178,10 +178,20 @@ void rep_gp_tail(R *r, FILE *f, const char *base) {
     fprintf(f, "set output\n");
 }
 
+void rep_gp_item(FILE *gp, int first, const char *base, int index, const char *how) {
+    fprintf(gp, "%s '%s.dat' index %d %s", first ? "" : ", \\\n    ", base, index, how);
+}
+
+void rep_gp_title(FILE *gp, const char *text) {
+    fprintf(gp, " title ");
+    rep_gp_str(gp, text);
+}
+
 void rep_gp_band(FILE *gp, const char *base, int index, int c) {
-    fprintf(gp, "%s '%s.dat' index %d using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' "
-                "fs transparent solid 0.15 noborder notitle",
-            index ? ", \\\n    " : "", base, index, REP_GP_COLOURS[c % REP_GP_NCOLOURS]);
+    char how[160];
+    snprintf(how, sizeof how, "using 1:($2-$3):($2+$3) with filledcurves fc rgb '%s' fs transparent solid 0.15 "
+                              "noborder notitle", REP_GP_COLOURS[c % REP_GP_NCOLOURS]);
+    rep_gp_item(gp, !index, base, index, how);
 }
 
 /* The end of a plot command of `blocks` series (a NaN placeholder when

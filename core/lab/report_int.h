@@ -544,6 +544,11 @@ enum { REP_MAX_BANDS = 4 };
  * filled band of mean +- std in colour c (after a separator unless index
  * is 0: bands come first, so that none covers another series' line). */
 void rep_gp_band(FILE *gp, const char *base, int index, int c);
+/* One clause of a plot command, "'BASE.dat' index N HOW" (HOW: "using 1:2
+ * with linespoints"), after the separator of clauses unless it is first. */
+void rep_gp_item(FILE *gp, int first, const char *base, int index, const char *how);
+/* " title 'TEXT'" (rep_gp_str's quoting). */
+void rep_gp_title(FILE *gp, const char *text);
 
 /* ------------------------------------------------------------------ */
 /* report_plot.c, report_plot_sections.c                               */

@@ -149,11 +149,9 @@ static int plot_series(R *r, RSweep *s, const char *key, int per_layer, const ch
     int nl = 0;
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
         if (!all[k].n) continue;
-        fprintf(gp, "%s '%s.dat' index %d using %s with %s", b || nl ? ", \\\n    " : "", base, nl,
-                multi && per_layer ? "1:2:3" : "1:2", multi && per_layer ? "yerrorlines" : "linespoints");
+        rep_gp_item(gp, !b && !nl, base, nl, multi && per_layer ? "using 1:2:3 with yerrorlines" : "using 1:2 with linespoints");
         rep_gp_series_look(gp, nl);
-        fprintf(gp, " title ");
-        rep_gp_str(gp, s->vars[k].label);
+        rep_gp_title(gp, s->vars[k].label);
         nl++;
     }
     if (rc == 0) rep_gp_end(r, gp, base, blocks);
@@ -200,7 +198,7 @@ static int gate_hist_write(R *r, RSweep *s, int k, Hists *h) {
             HistAcc *a = &acc[j];
             fprintf(dat, "# layer %ld (%d runs): bin centre, fraction, count\n", a->layer, a->nruns);
             rep_hist_write(dat, a);
-            fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", j ? ", \\\n    " : "", base, j);
+            rep_gp_item(gp, !j, base, j, "using 1:2 with histeps lw 2");
             rep_gp_look(gp, j, j / REP_GP_NCOLOURS, -1); /* as rep_gp_series_look, without points */
             fprintf(gp, " title 'layer %ld'", a->layer);
         }
@@ -365,10 +363,9 @@ static void lr_write(R *r, const RSweep *s, LrPlot *p, const char *base, FILE *d
         fprintf(dat, "# %s: lr, mean final val loss, std, finished runs\n", q->name);
         rep_pts_write(&q->fin, dat, NULL, NULL, NULL);
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+        rep_gp_item(gp, !blocks, base, blocks, "using 1:2:3 with yerrorlines");
         rep_gp_series_look(gp, blocks);
-        fprintf(gp, " title ");
-        rep_gp_str(gp, q->name);
+        rep_gp_title(gp, q->name);
         blocks++;
     }
     if (ndiv) {
@@ -376,8 +373,7 @@ static void lr_write(R *r, const RSweep *s, LrPlot *p, const char *base, FILE *d
         for (int j = 0; j < p->n; j++)
             for (int i = 0; i < p->ser[j].div.n; i++) fprintf(dat, "%.10g %.10g %d\n", p->ser[j].div.p[i].x, ydiv, j);
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb 'red' title 'diverged'",
-                blocks ? ", \\\n    " : "", base, blocks);
+        rep_gp_item(gp, !blocks, base, blocks, "using 1:2 with points pt 2 ps 2.5 lw 2 lc rgb 'red' title 'diverged'");
     }
     fprintf(gp, "\n");
     rep_gp_tail(r, gp, base);

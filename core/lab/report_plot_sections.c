@@ -70,7 +70,9 @@ int rep_plot_heads(R *r, RSweep *s) {
         for (int k = 0; k < s->nvars; k++) {
             const HeadMap *m = &s->vars[k].heads;
             if (!m->nl) continue;
-            fprintf(gp, "%s '%s.dat' index %d matrix using ($1+%d):2:3 with image", i ? ", \\\n    " : "", base, i, x0);
+            char how[64];
+            snprintf(how, sizeof how, "matrix using ($1+%d):2:3 with image", x0);
+            rep_gp_item(gp, !i, base, i, how);
             x0 += m->nh + 1;
             i++;
         }
@@ -145,10 +147,9 @@ int rep_plot_ppl(R *r, RSweep *s) {
                 break;
             }
             /* colour by row, dash type by series; the point type by row too, for rows past the colours */
-            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+            rep_gp_item(gp, !blocks, base, blocks, "using 1:2:3 with yerrorlines");
             rep_gp_look(gp, k, j, k);
-            fprintf(gp, " title ");
-            rep_gp_str(gp, t);
+            rep_gp_title(gp, t);
             free(t);
             blocks++;
         }
@@ -214,11 +215,9 @@ static int plot_quant(R *r, RSweep *s) {
         if (!lines) continue;
         row++;
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorbars ps 1.5 lw 2", blocks ? ", \\\n    " : "", base,
-                blocks);
+        rep_gp_item(gp, !blocks, base, blocks, "using 1:2:3 with yerrorbars ps 1.5 lw 2");
         rep_gp_series_look(gp, blocks);
-        fprintf(gp, " title ");
-        rep_gp_str(gp, s->vars[k].label);
+        rep_gp_title(gp, s->vars[k].label);
         blocks++;
     }
     if (rc == 0) rep_gp_end(r, gp, base, blocks);
@@ -283,11 +282,9 @@ static int plot_quant_mact(R *r, RSweep *s, int q) {
         }
         if (!lines) continue;
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2 with points ps 1.5 lw 2", blocks ? ", \\\n    " : "", base,
-                blocks);
+        rep_gp_item(gp, !blocks, base, blocks, "using 1:2 with points ps 1.5 lw 2");
         rep_gp_series_look(gp, k);
-        fprintf(gp, " title ");
-        rep_gp_str(gp, v->label);
+        rep_gp_title(gp, v->label);
         blocks++;
     }
     if (rc == 0) rep_gp_end(r, gp, base, blocks);
@@ -380,10 +377,9 @@ int rep_plot_drop(R *r, RSweep *s) {
                 rc = -1;
                 break;
             }
-            fprintf(gp, "%s '%s.dat' index %d using 1:2:3 with yerrorlines", blocks ? ", \\\n    " : "", base, blocks);
+            rep_gp_item(gp, !blocks, base, blocks, "using 1:2:3 with yerrorlines");
             rep_gp_look(gp, k, c, c); /* colour by row; dash and point type by rule */
-            fprintf(gp, " title ");
-            rep_gp_str(gp, t);
+            rep_gp_title(gp, t);
             free(t);
             blocks++;
         }
@@ -478,11 +474,9 @@ int rep_plot_budget(R *r, RBudget *b) {
         }
         if (!lines) continue;
         fprintf(dat, "\n\n");
-        fprintf(gp, "%s '%s.dat' index %d using 1:2:3:4 with yerrorlines", blocks ? ", \\\n    " : "", b->fname,
-                blocks);
+        rep_gp_item(gp, !blocks, b->fname, blocks, "using 1:2:3:4 with yerrorlines");
         rep_gp_series_look(gp, blocks);
-        fprintf(gp, " title ");
-        rep_gp_str(gp, s0->vars[k].label);
+        rep_gp_title(gp, s0->vars[k].label);
         blocks++;
     }
     if (rc == 0) rep_gp_end(r, gp, b->fname, blocks);
@@ -561,15 +555,14 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
         if (all[j].n) rep_gp_band(gp, base, b, j / 2), b++;
     for (int j = 0, b = 0; rc == 0 && j < ns; j++) {
         if (!all[j].n) continue;
-        fprintf(gp, "%s '%s.dat' index %d using 1:2 with linespoints", b || bands ? ", \\\n    " : "", base, b);
+        rep_gp_item(gp, !b && !bands, base, b, "using 1:2 with linespoints");
         rep_gp_look(gp, j / 2, j % 2, j / 2); /* colour by row; dash type by query type: other solid, trigger dashed */
         char *t = rep_fmt(r, "%s (%s)", s->vars[j / 2].label, p->types[j % 2]);
         if (!t) {
             rc = -1;
             break;
         }
-        fprintf(gp, " title ");
-        rep_gp_str(gp, t);
+        rep_gp_title(gp, t);
         free(t);
         b++;
     }
@@ -630,7 +623,7 @@ static int plot_bb_gate(R *r, RSweep *s, int k) {
                 fprintf(dat, "# layer %ld, %s queries (%d runs): bin centre, share, count\n", a->layer, types[q],
                         a->nruns);
                 rep_hist_write(dat, a);
-                fprintf(gp, "%s '%s.dat' index %d using 1:2 with histeps lw 2", b ? ", \\\n    " : "", base, b);
+                rep_gp_item(gp, !b, base, b, "using 1:2 with histeps lw 2");
                 rep_gp_look(gp, (int)a->layer, q, -1); /* colour by layer, dash type by query type */
                 fprintf(gp, " title 'layer %ld, %s'", a->layer, types[q]);
             }
