@@ -2,7 +2,8 @@
 #
 # The core is layered (README, "Layout"): core/util < core/nn < core/run <
 # core/lab < cli; `make layers` fails when a file includes a header of a
-# higher layer.  Only the network (core/nn, the code that uses `real`) is
+# higher layer; `make sizes` fails when a file or a function grew past its
+# limit.  Only the network (core/nn, the code that uses `real`) is
 # compiled twice: in single precision (build/libgated.a, the product) and in
 # double precision (build/libgated_f64.a: the f64 network plus the same
 # util/run/lab objects, used only by the finite-difference gradient tests,
@@ -34,12 +35,14 @@ CLI_SRC  := $(sort $(wildcard cli/*.c))
 T32_SRC  := $(sort $(wildcard tests/test_*.c))
 T64_SRC  := $(sort $(wildcard tests/f64_*.c))
 TUTIL    := tests/testutil.c
+# Fixtures that several suites of test_f32 share (tests/NAME_fx.c, NAME_fx.h).
+TFX_SRC  := $(sort $(wildcard tests/*_fx.c))
 
 OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps slurm-deps test-slurm clean xcheck layers links check-results FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps slurm-deps test-slurm clean xcheck layers links sizes check-results FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -66,7 +69,8 @@ $(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
 
 # The CLI's pieces that have unit tests of their own.
 TCLI_OBJ := $(BUILD)/f32/cli/blas_kernel.o
-$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TCLI_OBJ) $(BUILD)/libgated.a
+$(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o) $(TCLI_OBJ) \
+                   $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
 $(BUILD)/test_f64: $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o) $(BUILD)/libgated_f64.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
@@ -108,9 +112,16 @@ links:
 	$(PYTHON) tools/check_links.py --self-test
 	$(PYTHON) tools/check_links.py
 
+# Files and functions stay small (tools/check_sizes.sh: no .c or .h file
+# over 1,000 lines, no function over 100 but a short allow-list, each with
+# its reason; its --self-test plants violations and must see them refused).
+sizes:
+	tools/check_sizes.sh --self-test
+	tools/check_sizes.sh
+
 # The Criterion suites alone (also what `make sanitize` runs).
 TEST_JOBS ?= 2
-check: layers all $(BUILD)/test_f32 $(BUILD)/test_f64
+check: layers sizes all $(BUILD)/test_f32 $(BUILD)/test_f64
 	$(TEST_ENV) $(BUILD)/test_f32 --jobs $(TEST_JOBS)
 	$(TEST_ENV) $(BUILD)/test_f64 --jobs $(TEST_JOBS)
 
@@ -134,8 +145,10 @@ sanitize: deps
 # gnuplot-nox ImageMagick and Ghostscript (125 packages instead of 54);
 # nothing here uses what the recommends add.
 # parallel: GNU parallel, for the tested scale-out recipe (tests/test_sweep.c).
+# python3-pandas: the README's export example (read_csv and a groupby), which
+# tests/test_export.c runs on an export.
 DEB_PKGS := libopenblas-dev libyaml-dev libsqlite3-dev libcriterion-dev pkg-config python3-torch python3-numpy gnuplot-nox \
-            valgrind parallel
+            valgrind parallel python3-pandas
 # Slurm and munge for make test-slurm only (8 packages, 13 MB): not in
 # DEB_PKGS, since on a host with systemd installing them enables and starts
 # a system-wide munged (and slurmd / slurmctld units), which make test has
@@ -177,7 +190,7 @@ test-slurm: deps
 clean:
 	rm -rf build build-san build-perf
 
-T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o)
+T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o)
 T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLIOBJ:.o=.d) $(T32OBJ:.o=.d) $(T64OBJ:.o=.d)
 

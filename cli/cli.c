@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "run/store.h"
@@ -19,6 +20,22 @@ enum { OPT_BASE = 256, OPT_VERSION = 1 };
 const char *cli_default_db(void) {
     const char *e = getenv("GATED_DB");
     return e && *e ? e : CLI_DEFAULT_DB;
+}
+
+int cli_require_db(const Command *cmd, const char *db) {
+    if (access(db, F_OK) == 0) return 0;
+    char *dir = cli_dir_of(db), *manifest = NULL, qdb[600];
+    int parts = dir && asprintf(&manifest, "%s/db/MANIFEST.tsv", dir) >= 0 && access(manifest, F_OK) == 0;
+    free(dir);
+    free(manifest);
+    const char *hint = parts ? "the committed results: build it with `make results-db`"
+                       : strcmp(db, CLI_DEFAULT_DB) != 0
+                           ? "gated train or gated sweep with this --db creates it; the committed results: "
+                             "`make results-db`, then --db results/gated.db"
+                           : "train a run or run a sweep first, or pass --db PATH; the committed results: "
+                             "`make results-db`, then --db results/gated.db";
+    fprintf(stderr, "gated %s: %s: no such database (%s)\n", cmd->name, store_escape(db, qdb, sizeof qdb), hint);
+    return 1;
 }
 
 const Command *cli_find(const char *name) {

@@ -56,6 +56,12 @@ typedef struct Command {
 extern const Command *const cli_commands[];
 const Command *cli_find(const char *name);
 
+/* 0 when the database db exists; else 1, having said so on stderr with
+ * what makes one: `make results-db` where the committed parts lie beside
+ * it (DIR/db/MANIFEST.tsv), else how to create one, and (db is not --db's
+ * or $GATED_DB's choice) that --db names another. */
+int cli_require_db(const Command *cmd, const char *db);
+
 /* getopt_long over a command's options; see cli_next. */
 enum { CLI_MAX_OPTS = 24 };
 typedef struct {

@@ -176,10 +176,7 @@ static int run_eval(int argc, char **argv) {
     if (nt == 0 && !sweep) return cli_usage_error(&cmd_eval, "no RUN, CHECKPOINT or --sweep given");
     /* results go to the run's row in an existing database: a missing one is
      * an error, and nothing is created */
-    if (access(o.db_path, F_OK) != 0) {
-        fprintf(stderr, "gated eval: %s: no such database (train or sweep first, or pass --db)\n", o.db_path);
-        return EXIT_BADINPUT;
-    }
+    if (cli_require_db(&cmd_eval, o.db_path)) return EXIT_BADINPUT;
     o.lengths = lists.lengths;
     o.nlengths = nl;
     o.quant = lists.quant;

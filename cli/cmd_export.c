@@ -98,10 +98,7 @@ static int run_export(int argc, char **argv) {
     char **rest;
     if (rc < 0 && o == CLI_EXIT) rc = a.status;
     if (rc < 0 && cli_rest(&a, &rest) > 0) rc = cli_usage_error(&cmd_export, "takes no argument (got \"%s\")", rest[0]);
-    if (rc < 0 && access(db, F_OK) != 0) {
-        fprintf(stderr, "gated export: %s: no such database (train a run first, or pass --db)\n", db);
-        rc = EXIT_BADINPUT;
-    }
+    if (rc < 0 && cli_require_db(&cmd_export, db)) rc = EXIT_BADINPUT;
     Store *st = NULL;
     char err[1024];
     if (rc < 0 && store_open_ro(&st, db, err, sizeof err)) {
@@ -122,6 +119,7 @@ const Command cmd_export = {
     "Columns: run_id, name, status, seed, sweep, label, key, context, layer, head, step, value, t (when the\n"
     "database records it), then the config keys chosen by --config.  layer and head are split out of\n"
     "context (\"layer=1,head=3\"); sweep and label are the run's first sweep by name, or --sweep's.\n"
+    "A config key that has no effect on a run (the gate's keys of an ungated run, ...) is empty.\n"
     "CSV: RFC 4180; a text cell starting with = + - @ gets a leading ' (spreadsheets run those).\n"
     "JSON lines: the same members on every line, null where empty.  README, \"Export\".\n"
     "stdout: the rows, or with --out the file's name and row count.\n",

@@ -3,6 +3,9 @@
  * (core/lab/report.h says what is written).
  *
  * --margin NATS is the equivalence margin of the TOST verdicts (default 0.02).
+ * --ref LABEL compares each sweep's rows with its row LABEL instead of its
+ * baseline row (sweeps without such a row keep theirs; none: exit 2), so
+ * comparing, say, a tanh gate with the sigmoid one needs no edited sweep.
  * Writes DIR/report.md (md) or DIR/SWEEP.csv / DIR/SWEEP.tex, and plots in
  * DIR/plots/ (gnuplot; without it a warning, and the tables anyway).
  * Exit 0 ok, 2 bad input (missing or corrupt database, unknown sweep, bad
@@ -16,7 +19,7 @@
 #include "commands.h"
 #include "lab/report.h"
 
-enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O_MARGIN, O__COUNT };
+enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O_MARGIN, O_REF, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_SWEEP] = {"sweep", "NAME", "this sweep only (default: every sweep in the database)", 0},
@@ -24,6 +27,7 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_OUT] = {"out", "DIR", "where to write (default: the database's directory/report)", 0},
     [O_NO_PLOTS] = {"no-plots", NULL, "tables only: no gnuplot", 0},
     [O_MARGIN] = {"margin", "NATS", "equivalence margin of the TOST verdict, in nats (default: 0.02)", 0},
+    [O_REF] = {"ref", "LABEL", "compare every row with the row LABEL, in place of the sweep's baseline: row", 0},
 };
 
 static int run_report(int argc, char **argv) {
@@ -41,6 +45,7 @@ static int run_report(int argc, char **argv) {
         if (k == O_SWEEP) o.sweep = v;
         if (k == O_OUT) o.out_dir = v;
         if (k == O_NO_PLOTS) o.no_plots = 1;
+        if (k == O_REF) o.ref = v;
         if (k == O_MARGIN) {
             char *end;
             o.margin = strtod(v, &end);
@@ -58,6 +63,7 @@ static int run_report(int argc, char **argv) {
     if (k == CLI_EXIT) return a.status;
     char **rest;
     if (cli_rest(&a, &rest)) return cli_usage_error(&cmd_report, "takes no argument (got \"%s\")", rest[0]);
+    if (cli_require_db(&cmd_report, o.db_path)) return EXIT_BADINPUT;
     /* by default the report sits beside its database: results/gated.db -> results/report */
     char *dir = NULL, *out = NULL;
     if (!o.out_dir) {

@@ -30,10 +30,7 @@ static int run_store(const Command *cmd, int argc, char **argv) {
     int n = cli_rest(&a, &rest);
     if (show && n != 1) return n ? cli_usage_error(cmd, "one RUN, not %d", n) : cli_usage_error(cmd, "no RUN given");
     if (!show && n) return cli_usage_error(cmd, "takes no argument (got \"%s\")", rest[0]);
-    if (access(db, F_OK) != 0) {
-        fprintf(stderr, "gated %s: %s: no such database (train a run first, or pass --db)\n", cmd->name, db);
-        return EXIT_BADINPUT;
-    }
+    if (cli_require_db(cmd, db)) return EXIT_BADINPUT;
     char err[1024];
     Store *st;
     if (store_open_ro(&st, db, err, sizeof err)) {

@@ -9,7 +9,8 @@
 
 extern const Command cmd_info, cmd_xcheck; /* cmd_info.c */
 extern const Command cmd_train;            /* cmd_train.c */
-extern const Command cmd_sweep, cmd_merge; /* cmd_sweep.c */
+extern const Command cmd_sweep;            /* cmd_sweep.c */
+extern const Command cmd_merge;            /* cmd_merge.c */
 extern const Command cmd_eval;             /* cmd_eval.c */
 extern const Command cmd_report;           /* cmd_report.c */
 extern const Command cmd_export;           /* cmd_export.c */

@@ -19,6 +19,7 @@
 
 #include "lab/sweep.h"
 #include "testutil.h"
+#include "util/util.h"
 
 /* Every command of `gated`, as `gated --help` lists them. */
 static const char *const COMMANDS[] = {"info", "xcheck", "train", "sweep", "merge",   "eval", "report",
@@ -287,6 +288,55 @@ Test(cli, the_default_database_leaves_a_checkout_clean, .timeout = 120) {
     cr_expect_eq(r.status, 2);
     cr_expect_not_null(strstr(r.err, "elsewhere/e.db: no such database"), "%s", r.err);
     result_free(&r);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A database that does not exist: every reading command says what makes
+ * one.  results/gated.db beside the committed parts (results/db/): `make
+ * results-db`; a --db or $GATED_DB path elsewhere: what creates it, and
+ * no "pass --db" (it was passed); the default path: pass --db. */
+Test(cli, a_missing_database_says_what_makes_one) {
+    gated_bin();
+    char dir[64], path[256];
+    test_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/results/db", dir);
+    cr_assert_eq(util_mkdir_p(path), 0);
+    snprintf(path, sizeof path, "%s/results/db/MANIFEST.tsv", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fclose(f), 0);
+    static const char *const cmds[][4] = {{"ls", NULL}, {"show", "x", NULL}, {"export", NULL}, {"report", NULL},
+                                          {"eval", "--lengths", "64", "x"}};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *args[8];
+        int n = 0;
+        for (int j = 0; j < 4 && cmds[i][j]; j++) args[n++] = cmds[i][j];
+        args[n] = "--db", args[n + 1] = "results/gated.db", args[n + 2] = NULL;
+        Result r = gated_in(dir, NULL, args);
+        cr_expect_eq(r.status, 2, "%s: %d", cmds[i][0], r.status);
+        cr_expect_not_null(strstr(r.err, "results/gated.db: no such database (the committed results: build it "
+                                         "with `make results-db`)"),
+                           "%s: %s", cmds[i][0], r.err);
+        result_free(&r);
+        args[n + 1] = "other/x.db"; /* no parts beside it */
+        r = gated_in(dir, NULL, args);
+        cr_expect_eq(r.status, 2);
+        cr_expect_not_null(strstr(r.err, "other/x.db: no such database (gated train or gated sweep with this --db "
+                                         "creates it"),
+                           "%s: %s", cmds[i][0], r.err);
+        cr_expect_null(strstr(r.err, "pass --db"), "%s: %s", cmds[i][0], r.err);
+        result_free(&r);
+    }
+    Result r = gated_in(dir, "elsewhere.db", (const char *[]){"ls", NULL});
+    cr_expect_null(strstr(r.err, "pass --db"), "%s", r.err);
+    result_free(&r);
+    r = gated_in(dir, NULL, (const char *[]){"ls", NULL});
+    cr_expect_not_null(strstr(r.err, ".gated/gated.db: no such database (train a run or run a sweep first, or pass "
+                                     "--db PATH"),
+                       "%s", r.err);
+    result_free(&r);
+    char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }

@@ -255,7 +255,8 @@ static const BadYaml bad_yaml[] = {
     /* 7 */ {"model:\n  qk_norm: yes\n", ":2:12: error: model.qk_norm: expected true or false, got \"yes\"", 0},
     /* 8 */
     {"model:\n  gate:\n    position: foo\n",
-     ":3:15: error: model.gate.position: expected one of none, sdpa, value, key, query, dense, got \"foo\"", 0},
+     ":3:15: error: model.gate.position: expected one of none, sdpa (G1), value (G2), key (G3), query (G4), dense "
+     "(G5), got \"foo\"", 0},
     /* 9 */ {"model:\n  n_layer: 300\n", ":2:12: error: model.n_layer: expected integer in [1, 256], got \"300\"", 0},
     /* 10 */
     {"model:\n  norm_eps: 1\n", ":2:13: error: model.norm_eps: expected number in [1e-12, 0.01], got \"1\"", 0},

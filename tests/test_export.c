@@ -383,6 +383,10 @@ static const char CHECK_PY[] =
     "        init = cfg.get('train.init_from', '' if fmt == 'csv' else None)  # missing: at its default\n"
     "        assert text(r['train.init_from'], fmt) == init, (fmt, r['train.init_from'])\n"
     "        assert str(r['model.gate.position']) == cfg['model.gate.position']\n"
+    "        # a key without effect on the run (the gate's, ungated) is empty, never the default it holds\n"
+    "        act = cfg['model.gate.activation'] if cfg['model.gate.position'] != 'none' else ('' if fmt == 'csv'\n"
+    "            else None)\n"
+    "        assert r['model.gate.activation'] == act, (fmt, r['model.gate.activation'], act)\n"
     "        assert num(r['model.d_model'], fmt, int) == cfg['model.d_model']\n"
     "    assert seen == set(want), (fmt, len(seen), len(want))\n"
     "    return len(seen)\n"
@@ -395,6 +399,10 @@ static const char CHECK_PY[] =
     "recs = [json.loads(l, parse_constant=strict) for l in lines[:-1]]\n"
     "assert all(list(r) == list(recs[0]) for r in recs), 'the same members on every line'\n"
     "m = check(recs, 'jsonl')\n"
+    "import pandas as pd  # the README's example (make deps installs python3-pandas)\n"
+    "df = pd.read_csv(csv_path)\n"
+    "assert len(df) == n, (len(df), n)\n"
+    "assert len(df[df.key == 'val_loss'].groupby(['label', 'step']).value.mean()) > 0\n"
     "print('rows', n, m)\n";
 
 Test(export, csv_and_jsonl_load_in_python_one_line_per_metric_row, .timeout = 120) {
@@ -472,6 +480,8 @@ Test(export, filters_config_columns_and_errors, .timeout = 120) {
     cr_assert(strstr(r.out, ",model.gate.position") && strstr(r.out, ",train.seed") &&
               strstr(r.out, ",train.init_from"), "%s", r.out);
     cr_assert(!strstr(r.out, ",model.d_model") && !strstr(r.out, ",train.lr,"), "%s", r.out);
+    /* the runs agree on sigmoid, but it is the gated run's alone: the ungated one's cell is empty */
+    cr_assert(strstr(r.out, ",model.gate.activation"), "%s", r.out);
     result_free(&r);
     r = GATED("export", "--db", db, "--key", "val_loss", "--run", NAME_A);
     cr_assert_eq(r.status, 0, "%s", r.err);

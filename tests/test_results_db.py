@@ -107,6 +107,9 @@ class ResultsDb(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("unpack: 3 parts into", r.stdout)
         self.assertIn("; verified", r.stdout)
+        # progress, a line per part, on stderr
+        self.assertIn("results_db: unpack: part 1/3 'alpha' (2 runs)\nresults_db: unpack: part 2/3 'beta' (0 runs)\n"
+                      "results_db: unpack: part 3/3 'gamma' (2 runs)\n", r.stderr)
         for sql in ("SELECT run_id, name, status, config_json, code_version, started_at, ended_at FROM runs",
                     "SELECT run_id, key, context, step, value, t FROM metrics",
                     "SELECT run_id, key, context, value, text FROM summary",

@@ -473,7 +473,9 @@ def cmd_unpack(a):
                 src.backup(dst)
                 dst.close()
                 src.close()
-            for p in sorted(man):
+            for i, p in enumerate(sorted(man)):
+                # a line per part: the whole unpack takes a while (results/db: ~20 s)
+                say("unpack: part %d/%d %s (%d runs)" % (i + 1, len(man), show(p), man[p]["runs"]))
                 raw = os.path.join(tmp, p + ".db")
                 decompress(part_file(a.dir, p), raw, man[p]["db_bytes"])
                 r = subprocess.run([a.gated, "merge", out, raw], stdout=subprocess.DEVNULL,

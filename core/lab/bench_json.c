@@ -420,6 +420,92 @@ static int reps_needed(double alpha) {
     return 999;
 }
 
+/* What a comparison found: the lists of its closing lines. */
+typedef struct {
+    int nreg, nmiss, nfew, nnoise;
+    char regs[4096], miss[4096], few[4096], noise[4096];
+} CmpTally;
+
+/* Case a of base against its namesake in B: one line of the table, and the
+ * case in the tally's lists.  0, or -1 out of memory (said on errf). */
+static int compare_case(const CmpCase *a, const CmpSet *B, double thr, double alpha, int w, FILE *out, FILE *errf,
+                        CmpTally *t) {
+    const CmpCase *b = NULL;
+    for (int k = 0; k < B->n; k++)
+        if (strcmp(B->c[k].name, a->name) == 0) b = &B->c[k];
+    double va = cmp_value(a), vb = b ? cmp_value(b) : NAN;
+    char sa[32], sb[32], qn[768];
+    fmt_val(sa, sizeof sa, va, a->is_time);
+    fmt_val(sb, sizeof sb, vb, a->is_time);
+    store_escape(a->name, qn, sizeof qn);
+    if (!b || isnan(vb)) {
+        t->nmiss++;
+        list_add(t->miss, sizeof t->miss, "%s", qn);
+        fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, qn, sa, "-", "", "", "MISSING in head");
+        return 0;
+    }
+    double ch = va > 0 ? 100.0 * (vb - va) / va : (vb > va ? INFINITY : 0);
+    /* times are measurements: over the threshold is not enough, the
+     * repetitions must differ significantly (Mann-Whitney U, as Google
+     * Benchmark's compare.py); counters (callgrind's instructions) are
+     * exact, the threshold alone decides */
+    char ps[16] = "-", verdict[64] = "ok";
+    int sig = 1;
+    if (a->is_time) {
+        MWUTest mw;
+        if (stats_mann_whitney_min_p(a->nit, b->nit) >= alpha) {
+            snprintf(verdict, sizeof verdict, "not tested (%d vs %d repetitions)", a->nit, b->nit);
+            t->nfew++;
+            list_add(t->few, sizeof t->few, "%s (%+.1f%%, %d vs %d)", qn, ch, a->nit, b->nit);
+            fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
+            return 0;
+        }
+        if (stats_mann_whitney(a->it, a->nit, b->it, b->nit, &mw)) {
+            fprintf(errf, "gated compare: out of memory\n");
+            return -1;
+        }
+        snprintf(ps, sizeof ps, "%.4f", mw.p);
+        sig = mw.p < alpha;
+    }
+    if (ch > thr && sig) {
+        snprintf(verdict, sizeof verdict, "REGRESSION");
+        t->nreg++;
+        if (a->is_time)
+            list_add(t->regs, sizeof t->regs, "%s (%+.1f%%, p %s)", qn, ch, ps);
+        else
+            list_add(t->regs, sizeof t->regs, "%s (%+.1f%%)", qn, ch);
+    } else if (ch < -thr && sig) {
+        snprintf(verdict, sizeof verdict, "faster");
+    } else if (fabs(ch) > thr) {
+        snprintf(verdict, sizeof verdict, "%s, not significant", ch > 0 ? "slower" : "faster");
+        t->nnoise++;
+        list_add(t->noise, sizeof t->noise, "%s (%+.1f%%, p %s)", qn, ch, ps);
+    }
+    fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
+    return 0;
+}
+
+/* The closing lines: the regressions, the changes that are not significant,
+ * the cases not tested, the missing ones (or that nothing regressed). */
+static void compare_summary(const CmpTally *t, const char *head, const char *metric, double thr, double alpha,
+                            int is_time, int ncases, FILE *out) {
+    char test[96] = "";
+    if (is_time) snprintf(test, sizeof test, ", Mann-Whitney U p < %.3g", alpha);
+    if (t->nreg) fprintf(out, "regressions over %.3g%% (%s%s): %s\n", thr, metric, test, t->regs);
+    if (t->nnoise)
+        fprintf(out, "over %.3g%% but not significant (p >= %.3g; not regressions): %s\n", thr, alpha, t->noise);
+    if (t->nfew)
+        fprintf(out,
+                "not tested (not regressions): too few repetitions for p < %.3g: with n against m repetitions "
+                "the smallest p is 2 / C(n + m, n) (0.1 for 3 against 3); %d against %d is the fewest that can "
+                "reach it (9 or more recommended): %s\n",
+                alpha, reps_needed(alpha), reps_needed(alpha), t->few);
+    if (t->nmiss) fprintf(out, "missing in %s: %s\n", head, t->miss);
+    if (!t->nreg && !t->nmiss)
+        fprintf(out, "no regression over %.3g%% (%s%s) in %d cases%s\n", thr, metric, test, ncases,
+                t->nfew ? " (some not tested: see above)" : "");
+}
+
 int bench_compare_files(const char *base, const char *head, const BenchCompareOpts *o, FILE *out, FILE *errf) {
     const char *metric = o && o->metric ? o->metric : "real_time";
     double thr = o ? o->threshold : 5;
@@ -441,65 +527,10 @@ int bench_compare_files(const char *base, const char *head, const BenchCompareOp
     for (int i = 0; i < A.n; i++)
         if ((int)strlen(A.c[i].name) > w) w = (int)strlen(A.c[i].name);
     fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, "case", "base", "head", "change", "p", "verdict");
-    int nreg = 0, nmiss = 0, nfew = 0, nnoise = 0, rc = 0;
-    char regs[4096] = "", miss[4096] = "", few[4096] = "", noise[4096] = "";
-    for (int i = 0; i < A.n; i++) {
-        const CmpCase *a = &A.c[i];
-        const CmpCase *b = NULL;
-        for (int k = 0; k < B.n; k++)
-            if (strcmp(B.c[k].name, a->name) == 0) b = &B.c[k];
-        double va = cmp_value(a), vb = b ? cmp_value(b) : NAN;
-        char sa[32], sb[32], qn[768];
-        fmt_val(sa, sizeof sa, va, a->is_time);
-        fmt_val(sb, sizeof sb, vb, a->is_time);
-        store_escape(a->name, qn, sizeof qn);
-        if (!b || isnan(vb)) {
-            nmiss++;
-            list_add(miss, sizeof miss, "%s", qn);
-            fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, qn, sa, "-", "", "", "MISSING in head");
-            continue;
-        }
-        double ch = va > 0 ? 100.0 * (vb - va) / va : (vb > va ? INFINITY : 0);
-        /* times are measurements: over the threshold is not enough, the
-         * repetitions must differ significantly (Mann-Whitney U, as Google
-         * Benchmark's compare.py); counters (callgrind's instructions) are
-         * exact, the threshold alone decides */
-        char ps[16] = "-", verdict[64] = "ok";
-        int sig = 1;
-        if (a->is_time) {
-            MWUTest t;
-            if (stats_mann_whitney_min_p(a->nit, b->nit) >= alpha) {
-                snprintf(verdict, sizeof verdict, "not tested (%d vs %d repetitions)", a->nit, b->nit);
-                nfew++;
-                list_add(few, sizeof few, "%s (%+.1f%%, %d vs %d)", qn, ch, a->nit, b->nit);
-                fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
-                continue;
-            }
-            if (stats_mann_whitney(a->it, a->nit, b->it, b->nit, &t)) {
-                fprintf(errf, "gated compare: out of memory\n");
-                rc = 2;
-                break;
-            }
-            snprintf(ps, sizeof ps, "%.4f", t.p);
-            sig = t.p < alpha;
-        }
-        if (ch > thr && sig) {
-            snprintf(verdict, sizeof verdict, "REGRESSION");
-            nreg++;
-            if (a->is_time)
-                list_add(regs, sizeof regs, "%s (%+.1f%%, p %s)", qn, ch, ps);
-            else
-                list_add(regs, sizeof regs, "%s (%+.1f%%)", qn, ch);
-        } else if (ch < -thr && sig) {
-            snprintf(verdict, sizeof verdict, "faster");
-        } else if (fabs(ch) > thr) {
-            snprintf(verdict, sizeof verdict, "%s, not significant", ch > 0 ? "slower" : "faster");
-            nnoise++;
-            list_add(noise, sizeof noise, "%s (%+.1f%%, p %s)", qn, ch, ps);
-        }
-        fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
-    }
-    int nnew = 0;
+    CmpTally t = {0};
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < A.n; i++)
+        if (compare_case(&A.c[i], &B, thr, alpha, w, out, errf, &t)) rc = 2;
     for (int k = 0; rc == 0 && k < B.n; k++) {
         int found = 0;
         for (int i = 0; i < A.n && !found; i++) found = strcmp(A.c[i].name, B.c[k].name) == 0;
@@ -508,27 +539,11 @@ int bench_compare_files(const char *base, const char *head, const BenchCompareOp
             fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].is_time);
             fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, store_escape(B.c[k].name, qn, sizeof qn), "-", sb, "",
                     "", "new in head");
-            nnew++;
         }
     }
-    int is_time = A.c[0].is_time;
     if (rc == 0) {
-        char test[96] = "";
-        if (is_time) snprintf(test, sizeof test, ", Mann-Whitney U p < %.3g", alpha);
-        if (nreg) fprintf(out, "regressions over %.3g%% (%s%s): %s\n", thr, metric, test, regs);
-        if (nnoise)
-            fprintf(out, "over %.3g%% but not significant (p >= %.3g; not regressions): %s\n", thr, alpha, noise);
-        if (nfew)
-            fprintf(out,
-                    "not tested (not regressions): too few repetitions for p < %.3g: with n against m repetitions "
-                    "the smallest p is 2 / C(n + m, n) (0.1 for 3 against 3); %d against %d is the fewest that can "
-                    "reach it (9 or more recommended): %s\n",
-                    alpha, reps_needed(alpha), reps_needed(alpha), few);
-        if (nmiss) fprintf(out, "missing in %s: %s\n", head, miss);
-        if (!nreg && !nmiss)
-            fprintf(out, "no regression over %.3g%% (%s%s) in %d cases%s\n", thr, metric, test, A.n,
-                    nfew ? " (some not tested: see above)" : "");
-        rc = nreg || (nmiss && o && o->fail_missing) ? 3 : 0;
+        compare_summary(&t, head, metric, thr, alpha, A.c[0].is_time, A.n, out);
+        rc = t.nreg || (t.nmiss && o && o->fail_missing) ? 3 : 0;
     }
     cmpset_free(&A);
     cmpset_free(&B);

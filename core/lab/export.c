@@ -2,6 +2,9 @@
  * export.c — `gated export` (see export.h): the selected runs first, their
  * configs parsed once each (the config columns need them all before the
  * header), then one query per run (and per --key) on the store's views.
+ * A config key that has no effect on a run (config_key_applies: the
+ * gate's keys of an ungated run, ...) is left out of the run's config, so
+ * its cell is empty.
  * Everything read from the database is untrusted: it reaches the output
  * only through csv_fput_text / json_fput_text, and the SQL binds every
  * value.
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/config.h"
 #include "util/csv.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -138,6 +142,36 @@ static int keep_run(X *x, const char *id, char **want, int nwant) {
     return has_rows(x, id);
 }
 
+/* Drop from run r's config the keys that have no effect on the run
+ * (config_key_applies: the gate's keys of an ungated run, ...), so their
+ * cells are empty and grouping by them cannot merge runs they do not
+ * describe.  The run's Config is its members set one by one over the
+ * defaults, so a member that does not read back (a hostile string, a key
+ * of another schema) leaves the others' effect known. */
+static void drop_idle_keys(XRun *r) {
+    Config c;
+    ConfigError e;
+    config_defaults(&c);
+    Json *o = r->cfg;
+    for (int i = 0; i < o->n; i++) {
+        const char *t = json_text(o->v[i]);
+        char *set = NULL;
+        if (t && config_find(o->keys[i]) && asprintf(&set, "%s=%s", o->keys[i], t) >= 0) (void)config_set(&c, set, &e);
+        free(set);
+    }
+    int k = 0;
+    for (int i = 0; i < o->n; i++) {
+        const ConfigKey *key = config_find(o->keys[i]);
+        if (key && !config_key_applies(&c, key)) {
+            free(o->keys[i]);
+            json_free(o->v[i]);
+            continue;
+        }
+        o->keys[k] = o->keys[i], o->v[k] = o->v[i], k++;
+    }
+    o->n = k;
+}
+
 static int add_run(X *x, const char *id, const char *config_json, int *capr) {
     if (x->nruns == *capr) {
         int nc = *capr ? 2 * *capr : 16;
@@ -151,6 +185,7 @@ static int add_run(X *x, const char *id, const char *config_json, int *capr) {
     x->nruns++;
     r->cfg = config_json ? json_parse(config_json, NULL, 0) : NULL;
     if (r->cfg && r->cfg->type != JSON_OBJ) json_free(r->cfg), r->cfg = NULL;
+    if (r->cfg) drop_idle_keys(r);
     return 0;
 }
 

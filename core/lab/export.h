@@ -17,7 +17,10 @@
  * stored config JSON, "model.gate.position"; a key that is also a fixed
  * column's name gets "config." in front), in first-seen order: those whose
  * value differs between the exported runs (or is missing in some), every
- * key, or none (ExportConfig).
+ * key, or none (ExportConfig).  A key that has no effect on a run
+ * (config_key_applies: the gate's keys of an ungated run, the bias's start
+ * without a bias, RoPE scaling factors without scaling, data.bb.* off the
+ * Bigram-Backcopy task) is empty (null) for it, as if missing.
  *
  * Runs come oldest first (started_at, then run id); within a run, by key
  * (in --key order when keys are given), layer, head, context, step.

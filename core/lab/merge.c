@@ -322,56 +322,11 @@ static int merge_check_attest(Merge *s, const char *src) {
     return mg_fin(s, st) ? -1 : 0;
 }
 
-/* The copy itself, in one transaction (merge_src attached, of schema
- * version `version`). */
-static int merge_copy(Merge *s, int has_sweeps, int has_attest, int version) {
-    if (mg_begin(s)) return -1;
-    int rc = mg_exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
-    if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
-    /* environments, by content hash (env_id differs between files) */
-    if (rc == 0)
-        rc = mg_run(s,
-                      "INSERT INTO main.environments(env_hash, host, cpu_model, compiler, cflags,"
-                      " openblas_version, sqlite_version, libyaml_version)"
-                      " SELECT env_hash, host, cpu_model, compiler, cflags, openblas_version, sqlite_version,"
-                      " libyaml_version FROM merge_src.environments WHERE true"
-                      " ON CONFLICT(env_hash) DO NOTHING",
-                      "");
-    /* runs the input wins: new ones, and ones with a better status, or the
-     * same status and a later end (then a later heartbeat) */
-    if (rc == 0)
-        rc = mg_run(s,
-                      "INSERT OR IGNORE INTO temp.merge_win(run_id)"
-                      " SELECT r.run_id FROM merge_src.runs r LEFT JOIN main.runs d ON d.run_id = r.run_id"
-                      " WHERE d.run_id IS NULL"
-                      " OR " MERGE_RANK("r") " > " MERGE_RANK("d") //
-                      " OR (" MERGE_RANK("r") " = " MERGE_RANK("d") //
-                      "     AND (" MERGE_ENDED("r") " > " MERGE_ENDED("d") //
-                      "          OR (" MERGE_ENDED("r") " = " MERGE_ENDED("d") //
-                      "              AND r.heartbeat_at > d.heartbeat_at)))",
-                      "tttt", "finished", "diverged", "failed", "killed");
-    if (rc == 0)
-        rc = mg_run(s,
-                      "INSERT INTO main.runs(" RUN_COLS ", env_id)"
-                      " SELECT " RUN_COLS ", (SELECT d.env_id FROM main.environments d"
-                      "   JOIN merge_src.environments e ON e.env_hash = d.env_hash WHERE e.env_id = r.env_id)"
-                      " FROM merge_src.runs r WHERE r.run_id IN (SELECT run_id FROM temp.merge_win)"
-                      " ON CONFLICT(run_id) DO UPDATE SET name = excluded.name, status = excluded.status,"
-                      " config_json = excluded.config_json, seed = excluded.seed, threads = excluded.threads,"
-                      " code_version = excluded.code_version, git_dirty = excluded.git_dirty,"
-                      " host = excluded.host, cpu_model = excluded.cpu_model, compiler = excluded.compiler,"
-                      " cflags = excluded.cflags, openblas_version = excluded.openblas_version,"
-                      " sqlite_version = excluded.sqlite_version, libyaml_version = excluded.libyaml_version,"
-                      " argv = excluded.argv, started_at = excluded.started_at, ended_at = excluded.ended_at,"
-                      " heartbeat_at = excluded.heartbeat_at, error_text = excluded.error_text,"
-                      " diverged_step = excluded.diverged_step, env_id = excluded.env_id",
-                      "");
-    /* schema 1 counted the per-update keys and diverged_step from 0 */
-    if (rc == 0 && version == 1)
-        rc = mg_run(s,
-                      "UPDATE main.runs SET diverged_step = diverged_step + 1"
-                      " WHERE diverged_step IS NOT NULL AND run_id IN (SELECT run_id FROM temp.merge_win)",
-                      "");
+/* The rows of merge_src's runs (merge_copy, temp.merge_win holding the
+ * runs the input wins): metrics, summary, histograms, sweep membership,
+ * attestations.  0, or the first error. */
+static int merge_rows(Merge *s, int has_sweeps, int has_attest, int version) {
+    int rc = 0;
     /* a winning run's rows replace the output's on the same key; every
      * other run's rows only fill gaps */
 #define MERGE_METRICS(verb, in, step, t)                                                  \
@@ -427,6 +382,60 @@ static int merge_copy(Merge *s, int has_sweeps, int has_attest, int version) {
                     " rows_checked = excluded.rows_checked WHERE NOT " ATTEST_HOLDS("code_attest"),
                     "");
 #undef ATTEST_HOLDS
+    return rc;
+}
+
+/* The copy itself, in one transaction (merge_src attached, of schema
+ * version `version`). */
+static int merge_copy(Merge *s, int has_sweeps, int has_attest, int version) {
+    if (mg_begin(s)) return -1;
+    int rc = mg_exec(s, "CREATE TEMP TABLE IF NOT EXISTS merge_win (run_id TEXT PRIMARY KEY)");
+    if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
+    /* environments, by content hash (env_id differs between files) */
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT INTO main.environments(env_hash, host, cpu_model, compiler, cflags,"
+                      " openblas_version, sqlite_version, libyaml_version)"
+                      " SELECT env_hash, host, cpu_model, compiler, cflags, openblas_version, sqlite_version,"
+                      " libyaml_version FROM merge_src.environments WHERE true"
+                      " ON CONFLICT(env_hash) DO NOTHING",
+                      "");
+    /* runs the input wins: new ones, and ones with a better status, or the
+     * same status and a later end (then a later heartbeat) */
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT OR IGNORE INTO temp.merge_win(run_id)"
+                      " SELECT r.run_id FROM merge_src.runs r LEFT JOIN main.runs d ON d.run_id = r.run_id"
+                      " WHERE d.run_id IS NULL"
+                      " OR " MERGE_RANK("r") " > " MERGE_RANK("d") //
+                      " OR (" MERGE_RANK("r") " = " MERGE_RANK("d") //
+                      "     AND (" MERGE_ENDED("r") " > " MERGE_ENDED("d") //
+                      "          OR (" MERGE_ENDED("r") " = " MERGE_ENDED("d") //
+                      "              AND r.heartbeat_at > d.heartbeat_at)))",
+                      "tttt", "finished", "diverged", "failed", "killed");
+    if (rc == 0)
+        rc = mg_run(s,
+                      "INSERT INTO main.runs(" RUN_COLS ", env_id)"
+                      " SELECT " RUN_COLS ", (SELECT d.env_id FROM main.environments d"
+                      "   JOIN merge_src.environments e ON e.env_hash = d.env_hash WHERE e.env_id = r.env_id)"
+                      " FROM merge_src.runs r WHERE r.run_id IN (SELECT run_id FROM temp.merge_win)"
+                      " ON CONFLICT(run_id) DO UPDATE SET name = excluded.name, status = excluded.status,"
+                      " config_json = excluded.config_json, seed = excluded.seed, threads = excluded.threads,"
+                      " code_version = excluded.code_version, git_dirty = excluded.git_dirty,"
+                      " host = excluded.host, cpu_model = excluded.cpu_model, compiler = excluded.compiler,"
+                      " cflags = excluded.cflags, openblas_version = excluded.openblas_version,"
+                      " sqlite_version = excluded.sqlite_version, libyaml_version = excluded.libyaml_version,"
+                      " argv = excluded.argv, started_at = excluded.started_at, ended_at = excluded.ended_at,"
+                      " heartbeat_at = excluded.heartbeat_at, error_text = excluded.error_text,"
+                      " diverged_step = excluded.diverged_step, env_id = excluded.env_id",
+                      "");
+    /* schema 1 counted the per-update keys and diverged_step from 0 */
+    if (rc == 0 && version == 1)
+        rc = mg_run(s,
+                      "UPDATE main.runs SET diverged_step = diverged_step + 1"
+                      " WHERE diverged_step IS NOT NULL AND run_id IN (SELECT run_id FROM temp.merge_win)",
+                      "");
+    if (rc == 0) rc = merge_rows(s, has_sweeps, has_attest, version);
     if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
     if (rc == 0) rc = mg_commit(s);
     if (rc) mg_rollback(s);

@@ -7,7 +7,7 @@
  * store into RSweep, each statistic computed there; with --sweep the
  * others too, marked `context`, since the Holm families and budget series
  * span sweeps), computes what spans sweeps (report_family.c,
- * report_budget.c), draws the plots (report_plot.c; before the tables,
+ * report_budget.c), draws the plots (report_plot*.c; before the tables,
  * since report.md says which plots were made) and writes the tables of the
  * selected sweeps (report_write.c, report_sections.c, report_budget.c).
  *
@@ -165,6 +165,19 @@ static int open_db(R *r) {
     return REPORT_OK;
 }
 
+/* Whether a selected sweep has the row ReportOpts.ref names; if none has,
+ * the error, naming the label. */
+static int ref_found(R *r) {
+    for (int i = 0; i < r->nsw; i++)
+        if (!r->sw[i].context && r->sw[i].base >= 0 && strcmp(r->sw[i].vars[r->sw[i].base].label, r->ref) == 0)
+            return 1;
+    const char *in = "any sweep";
+    for (int i = 0; r->o->sweep && i < r->nsw; i++)
+        if (!r->sw[i].context) in = r->sw[i].name;
+    rep_fail(r, "--ref %s: no row has this label in %s%s", r->ref, r->o->sweep ? "sweep " : "", in);
+    return 0;
+}
+
 /* Load every sweep into r->sw, those the options do not select (--sweep
  * names one) marked context; then what spans sweeps.  REPORT_OK,
  * REPORT_BADINPUT (no such sweep) or REPORT_RUNTIME. */
@@ -204,6 +217,7 @@ static int load_sweeps(R *r, char **names, int nnames) {
             }
         if (rep_load_sweep(r, s)) return REPORT_RUNTIME;
     }
+    if (r->ref && !ref_found(r)) return REPORT_BADINPUT;
     if (rep_families(r) || rep_budget_find(r)) return REPORT_RUNTIME;
     return REPORT_OK;
 }
@@ -257,8 +271,12 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     if (err && errcap) err[0] = '\0';
     char **names = NULL;
     int nnames = 0;
+    if (o->ref && !(r.ref = rep_esc(&r, o->ref))) return REPORT_RUNTIME;
     int code = open_db(&r);
-    if (code != REPORT_OK) return code;
+    if (code != REPORT_OK) {
+        free(r.ref);
+        return code;
+    }
     code = REPORT_RUNTIME;
     if (rep_list_sweeps(&r, &names, &nnames)) goto out;
     if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK) goto out;
@@ -278,6 +296,7 @@ out:
     free(r.sw);
     free(r.plots_dir);
     free(r.gp_prog);
+    free(r.ref);
     store_close(r.st);
     if (code == REPORT_OK && err && errcap) err[0] = '\0';
     return code;

@@ -113,6 +113,9 @@ typedef struct {
     FILE *log;             /* warnings; NULL: stderr */
     FILE *info;            /* "wrote PATH" for each table file; NULL: nothing */
     double margin;         /* the equivalence (TOST) margin in nats, > 0; 0: REPORT_MARGIN */
+    const char *ref;       /* a row label: in every sweep that has a row so labelled, Δ, the tests and
+                              the budget series are against it instead of the sweep's baseline row
+                              (sweeps without one keep theirs); NULL: the baselines */
 } ReportOpts;
 
 /* The default equivalence margin: 0.02 nats of final val loss. */
@@ -122,7 +125,8 @@ typedef struct {
 enum { REPORT_OK = 0, REPORT_RUNTIME = 1, REPORT_BADINPUT = 2 };
 
 /* Write the report.  Returns REPORT_OK, REPORT_BADINPUT (no database or
- * output directory given, a missing or corrupt database, an unknown sweep)
+ * output directory given, a missing or corrupt database, an unknown sweep,
+ * a ref label no (selected) sweep has)
  * or REPORT_RUNTIME (an unwritable output, a read error, a gnuplot
  * failure); the message is then in err (always NUL-terminated, "" on
  * success).  A missing gnuplot is not an error: a

@@ -21,7 +21,7 @@
  * (the first run's on ties).  The section is a Tab (report_sections.c) in
  * md and tex, and SWEEP-bb.csv (a line per row) in csv format; the plots
  * (attention on BOS and the two losses against step, the gate-score
- * histograms by query type) are report_plot.c's.
+ * histograms by query type) are report_plot_sections.c's.
  */
 #include "lab/report_int.h"
 
@@ -172,9 +172,8 @@ static int bb_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t) {
     return rc ? -1 : 0;
 }
 
-int rep_bb_section(R *r, FILE *f, const RSweep *s, int md) {
-    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
-    if (md)
+int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+    if (y->md)
         fprintf(f, "### Bigram-Backcopy probes\n\n"
                    "Runs on the Bigram-Backcopy task (`data.corpus: bb`), at each run's last evaluation on the "
                    "validation windows; mean ± sample std over the row's finished runs (**seeds**). A query position "
@@ -200,10 +199,7 @@ int rep_bb_section(R *r, FILE *f, const RSweep *s, int md) {
                    "(mean |v_0| / mean |v_i|); residual peak (mean |h_0| / mean |h_i|, largest layer); mean gate "
                    "score at trigger / other positions (gated rows).\n");
     Tab t = {0};
-    int rc = bb_tab(r, s, y, &t);
-    if (rc == 0) rep_tab_write(f, &t, y);
-    rep_tab_free(&t);
-    return rc;
+    return rep_tab_done(f, &t, y, bb_tab(r, s, y, &t));
 }
 
 /* ================================================================== */
@@ -232,10 +228,8 @@ int rep_bb_csv(R *r, FILE *f, const RSweep *s) {
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
         const RRun *w = v->bb_where >= 0 ? &s->runs[v->bb_where] : NULL;
-        csv_fput_text(s->name, f);
-        fputc(',', f);
-        csv_fput_text(v->label, f);
-        fprintf(f, ",%d,", v->n_bb);
+        rep_csv_row_head(f, s, k);
+        fprintf(f, "%d,", v->n_bb);
         if (w)
             fprintf(f, "%d,%d", w->bb_l, w->bb_h);
         else

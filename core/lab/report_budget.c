@@ -40,7 +40,7 @@
  * ± std over finished runs: a curve that has flattened drops little.
  * md: a section of report.md; tex: DIR/budget.tex; csv: DIR/budget.csv (a
  * line per series, budget and row) and DIR/budget-runs.csv (a line per
- * run).  The plot is report_plot.c's (rep_plot_budget).
+ * run).  The plot is report_plot_sections.c's (rep_plot_budget).
  */
 #include "lab/report_int.h"
 
@@ -314,18 +314,7 @@ typedef int (*BudgetTabFn)(R *r, const RBudget *b, const RepStyle *y, size_t off
 
 static int emit(R *r, FILE *f, const RBudget *b, const RepStyle *y, BudgetTabFn fn, size_t off) {
     Tab t = {0};
-    int rc = fn(r, b, y, off, &t);
-    if (rc == 0) rep_tab_write(f, &t, y);
-    rep_tab_free(&t);
-    return rc;
-}
-
-/* A sweep name: a code span in markdown, plain in a TeX comment (one line). */
-static void sweep_name(FILE *f, const RSweep *s, int md) {
-    if (md)
-        rep_md_code(f, s->name);
-    else
-        store_fput_escaped(f, s->name);
+    return rep_tab_done(f, &t, y, fn(r, b, y, off, &t));
 }
 
 /* The series' caption: its sweeps with tokens and steps, and the baseline. */
@@ -335,7 +324,7 @@ static void series_caption(const R *r, FILE *f, const RBudget *b, int md) {
     for (int m = 0; m < b->n; m++) {
         const RSweep *s = &r->sw[b->sw[m]];
         fputs(m ? ", " : "", f);
-        sweep_name(f, s, md);
+        rep_cap_label(f, md, s->name);
         fprintf(f, " %.0f tokens (%.0f steps)", s->tokens, sweep_steps(s));
     }
     fputs(md ? ". Baseline row: " : "; baseline row ", f);
@@ -425,8 +414,6 @@ static int write_tex(R *r, FILE *f) {
     return 0;
 }
 
-static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
-
 /* The series name (its first sweep), the sweep, its tokens and steps: the
  * first fields of a line. */
 static void csv_head(FILE *f, const R *r, const RBudget *b, const RSweep *s) {
@@ -434,15 +421,15 @@ static void csv_head(FILE *f, const R *r, const RBudget *b, const RSweep *s) {
     fputc(',', f);
     csv_fput_text(s->name, f);
     fputc(',', f);
-    csv_num(f, s->tokens);
-    csv_num(f, sweep_steps(s));
+    rep_csv_num(f, s->tokens);
+    rep_csv_num(f, sweep_steps(s));
 }
 
 static void csv_delta(FILE *f, const RepDelta *d, char sep) {
     fprintf(f, "%d,", d->n);
-    csv_num(f, d->d);
-    csv_num(f, d->lo);
-    csv_num(f, d->hi);
+    rep_csv_num(f, d->d);
+    rep_csv_num(f, d->lo);
+    rep_csv_num(f, d->hi);
     rep_csv_val(f, d->p, sep);
 }
 
@@ -469,17 +456,17 @@ static int write_csv(R *r, FILE *f) {
                 csv_head(f, r, b, s);
                 csv_fput_text(v->label, f);
                 fprintf(f, ",%d,%d,", k == s->base, v->n_fin);
-                csv_num(f, v->loss_mean);
-                csv_num(f, v->loss_std);
+                rep_csv_num(f, v->loss_mean);
+                rep_csv_num(f, v->loss_std);
                 double m1, s1;
                 int n = rep_finished_values(s, v, offsetof(RRun, test_loss), buf);
                 stats_mean_std(buf, n, &m1, &s1);
-                csv_num(f, m1);
-                csv_num(f, s1);
+                rep_csv_num(f, m1);
+                rep_csv_num(f, s1);
                 n = rep_finished_values(s, v, offsetof(RRun, q_drop), buf);
                 stats_mean_std(buf, n, &m1, &s1);
-                csv_num(f, m1);
-                csv_num(f, s1);
+                rep_csv_num(f, m1);
+                rep_csv_num(f, s1);
                 fprintf(f, "%d,", n);
                 csv_delta(f, &dv, ',');
                 csv_delta(f, &dt, '\n');
@@ -510,10 +497,10 @@ static int write_runs_csv(R *r, FILE *f) {
                     fputc(',', f);
                     csv_fput_text(u->status, f);
                     fputc(',', f);
-                    csv_num(f, rep_is_finished(u) ? u->val_loss : NAN);
-                    csv_num(f, rep_is_finished(u) ? u->test_loss : NAN);
-                    csv_num(f, u->q_last >= 0 ? 0.75 * (double)u->q_last : NAN);
-                    csv_num(f, u->q_last >= 0 ? (double)u->q_last : NAN);
+                    rep_csv_num(f, rep_is_finished(u) ? u->val_loss : NAN);
+                    rep_csv_num(f, rep_is_finished(u) ? u->test_loss : NAN);
+                    rep_csv_num(f, u->q_last >= 0 ? 0.75 * (double)u->q_last : NAN);
+                    rep_csv_num(f, u->q_last >= 0 ? (double)u->q_last : NAN);
                     rep_csv_val(f, u->q_drop, '\n');
                 }
         }

@@ -40,7 +40,7 @@
  *                      matched controls; then a line per row and F: random
  *                      and entropy at that fraction
  * The plots (ΔPPL% per scheme and row, ΔPPL% against M-Act per scheme, PPL
- * against the fraction dropped) are report_plot.c's.
+ * against the fraction dropped) are report_plot_sections.c's.
  */
 #include "lab/report_int.h"
 
@@ -510,8 +510,8 @@ static void corr_text(FILE *f, const RepCorr *c, const RepStyle *y) {
     fprintf(f, ", n = %d", c->n);
 }
 
-int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md) {
-    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
+int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+    int md = y->md;
     if (md) {
         fprintf(f, "### Quantization\n\n"
                    "`gated eval --quant` results (metric `infer_ppl`, context `split=val,len=L,quant=SCHEME`) of each "
@@ -539,9 +539,7 @@ int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md) {
     size_t cap = (size_t)s->nruns + 1;
     double *a = malloc(sizeof *a * cap), *b = malloc(sizeof *b * cap);
     Tab t = {0};
-    int rc = !a || !b ? rep_oom(r) : quant_tab(r, s, y, &t, a, b);
-    if (rc == 0) rep_tab_write(f, &t, y);
-    rep_tab_free(&t);
+    int rc = rep_tab_done(f, &t, y, !a || !b ? rep_oom(r) : quant_tab(r, s, y, &t, a, b));
     free(a);
     free(b);
     if (rc) return -1;
@@ -653,8 +651,8 @@ static int drop_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t, double *bu
     return rc ? -1 : 0;
 }
 
-int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
-    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
+int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+    int md = y->md;
     int nofloat = 0; /* runs with drop results but no float reference: their ΔPPL is missing */
     for (int i = 0; i < s->nruns; i++) {
         int any = 0;
@@ -687,9 +685,7 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
     int rc = 0;
     if (s->ntau) {
         if (md) fprintf(f, "**Gate threshold τ, with matched controls:**\n\n");
-        rc = drop_tab(r, s, y, &t, buf, INF_TAU);
-        if (rc == 0) rep_tab_write(f, &t, y);
-        rep_tab_free(&t);
+        rc = rep_tab_done(f, &t, y, drop_tab(r, s, y, &t, buf, INF_TAU));
     }
     if (rc == 0 && s->nfrac) {
         if (md)
@@ -700,9 +696,7 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
             fprintf(f, "%% Fixed fractions F: random and entropy drop F of the pairs in every layer (dropped, FLOPs: "
                        "the random rule's).\n");
         t = (Tab){0};
-        rc = drop_tab(r, s, y, &t, buf, INF_FRAC);
-        if (rc == 0) rep_tab_write(f, &t, y);
-        rep_tab_free(&t);
+        rc = rep_tab_done(f, &t, y, drop_tab(r, s, y, &t, buf, INF_FRAC));
     }
     free(buf);
     return rc;
@@ -712,15 +706,6 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md) {
 /* csv                                                                 */
 /* ================================================================== */
 
-static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
-
-/* The sweep's name and a row's label: the first two fields of a line. */
-static void csv_head(FILE *f, const RSweep *s, int k) {
-    csv_fput_text(s->name, f);
-    fputc(',', f);
-    csv_fput_text(s->vars[k].label, f);
-    fputc(',', f);
-}
 
 int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s) {
     size_t cap = (size_t)s->nruns + 1;
@@ -738,39 +723,39 @@ int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s) {
             double m, sd, fm, fsd, am, asd;
             int n = rep_infer_stats(s, k, INF_QUANT, nm, NAN, INF_PPL, a, &m, &sd);
             if (!n) continue;
-            csv_head(f, s, k);
+            rep_csv_row_head(f, s, k);
             csv_fput_text(nm, f);
             fputc(',', f);
-            csv_num(f, s->inf_len > 0 ? (double)s->inf_len : NAN);
+            rep_csv_num(f, s->inf_len > 0 ? (double)s->inf_len : NAN);
             fprintf(f, "%d,", n);
             rep_infer_stats(s, k, INF_QUANT, "float", NAN, INF_PPL, a, &fm, &fsd);
-            csv_num(f, fm);
-            csv_num(f, fsd);
-            csv_num(f, m);
-            csv_num(f, sd);
+            rep_csv_num(f, fm);
+            rep_csv_num(f, fsd);
+            rep_csv_num(f, m);
+            rep_csv_num(f, sd);
             rep_infer_stats(s, k, INF_QUANT, nm, NAN, INF_DPPL, a, &m, &sd);
-            csv_num(f, m);
-            csv_num(f, sd);
+            rep_csv_num(f, m);
+            rep_csv_num(f, sd);
             rep_infer_stats(s, k, INF_QUANT, nm, NAN, INF_DPCT, a, &m, &sd);
-            csv_num(f, m);
-            csv_num(f, sd);
+            rep_csv_num(f, m);
+            rep_csv_num(f, sd);
             row_m_act(s, k, a, &am, &asd);
-            csv_num(f, am);
-            csv_num(f, asd);
+            rep_csv_num(f, am);
+            rep_csv_num(f, asd);
             TTest t;
             int paired;
             if (s->base >= 0 && k != s->base && vs_base(s, k, nm, a, b, &t, &paired) == 0) {
-                csv_num(f, t.diff);
+                rep_csv_num(f, t.diff);
                 fprintf(f, "%s,", paired ? "paired" : "welch");
                 if (paired) fprintf(f, "%d", paired);
                 fputc(',', f);
-                csv_num(f, t.p);
+                rep_csv_num(f, t.p);
             } else
                 fputs(",,,,", f);
             const RepCorr *c = &s->qs[q].corr;
             fprintf(f, "%d,", c->n);
-            csv_num(f, c->r);
-            csv_num(f, c->p);
+            rep_csv_num(f, c->r);
+            rep_csv_num(f, c->p);
             rep_csv_val(f, c->rho, '\n');
         }
     free(a);
@@ -792,14 +777,14 @@ int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s) {
                     double v = kind == INF_TAU ? s->taus[j] : s->fracs[j], m, sd;
                     int n = rep_infer_stats(s, k, kind, RULES[q], v, INF_PPL, buf, &m, &sd);
                     if (!n) continue;
-                    csv_head(f, s, k);
+                    rep_csv_row_head(f, s, k);
                     fprintf(f, "%s,%s,%.10g,", RULES[q], kind == INF_TAU ? "tau" : "frac", v);
-                    csv_num(f, s->inf_len > 0 ? (double)s->inf_len : NAN);
+                    rep_csv_num(f, s->inf_len > 0 ? (double)s->inf_len : NAN);
                     fprintf(f, "%d", n);
                     for (size_t x = 0; x < sizeof xs / sizeof xs[0]; x++) {
                         rep_infer_stats(s, k, kind, RULES[q], v, xs[x], buf, &m, &sd);
                         fputc(',', f);
-                        csv_num(f, m);
+                        rep_csv_num(f, m);
                         if (!isnan(sd)) fprintf(f, "%.10g", sd);
                     }
                     fputc('\n', f);

@@ -10,20 +10,20 @@
  *                     groups, equivalence verdicts, minimum detectable effects
  *   report_budget.c   the effect against the training budget: series of
  *                     sweeps, their tables (md, tex, csv)
- *   report_plot.c     gnuplot: data files, scripts, running gnuplot
+ *   report_gp.c       gnuplot: finding and running it, the pieces of
+ *                     scripts, plot files, the data plots read
+ *   report_plot.c     the list of plots; those of the main table
+ *   report_plot_sections.c  the plots of the sections and budget series
  *   report_write.c    the main table in md, csv and tex; quoting per format
  *   report_sections.c the sink and context-length sections (md, tex, csv),
  *                     and the text tables (Tab) they and report_budget.c use
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
- *                     are report_plot.c's
- *   report_infer.c    `gated eval --quant / --drop` results: loading, the
- *                     Quantization and Gate-sparse heads sections (md,
- *                     tex, csv); their plots are report_plot.c's
+ *                     are report_plot_sections.c's
  *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
  *                     loading, per-row statistics, the sections
  *                     "Quantization" and "Gate-sparse heads" (md, tex,
- *                     csv); their plots are report_plot.c's
+ *                     csv); their plots are report_plot_sections.c's
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
@@ -216,7 +216,8 @@ typedef struct {
     int nruns, runs_cap;
     RVar *vars;
     int nvars, vars_cap;
-    int base; /* baseline variant, -1 if none */
+    int base; /* the reference row: the baseline row, or --ref's (ReportOpts.ref); -1 if none */
+    int own_base; /* the sweep's baseline row (sweep_runs.is_baseline), -1 if none: base unless --ref */
     PlotEntry *plots;
     int nplots, plots_cap;
     int lr_plot; /* runs vary train.lr */
@@ -274,6 +275,7 @@ typedef struct {
     RSweep *sw;
     int nsw, sw_cap;
     double margin;  /* the TOST margin in nats (ReportOpts.margin, or REPORT_MARGIN) */
+    char *ref;      /* ReportOpts.ref escaped as labels are (rep_esc), to compare; NULL: none */
     RBudget *bud;
     int nbud, bud_cap;
     char *plots_dir;
@@ -284,6 +286,13 @@ typedef struct {
     int term_svg;
     char gp_note[256]; /* why plots are missing, for report.md */
 } R;
+
+/* How a text table is written: markdown (md) or TeX. */
+typedef struct {
+    int md;
+    const char *pm, *miss;
+} RepStyle;
+extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
 
 static inline int rep_is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
 
@@ -418,7 +427,7 @@ int rep_bb_load_run(R *r, RRun *u);
  * nruns). */
 void rep_bb_row(const RSweep *s, RVar *v, double *buf);
 /* The section "Bigram-Backcopy probes" in markdown (md) or TeX. */
-int rep_bb_section(R *r, FILE *f, const RSweep *s, int md);
+int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
 /* DIR/SWEEP-bb.csv: a line per row. */
 int rep_bb_csv(R *r, FILE *f, const RSweep *s);
 
@@ -440,23 +449,124 @@ double rep_infer_value(const RSweep *s, int run, int kind, const char *name, dou
 int rep_infer_stats(const RSweep *s, int k, int kind, const char *name, double v, int x, double *buf, double *m,
                     double *sd);
 /* The sections "Quantization" and "Gate-sparse heads" in markdown (md) or TeX. */
-int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, int md);
-int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, int md);
+int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
+int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
 /* DIR/SWEEP-quant.csv (a line per row and scheme) and DIR/SWEEP-drop.csv
  * (a line per row, rule and tau or F). */
 int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
 int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
-/* report_plot.c                                                       */
+/* report_gp.c: gnuplot, scripts, plot data                            */
 /* ------------------------------------------------------------------ */
+
+/* (x, y) samples, aggregated by x. */
+typedef struct {
+    double x, y;
+} Pt;
+typedef struct {
+    Pt *p;
+    int n, cap;
+} Pts;
+
+/* One layer's gate-score histogram, summed over runs. */
+typedef struct {
+    long layer;
+    double lo, hi;
+    long long *counts;
+    int nbins, nruns;
+} HistAcc;
+
+/* A row's histograms of one key: one per layer, in the order first seen. */
+typedef struct {
+    const char *key; /* the histograms' key ('gate', 'bb_gate_other', ...) */
+    HistAcc *a;
+    int n, cap;
+    int runs_with; /* runs that added one */
+} Hists;
 
 /* Look for gnuplot and its terminals once (r->plots_dir exists); a warning
  * if it is unusable. */
 void rep_gp_check(R *r);
+/* Add (x, y) to v (nothing when y is NAN). */
+int rep_pts_add(R *r, Pts *v, double x, double y);
+/* Sort by x and write "x mean std n" per distinct x (std 0 for n = 1);
+ * returns the number of lines written.  The range of mean +- std (of the
+ * mean where mean - std <= 0, for log axes) widens [*lo, *hi], and *multi
+ * is set when some x has n > 1 (both may be NULL). */
+int rep_pts_write(Pts *v, FILE *f, double *lo, double *hi, int *multi);
+/* s as a single-quoted gnuplot string. */
+void rep_gp_str(FILE *f, const char *s);
+/* A script's first lines: a comment (what), the first terminal, the grid
+ * and the key. */
+void rep_gp_head(R *r, FILE *f, const char *base, const char *what);
+/* After the plot command: the PNG as well (replot), then close. */
+void rep_gp_tail(R *r, FILE *f, const char *base);
+/* The end of a plot command of `blocks` series, then rep_gp_tail. */
+void rep_gp_end(R *r, FILE *gp, const char *base, int blocks);
+/* Line colours, in the order series take them. */
+enum { REP_GP_NCOLOURS = 8 };
+extern const char *const REP_GP_COLOURS[REP_GP_NCOLOURS];
+/* " lc ... dt ... pt ..." for colour c, dash d and point type p (p < 0: none). */
+void rep_gp_look(FILE *f, int c, int d, int p);
+/* The look of series k of a plot. */
+void rep_gp_series_look(FILE *f, int k);
+/* Labelled ticks for a log axis ("x" or "y") whose data span [lo, hi]. */
+void rep_gp_log_tics(FILE *f, const char *axis, double lo, double hi);
+/* Open plots/BASE.dat and plots/BASE.gp. */
+int rep_plot_open(R *r, const char *base, FILE **dat, FILE **gp, char **datp, char **gpp);
+/* Close a plot's files and, when nothing failed and it has data (any),
+ * register and draw it under the title fmt: in sweep s's plots, or (s
+ * NULL) in budget series b's.  Returns the new rc. */
+__attribute__((format(printf, 11, 12))) int rep_plot_done(R *r, RSweep *s, RBudget *b, int rc, int any, FILE *dat,
+                                                          FILE *gp, char *datp, char *gpp, const char *base,
+                                                          const char *fmt, ...);
+/* (step, value) of the run's metric `key` at context ctx into pts. */
+int rep_q_steps_ctx(R *r, const char *run_id, const char *key, const char *ctx, Pts *pts);
+/* The histograms h->key of finished run u at their last step, per layer,
+ * added to h. */
+int rep_hist_load_run(R *r, Hists *h, const RRun *u);
+/* h's layers in order. */
+void rep_hists_sort(Hists *h);
+/* The x range of the bins that hold counts in the nh Hists at h (their
+ * edges), so the plot spans the scores there are: a tanh gate's [-1, 1]
+ * rather than the probe's bins over [-2, 2]; the first histogram's range
+ * when every bin is empty. */
+void rep_hists_range(const Hists *h, int nh, double *lo, double *hi);
+/* One layer's histogram as a data block: "bin centre, share of the
+ * layer's scores, count" per bin, then the blank lines that end a block. */
+void rep_hist_write(FILE *dat, const HistAcc *a);
+/* Std bands are drawn for up to this many series: more overlap into one
+ * blur (the std is in the data file and the tables). */
+enum { REP_MAX_BANDS = 4 };
+#define REP_MAX_BANDS_TEXT "4"
+/* One std band clause of a plot command: block index of BASE.dat as a
+ * filled band of mean +- std in colour c (after a separator unless index
+ * is 0: bands come first, so that none covers another series' line). */
+void rep_gp_band(FILE *gp, const char *base, int index, int c);
+/* One clause of a plot command, "'BASE.dat' index N HOW" (HOW: "using 1:2
+ * with linespoints"), after the separator of clauses unless it is first. */
+void rep_gp_item(FILE *gp, int first, const char *base, int index, const char *how);
+/* " title 'TEXT'" (rep_gp_str's quoting). */
+void rep_gp_title(FILE *gp, const char *text);
+
+/* ------------------------------------------------------------------ */
+/* report_plot.c, report_plot_sections.c                               */
+/* ------------------------------------------------------------------ */
+
 /* The sweep's plots: data files and scripts, and the images when gnuplot
  * is usable; each is listed in s->plots. */
 int rep_make_plots(R *r, RSweep *s);
+/* The plots of the sections (report_plot_sections.c; report_sections.c's
+ * table of sections says which sweep gets which), each listed in
+ * s->plots: per-head F-Attn, ppl against context length, ΔPPL per
+ * quantization scheme and per scheme against M-Act, PPL against heads
+ * dropped, the Bigram-Backcopy plots. */
+int rep_plot_heads(R *r, RSweep *s);
+int rep_plot_ppl(R *r, RSweep *s);
+int rep_plot_quant(R *r, RSweep *s);
+int rep_plot_drop(R *r, RSweep *s);
+int rep_plot_bb(R *r, RSweep *s);
 /* The plot of budget series b: Δ against tokens (listed in b->plots). */
 int rep_plot_budget(R *r, RBudget *b);
 
@@ -474,6 +584,10 @@ void rep_md_text(FILE *f, const char *s);
 void rep_tex_text(FILE *f, const char *s);
 /* A CSV number (nothing when NAN), then the separator sep. */
 void rep_csv_val(FILE *f, double v, char sep);
+/* rep_csv_val(f, v, ','). */
+void rep_csv_num(FILE *f, double v);
+/* The sweep's name and row k's label: the first two fields of a line. */
+void rep_csv_row_head(FILE *f, const RSweep *s, int k);
 /* mean ± std with prec decimals into dst; the mean alone when std is NAN,
  * miss when the mean is. */
 void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss);
@@ -502,13 +616,8 @@ int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
 /* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-bb.csv,
  * SWEEP-ppl.csv, SWEEP-quant.csv, SWEEP-drop.csv. */
 int rep_write_csv_sections(R *r, const RSweep *s);
-
-/* How a text table is written: markdown (md) or TeX. */
-typedef struct {
-    int md;
-    const char *pm, *miss;
-} RepStyle;
-extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
+/* Their plots (report_plot_sections.c). */
+int rep_section_plots(R *r, RSweep *s);
 
 /* A table of text cells; row 0 is the header.  The header and column 0
  * (labels) are escaped when written, other cells are written as they are
@@ -526,6 +635,12 @@ int rep_tab_row(R *r, Tab *t);
 int rep_tab_put(Tab *t, int row, int col, char *text);
 void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y);
 void rep_tab_free(Tab *t);
+/* A built table's last step: written when rc is 0 (it was built), freed
+ * either way; returns rc. */
+int rep_tab_done(FILE *f, Tab *t, const RepStyle *y, int rc);
+/* A label in a caption: a code span in markdown (md), else as is for a TeX
+ * comment, kept on one line. */
+void rep_cap_label(FILE *f, int md, const char *s);
 /* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
 char *rep_fmt_count(R *r, double v, const char *miss);
 /* mean ± std (rep_cell_ms) as a table cell. */

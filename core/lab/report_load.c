@@ -747,6 +747,9 @@ static int load_rows(R *r, RSweep *s) {
     }
     for (int k = 0; k < s->nvars; k++)
         if (s->vars[k].is_baseline && s->base < 0) s->base = k;
+    s->own_base = s->base;
+    for (int k = 0; r->ref && k < s->nvars; k++)
+        if (strcmp(s->vars[k].label, r->ref) == 0) s->base = k;
     return 0;
 }
 

@@ -29,6 +29,9 @@
  * SWEEP-fattn-heads.csv (row, layer, head), SWEEP-bb.csv (row) and
  * SWEEP-ppl.csv (row, split, series, length), SWEEP-quant.csv (row,
  * scheme) and SWEEP-drop.csv (row, rule, tau or F).  In tex they follow the main tabular in SWEEP.tex.
+ * Which sweep gets which section, and each section's writers (md / tex,
+ * csv) and plots, is one table (SECTIONS, at the end): report.md,
+ * SWEEP.tex, the CSV files and rep_make_plots all walk it in its order.
  */
 #include "lab/report_int.h"
 
@@ -101,19 +104,22 @@ void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y) {
 /* Builds a table of sweep s; arg says which one. */
 typedef int (*TabFn)(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t);
 
+int rep_tab_done(FILE *f, Tab *t, const RepStyle *y, int rc) {
+    if (rc == 0) rep_tab_write(f, t, y);
+    rep_tab_free(t);
+    return rc;
+}
+
 static int emit_tab(R *r, FILE *f, const RSweep *s, const RepStyle *y, TabFn fn, int arg) {
     Tab t = {0};
-    int rc = fn(r, s, y, arg, &t);
-    if (rc == 0) rep_tab_write(f, &t, y);
-    rep_tab_free(&t);
-    return rc;
+    return rep_tab_done(f, &t, y, fn(r, s, y, arg, &t));
 }
 
 /* A label inside a caption: `code` in markdown; in a TeX comment as is,
  * but on one line (store_fput_escaped: a line break would end the comment
  * and make the rest TeX input). */
-static void cap_label(FILE *f, const RepStyle *y, const char *s) {
-    if (y->md)
+void rep_cap_label(FILE *f, int md, const char *s) {
+    if (md)
         rep_md_code(f, s);
     else
         store_fput_escaped(f, s);
@@ -264,7 +270,7 @@ static int heads_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
         const RVar *v = &s->vars[k];
         if (!v->heads.nl) continue;
         fputs(y->md ? "" : "% F-Attn (%) per layer and head: ", f);
-        cap_label(f, y, v->label);
+        rep_cap_label(f, y->md, v->label);
         fprintf(f, " (%d run%s", v->n_sink, v->n_sink == 1 ? "" : "s");
         if (v->seq_len >= 2)
             fprintf(f, "; uniform causal attention at T = %.0f: %.1f%%", v->seq_len,
@@ -312,27 +318,16 @@ static int ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     return 0;
 }
 
-int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
-    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
-    if (s->has_sink && (sink_section(r, f, s, y) || heads_section(r, f, s, y))) return -1;
-    if (s->has_bb && rep_bb_section(r, f, s, md)) return -1;
-    if (s->nev && ppl_section(r, f, s, y)) return -1;
-    if (s->has_quant && rep_infer_quant_section(r, f, s, md)) return -1;
-    if (s->has_drop && rep_infer_drop_section(r, f, s, md)) return -1;
-    return 0;
-}
-
 /* ================================================================== */
 /* csv                                                                 */
 /* ================================================================== */
 
-static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
+void rep_csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
 
-/* The sweep's name and a row's label: the first two fields of a line. */
-static void csv_row_head(FILE *f, const RSweep *s, const RVar *v) {
+void rep_csv_row_head(FILE *f, const RSweep *s, int k) {
     csv_fput_text(s->name, f);
     fputc(',', f);
-    csv_fput_text(v->label, f);
+    csv_fput_text(s->vars[k].label, f);
     fputc(',', f);
 }
 
@@ -345,21 +340,21 @@ static int csv_sink(R *r, FILE *f, const RSweep *s) {
         for (int i = 0; i < s->vars[k].nruns; i++) {
             const RRun *u = &s->runs[s->vars[k].runs[i]];
             if (!u->has_sink) continue;
-            csv_row_head(f, s, &s->vars[k]);
+            rep_csv_row_head(f, s, k);
             char qid[64];
             fprintf(f, "%lld,", u->seed);
             csv_fput_text(store_escape(u->run_id, qid, sizeof qid), f);
             fputc(',', f);
-            csv_num(f, u->tokens);
-            csv_num(f, u->seq_len);
+            rep_csv_num(f, u->tokens);
+            rep_csv_num(f, u->seq_len);
             if (u->sink_step >= 0) fprintf(f, "%lld", u->sink_step);
             fputc(',', f);
-            csv_num(f, u->head_max);
+            rep_csv_num(f, u->head_max);
             if (isnan(u->head_max))
                 fputs(",,", f);
             else
                 fprintf(f, "%d,%d,", u->max_l, u->max_h);
-            csv_num(f, u->f_attn_rel);
+            rep_csv_num(f, u->f_attn_rel);
             rep_csv_val(f, u->sink_share, '\n');
         }
     return 0;
@@ -372,7 +367,7 @@ static int csv_heads(R *r, FILE *f, const RSweep *s) {
     for (int k = 0; k < s->nvars; k++) {
         const HeadMap *m = &s->vars[k].heads;
         for (int c = 0; c < m->nl * m->nh; c++) {
-            csv_row_head(f, s, &s->vars[k]);
+            rep_csv_row_head(f, s, k);
             fprintf(f, "%d,%d,%d,", s->vars[k].n_sink, c / m->nh, c % m->nh);
             rep_csv_val(f, m->v[c], '\n');
         }
@@ -399,17 +394,17 @@ static int csv_ppl(R *r, FILE *f, const RSweep *s) {
                     double m, sd;
                     int n = rep_eval_stats(s, k, j, sp, lens[q], buf, &m, &sd);
                     if (!n) continue;
-                    csv_row_head(f, s, &s->vars[k]);
+                    rep_csv_row_head(f, s, k);
                     fprintf(f, "%s,", splits[sp]);
                     csv_fput_text(s->eser[j].name, f);
                     fputc(',', f);
                     csv_fput_text(s->eser[j].scaling, f);
                     fputc(',', f);
-                    csv_num(f, s->eser[j].factor);
+                    rep_csv_num(f, s->eser[j].factor);
                     fprintf(f, "%lld,", lens[q]);
-                    csv_num(f, s->train_len);
+                    rep_csv_num(f, s->train_len);
                     fprintf(f, "%d,", n);
-                    csv_num(f, m);
+                    rep_csv_num(f, m);
                     rep_csv_val(f, sd, '\n');
                 }
         }
@@ -433,11 +428,50 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
     return rc;
 }
 
+/* ================================================================== */
+/* the table of sections                                               */
+/* ================================================================== */
+
+static int has_sink(const RSweep *s) { return s->has_sink; }
+static int has_bb(const RSweep *s) { return s->has_bb; }
+static int has_eval(const RSweep *s) { return s->nev > 0; }
+static int has_quant(const RSweep *s) { return s->has_quant; }
+static int has_drop(const RSweep *s) { return s->has_drop; }
+
+/* The sections a sweep gets when its finished runs have their data, one
+ * row each, in the order report.md, SWEEP.tex, the CSV files and the plots
+ * take them: adding a section is adding a row. */
+static const struct {
+    const char *csv_name; /* DIR/SWEEP-csv_name.csv */
+    int (*has)(const RSweep *s);
+    int (*text)(R *r, FILE *f, const RSweep *s, const RepStyle *y); /* md (report.md) or TeX (SWEEP.tex) */
+    int (*csv)(R *r, FILE *f, const RSweep *s);
+    int (*plot)(R *r, RSweep *s); /* its plots (report_plot_sections.c); NULL: none */
+} SECTIONS[] = {
+    {"sink", has_sink, sink_section, csv_sink, NULL},
+    {"fattn-heads", has_sink, heads_section, csv_heads, rep_plot_heads},
+    {"bb", has_bb, rep_bb_section, rep_bb_csv, rep_plot_bb},
+    {"ppl", has_eval, ppl_section, csv_ppl, rep_plot_ppl},
+    {"quant", has_quant, rep_infer_quant_section, rep_infer_quant_csv, rep_plot_quant},
+    {"drop", has_drop, rep_infer_drop_section, rep_infer_drop_csv, rep_plot_drop},
+};
+enum { NSECTIONS = (int)(sizeof SECTIONS / sizeof SECTIONS[0]) };
+
+int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
+    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].has(s) && SECTIONS[i].text(r, f, s, y)) return -1;
+    return 0;
+}
+
 int rep_write_csv_sections(R *r, const RSweep *s) {
-    if (s->has_sink && (csv_file(r, s, "sink", csv_sink) || csv_file(r, s, "fattn-heads", csv_heads))) return -1;
-    if (s->has_bb && csv_file(r, s, "bb", rep_bb_csv)) return -1;
-    if (s->nev && csv_file(r, s, "ppl", csv_ppl)) return -1;
-    if (s->has_quant && csv_file(r, s, "quant", rep_infer_quant_csv)) return -1;
-    if (s->has_drop && csv_file(r, s, "drop", rep_infer_drop_csv)) return -1;
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].has(s) && csv_file(r, s, SECTIONS[i].csv_name, SECTIONS[i].csv)) return -1;
+    return 0;
+}
+
+int rep_section_plots(R *r, RSweep *s) {
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].plot && SECTIONS[i].has(s) && SECTIONS[i].plot(r, s)) return -1;
     return 0;
 }

@@ -111,8 +111,6 @@ void rep_csv_val(FILE *f, double v, char sep) {
     fputc(sep, f);
 }
 
-static void csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
-
 /* ================================================================== */
 /* the main table                                                      */
 /* ================================================================== */
@@ -214,7 +212,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
     rep_cell_ms(c->buf[C_LOSS], cap, v->loss_mean, v->loss_std, 4, pm, miss);
     rep_cell_ms(c->buf[C_PPL], cap, v->ppl_mean, v->ppl_std, 3, pm, miss);
     if (k == s->base)
-        snprintf(c->buf[C_DELTA], cap, "(baseline)");
+        snprintf(c->buf[C_DELTA], cap, "%s", s->base == s->own_base ? "(baseline)" : "(reference)");
     else if (v->is_ref)
         snprintf(c->buf[C_DELTA], cap, "(lr baseline)");
     else if (v->have_delta)
@@ -272,7 +270,8 @@ static void md_legend(const R *r, FILE *f, int sink) {
     double mg = r->margin;
     fprintf(f,
             "## How to read the tables\n\n"
-            "One row per variant label, in sweep order.\n\n"
+            "One row per variant label, in sweep order: a sweep's first table holds the loss and its tests, the "
+            "second the probes, the cost and the paper's figures.\n\n"
             "- **n**: finished runs (seeds). Every mean and standard deviation is over these; `±` is the sample "
             "standard deviation (n − 1). **div**: diverged runs, counted apart and left out of the means.\n"
             "- **val loss**, **val PPL**: final validation loss (nats per byte token) and perplexity "
@@ -329,20 +328,27 @@ static void md_legend(const R *r, FILE *f, int sink) {
             "F-Attn and M-Act lower with a gate). `–`: no value.\n\n");
 }
 
-static int write_md_table(const R *r, FILE *f, const RSweep *s) {
+/* Column j in report.md's table `part` of a sweep: 0 the loss and its
+ * tests, 1 the probes, the cost and the paper's figures (each with the
+ * label first): one table of every column was 25 wide. */
+static int md_col_in(const RSweep *s, int j, int part) {
+    return col_on(s, j) && (j == C_LABEL || (j >= C_FATTN) == part);
+}
+
+static int write_md_table(const R *r, FILE *f, const RSweep *s, int part) {
     fprintf(f, "|");
     for (int j = 0; j < NCOL; j++)
-        if (col_on(s, j)) fprintf(f, " %s |", COLS[j].md);
+        if (md_col_in(s, j, part)) fprintf(f, " %s |", COLS[j].md);
     fprintf(f, "\n|");
     for (int j = 0; j < NCOL; j++)
-        if (col_on(s, j)) fprintf(f, "%s|", COLS[j].align == 'l' ? "---" : "--:");
+        if (md_col_in(s, j, part)) fprintf(f, "%s|", COLS[j].align == 'l' ? "---" : "--:");
     fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
         cells(r, s, k, " ± ", "±", "*", "–", &c);
         fprintf(f, "|");
         for (int j = 0; j < NCOL; j++) {
-            if (!col_on(s, j)) continue;
+            if (!md_col_in(s, j, part)) continue;
             fprintf(f, " ");
             if (COLS[j].text)
                 rep_md_text(f, c.text[j]);
@@ -462,6 +468,15 @@ static int md_header(R *r, FILE *f) {
     if (series)
         fprintf(f, "- [effect against training budget](#budget): %d series of sweeps at several budgets\n", series);
     fprintf(f, "- equivalence margin: ±%g nats of val loss (`--margin`)\n", r->margin);
+    if (r->ref) {
+        int with = 0;
+        for (int i = 0; i < r->nsw; i++) with += !r->sw[i].context && r->sw[i].base != r->sw[i].own_base;
+        fprintf(f, "- reference row: ");
+        rep_md_code(f, r->ref);
+        fprintf(f, " (`--ref`): Δ, the tests and the budget series are against it in the %d sweep%s whose baseline "
+                   "row it replaces; the others keep their own\n",
+                with, with == 1 ? "" : "s");
+    }
     if (r->o->no_plots)
         fprintf(f, "- plots: not requested (--no-plots)\n");
     else if (!r->gp_ok)
@@ -508,7 +523,18 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
     fprintf(f, "<a id=\"sweep-%s\"></a>\n\n## Sweep ", s->fname);
     rep_md_code(f, s->name);
     fprintf(f, "\n\n%d runs: %s. ", s->nruns, sl);
-    if (s->base >= 0) {
+    if (s->base >= 0 && s->base != s->own_base) {
+        fprintf(f, "Reference row: ");
+        rep_md_code(f, s->vars[s->base].label);
+        fprintf(f, " (`--ref`; the sweep's baseline row: ");
+        if (s->own_base >= 0)
+            rep_md_code(f, s->vars[s->own_base].label);
+        else
+            fprintf(f, "none");
+        fprintf(f, "; \"baseline\" below means the reference row). ");
+        rule_text(f, s, rep_md_code, "`", "`");
+        fprintf(f, "\n\n");
+    } else if (s->base >= 0) {
         fprintf(f, "Baseline row: ");
         rep_md_code(f, s->vars[s->base].label);
         fprintf(f, ". ");
@@ -516,12 +542,15 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
         fprintf(f, "\n\n");
     } else
         fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
-    write_md_table(r, f, s);
+    write_md_table(r, f, s, 0);
     fprintf(f, "\n");
     if (s->base >= 0) {
         rep_family_text(r, f, s, 1);
         fprintf(f, "\n\n");
     }
+    fprintf(f, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n");
+    write_md_table(r, f, s, 1);
+    fprintf(f, "\n");
     if (rep_write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
@@ -564,54 +593,54 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         fputc(',', f);
         csv_fput_text(v->label, f);
         fprintf(f, ",%d,%d,%d,%d,%d,", s->runs[v->runs[0]].idx, k == s->base, v->n_fin, v->n_div, v->nruns);
-        csv_num(f, v->loss_mean);
-        csv_num(f, v->loss_std);
-        csv_num(f, v->ppl_mean);
-        csv_num(f, v->ppl_std);
+        rep_csv_num(f, v->loss_mean);
+        rep_csv_num(f, v->loss_std);
+        rep_csv_num(f, v->ppl_mean);
+        rep_csv_num(f, v->ppl_std);
         fprintf(f, "%s,", v->is_ref ? "reference" : rules[v->rule]);
         if (v->ref >= 0) csv_fput_text(s->vars[v->ref].label, f);
         fputc(',', f);
-        csv_num(f, v->have_delta ? v->delta : NAN);
-        csv_num(f, v->have_test ? v->t.lo : NAN);
-        csv_num(f, v->have_test ? v->t.hi : NAN);
+        rep_csv_num(f, v->have_delta ? v->delta : NAN);
+        rep_csv_num(f, v->have_test ? v->t.lo : NAN);
+        rep_csv_num(f, v->have_test ? v->t.hi : NAN);
         fprintf(f, "%s,", v->have_test ? (v->paired ? "paired" : "welch") : "");
         if (v->paired) fprintf(f, "%d", v->n_pairs);
         fputc(',', f);
-        csv_num(f, v->have_test ? v->t.t : NAN);
-        csv_num(f, v->have_test ? v->t.df : NAN);
-        csv_num(f, v->have_test ? v->t.p : NAN);
-        csv_num(f, v->have_test ? v->p_holm : NAN);
+        rep_csv_num(f, v->have_test ? v->t.t : NAN);
+        rep_csv_num(f, v->have_test ? v->t.df : NAN);
+        rep_csv_num(f, v->have_test ? v->t.p : NAN);
+        rep_csv_num(f, v->have_test ? v->p_holm : NAN);
         if (v->have_test) fprintf(f, "%d", v->p_holm < 0.05);
         fputc(',', f);
-        csv_num(f, v->f_attn);
-        csv_num(f, v->f_attn_std);
-        csv_num(f, v->m_act);
-        csv_num(f, v->m_act_std);
-        csv_num(f, v->gate_mean);
-        csv_num(f, v->gate_std);
-        csv_num(f, v->spikes);
-        csv_num(f, v->gate_params);
-        csv_num(f, v->tokens_per_s);
-        csv_num(f, v->lr);
+        rep_csv_num(f, v->f_attn);
+        rep_csv_num(f, v->f_attn_std);
+        rep_csv_num(f, v->m_act);
+        rep_csv_num(f, v->m_act_std);
+        rep_csv_num(f, v->gate_mean);
+        rep_csv_num(f, v->gate_std);
+        rep_csv_num(f, v->spikes);
+        rep_csv_num(f, v->gate_params);
+        rep_csv_num(f, v->tokens_per_s);
+        rep_csv_num(f, v->lr);
         fprintf(f, "%d,", v->n_fin + v->n_div);
-        csv_num(f, v->div_p);
+        rep_csv_num(f, v->div_p);
         const PaperRow *pr = paper_lookup(v->label);
-        csv_num(f, pr ? pr->ppl : NAN);
-        csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
-        csv_num(f, pr ? pr->gate_mean : NAN);
-        csv_num(f, pr ? pr->m_act : NAN);
-        csv_num(f, pr ? pr->f_attn : NAN);
+        rep_csv_num(f, pr ? pr->ppl : NAN);
+        rep_csv_num(f, pr ? pr->ppl - PAPER_BASELINE_PPL : NAN);
+        rep_csv_num(f, pr ? pr->gate_mean : NAN);
+        rep_csv_num(f, pr ? pr->m_act : NAN);
+        rep_csv_num(f, pr ? pr->f_attn : NAN);
         if (s->has_sink) {
-            csv_num(f, v->sink_share);
-            csv_num(f, v->sink_share_std);
-            csv_num(f, v->f_attn_rel);
-            csv_num(f, v->f_attn_rel_std);
+            rep_csv_num(f, v->sink_share);
+            rep_csv_num(f, v->sink_share_std);
+            rep_csv_num(f, v->f_attn_rel);
+            rep_csv_num(f, v->f_attn_rel_std);
         }
         /* added last, so that the columns before keep their places */
         if (v->have_test) fprintf(f, "%d", s->fam_m);
         fputc(',', f);
-        csv_num(f, v->p_tost);
-        csv_num(f, v->have_test ? r->margin : NAN);
+        rep_csv_num(f, v->p_tost);
+        rep_csv_num(f, v->have_test ? r->margin : NAN);
         fprintf(f, "%s\n", v->have_test ? rep_verdict(r, v) : "");
     }
     return rep_close(r, f, path);
@@ -634,6 +663,11 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
                "t-tests); verdict: differs ($p_{\\mathrm{Holm}} < 0.05$), equivalent ($p_{\\mathrm{TOST}} < 0.05$) "
                "or inconclusive.\n",
             r->margin);
+    if (s->base >= 0 && s->base != s->own_base) {
+        fprintf(f, "%% Reference row (--ref): ");
+        tex_comment_label(f, s->vars[s->base].label);
+        fprintf(f, ", in place of the sweep's baseline row; \"baseline\" below means it.\n");
+    }
     if (s->base >= 0) {
         fprintf(f, "%% ");
         rule_text(f, s, tex_comment_label, "", "");

@@ -2,7 +2,7 @@
  * config.c — the run configuration: schema table, YAML loading, --set
  * overrides, resolution of automatic values, printing (see config.h).
  *
- * Everything walks config_schema[]: one row per key.  Values are parsed by
+ * Everything walks config_schema[] (config_schema.c): one row per key.  Values are parsed by
  * one function (parse_value) for defaults, YAML and --set alike, so the
  * default texts in the table are checked by the same code as user input.
  *
@@ -32,131 +32,17 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
 #include "nn/rope.h"
 
 /* ------------------------------------------------------------------ */
-/* Schema                                                              */
+/* Schema (config_schema.c holds the table)                            */
 /* ------------------------------------------------------------------ */
 
-#define K(key, type, field, lo, hi, def, names, desc) \
-    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 0}
-#define KN(key, type, field, lo, hi, def, names, desc) \
-    {key, type, offsetof(Config, field), lo, hi, def, names, desc, 1}
-#define NONAMES NULL
-
-const char *const corpus_names[] = {"brown", "synthetic", "bb", NULL};
-const char *const bb_source_names[] = {"brown", "random", NULL};
-const char *const bb_first_names[] = {"stationary", "non_trigger", NULL};
-
-const ConfigKey config_schema[] = {
-    K("model.vocab_size", CT_INT, vocab_size, 2, 65536, "257", NONAMES,
-      "vocabulary size (256 bytes + BOS)"),
-    K("model.d_model", CT_INT, d_model, 4, 8192, "128", NONAMES, "residual stream width"),
-    K("model.n_layer", CT_INT, n_layer, 1, 256, "4", NONAMES, "number of transformer blocks"),
-    K("model.n_head", CT_INT, n_head, 1, 256, "4", NONAMES, "query heads per layer"),
-    K("model.n_kv_head", CT_INT, n_kv_head, 0, 256, "0", NONAMES,
-      "key/value heads (grouped-query attention); 0 = model.n_head"),
-    K("model.d_head", CT_INT, d_head, 0, 1024, "0", NONAMES, "width of one head; 0 = d_model / n_head"),
-    K("model.d_ff", CT_INT, d_ff, 0, 262144, "0", NONAMES,
-      "SwiGLU hidden width; 0 = 8/3 d_model rounded up to a multiple of 8"),
-    K("model.seq_len", CT_INT, seq_len, 2, 1048576, "128", NONAMES, "context length in tokens"),
-    K("model.rope_base", CT_FLOAT, rope_base, 1, 1e12, "10000", NONAMES, "RoPE frequency base"),
-    KN("model.rope_scaling", CT_ENUM, rope_scaling, 0, 0, "none", rope_scaling_names,
-       "RoPE context scaling (rope.h): none, linear (position interpolation), ntk (larger base), yarn"),
-    KN("model.rope_factor", CT_FLOAT, rope_factor, 1, 1e6, "1", NONAMES,
-       "RoPE scaling factor s: the context is s times the training length"),
-    KN("model.rope_train_len", CT_INT, rope_train_len, 0, 1048576, "0", NONAMES,
-       "the context length the weights were trained at (YaRN's ramp); 0 = model.seq_len"),
-    KN("model.yarn_alpha", CT_FLOAT, yarn_alpha, 0, 1e6, "1", NONAMES,
-       "YaRN: pairs rotating fewer times than this over the training length are interpolated"),
-    KN("model.yarn_beta", CT_FLOAT, yarn_beta, 0, 1e6, "32", NONAMES,
-       "YaRN: pairs rotating more times than this over the training length are kept"),
-    K("model.qk_norm", CT_BOOL, qk_norm, 0, 1, "true", NONAMES, "RMS-normalise queries and keys per head"),
-    K("model.norm_eps", CT_FLOAT, norm_eps, 1e-12, 1e-2, "1e-6", NONAMES, "epsilon of every RMSNorm"),
-    K("model.init_std", CT_FLOAT, init_std, 1e-6, 1, "0.02", NONAMES, "std of the normal weight init"),
-    K("model.match_params", CT_BOOL, match_params, 0, 1, "false", NONAMES,
-      "shrink d_ff so the parameter count matches the ungated model"),
-    K("model.gate.position", CT_ENUM, gate.position, 0, 0, "none", gate_position_names,
-      "where the gate acts (sdpa = G1, value = G2, key = G3, query = G4, dense = G5)"),
-    K("model.gate.granularity", CT_ENUM, gate.granularity, 0, 0, "elementwise", gate_granularity_names,
-      "one gate score per channel, or one per head"),
-    K("model.gate.sharing", CT_ENUM, gate.sharing, 0, 0, "head_specific", gate_sharing_names,
-      "gate scores per head, or shared across heads"),
-    K("model.gate.form", CT_ENUM, gate.form, 0, 0, "multiplicative", gate_form_names,
-      "multiply by the gate score, or add it"),
-    K("model.gate.activation", CT_ENUM, gate.activation, 0, 0, "sigmoid", gate_activation_names,
-      "nonlinearity applied to the gate logits"),
-    K("model.gate.input", CT_ENUM, gate.input, 0, 0, "hidden", gate_input_names,
-      "gate computed from the layer input (hidden), or a learned static parameter"),
-    K("model.gate.control", CT_ENUM, gate.control, 0, 0, "none", gate_control_names,
-      "no-gate control applied to the SDPA output (silu, per-head rmsnorm, or a fixed scale)"),
-    KN("model.gate.control_scale", CT_FLOAT, gate.control_scale, 0, 100, "0.5", NONAMES,
-       "the fixed multiplier on the SDPA output when model.gate.control is scale (parameter-free)"),
-    KN("model.gate.bias", CT_BOOL, gate.bias, 0, 1, "false", NONAMES,
-       "a learned bias on the gate logits (hidden input; not weight-decayed), starting at model.gate.init_bias"),
-    KN("model.gate.init_bias", CT_FLOAT, gate.init_bias, -100, 100, "0", NONAMES,
-       "initial gate logit offset: the bias's start (needs model.gate.bias) or, with static input, the static "
-       "logits' start; e.g. 4 starts a sigmoid gate open at 0.982"),
-    K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
-    K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
-    K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),
-    K("train.min_lr", CT_FLOAT, min_lr, 0, 10, "3e-4", NONAMES, "learning rate at the end of the cosine decay"),
-    K("train.warmup", CT_INT, warmup, 0, 1000000000, "20", NONAMES, "linear warmup steps"),
-    K("train.weight_decay", CT_FLOAT, weight_decay, 0, 10, "0.1", NONAMES, "AdamW decoupled weight decay"),
-    K("train.beta1", CT_FLOAT, beta1, 0, 0.999999, "0.9", NONAMES, "AdamW first-moment decay"),
-    K("train.beta2", CT_FLOAT, beta2, 0, 0.999999, "0.95", NONAMES, "AdamW second-moment decay"),
-    K("train.adam_eps", CT_FLOAT, adam_eps, 1e-30, 1, "1e-8", NONAMES, "AdamW epsilon"),
-    K("train.grad_clip", CT_FLOAT, grad_clip, 0, 1e6, "1.0", NONAMES, "global gradient-norm clip; 0 = off"),
-    K("train.seed", CT_INT, seed, 0, 9007199254740992.0, "1234", NONAMES, "random seed (init and data order)"),
-    KN("train.init_from", CT_STRING, init_from, 0, 255, "", NONAMES,
-       "continued training: start from the weights of this run (name or id in the database) or checkpoint "
-       "file; the architecture must match, seq_len and RoPE settings may differ; \"\" = random init"),
-    KN("train.micro_batch", CT_INT, micro_batch, 0, 1000000, "0", NONAMES,
-       "sequences per data-parallel micro-batch (each runs whole on one thread; must divide train.batch); "
-       "0 = the largest divisor of train.batch up to 4. Part of the numerics, never derived from threads"),
-    K("train.eval_every", CT_INT, eval_every, 1, 1000000000, "50", NONAMES, "steps between evaluations"),
-    K("train.eval_windows", CT_INT, eval_windows, 1, 1000000, "32", NONAMES,
-      "held-out windows of seq_len tokens per evaluation (fixed across evaluations)"),
-    K("train.checkpoint_every", CT_INT, checkpoint_every, 0, 1000000000, "0", NONAMES,
-      "steps between checkpoints (a run can --resume from the last); 0 = only at the end"),
-    K("train.spike_threshold", CT_FLOAT, spike_threshold, 0, 1000, "0.3", NONAMES,
-      "a loss spike: loss above the median of the previous 100 steps by more than this"),
-    K("train.diverge_loss", CT_FLOAT, diverge_loss, 0, 1e9, "20", NONAMES,
-      "a loss above this (or NaN/inf) ends the run with status diverged"),
-    K("data.corpus", CT_ENUM, corpus, 0, 0, "brown", corpus_names,
-      "training text: the Brown corpus, a generated synthetic corpus, or the Bigram-Backcopy task (bb)"),
-    K("data.bos_start", CT_BOOL, bos_start, 0, 1, "true", NONAMES,
-      "every window starts with BOS, then T tokens from a random offset (else T+1 raw tokens)"),
-    KN("data.bb.tokens", CT_INT, bb_tokens, 2, 1024, "63", NONAMES,
-       "Bigram-Backcopy: tokens besides BOS (ids 0..tokens-1, BOS = tokens); model.vocab_size must be at least "
-       "tokens + 1"),
-    KN("data.bb.triggers", CT_INT, bb_triggers, 1, 1023, "3", NONAMES,
-       "Bigram-Backcopy: k, the trigger tokens (the k most probable under the bigram chain's stationary "
-       "distribution); after a trigger the next token copies the one before it"),
-    KN("data.bb.source", CT_ENUM, bb_source, 0, 0, "brown", bb_source_names,
-       "Bigram-Backcopy: the bigram table: byte bigrams of Brown's train split between its data.bb.tokens most "
-       "frequent bytes, or rows drawn from a symmetric Dirichlet (data.bb.alpha, seeded by data.bb.seed)"),
-    KN("data.bb.alpha", CT_FLOAT, bb_alpha, 1e-3, 1e3, "0.1", NONAMES,
-       "Bigram-Backcopy, source random: the Dirichlet concentration of each row (small = sparse rows)"),
-    KN("data.bb.first", CT_ENUM, bb_first, 0, 0, "stationary", bb_first_names,
-       "Bigram-Backcopy: the first token after BOS from the stationary distribution (a sequence that starts "
-       "with two triggers alternates them to the end), or from it restricted to non-triggers (no two triggers "
-       "ever stand side by side)"),
-    KN("data.bb.seed", CT_INT, bb_seed, 0, 2147483647, "0", NONAMES,
-       "Bigram-Backcopy: seeds the random table and the fixed validation and test windows (train.seed seeds "
-       "the training stream)"),
-    K("threads", CT_INT, threads, 0, 256, "0", NONAMES, "worker threads; 0 = all cores"),
-};
-
-#undef K
-#undef KN
-#undef NONAMES
-
 #define NKEYS (sizeof config_schema / sizeof config_schema[0])
-const int config_schema_len = (int)NKEYS;
 
 const ConfigKey *config_find(const char *key) {
     if (!key) return NULL;
@@ -309,8 +195,11 @@ static void expected(const ConfigKey *k, const char *text, char *why, size_t cap
         break;
     case CT_ENUM: {
         size_t o = (size_t)snprintf(why, cap, "expected one of ");
-        for (int i = 0; k->names[i] && o < cap; i++)
-            o += (size_t)snprintf(why + o, cap - o, "%s%s", i ? ", " : "", k->names[i]);
+        for (int i = 0; k->names[i] && o < cap; i++) {
+            const char *a = k->alias ? k->alias(i) : NULL;
+            o += (size_t)snprintf(why + o, cap - o, "%s%s%s%s%s", i ? ", " : "", k->names[i], a ? " (" : "",
+                                  a ? a : "", a ? ")" : "");
+        }
         if (o < cap) snprintf(why + o, cap - o, ", got \"%s\"", q);
         break;
     }
@@ -417,6 +306,8 @@ static int parse_value(const ConfigKey *k, const char *text, Config *c, char *wh
         break;
     case CT_ENUM: {
         int i = name_index(k->names, text);
+        for (int j = 0; i < 0 && k->alias && k->names[j]; j++)
+            if (k->alias(j) && strcasecmp(k->alias(j), text) == 0) i = j;
         if (i < 0) break;
         *(int *)(void *)field = i;
         return 0;
@@ -718,93 +609,119 @@ int config_set(Config *c, const char *assignment, ConfigError *err) {
 /* Resolution                                                          */
 /* ------------------------------------------------------------------ */
 
-int config_resolve(Config *c, ConfigError *err) {
-    if (c->resolved) return 0;
-    Config r = *c; /* committed only on success */
-    const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
-    const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
-    const int i_d_ff = key_index("model.d_ff"), i_match = key_index("model.match_params");
-    const int i_lr = key_index("train.lr"), i_min_lr = key_index("train.min_lr");
-
-    /* Every value in range, also for a Config filled in by code rather than
-     * by config_load_file / config_set: print it and parse it back. */
+/* Every value in range, also for a Config filled in by code rather than
+ * by config_load_file / config_set: print it and parse it back. */
+static int check_ranges(const Config *r, ConfigError *err) {
     for (size_t i = 0; i < NKEYS; i++) {
         char text[64], why[800];
-        Config scratch = r;
+        Config scratch = *r;
         if (config_schema[i].type == CT_STRING) {
-            const char *v = (const char *)&r + config_schema[i].offset;
+            const char *v = (const char *)r + config_schema[i].offset;
             if (parse_value(&config_schema[i], v, &scratch, why, sizeof why) != 0) return fail_key(err, (int)i, "%s", why);
             continue;
         }
-        format_value(&config_schema[i], &r, text, sizeof text, 0);
+        format_value(&config_schema[i], r, text, sizeof text, 0);
         if (parse_value(&config_schema[i], text, &scratch, why, sizeof why) != 0)
             return fail_key(err, (int)i, "%s", why);
     }
-    if (!(r.yarn_alpha < r.yarn_beta)) {
+    if (!(r->yarn_alpha < r->yarn_beta)) {
         char a[32], b[32];
-        format_double(r.yarn_alpha, a, sizeof a, 0);
-        format_double(r.yarn_beta, b, sizeof b, 0);
+        format_double(r->yarn_alpha, a, sizeof a, 0);
+        format_double(r->yarn_beta, b, sizeof b, 0);
         return fail_key(err, blame(key_index("model.yarn_alpha"), key_index("model.yarn_beta")),
                         "model.yarn_alpha must be below model.yarn_beta (alpha %s, beta %s)", a, b);
     }
-    if (r.n_kv_head == 0) r.n_kv_head = r.n_head;
-    if (r.d_head == 0) {
-        if (r.d_model % r.n_head != 0)
+    return 0;
+}
+
+/* The attention shape: n_kv_head, d_head and d_ff from their defaults (0),
+ * and the checks that the model can be built from it. */
+static int resolve_shape(Config *r, ConfigError *err) {
+    const int i_d_model = key_index("model.d_model"), i_n_head = key_index("model.n_head");
+    const int i_n_kv = key_index("model.n_kv_head"), i_d_head = key_index("model.d_head");
+    if (r->n_kv_head == 0) r->n_kv_head = r->n_head;
+    if (r->d_head == 0) {
+        if (r->d_model % r->n_head != 0)
             return fail_key(err, blame(i_n_head, i_d_model),
                             "model.d_model (%d) is not divisible by model.n_head (%d); "
                             "change one of them or set model.d_head",
-                            r.d_model, r.n_head);
-        r.d_head = r.d_model / r.n_head;
-        if (r.d_head % 2 != 0)
+                            r->d_model, r->n_head);
+        r->d_head = r->d_model / r->n_head;
+        if (r->d_head % 2 != 0)
             return fail_key(err, blame(i_n_head, i_d_model),
                             "model.d_head = model.d_model / model.n_head = %d / %d = %d must be even "
                             "(RoPE rotates pairs of dimensions)",
-                            r.d_model, r.n_head, r.d_head);
+                            r->d_model, r->n_head, r->d_head);
     }
-    if (r.d_ff == 0) r.d_ff = (r.d_model + 2) / 3 * 8; /* ceil(8/3 d_model / 8) * 8 */
+    if (r->d_ff == 0) r->d_ff = (r->d_model + 2) / 3 * 8; /* ceil(8/3 d_model / 8) * 8 */
 
-    if (r.n_kv_head < 1 || r.n_head % r.n_kv_head != 0)
-        return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r.n_head, r.n_kv_head);
-    if (r.d_head % 2 != 0)
-        return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r.d_head);
+    if (r->n_kv_head < 1 || r->n_head % r->n_kv_head != 0)
+        return fail_key(err, i_n_kv, "must divide model.n_head (n_head %d, n_kv_head %d)", r->n_head, r->n_kv_head);
+    if (r->d_head % 2 != 0)
+        return fail_key(err, i_d_head, "must be even (RoPE rotates pairs of dimensions), got %d", r->d_head);
     /* token counts are ints in the model: B*T, and B*T times the widest
      * per-token row (logits, SwiGLU, the fused projection), must fit */
-    {
-        long long bt = (long long)r.batch * r.seq_len, wide = r.vocab_size;
-        long long proj = (long long)(r.n_head + 2 * r.n_kv_head) * r.d_head + (long long)r.n_head * r.d_head;
-        if (2LL * r.d_ff > wide) wide = 2LL * r.d_ff;
-        if (proj > wide) wide = proj;
-        if (r.d_model > wide) wide = r.d_model;
-        if (bt * wide > INT_MAX)
-            return fail_key(err, key_index("train.batch"),
-                            "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
-                            "(at most %lld)",
-                            bt, (long long)INT_MAX / wide);
-    }
+    long long bt = (long long)r->batch * r->seq_len, wide = r->vocab_size;
+    long long proj = (long long)(r->n_head + 2 * r->n_kv_head) * r->d_head + (long long)r->n_head * r->d_head;
+    if (2LL * r->d_ff > wide) wide = 2LL * r->d_ff;
+    if (proj > wide) wide = proj;
+    if (r->d_model > wide) wide = r->d_model;
+    if (bt * wide > INT_MAX)
+        return fail_key(err, key_index("train.batch"),
+                        "train.batch x model.seq_len = %lld tokens is too many for one step at this width "
+                        "(at most %lld)",
+                        bt, (long long)INT_MAX / wide);
+    return 0;
+}
 
-    /* data.bb.*: only with data.corpus bb (elsewhere a value would change the run id and nothing else) */
+/* data.bb.*: only with data.corpus bb (elsewhere a value would change the
+ * run id and nothing else), and consistent there. */
+static int check_bb(const Config *r, ConfigError *err) {
     const int i_corpus = key_index("data.corpus");
-    if (r.corpus == CORPUS_BB) {
+    if (r->corpus == CORPUS_BB) {
         const int i_bbv = key_index("data.bb.tokens");
-        if (r.bb_triggers >= r.bb_tokens)
+        if (r->bb_triggers >= r->bb_tokens)
             return fail_key(err, blame(key_index("data.bb.triggers"), i_bbv),
-                            "data.bb.triggers must be below data.bb.tokens (triggers %d, tokens %d)", r.bb_triggers,
-                            r.bb_tokens);
-        if (r.vocab_size < r.bb_tokens + 1)
+                            "data.bb.triggers must be below data.bb.tokens (triggers %d, tokens %d)", r->bb_triggers,
+                            r->bb_tokens);
+        if (r->vocab_size < r->bb_tokens + 1)
             return fail_key(err, blame(key_index("model.vocab_size"), i_bbv),
                             "model.vocab_size (%d) must be at least data.bb.tokens + 1 = %d (the Bigram-Backcopy "
                             "tokens and BOS)",
-                            r.vocab_size, r.bb_tokens + 1);
-        if (!r.bos_start)
+                            r->vocab_size, r->bb_tokens + 1);
+        if (!r->bos_start)
             return fail_key(err, blame(key_index("data.bos_start"), i_corpus),
                             "must be true with data.corpus bb (every Bigram-Backcopy sequence starts with BOS)");
-    } else {
-        for (size_t i = 0; i < NKEYS; i++)
-            if (strncmp(config_schema[i].key, "data.bb.", 8) == 0 && !at_default(&config_schema[i], &r))
-                return fail_key(err, (int)i, "only used with data.corpus bb (data.corpus is %s)",
-                                corpus_names[r.corpus]);
+        return 0;
     }
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strncmp(config_schema[i].key, "data.bb.", 8) == 0 && !at_default(&config_schema[i], r))
+            return fail_key(err, (int)i, "only used with data.corpus bb (data.corpus is %s)", corpus_names[r->corpus]);
+    return 0;
+}
 
+/* model.match_params: the SwiGLU units the gate's parameters buy back,
+ * taken from d_ff once (d_ff_matched). */
+static int match_params(Config *r, ConfigError *err) {
+    if (r->match_params && !r->d_ff_matched) {
+        GateShape s = gate_shape(&r->gate, r->d_model, r->n_head, r->n_kv_head, r->d_head);
+        /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
+        long cut = lround((double)s.wg_params / (3.0 * r->d_model));
+        if ((long)r->d_ff - cut < 1)
+            return fail_key(err, blame(key_index("model.match_params"), key_index("model.d_ff")),
+                            "the gate adds %ld parameters per layer, more than model.d_ff (%d) can give back "
+                            "(%ld SwiGLU units)",
+                            s.wg_params, r->d_ff, cut);
+        r->d_ff -= (int)cut;
+    }
+    r->d_ff_matched = r->match_params;
+    return 0;
+}
+
+int config_resolve(Config *c, ConfigError *err) {
+    if (c->resolved) return 0;
+    Config r = *c; /* committed only on success */
+    if (check_ranges(&r, err) || resolve_shape(&r, err) || check_bb(&r, err)) return -1;
     if (r.micro_batch > 0 && (r.micro_batch > r.batch || r.batch % r.micro_batch))
         return fail_key(err, key_index("train.micro_batch"), "must divide train.batch (batch %d, micro_batch %d)",
                         r.batch, r.micro_batch);
@@ -821,22 +738,10 @@ int config_resolve(Config *c, ConfigError *err) {
         char a[32], b[32];
         format_double(r.min_lr, a, sizeof a, 0);
         format_double(r.lr, b, sizeof b, 0);
-        return fail_key(err, blame(i_min_lr, i_lr), "train.min_lr must not exceed train.lr (min_lr %s, lr %s)", a,
-                        b);
+        return fail_key(err, blame(key_index("train.min_lr"), key_index("train.lr")),
+                        "train.min_lr must not exceed train.lr (min_lr %s, lr %s)", a, b);
     }
-
-    if (r.match_params && !r.d_ff_matched) {
-        GateShape s = gate_shape(&r.gate, r.d_model, r.n_head, r.n_kv_head, r.d_head);
-        /* Each SwiGLU unit holds 3 d_model weights (gate, up and down rows). */
-        long cut = lround((double)s.wg_params / (3.0 * r.d_model));
-        if ((long)r.d_ff - cut < 1)
-            return fail_key(err, blame(i_match, i_d_ff),
-                            "the gate adds %ld parameters per layer, more than model.d_ff (%d) can give back "
-                            "(%ld SwiGLU units)",
-                            s.wg_params, r.d_ff, cut);
-        r.d_ff -= (int)cut;
-    }
-    r.d_ff_matched = r.match_params;
+    if (match_params(&r, err)) return -1;
     r.resolved = 1;
     *c = r;
     return 0;

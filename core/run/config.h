@@ -144,10 +144,26 @@ typedef struct {
     /* Keys added after results were stored: left out of config_to_json
      * while at their default, so the run ids of earlier runs stay valid. */
     int omit_default;
+    /* CT_ENUM: another accepted spelling of value i (the paper's G1..G5
+     * for model.gate.position), or NULL; NULL: none has one.  Read as
+     * value i (case aside) wherever the key is read; stored and printed as
+     * names[i]; messages list both. */
+    const char *(*alias)(int i);
+    /* Whether the key has any effect in config c (NULL: always): the gate's
+     * keys need a gate position, model.gate.control_scale needs control
+     * scale, the RoPE scaling's keys their scaling, data.bb.* data.corpus
+     * bb.  gated export leaves a key without effect empty; config_resolve
+     * refuses a value other than the default for the gate's and bb's (a
+     * stray value would give one run two ids). */
+    int (*applies)(const Config *c);
 } ConfigKey;
-extern const ConfigKey config_schema[];
+/* The rows of config_schema (config_schema.c). */
+enum { CONFIG_NKEYS = 55 };
+extern const ConfigKey config_schema[CONFIG_NKEYS];
 extern const int config_schema_len;
 const ConfigKey *config_find(const char *key);
+/* k->applies(c), or 1 when k has no such rule. */
+int config_key_applies(const Config *c, const ConfigKey *k);
 
 /* Helpers shared by the YAML readers (run configs, sweeps): */
 /* s as it goes between double quotes in a message: '"' and '\' escaped,
