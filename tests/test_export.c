@@ -212,7 +212,7 @@ Test(export, csv_cells_quote_neutralise_formulas_and_repair_utf8) {
         {"a,b", "\"a,b\""},
         {"say \"hi\"", "\"say \"\"hi\"\"\""},
         {"two\nlines", "\"two\nlines\""},
-        {"cr\rx", "\"cr\rx\""},
+        {"cr\rx", "\"cr\\x0dx\""},                /* quoted, and the CR written visibly */
         {"=1+2", "\"'=1+2\""},
         {"+1", "\"'+1\""},
         {"-1", "\"'-1\""},
@@ -221,6 +221,10 @@ Test(export, csv_cells_quote_neutralise_formulas_and_repair_utf8) {
         {"=\"q\",", "\"'=\"\"q\"\",\""},
         {"caf\xc3\xa9", "caf\xc3\xa9"},             /* valid UTF-8 as is */
         {"bad\xff", "bad\xef\xbf\xbd"},             /* a stray byte becomes U+FFFD */
+        /* controls that would drive a terminal, visibly (issue 29): ESC, BEL, DEL, C1 CSI */
+        {"k\x1b[5m", "k\\x1b[5m"},
+        {"a\x07" "b\x7f", "a\\x07b\\x7f"},
+        {"c1\xc2\x9b" "2J", "c1\\xc2\\x9b2J"},
         {"", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
