@@ -117,6 +117,26 @@ int sw_check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
     return PERR_NODE(p, n, key, "\"%s\" %s", sw_quote_name(v, q, sizeof q), why);
 }
 
+/* No two variants with one label. */
+static int variants_distinct(P *p, const Row *rows, int n) {
+    char **labels = malloc((size_t)(n > 0 ? n : 1) * sizeof *labels);
+    if (!labels)
+        return sw_oom(p);
+    for (int i = 0; i < n; i++)
+        labels[i] = rows[i].label;
+    int j, i, d = sw_first_dup(labels, n, &j, &i);
+    free(labels);
+    if (d < 0)
+        return sw_oom(p);
+    if (d == 0)
+        return 0;
+    char q[300], lwhat[64];
+    config_quote(rows[i].label, q, sizeof q);
+    snprintf(lwhat, sizeof lwhat, "variants[%d].label", i);
+    return sw_perr(p, rows[i].ll, rows[i].lc, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
+                   rows[j].line);
+}
+
 int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
     static const char *const item_keys[] = {"label", "set", NULL};
     int n = (int)(seq->data.sequence.items.top - seq->data.sequence.items.start);
@@ -186,20 +206,14 @@ int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
             rc = PERR_NODE(p, it, lwhat, "required (each variant needs a label)");
             break;
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(rows[j].label, sw_scalar(label)) == 0) {
-                char q[300];
-                config_quote(sw_scalar(label), q, sizeof q);
-                rc = PERR_NODE(p, label, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
-                               rows[j].line);
-                break;
-            }
-        if (rc)
-            break;
+        r->ll = sw_nline(label);
+        r->lc = sw_ncol(label);
         r->label = sw_xstrdup(sw_scalar(label));
         if (!r->label)
             rc = sw_oom(p);
     }
+    if (rc == 0)
+        rc = variants_distinct(p, rows, n);
     if (rc) {
         sw_rows_free(rows, n);
         return -1;
@@ -307,13 +321,15 @@ static int param_values(P *p, Param *pm, yaml_node_t *values) {
             return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (param_value(p, pm, it, key))
             return -1;
-        for (int j = 0; j < i; j++)
-            if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
-                char q[300];
-                config_quote(pm->vals[i], q, sizeof q);
-                return PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
-                                 pm->vc[j]);
-            }
+    }
+    int j, i, d = sw_first_dup(pm->vals, pm->n, &j, &i);
+    if (d < 0)
+        return sw_oom(p);
+    if (d > 0) {
+        char q[300];
+        config_quote(pm->vals[i], q, sizeof q);
+        return sw_perr(p, pm->vl[i], pm->vc[i], key, "duplicate value \"%s\" (also at line %d, column %d)", q,
+                       pm->vl[j], pm->vc[j]);
     }
     return 0;
 }
