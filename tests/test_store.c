@@ -1030,6 +1030,8 @@ Test(store, merge_from_checks_its_input) {
     Provenance p = test_prov("hostA");
     OK(store_run_begin(s, RID, "ok-name", "{\"seed\":1}", 1, 1, &p, NULL));
     OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
+    OK(store_summary(s, RID, "val_loss", NULL, 2.6, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, 2.7, NULL));
     OK(store_run_end(s, RID, "finished", NULL, -1));
     store_close(s);
     sqlite3 *db = raw_open(a.db);
@@ -1039,7 +1041,8 @@ Test(store, merge_from_checks_its_input) {
     Store *d = open_or_die(b.db);
     char err[1024];
     cr_assert_eq(merge_from(d, a.db, err, sizeof err), -2);
-    cr_assert(strstr(err, "refused, nothing merged: run 0123456789abcdef: name \"bad\\x1bname\""), "%s", err);
+    cr_assert(strstr(err, "refused, nothing merged: runs row 1 (run 0123456789abcdef): name \"bad\\x1bname\""), "%s",
+              err);
     cr_assert_eq(store_count_rows(d, "runs"), 0);
     cr_assert_eq(store_count_rows(d, "metrics"), 0);
     cr_assert_eq(merge_from(d, b.db, err, sizeof err), -2);
@@ -1612,6 +1615,8 @@ Test(store, metric_rows_are_timestamped) {
     double before = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
     OK(store_metric(s, RID, "val_loss", NULL, 1, 2.4));
+    OK(store_summary(s, RID, "val_loss", NULL, 2.4, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, 2.5, NULL));
     OK(store_flush(s));
     cr_assert_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
     double after = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -1793,6 +1798,8 @@ static void attest_fixture(Store *s, const char *code, double val_loss) {
     OK(store_metric(s, RID, "f_attn", "layer=0", 2, NAN));
     const long long counts[2] = {1, 2};
     OK(store_histogram(s, RID, "gate", "layer=0", 2, 0, 1, counts, 2));
+    OK(store_summary(s, RID, "val_loss", NULL, val_loss, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, val_loss, NULL));
     OK(store_run_end(s, RID, "finished", NULL, -1));
 }
 
@@ -1962,17 +1969,19 @@ Test(store, merge_refuses_malformed_attestations) {
     static const struct {
         const char *sql, *want;
     } bad[] = {
-        {"UPDATE code_attest SET code_version = '--output=x'", "code_version \"--output=x\" is not a commit"},
-        {"UPDATE code_attest SET code_version = 'unknown'", "code_version \"unknown\" is not a commit"},
-        {"UPDATE code_attest SET run_id = 'x' || char(27) || '[2J'", "run id \"x\\x1b[2J\" contains a control"},
+        {"UPDATE code_attest SET code_version = '--output=x'",
+         "code_version is not a commit (40 lowercase hex digits) (the text \"--output=x\")"},
+        {"UPDATE code_attest SET code_version = 'unknown'", "code_version is not a commit"},
+        {"UPDATE code_attest SET run_id = 'x' || char(27) || '[2J'",
+         "run_id is not a run id (16 lowercase hex digits) (the text \"x\\x1b[2J\")"},
         {"UPDATE code_attest SET cflags = char(10)", "cflags \"\\x0a\" contains a control"},
-        {"UPDATE code_attest SET run_code_version = x'41'", "run_code_version is not text"},
-        {"UPDATE code_attest SET rows_checked = 'many'", "rows_checked is not a positive count"},
-        {"UPDATE code_attest SET rows_checked = 0", "rows_checked is not a positive count"},
-        {"UPDATE code_attest SET steps_checked = -1", "steps_checked is not a count"},
+        {"UPDATE code_attest SET run_code_version = x'41'", "run_code_version is not printable text (a blob of 1 byte)"},
+        {"UPDATE code_attest SET rows_checked = 'many'", "rows_checked is not a positive count (the text \"many\")"},
+        {"UPDATE code_attest SET rows_checked = 0", "rows_checked is not a positive count (the integer 0)"},
+        {"UPDATE code_attest SET steps_checked = -1", "steps_checked is not a count (the integer -1)"},
         {"UPDATE code_attest SET git_dirty = 2", "git_dirty is not 0 or 1"},
-        {"UPDATE code_attest SET run_ended_at = 'yesterday'", "run_ended_at is not a time"},
-        {"UPDATE code_attest SET verified_at = 1e999", "verified_at is not a time"},
+        {"UPDATE code_attest SET run_ended_at = 'yesterday'", "run_ended_at is not a time (the text \"yesterday\")"},
+        {"UPDATE code_attest SET verified_at = 1e999", "verified_at is not a time (the real inf)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         TmpDb t, u, m;
@@ -1986,7 +1995,7 @@ Test(store, merge_refuses_malformed_attestations) {
         Store *d = open_or_die(m.db);
         char err[1024];
         cr_assert_eq(merge_from(d, t.db, err, sizeof err), -2, "%s", bad[i].sql);
-        cr_assert(strstr(err, "refused, nothing merged: code_attest row of run "), "%s: %s", bad[i].sql, err);
+        cr_assert(strstr(err, "refused, nothing merged: code_attest row 1 (run "), "%s: %s", bad[i].sql, err);
         cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].sql, err);
         cr_assert_eq(store_count_rows(d, "runs"), 0);
         cr_assert_eq(store_count_rows(d, "code_attest"), 0);

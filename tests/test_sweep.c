@@ -1592,20 +1592,22 @@ Test(sweep, store_sweep_record_and_merge_api) {
     snprintf(p2, sizeof p2, "%s/2.db", t.dir);
     Store *s;
     cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
-    StoreSweepRun r[3] = {{"aaaa", "x", 1, 0, 1}, {"bbbb", "y", 1, 1, 0}, {"cccc", "z", 1, 2, 0}};
+    static const char A[] = "aaaaaaaaaaaaaaaa", B[] = "bbbbbbbbbbbbbbbb", C[] = "cccccccccccccccc",
+                      D[] = "dddddddddddddddd";
+    StoreSweepRun r[3] = {{A, "x", 1, 0, 1}, {B, "y", 1, 1, 0}, {C, "z", 1, 2, 0}};
     cr_assert_eq(store_sweep_record(s, "sw", 3, r, 3), 0, "%s", store_errmsg(s));
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 3);
     /* the sweep changed: index 1 is another run now, and it has 2 runs */
-    StoreSweepRun r2[1] = {{"dddd", "y2", 1, 1, 0}};
+    StoreSweepRun r2[1] = {{D, "y2", 1, 1, 0}};
     cr_assert_eq(store_sweep_record(s, "sw", 2, r2, 1), 0, "%s", store_errmsg(s));
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
     cr_assert_eq(store_count_rows(s, "nonsense"), -1);
     char buf[64];
-    cr_assert_null(store_run_code_version(s, "aaaa", buf, sizeof buf));
+    cr_assert_null(store_run_code_version(s, A, buf, sizeof buf));
     Provenance pv = {.host = "h", .code_version = "c0de", .git_dirty = 0};
-    cr_assert_eq(store_run_begin(s, "aaaa", "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
-    cr_assert_str_eq(store_run_code_version(s, "aaaa", buf, sizeof buf), "c0de");
-    cr_assert_eq(store_metric(s, "aaaa", "k", NULL, 0, 1.5), 0);
+    cr_assert_eq(store_run_begin(s, A, "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
+    cr_assert_str_eq(store_run_code_version(s, A, buf, sizeof buf), "c0de");
+    cr_assert_eq(store_metric(s, A, "k", NULL, 0, 1.5), 0);
     cr_assert_eq(merge_from(s, p1, err, sizeof err), -2);
     cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database");
     store_close(s);
@@ -1749,7 +1751,7 @@ Test(sweep, hostile_labels_and_names_run_nothing, .timeout = 120) {
 
     /* merge refuses the input, naming the row; nothing is merged */
     cr_assert_eq(gated(bin, &t, "merge m.db h.db", out, sizeof out), 2, "%s", out);
-    cr_assert_not_null(strstr(out, "h.db: refused, nothing merged: run "), "%s", out);
+    cr_assert_not_null(strstr(out, "h.db: refused, nothing merged: runs row "), "%s", out);
     cr_assert_not_null(strstr(out, ": name \"n\\x1b[2J\\x0a!touch PWNED2\" contains a control character"), "%s", out);
     cr_assert(!raw_control(out), "%s", out);
     cr_assert_eq(q_int(m, "SELECT count(*) FROM runs"), 0);

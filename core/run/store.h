@@ -225,6 +225,11 @@ typedef struct {
     int nbins;
 } StoreHist;
 int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHist **rows, int *n);
+/* A histogram's stored counts: a JSON array of integers >= 0, each as
+ * written (a double would round counts past 2^53), into *out (malloc'd,
+ * *nout of them).  0, or -1 (not such an array, or out of memory) with
+ * *out NULL. */
+int store_parse_counts(const char *js, long long **out, int *nout);
 void store_histograms_free(StoreHist *rows, int n);
 
 /* ------------------------------------------------------------------ */

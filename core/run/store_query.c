@@ -450,8 +450,7 @@ int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n) {
     return 0;
 }
 
-/* Parse a JSON array of integers; *out malloc'd. */
-static int parse_counts(const char *js, long long **out, int *nout) {
+int store_parse_counts(const char *js, long long **out, int *nout) {
     *out = NULL;
     *nout = 0;
     Json *j = js ? json_parse(js, NULL, 0) : NULL;
@@ -497,7 +496,7 @@ int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHi
         h->step = sqlite3_column_int64(st, 1);
         h->lo = sqlite3_column_double(st, 2);
         h->hi = sqlite3_column_double(st, 3);
-        if (parse_counts(sto_text(st, 4), &h->counts, &h->nbins)) h->nbins = -1;
+        if (store_parse_counts(sto_text(st, 4), &h->counts, &h->nbins)) h->nbins = -1;
         if (dup_col(s, st, 0, &h->context)) {
             r = -1;
             break;
