@@ -112,20 +112,23 @@ static void spit(const char *path, const char *b, size_t len) {
     cr_assert_eq(fclose(f), 0);
 }
 
-/* Offsets into a format-2 checkpoint held in b. */
+/* Offsets into a format-3 checkpoint held in b. */
 typedef struct {
-    size_t json, n_at, w, m, v, step, rng, ring, spikes, ttime, sum;
+    size_t db_id, run_id, jl, json, n_at, w, m, v, step, rng, ring, spikes, ttime, sum;
     uint64_t n;
 } Layout;
 
 static Layout layout_of(const char *b, size_t len) {
     Layout L;
     uint64_t jl;
-    cr_assert(len > 23);
-    cr_assert(memcmp(b, "GATEDCKPT2\n", 11) == 0, "not format 2");
-    memcpy(&jl, b + 15, 8);
-    L.json = 23;
-    L.n_at = 23 + jl;
+    cr_assert(len > 55);
+    cr_assert(memcmp(b, "GATEDCKPT3\n", 11) == 0, "not format 3");
+    L.db_id = 15;
+    L.run_id = 31;
+    L.jl = 47;
+    memcpy(&jl, b + L.jl, 8);
+    L.json = 55;
+    L.n_at = 55 + jl;
     memcpy(&L.n, b + L.n_at, 8);
     L.w = L.n_at + 8;
     L.m = L.w + L.n * sizeof(real);
@@ -500,7 +503,7 @@ Test(ckpt, every_field_is_checked_and_a_failed_resume_changes_nothing, .timeout 
     resume_refused(&s, b, s.len, "written by a build with 8-byte reals", "real size");
     free(b);
     uint64_t jl = (uint64_t)1 << 40;
-    b = forged(&s, 15, &jl, 8, 1);
+    b = forged(&s, L->jl, &jl, 8, 1);
     resume_refused(&s, b, s.len, "corrupt checkpoint (configuration length", "json length");
     free(b);
     /* truncated, extended, an old format, not a checkpoint at all */
@@ -538,7 +541,7 @@ Test(ckpt, a_state_that_would_not_load_is_not_written) {
     test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/x.ckpt", dir);
     m.p.w[9] = (real)NAN;
-    cr_assert_eq(checkpoint_save(path, "{}", &m.p, &ts, err, sizeof err), -1);
+    cr_assert_eq(checkpoint_save(path, "{}", "0123456789abcdef", &m.p, &ts, err, sizeof err), -1);
     cr_assert_not_null(strstr(err, "not writing a checkpoint at step 3: "), "%s", err);
     cr_assert_not_null(strstr(err, "weight 9 of"), "%s", err);
     cr_assert_neq(access(path, F_OK), 0, "nothing is written");

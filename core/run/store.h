@@ -124,6 +124,15 @@ void store_run_id(const char *config_json, char out[17]);
  * and sweep both use, so their ids always agree. */
 char *store_config_json(const Config *c, char id[17]);
 
+/* Whether the database holds the rows a run has after `step` updates, which
+ * gated train commits before a checkpoint names the step done: train_loss,
+ * lr and grad_norm at every step 1..step, and val_loss at every multiple of
+ * eval_every up to step.  A resume goes on only on top of them.  1 yes, 0
+ * no (why, always NUL-terminated, says which rows are missing), -1 on an
+ * error (store_errmsg()). */
+int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
+                           size_t cap);
+
 /* Delete a run's metrics, summary and histograms (one transaction): a run
  * that starts again from step 0 must not keep rows of an earlier attempt. */
 int store_run_reset(Store *s, const char *run_id);
@@ -356,6 +365,13 @@ long long store_count_rows(Store *s, const char *table);
 
 /* The database file's path, as given to store_open / store_open_ro. */
 const char *store_path(Store *s);
+
+/* The database's id (meta db_id: 16 random hex digits, made by the first
+ * writer that opens it), which checkpoints carry so that a resume never
+ * goes on from a checkpoint of another database (run/checkpoint.h).  A
+ * copy of the file has the same id; `gated merge` does not copy it.  ""
+ * for a read-only open of a file that has none yet. */
+const char *store_db_id(Store *s);
 
 /* The underlying SQLite connection, for queries by the lab (lab/report.c
  * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must

@@ -39,6 +39,7 @@ struct Store {
     size_t pool_len, pool_cap;
     int readonly; /* store_open_ro: SQLITE_OPEN_READONLY, nothing written at open */
     int schema;   /* the file's schema_version (a read-only schema-1 file stays 1) */
+    char db_id[17]; /* meta db_id (store_db_id); "" when a read-only file has none */
     char err[1024];
 };
 

@@ -513,3 +513,43 @@ void store_histograms_free(StoreHist *rows, int n) {
     for (int i = 0; rows && i < n; i++) free(rows[i].context), free(rows[i].counts);
     free(rows);
 }
+
+/* ------------------------------------------------------------------ */
+/* what a resume needs                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Distinct steps in 1..step (multiples of every, when every > 0) with a
+ * metric key at context '' of run_id, into *n.  0 or -1. */
+static int count_steps(Store *s, const char *run_id, const char *key, long long step, long long every,
+                       long long *n) {
+    sqlite3_stmt *st;
+    if (sto_prep_bind(s, &st,
+                      "SELECT count(DISTINCT step) FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ''"
+                      " AND step BETWEEN 1 AND ?3 AND (?4 <= 0 OR step % ?4 = 0)",
+                      "ttii", run_id, key, step, every))
+        return -1;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sto_dbfail(s, "resume: count rows");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    *n = sqlite3_column_int64(st, 0);
+    return sto_fin(s, st);
+}
+
+int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
+                           size_t cap) {
+    static const char *const keys[] = {"train_loss", "lr", "grad_norm", "val_loss"};
+    if (store_flush(s)) return -1;
+    for (int k = 0; k < 4; k++) {
+        long long every = k == 3 ? eval_every : 0, want = every > 0 ? step / every : step, n;
+        if (k == 3 && every <= 0) continue;
+        if (count_steps(s, run_id, keys[k], step, every, &n)) return -1;
+        if (n != want) {
+            snprintf(why, cap, "%s holds %lld of the run's %lld %s rows of steps 1-%lld%s", s->path, n, want, keys[k],
+                     step, k == 3 ? " (its evaluations)" : "");
+            return 0;
+        }
+    }
+    return 1;
+}

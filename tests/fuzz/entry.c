@@ -211,10 +211,11 @@ int fuzz_sweep_one(const uint8_t *data, size_t size) {
 
 /* ------------------------------------------------------------ checkpoint */
 
-/* The arena size a format-2 file declares (after magic, u32, u64 json
- * length, json), or 0.  Only to size the arena; the reader checks it. */
+/* The arena size a format-3 (or 2) file declares (after magic, u32, in
+ * format 3 two 16-byte ids, u64 json length, json), or 0.  Only to size
+ * the arena; the reader checks it. */
 static uint64_t declared_total(const uint8_t *d, size_t n) {
-    const size_t head = 11 + 4;
+    const size_t head = 11 + 4 + (n >= 11 && memcmp(d, "GATEDCKPT3\n", 11) == 0 ? 32 : 0);
     uint64_t jl, total;
     if (n < head + 8) return 0;
     memcpy(&jl, d + head, 8);
@@ -252,7 +253,10 @@ static void checkpoint_pass(const uint8_t *data, size_t size) {
             if (!isfinite(a.w[i]) || !isfinite(a.m[i]) || !isfinite(a.v[i]) || a.v[i] < 0)
                 die("checkpoint_read accepted value %zu: w %g m %g v %g", i, (double)a.w[i], (double)a.m[i],
                     (double)a.v[i]);
-        int lr = checkpoint_load(p_ckpt, json, &a, &ts, err, sizeof err);
+        /* the database it names (format 3), or any (format 2: it names none) */
+        char dbid[17] = "0123456789abcdef";
+        if (size >= 31 && memcmp(data, "GATEDCKPT3\n", 11) == 0) memcpy(dbid, data + 15, 16);
+        int lr = checkpoint_load(p_ckpt, json, dbid, &a, &ts, err, sizeof err);
         if (lr != 1) die("checkpoint_load refuses what checkpoint_read accepted: %s", err);
     }
     free(json);
