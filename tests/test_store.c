@@ -1522,11 +1522,20 @@ Test(store, claims_are_atomic_and_never_restart_finished_or_live_runs) {
     cr_assert_str_eq(stt, "finished");
     free(stt);
 
-    char tok[300];
+    /* HOST:PID:START, and the older HOST:PID */
+    char tok[300], host[256], me[256];
+    long pid;
+    long long start;
     store_owner_token(tok, sizeof tok);
-    char pid[32];
-    snprintf(pid, sizeof pid, ":%ld", (long)getpid());
-    cr_assert(strlen(tok) > strlen(pid) && strcmp(tok + strlen(tok) - strlen(pid), pid) == 0, "%s", tok);
+    cr_assert_eq(store_owner_parse(tok, host, sizeof host, &pid, &start), 0, "%s", tok);
+    sysinfo_host(me, sizeof me);
+    cr_assert_str_eq(host, me, "%s", tok);
+    cr_assert_eq(pid, (long)getpid(), "%s", tok);
+    cr_assert_gt(start, 0, "%s: no start time", tok);
+    cr_assert_eq(store_owner_parse("h.example:12", host, sizeof host, &pid, &start), 0);
+    cr_assert(strcmp(host, "h.example") == 0 && pid == 12 && start == -1, "%s %ld %lld", host, pid, start);
+    cr_assert_eq(store_owner_parse("nocolon", host, sizeof host, &pid, &start), -1);
+    cr_assert_eq(store_owner_parse("h:x", host, sizeof host, &pid, &start), -1);
 
     raw_close(db);
     store_close(w);
@@ -1536,26 +1545,42 @@ Test(store, claims_are_atomic_and_never_restart_finished_or_live_runs) {
 
 /* A claim whose owner is a process of this host that has exited is dead at
  * once (a SIGKILLed `gated train` can be resumed right away), and so is the
- * 'running' row it left; an owner on another host keeps its claim until it
- * goes stale. */
+ * 'running' row it left, in both token forms; so is one whose pid now
+ * belongs to a process started at another time (the pid was reused); an
+ * owner on another host keeps its claim until it goes stale. */
 Test(store, a_claim_of_an_exited_process_is_not_live) {
     TmpDb t;
     tmp_db(&t);
     Store *s = open_or_die(t.db);
     Provenance p = test_prov("h");
-    char st[16], tok[300], dead[320];
+    char st[16], tok[300], host[256], dead[3][320], buf[16];
+    long me;
+    long long start;
     pid_t child = fork();
     cr_assert(child >= 0);
     if (child == 0) _exit(0);
     cr_assert_eq(waitpid(child, NULL, 0), child);
     store_owner_token(tok, sizeof tok);
-    *strrchr(tok, ':') = '\0';
-    snprintf(dead, sizeof dead, "%s:%ld", tok, (long)child);
-    cr_assert_eq(store_run_claim(s, "r1", dead, NULL, NULL, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(store_owner_parse(tok, host, sizeof host, &me, &start), 0);
+    snprintf(dead[0], sizeof dead[0], "%s:%ld", host, (long)child);               /* gone (older form) */
+    snprintf(dead[1], sizeof dead[1], "%s:%ld:%lld", host, (long)child, start);   /* gone */
+    snprintf(dead[2], sizeof dead[2], "%s:%ld:1", host, me);                       /* this pid, another start */
+    for (int k = 0; k < 3; k++) {
+        char id[8];
+        snprintf(id, sizeof id, "d%d", k);
+        cr_assert_eq(store_run_claim(s, id, dead[k], NULL, NULL, st, sizeof st), STORE_CLAIMED);
+        cr_assert_eq(store_run_begin(s, id, "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
+        /* the row says running with a fresh heartbeat, but its owner is gone: read as killed at once */
+        cr_assert_str_eq(store_run_status(s, id, buf, sizeof buf), "killed", "%s", dead[k]);
+        cr_assert_eq(store_run_claim(s, id, "B:2", NULL, NULL, st, sizeof st), STORE_CLAIMED, "%s: %s", dead[k],
+                     store_errmsg(s));
+        cr_assert_str_eq(st, "killed", "%s", dead[k]);
+    }
+    /* this process itself, with its own start time: live */
+    cr_assert_eq(store_run_claim(s, "r1", tok, NULL, NULL, st, sizeof st), STORE_CLAIMED);
     cr_assert_eq(store_run_begin(s, "r1", "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
-    /* the row says running with a fresh heartbeat, but its owner is gone */
-    cr_assert_eq(store_run_claim(s, "r1", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIMED, "%s", store_errmsg(s));
-    cr_assert_str_eq(st, "killed");
+    cr_assert_str_eq(store_run_status(s, "r1", buf, sizeof buf), "running");
+    cr_assert_eq(store_run_claim(s, "r1", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);
     /* a live owner elsewhere (another host) is respected */
     cr_assert_eq(store_run_claim(s, "r2", "some-other-host:1", NULL, NULL, st, sizeof st), STORE_CLAIMED);
     cr_assert_eq(store_run_claim(s, "r2", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);

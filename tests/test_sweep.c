@@ -1116,7 +1116,9 @@ static int count_lines_starting(const char *text, const char *start) {
 
 /* Two sweeps of one file started together on one database: every run is
  * trained exactly once (one "start", one set of steps), every run is
- * finished, neither sweep fails. */
+ * finished, no run fails; a sweep that left a run to the other while it was
+ * running there says so and exits 1 (its results were not all there when
+ * it ended), else 0. */
 Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     const char *bin = sweep_gated_bin();
     Tmp t;
@@ -1134,7 +1136,12 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     char *ta = test_read_file(a, NULL), *tb = test_read_file(b, NULL);
     cr_assert(ta && tb);
     snprintf(out, sizeof out, "--- sweep 1:\n%s--- sweep 2:\n%s", ta, tb);
-    cr_assert(strstr(ta, "\nrc 0\n") && strstr(tb, "\nrc 0\n"), "%s", out);
+    for (int k = 0; k < 2; k++) {
+        const char *o = k ? tb : ta;
+        int live = strstr(o, " running in another process, not waited for\n") != NULL;
+        cr_assert(strstr(o, live ? "\nrc 1\n" : "\nrc 0\n"), "%s", out);
+        cr_assert_null(strstr(o, "FAILED"), "%s", out);
+    }
     int starts = count_lines_starting(ta, "start ") + count_lines_starting(tb, "start ");
     cr_assert_eq(starts, 6, "%d runs started for 6 runs:\n%s", starts, out);
     cr_assert_eq(sum_before(ta, " finished,") + sum_before(tb, " finished,"), 6, "%s", out);

@@ -114,7 +114,7 @@
  *   -- before its row exists.
  *   CREATE TABLE IF NOT EXISTS run_claims (
  *       run_id      TEXT PRIMARY KEY,
- *       owner       TEXT NOT NULL,             -- 'HOST:PID' of the claimant
+ *       owner       TEXT NOT NULL,             -- 'HOST:PID:START' of the claimant
  *       claimed_at  REAL NOT NULL              -- unix seconds, refreshed while held
  *   );
  *
@@ -731,6 +731,11 @@ const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap
     const char *eff = sto_effective_status(sto_text(st, 0), sqlite3_column_double(st, 1), sto_now());
     int n = snprintf(buf, cap, "%s", eff);
     if (sto_fin(s, st)) return NULL;
+    if (strcmp(buf, "running") == 0) { /* its process may be gone already: then it is not running */
+        int dead = sto_claim_owner_dead(s, run_id);
+        if (dead < 0) return NULL;
+        if (dead) n = snprintf(buf, cap, "killed");
+    }
     if (n < 0 || (size_t)n >= cap) {
         sto_fail(s, "%s: run_status: buffer too small", s->path);
         return NULL;

@@ -72,7 +72,9 @@ int store_run_begin(Store *s, const char *run_id, const char *name, const char *
                     long long seed, int threads, const Provenance *p, const char *argv_joined);
 /* The run's status into buf (cap >= 9 holds them all); NULL if absent (or
  * on error: store_errmsg() then says which).  A 'running' run whose
- * heartbeat is older than STORE_STALE_SECONDS is reported 'killed'. */
+ * heartbeat is older than STORE_STALE_SECONDS, or whose claim is held by a
+ * process of this host that has exited (store.h, "Claims"), is reported
+ * 'killed'. */
 const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap);
 /* Flush buffered metrics, then set the run's heartbeat_at to now. */
 int store_heartbeat(Store *s, const char *run_id);
@@ -307,8 +309,13 @@ typedef int (*StoreClaimDecide)(void *ctx, const StoreRunState *state);
 
 enum { STORE_CLAIM_DECLINED = 0, STORE_CLAIMED = 1, STORE_CLAIM_LIVE = 2 };
 
-/* This process's owner token, "HOST:PID" (cut to cap, NUL-terminated). */
+/* This process's owner token, "HOST:PID:START" (START: when the process
+ * started, in clock ticks since boot, so a pid used again by a later
+ * process is not taken for the owner); cut to cap, NUL-terminated. */
 void store_owner_token(char *out, size_t cap);
+/* An owner token's parts: 0 with host, *pid and *start (-1 in a token of
+ * the older form "HOST:PID"), or -1 when owner is neither form. */
+int store_owner_parse(const char *owner, char *host, size_t hcap, long *pid, long long *start);
 
 /* Claim run_id for owner, in one BEGIN IMMEDIATE transaction:
  *   a fresh claim by owner itself (a claim made for it)  STORE_CLAIMED, decide not asked

@@ -76,6 +76,10 @@ int sto_begin(Store *s);
 int sto_commit(Store *s);
 void sto_rollback(Store *s);
 
+/* Whether run_id's claim is held by a process of this host that has
+ * exited (store_claims.c): 1 yes, 0 no (or no claim), -1 on error. */
+int sto_claim_owner_dead(Store *s, const char *run_id);
+
 /* Column i as text: NULL for SQL NULL / dflt for SQL NULL. */
 const char *sto_text(sqlite3_stmt *st, int i);
 const char *sto_text_or(sqlite3_stmt *st, int i, const char *dflt);
