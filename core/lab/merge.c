@@ -26,10 +26,12 @@
 /* ------------------------------------------------------------------ */
 
 int mg_fail(Merge *s, const char *fmt, ...) {
+    char raw[sizeof s->err];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    store_escape(raw, s->err, sizeof s->err); /* SQLite's messages quote the input's text */
     return -1;
 }
 
