@@ -320,8 +320,9 @@ static int check_table(Merge *s, const char *src, const Table *tb) {
     int r, rc = 0;
     while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW) {
         char why[600];
-        const char *f = row_fault(tb, st, why, sizeof why);
+        const char *f = NULL;
         for (int i = 0; i < tb->ncols && !f; i++) f = col_fault(st, 1 + i, &tb->cols[i], why, sizeof why);
+        if (!f) f = row_fault(tb, st, why, sizeof why);
         if (f)
             rc = refuse_row(s, src, tb->table, sqlite3_column_int64(st, 0), tb->run >= 0,
                             tb->run >= 0 ? mg_text(st, 1 + tb->run) : NULL, f);
