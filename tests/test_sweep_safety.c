@@ -35,21 +35,23 @@ static const char BASE[] = "model: {vocab_size: 257, d_model: 32, n_layer: 1, n_
                            "train: {batch: 2, steps: 4, warmup: 1, eval_every: 2, eval_windows: 2, seed: 7}\n"
                            "data: {corpus: synthetic}\n";
 
+/* text into DIR/name; the path into p (128 bytes). */
+static void put(const char *dir, const char *name, const char *text, char p[128]) {
+    snprintf(p, 128, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+    cr_assert(fputs(text, f) >= 0);
+    cr_assert_eq(fclose(f), 0);
+}
+
 /* A directory with base.yaml and k.yaml (one run, k-a-s7, of train.steps
  * steps); its run id into id (as the sweep computes it). */
 static void one_run_sweep(char dir[64], int steps, char id[17]) {
     test_tmpdir(dir, 64);
-    char p[128];
-    snprintf(p, sizeof p, "%s/base.yaml", dir);
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fputs(BASE, f);
-    fclose(f);
-    snprintf(p, sizeof p, "%s/k.yaml", dir);
-    f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "name: k\nbase: base.yaml\nset: {train.steps: %d}\nvariants: [{label: a}]\n", steps);
-    fclose(f);
+    char p[128], k[160];
+    put(dir, "base.yaml", BASE, p);
+    snprintf(k, sizeof k, "name: k\nbase: base.yaml\nset: {train.steps: %d}\nvariants: [{label: a}]\n", steps);
+    put(dir, "k.yaml", k, p);
     Sweep s;
     ConfigError e;
     cr_assert_eq(sweep_load(&s, p, &e), 0, "%s", e.msg);
@@ -234,11 +236,7 @@ Test(sweep_safety, a_run_dies_with_its_killed_sweep, .timeout = 120) {
  * seconds it took. */
 static int load_timed(const char *dir, const char *text, char *msg, size_t cap, double *secs) {
     char p[128];
-    snprintf(p, sizeof p, "%s/s.yaml", dir);
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    put(dir, "s.yaml", text, p);
     Sweep s;
     ConfigError e;
     double t0 = util_now();
@@ -277,12 +275,8 @@ Test(sweep_safety, limits_are_checked_before_any_run_is_built, .timeout = 300) {
     cr_assert_not_null(text);
     snprintf(text, cap, "name: s\nbase: base.yaml\nvariants: [{label: a}, {label: b, set: {train.lr: 0.002}},"
                         " {label: c, set: {train.lr: 0.003}}]\nseeds: %s\n", seeds);
-    FILE *f;
     char p[128];
-    snprintf(p, sizeof p, "%s/base.yaml", dir);
-    cr_assert_not_null(f = fopen(p, "w"));
-    fputs(BASE, f);
-    fclose(f);
+    put(dir, "base.yaml", BASE, p);
     cr_assert_eq(load_timed(dir, text, msg, sizeof msg, &secs), -1);
     cr_expect(strstr(msg, "s.yaml:1:1: error: the sweep has 300000 runs, more than 100000"), "%s", msg);
     cr_expect_lt(secs, 10, "%.1f s to refuse 300,000 runs", secs);

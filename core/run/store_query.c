@@ -322,6 +322,18 @@ void store_summary_free(StoreSummaryRow *rows, int n) {
 }
 
 /* How many distinct (key, context) series the run has at a context other than ''. */
+/* The one integer a prepared statement gives, into *n; the statement is
+ * finalized.  0 or -1 (what names the read in the message). */
+static int one_count(Store *s, sqlite3_stmt *st, const char *what, long long *n) {
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sto_dbfail(s, what);
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    *n = sqlite3_column_int64(st, 0);
+    return sto_fin(s, st);
+}
+
 static int count_context_series(Store *s, const char *run_id, long long *n) {
     sqlite3_stmt *st;
     if (sto_prep_bind(s, &st,
@@ -329,13 +341,7 @@ static int count_context_series(Store *s, const char *run_id, long long *n) {
                       " WHERE run_id = ?1 AND context <> ?2",
                       "tt", run_id, ""))
         return -1;
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sto_dbfail(s, "show: metrics");
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    *n = sqlite3_column_int64(st, 0);
-    return sto_fin(s, st);
+    return one_count(s, st, "show: metrics", n);
 }
 
 int store_read_series(Store *s, const char *run_id, StoreSeries **rows, int *n, long long *n_other) {
@@ -528,13 +534,7 @@ static int count_steps(Store *s, const char *run_id, const char *key, long long 
                       " AND step BETWEEN 1 AND ?3 AND (?4 <= 0 OR step % ?4 = 0)",
                       "ttii", run_id, key, step, every))
         return -1;
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sto_dbfail(s, "resume: count rows");
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    *n = sqlite3_column_int64(st, 0);
-    return sto_fin(s, st);
+    return one_count(s, st, "resume: count rows", n);
 }
 
 int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
