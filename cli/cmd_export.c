@@ -16,7 +16,7 @@ enum { O_DB, O_FORMAT, O_OUT, O_RUN, O_SWEEP, O_KEY, O_CONFIG, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_FORMAT] = {"format", "csv|jsonl", "CSV with a header line (default) or JSON lines, one object per row", 0},
-    [O_OUT] = {"out", "FILE", "write there instead of stdout (a regular file, replaced only once every row is written)", 0},
+    [O_OUT] = {"out", "FILE", "write there, not to stdout (a regular file, replaced once every row is written)", 0},
     [O_RUN] = {"run", "ID|NAME", "only this run (id, name or unique id prefix)", 1},
     [O_SWEEP] = {"sweep", "NAME", "only the runs of this sweep; sweep and label are this sweep's", 0},
     [O_KEY] = {"key", "K", "only metric K (train_loss, val_loss, f_attn, ...: README, \"Metric keys\")", 1},

@@ -266,7 +266,8 @@ static int merge_inner(Merge *s, const char *src) {
     int r = mg_bind(s, at, "t", src) ? SQLITE_ERROR : sqlite3_step(at);
     if (r != SQLITE_DONE) /* the input's fault: unreadable, not a database, damaged */
         mg_fail(s, "%s: %s (%s)", src,
-                (sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB ? "not a gated database" : "cannot be read as a database",
+                (sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB ? "not a gated database"
+                                                                  : "cannot be read as a database",
                 sqlite3_errmsg(s->db));
     (void)sqlite3_finalize(at);
     if (r != SQLITE_DONE) return -2;

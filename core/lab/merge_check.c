@@ -173,9 +173,11 @@ static const char *describe(sqlite3_stmt *st, int i, char *out, size_t cap) {
     case SQLITE_NULL: snprintf(out, cap, "NULL"); break;
     case SQLITE_INTEGER: snprintf(out, cap, "the integer %lld", (long long)sqlite3_column_int64(st, i)); break;
     case SQLITE_FLOAT: snprintf(out, cap, "the real %.17g", sqlite3_column_double(st, i)); break;
-    case SQLITE_BLOB:
-        snprintf(out, cap, "a blob of %d byte%s", sqlite3_column_bytes(st, i), sqlite3_column_bytes(st, i) == 1 ? "" : "s");
+    case SQLITE_BLOB: {
+        int n = sqlite3_column_bytes(st, i);
+        snprintf(out, cap, "a blob of %d byte%s", n, n == 1 ? "" : "s");
         break;
+    }
     default: snprintf(out, cap, "the text \"%s\"", store_escape(mg_text_or(st, i, ""), q, sizeof q)); break;
     }
     return out;

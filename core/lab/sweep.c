@@ -104,30 +104,6 @@ int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) {
     return config_fail(p->err, "%s:%d:%d: error: %s", p->path, line, col, why);
 }
 
-static int cmp_dup(const void *a, const void *b, void *strs) {
-    int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(((char *const *)strs)[x], ((char *const *)strs)[y]);
-    return c ? c : (x > y) - (x < y);
-}
-
-int sw_first_dup(char *const *strs, int n, int *first, int *later) {
-    int *ix = malloc((size_t)(n > 0 ? n : 1) * sizeof *ix);
-    if (!ix)
-        return -1;
-    for (int i = 0; i < n; i++)
-        ix[i] = i;
-    qsort_r(ix, (size_t)n, sizeof *ix, cmp_dup, (void *)strs);
-    int found = 0;
-    /* sorted by (text, index): a run of equal texts starts with its earliest
-     * entry, and its second is the first that repeats it */
-    for (int k = 1; k < n; k++)
-        if (strcmp(strs[ix[k - 1]], strs[ix[k]]) == 0 && (k < 2 || strcmp(strs[ix[k - 2]], strs[ix[k]]) != 0) &&
-            (!found || ix[k] < *later))
-            *first = ix[k - 1], *later = ix[k], found = 1;
-    free(ix);
-    return found;
-}
-
 int sw_nline(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
 int sw_ncol(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
 
@@ -696,7 +672,8 @@ static int check_size(P *p, const Sweep *s, Doc *d) {
             yaml_node_t *spec = yaml_document_get_node(p->doc, pr->value);
             for (yaml_node_pair_t *sp = spec && spec->type == YAML_MAPPING_NODE ? spec->data.mapping.pairs.start : NULL;
                  sp && sp < spec->data.mapping.pairs.top; sp++) {
-                yaml_node_t *k = yaml_document_get_node(p->doc, sp->key), *v = yaml_document_get_node(p->doc, sp->value);
+                yaml_node_t *k = yaml_document_get_node(p->doc, sp->key);
+                yaml_node_t *v = yaml_document_get_node(p->doc, sp->value);
                 if (!k || !v || k->type != YAML_SCALAR_NODE || strcmp(sw_scalar(k), "values") != 0 ||
                     v->type != YAML_SEQUENCE_NODE)
                     continue;

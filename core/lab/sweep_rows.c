@@ -88,6 +88,34 @@ int sw_parse_set_node(P *p, yaml_node_t *vn, OvList *l, const char *what) {
 }
 
 /* ------------------------------------------------------------------ */
+/* duplicates in long lists (labels, values, seeds)                    */
+/* ------------------------------------------------------------------ */
+
+static int cmp_dup(const void *a, const void *b, void *strs) {
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(((char *const *)strs)[x], ((char *const *)strs)[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+int sw_first_dup(char *const *strs, int n, int *first, int *later) {
+    int *ix = malloc((size_t)(n > 0 ? n : 1) * sizeof *ix);
+    if (!ix)
+        return -1;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, (size_t)n, sizeof *ix, cmp_dup, (void *)strs);
+    int found = 0;
+    /* sorted by (text, index): a run of equal texts starts with its earliest
+     * entry, and its second is the first that repeats it */
+    for (int k = 1; k < n; k++)
+        if (strcmp(strs[ix[k - 1]], strs[ix[k]]) == 0 && (k < 2 || strcmp(strs[ix[k - 2]], strs[ix[k]]) != 0) &&
+            (!found || ix[k] < *later))
+            *first = ix[k - 1], *later = ix[k], found = 1;
+    free(ix);
+    return found;
+}
+
+/* ------------------------------------------------------------------ */
 /* variants                                                            */
 /* ------------------------------------------------------------------ */
 

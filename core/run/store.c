@@ -521,7 +521,8 @@ static int read_db_id(Store *s) {
     s->db_id[0] = '\0';
     if (sto_prep_bind(s, &st, "SELECT value FROM meta WHERE key = ?1", "t", "db_id")) return -1;
     int r = sqlite3_step(st);
-    if (r == SQLITE_ROW && store_run_id_valid(sto_text_or(st, 0, ""))) snprintf(s->db_id, sizeof s->db_id, "%s", sto_text(st, 0));
+    if (r == SQLITE_ROW && store_run_id_valid(sto_text_or(st, 0, "")))
+        snprintf(s->db_id, sizeof s->db_id, "%s", sto_text(st, 0));
     if (r != SQLITE_ROW && r != SQLITE_DONE) {
         sto_dbfail(s, "read meta.db_id");
         (void)sqlite3_finalize(st);

@@ -81,7 +81,8 @@ int store_owner_parse(const char *owner, char *host, size_t hcap, long *pid, lon
     const char *prev = last;
     while (prev > owner && prev[-1] != ':') prev--;
     /* HOST:PID:START, or HOST:PID as tokens were before the start time */
-    if (prev > owner + 1 && parse_num(prev, last, 1, &a) == 0 && parse_num(last + 1, end, -1, &b) == 0 && a <= INT_MAX) {
+    if (prev > owner + 1 && parse_num(prev, last, 1, &a) == 0 && parse_num(last + 1, end, -1, &b) == 0 &&
+        a <= INT_MAX) {
         snprintf(host, hcap, "%.*s", (int)(prev - 1 - owner), owner);
         *pid = (long)a, *start = b;
         return 0;
