@@ -704,9 +704,10 @@ static char *as_format2(const char *b, size_t n, size_t *len) {
  * that database (sub/checkpoints, not ./checkpoints); a resume of the same
  * config into another database, sub/b.db, finds it there and refuses it
  * (another database), as it refuses a resume into a copy of a.db whose
- * rows were cut and an old format-2 checkpoint (which names no database)
- * into b.db, which holds none of the run's rows; into a.db that one still
- * resumes, and the run ends with every row. */
+ * rows were cut and an old format-2 checkpoint (which names no database;
+ * in ./checkpoints, where it was written before) into b.db, which holds
+ * none of the run's rows; into a.db that one still resumes, and the run
+ * ends with every row. */
 Test(ckpt, a_checkpoint_of_another_database_is_not_resumed, .timeout = 180) {
     char dir[64], a[128], b[128], c[128], ck[256], id[64], cmd[512], buf[64], *out;
     test_tmpdir(dir, sizeof dir);
@@ -742,10 +743,15 @@ Test(ckpt, a_checkpoint_of_another_database_is_not_resumed, .timeout = 180) {
     free(out);
     cr_assert_str_eq(q_text(c, "SELECT status FROM runs", NULL, buf, sizeof buf), "killed");
 
-    /* format 2: no database named; the rows decide */
+    /* format 2, where gated train put checkpoints before (./checkpoints):
+     * found there, but it names no database, so the rows decide */
     size_t n, n2;
-    char *v3 = test_read_file(ck, &n), *v2 = as_format2(v3, n, &n2);
-    spit(ck, v2, n2);
+    char *v3 = test_read_file(ck, &n), *v2 = as_format2(v3, n, &n2), old[256];
+    cr_assert_eq(unlink(ck), 0);
+    snprintf(old, sizeof old, "%s/checkpoints", dir);
+    cr_assert_eq(mkdir(old, 0700), 0);
+    snprintf(old, sizeof old, "%s/checkpoints/%s.ckpt", dir, id);
+    spit(old, v2, n2);
     rc = tiny_train(dir, into_b, &out);
     cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
     cr_assert(strstr(out, "holds 0 of the run's 6 train_loss rows of steps 1-6"), "%s", out);

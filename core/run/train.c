@@ -528,6 +528,11 @@ static int open_resume(Run *r) {
             return 0;
         }
         int k = checkpoint_load(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
+        if (k == 0 && !o->ckpt_dir) { /* where gated train put them before they went beside the database */
+            char old[4096];
+            snprintf(old, sizeof old, "checkpoints/%s.ckpt", r->id);
+            k = checkpoint_load(old, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
+        }
         /* a resume is exact only on top of every row before the checkpoint's
          * step: refused when the database lacks them (a format-2 checkpoint
          * names no database; a database copied and then cut, or rows deleted) */
