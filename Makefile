@@ -68,7 +68,7 @@ $(BUILD)/gated: $(CLIOBJ) $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 # The CLI's pieces that have unit tests of their own.
-TCLI_OBJ := $(BUILD)/f32/cli/blas_kernel.o
+TCLI_OBJ := $(BUILD)/f32/cli/blas_kernel.o $(BUILD)/f32/cli/store_show.o
 $(BUILD)/test_f32: $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o) $(TCLI_OBJ) \
                    $(BUILD)/libgated.a
 	$(CC) -o $@ $^ $(TEST_LDLIBS)
@@ -259,7 +259,7 @@ FUZZ_CC       ?= clang-14
 FUZZ_TIME     ?= 60
 FUZZ_CI_TIME  ?= 10
 FUZZ_RUN_TIME ?= $(FUZZ_TIME)
-FUZZ_TARGETS  ?= config sweep checkpoint bench
+FUZZ_TARGETS  ?= config sweep checkpoint bench db
 FUZZ_ARGS     ?=
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 # (not in DEB_PKGS: `make test` does not need them; fuzz-build runs fuzz-deps)
@@ -268,14 +268,17 @@ FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN
                  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -I$(FUZZ_BUILD)/gen \
                  -DGATED_CFLAGS='"fuzz: -O1 $(FUZZ_SAN)"'
 FUZZ_LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp
-FUZZ_OBJ      := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/entry.o
+FUZZ_OBJ      := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/cli/store_show.o \
+                 $(FUZZ_BUILD)/obj/tests/fuzz/entry.o
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
 # Per target: -max_len (the seeds' largest is ~3 KB of YAML, ~16 KB of
-# checkpoint) and the dictionary (schema keys, YAML syntax) for YAML targets.
+# checkpoint, ~20 KB of database) and the dictionary (schema keys, YAML
+# syntax; for db the change lines' tables, columns and values).
 FUZZ_OPTS_config     := -max_len=8192 -dict=tests/fuzz/gated.dict
 FUZZ_OPTS_sweep      := -max_len=8192 -dict=tests/fuzz/gated.dict
 FUZZ_OPTS_bench      := -max_len=8192 -dict=tests/fuzz/gated.dict
 FUZZ_OPTS_checkpoint := -max_len=24576
+FUZZ_OPTS_db         := -max_len=32768 -dict=tests/fuzz/db.dict
 FUZZ_RP := )
 FUZZ_ENV := TMPDIR=$(abspath $(FUZZ_BUILD))/tmp OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -3,7 +3,6 @@
  * JSON lines (lab/export.h says what is written), on stdout or into
  * --out FILE.  The database is opened read-only.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +10,13 @@
 
 #include "commands.h"
 #include "lab/export.h"
+#include "util/outfile.h"
 
 enum { O_DB, O_FORMAT, O_OUT, O_RUN, O_SWEEP, O_KEY, O_CONFIG, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
     [O_FORMAT] = {"format", "csv|jsonl", "CSV with a header line (default) or JSON lines, one object per row", 0},
-    [O_OUT] = {"out", "FILE", "write there (replaced; removed again on a failure) instead of stdout", 0},
+    [O_OUT] = {"out", "FILE", "write there, not to stdout (a regular file, replaced once every row is written)", 0},
     [O_RUN] = {"run", "ID|NAME", "only this run (id, name or unique id prefix)", 1},
     [O_SWEEP] = {"sweep", "NAME", "only the runs of this sweep; sweep and label are this sweep's", 0},
     [O_KEY] = {"key", "K", "only metric K (train_loss, val_loss, f_attn, ...: README, \"Metric keys\")", 1},
@@ -39,19 +39,24 @@ static int contains(char **list, int n, const char *s) {
     return 0;
 }
 
+/* Into out (util/outfile.h: a temporary file beside it, renamed over it
+ * only when every row was written) or stdout. */
 static int export_to(Store *st, const ExportOpts *eo, const char *out) {
     char err[1024];
     long long rows = 0;
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "gated export: %s: %s\n", out, strerror(errno));
-        return EXIT_RUNTIME;
+    OutFile of = {0};
+    if (out) {
+        int o = outfile_open(&of, out, err, sizeof err);
+        if (o) {
+            fprintf(stderr, "gated export: %s\n", err);
+            return o == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
+        }
     }
-    int rc = export_metrics(st, eo, f, &rows, err, sizeof err);
-    if (out && fclose(f) != 0 && rc == 0) rc = -1, snprintf(err, sizeof err, "%s: %s", out, strerror(errno));
+    int rc = export_metrics(st, eo, out ? of.f : stdout, &rows, err, sizeof err);
+    if (out && rc == 0 && outfile_commit(&of, err, sizeof err)) rc = -1;
     if (rc) {
+        if (out) outfile_abort(&of); /* the temporary file only: FILE stays as it was */
         fprintf(stderr, "gated export: %s\n", err);
-        if (out) unlink(out); /* no partial file left behind */
         return rc == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
     }
     if (out) printf("%s: %lld rows\n", out, rows);

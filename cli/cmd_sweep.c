@@ -40,16 +40,17 @@
  *   failed                      skip and report (exit 1), unless --rerun-failed
  *                               or --force (rerun from step 0), and not when it
  *                               failed after this sweep started (elsewhere)
- *   running (live heartbeat)    skip: another process is running it; but
- *                               when its claim's owner is a process of this
- *                               host that is gone (a sweep SIGKILLed with its
- *                               child), killed: resumed (plan_live)
+ *   running (live heartbeat)    skip: another process is running it (exit 1:
+ *                               not done here); one whose claim's owner is a
+ *                               process of this host that has exited reads
+ *                               killed at once (store_run_status, and
+ *                               plan_live for a run the plan saw live)
  *
  * Several sweeps (or shards, or machines sharing a file system) may work on
  * one database at once.  The plan above is made first from what is stored,
  * for the listing, and made again for each run just before it starts,
  * inside store_run_claim's one BEGIN IMMEDIATE transaction, which records
- * a claim (owner HOST:PID of this sweep) only when the run is still to be
+ * a claim (owner HOST:PID:START of this sweep) only when the run is still to be
  * run and not live: claimed by another process (a claim refreshed every
  * CLAIM_REFRESH_S seconds while held, void after STORE_STALE_SECONDS) or
  * 'running' with a fresh heartbeat.  So two sweeps of one file train each
@@ -82,9 +83,11 @@
  *
  * The last line is "sweep NAME: N runs: F finished, D diverged, X failed,
  * S skipped" (N selected; F, D, X: runs this invocation ran; S: not run).
- * Exit 0 when nothing failed, 1 when a run failed now or a failed run was
- * skipped, 2 on bad input, 130 / 143 when a signal stopped it.  A run skipped because it is live elsewhere, or
- * was finished elsewhere meanwhile, is not a failure.
+ * Exit 0 when nothing failed, 1 when a run failed now, a failed run was
+ * skipped, a run was not started, or one was skipped as running in
+ * another process (the sweep's results are not all there: a line before
+ * the summary says how many), 2 on bad input, 130 / 143 when a signal
+ * stopped it.  A run finished elsewhere meanwhile is not a failure.
  *
  *
  * Every name in a sweep file (name, labels, the names run_name gives) must
@@ -354,6 +357,7 @@ static void launch_job(SweepCtx *x, Job *j) {
     }
     if (c != STORE_CLAIMED) {
         if (c == STORE_CLAIM_LIVE) {
+            j->live = 1;
             store_escape(seen, j->stored, sizeof j->stored);
             snprintf(j->why, sizeof j->why, "running elsewhere (claimed by another process)");
         }
@@ -428,16 +432,18 @@ static void sweep_run_jobs(SweepCtx *x) {
 
 /* The closing lines.  Returns the exit code. */
 static int sweep_summary(const SweepCtx *x) {
-    int F = 0, D = 0, X = 0, S = 0, skipped_failed = 0, not_started = 0;
+    int F = 0, D = 0, X = 0, S = 0, skipped_failed = 0, not_started = 0, live = 0;
     for (int i = 0; i < x->n; i++) {
         switch (x->jobs[i].outcome) {
         case OUT_FINISHED: F++; break;
         case OUT_DIVERGED: D++; break;
         case OUT_FAILED: X++; break;
-        case OUT_SKIPPED: S++, skipped_failed += x->jobs[i].skip_failed; break;
+        case OUT_SKIPPED: S++, skipped_failed += x->jobs[i].skip_failed, live += x->jobs[i].live; break;
         case OUT_PENDING: S++, not_started++; break;
         }
     }
+    if (live) /* not done here, nor known to be done: rerun the sweep once they end */
+        printf("%d run%s running in another process, not waited for\n", live, live == 1 ? "" : "s");
     if (not_started)
         printf("%s: %d run%s not started\n", x->stop_why ? x->stop_why : "stopped", not_started,
                not_started == 1 ? "" : "s");
@@ -446,7 +452,7 @@ static int sweep_summary(const SweepCtx *x) {
                skipped_failed == 1 ? "" : "s");
     printf("sweep %s: %d runs: %d finished, %d diverged, %d failed, %d skipped\n", x->sw->name, x->n, F, D, X, S);
     fflush(stdout);
-    return X || skipped_failed || not_started ? EXIT_RUNTIME : 0;
+    return X || skipped_failed || not_started || live ? EXIT_RUNTIME : 0;
 }
 
 static void sweep_ctx_free(SweepCtx *x) {

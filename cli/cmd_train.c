@@ -3,9 +3,11 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -20,7 +22,7 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_NAME] = {"name", "NAME", "the run's name (default: its run id)", 0},
     [O_DATA] = {"data", "DIR", "where `make data` put the corpus (default: data)", 0},
     [O_RESUME] = {"resume", NULL, "continue from the run's checkpoint, if it has one", 0},
-    [O_CKPT] = {"ckpt", "DIR", "checkpoints go to DIR/RUN_ID.ckpt (default: checkpoints)", 0},
+    [O_CKPT] = {"ckpt", "DIR", "checkpoints go to DIR/RUN_ID.ckpt (default: DBDIR/checkpoints, beside the db)", 0},
     [O_STOP_AFTER] = {"stop-after", "N", "stop (as if killed, checkpointing first) after N steps", 0},
     [O_FORCE] = {"force", NULL, "start even when the memory estimate exceeds what is available", 0},
 };
@@ -33,6 +35,22 @@ static void join_argv(int argc, char **argv, char *out, size_t cap) {
         size_t k = strlen(out);
         snprintf(out + k, cap - k, " %s", argv[i]);
     }
+}
+
+/* A run a sweep started (its claim token in GATED_RUN_OWNER names the
+ * parent) dies with the sweep: a sweep killed outright leaves no run going
+ * on under a claim whose owner is gone, which the next sweep takes for
+ * dead at once (store.h, "Claims") and would run a second time.  SIGKILL,
+ * as the sweep had: the run resumes exactly from its last checkpoint.
+ * 0, or -1 when the sweep is gone already. */
+static int die_with_sweep(void) {
+    const char *owner = getenv("GATED_RUN_OWNER");
+    char host[256];
+    long pid;
+    long long start;
+    if (!owner || store_owner_parse(owner, host, sizeof host, &pid, &start) || pid != (long)getppid()) return 0;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t)pid) return -1;
+    return 0;
 }
 
 static int run_train(int argc, char **argv) {
@@ -98,6 +116,10 @@ static int run_train(int argc, char **argv) {
         return EXIT_BADINPUT;
     }
     free(dir);
+    if (die_with_sweep()) {
+        fprintf(stderr, "gated train: the sweep that started this run has exited; not started\n");
+        return EXIT_RUNTIME;
+    }
     return train_run(&c, &to);
 }
 

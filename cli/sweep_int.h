@@ -34,7 +34,7 @@ typedef struct {
     int verified;    /* the verification was made (whatever it found) */
     int resume;      /* a killed run: continue from its checkpoint */
     int skip_failed; /* skipped although failed */
-    int live;        /* stored 'running' with a fresh heartbeat (live, or left by a dead process) */
+    int live;        /* skipped: running in another process (not waited for); plan_live re-checks its owner */
     Outcome outcome;
     pid_t pid;
     double t0;

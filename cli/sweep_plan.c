@@ -94,7 +94,7 @@ static void plan_state(Job *j, const StoreRunState *rs, const char *code, const 
         }
         return;
     }
-    j->live = strcmp(s, "running") == 0;
+    j->live = 1;
     snprintf(j->why, sizeof j->why, "%s elsewhere (a live heartbeat or claim)", j->stored);
 }
 

@@ -16,6 +16,7 @@
 
 #include "blas_kernel.h"
 #include "cli.h"
+#include "run/checkpoint.h"
 #include "run/codever.h"
 #include "run/eval.h"
 #include "util/util.h"
@@ -151,7 +152,11 @@ static void keep_checkpoint(const SweepCtx *x, const char *vck, const SweepRun *
     if (access(from, F_OK) != 0)
         goto out; /* nothing written: no checkpoint to keep */
     int had = access(to, F_OK) == 0;
-    if (util_mkdir_p(x->ckptdir) != 0 || rename(from, to) != 0)
+    char err[1024];
+    /* written for the scratch database, on behalf of the run in this one */
+    if (checkpoint_retag(from, store_db_id(x->st), err, sizeof err))
+        fprintf(stderr, "gated sweep: keeping %s: %s\n", from, err);
+    else if (util_mkdir_p(x->ckptdir) != 0 || rename(from, to) != 0)
         fprintf(stderr, "gated sweep: keeping %s as %s: %s\n", from, to, strerror(errno));
     else
         printf("verify %s: the whole run was re-executed: its final checkpoint is now %s%s\n", r->name, to,

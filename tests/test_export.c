@@ -21,11 +21,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,7 +215,7 @@ Test(export, csv_cells_quote_neutralise_formulas_and_repair_utf8) {
         {"a,b", "\"a,b\""},
         {"say \"hi\"", "\"say \"\"hi\"\"\""},
         {"two\nlines", "\"two\nlines\""},
-        {"cr\rx", "\"cr\rx\""},
+        {"cr\rx", "\"cr\\x0dx\""},                /* quoted, and the CR written visibly */
         {"=1+2", "\"'=1+2\""},
         {"+1", "\"'+1\""},
         {"-1", "\"'-1\""},
@@ -221,6 +224,10 @@ Test(export, csv_cells_quote_neutralise_formulas_and_repair_utf8) {
         {"=\"q\",", "\"'=\"\"q\"\",\""},
         {"caf\xc3\xa9", "caf\xc3\xa9"},             /* valid UTF-8 as is */
         {"bad\xff", "bad\xef\xbf\xbd"},             /* a stray byte becomes U+FFFD */
+        /* controls that would drive a terminal, visibly (issue 29): ESC, BEL, DEL, C1 CSI */
+        {"k\x1b[5m", "k\\x1b[5m"},
+        {"a\x07" "b\x7f", "a\\x07b\\x7f"},
+        {"c1\xc2\x9b" "2J", "c1\\xc2\\x9b2J"},
         {"", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -746,4 +753,138 @@ Test(export, every_metric_key_the_code_writes_is_in_the_readme_table, .timeout =
                   run.k[i]);
     keys_free(&doc), keys_free(&run);
     fx_rm(&fx);
+}
+
+/* ------------------------------------------------------------------ */
+/* what --out may touch, and control bytes (issue 29)                  */
+/* ------------------------------------------------------------------ */
+
+/* DIR/s.db: one finished run with n train_loss rows (about 100 bytes of
+ * CSV each), made with the store's API. */
+static void small_db(const char *dir, char *db, size_t cap, int n) {
+    snprintf(db, cap, "%s/s.db", dir);
+    Store *s;
+    char err[512];
+    cr_assert_eq(store_open(&s, db, err, sizeof err), 0, "%s", err);
+    static const char id[] = "0123456789abcdef";
+    cr_assert_eq(store_run_begin(s, id, "small", "{\"train.seed\":1}", 1, 1, NULL, NULL), 0, "%s", store_errmsg(s));
+    for (int k = 1; k <= n; k++) cr_assert_eq(store_metric(s, id, "train_loss", NULL, k, 1.0 / k), 0);
+    cr_assert_eq(store_run_end(s, id, "finished", NULL, -1), 0);
+    store_close(s);
+}
+
+/* `gated export --db DB --out OUT` with a file size limit (RLIMIT_FSIZE,
+ * SIGXFSZ ignored: the write fails) of fsize bytes, 0 none, and a time
+ * limit; the exit status, or 128 + a signal (SIGALRM: it hung). */
+static int export_out(const char *db, const char *out, long fsize) {
+    const char *bin = gated_bin();
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(null, 1), dup2(null, 2);
+        if (fsize > 0) {
+            signal(SIGXFSZ, SIG_IGN);
+            struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(126);
+        }
+        alarm(20);
+        execl(bin, bin, "export", "--db", db, "--out", out, "--config", "none", (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Files in dir other than s.db (and its -wal / -shm) and those named. */
+static int others_in(const char *dir, const char *a, const char *b) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.' && strncmp(e->d_name, "s.db", 4) != 0 && strcmp(e->d_name, a) != 0 &&
+             strcmp(e->d_name, b) != 0;
+    closedir(d);
+    return n;
+}
+
+/* --out never removes what the command did not create: a device node or a
+ * FIFO is refused (exit 2) and stays; a regular file whose rewrite fails
+ * (here: over RLIMIT_FSIZE) keeps its old content; no temporary file is
+ * left; a link to a regular file stays a link, its file replaced. */
+Test(export, out_never_removes_what_it_did_not_create, .timeout = 120) {
+    char dir[64], db[128], p[160], q[160];
+    test_tmpdir(dir, sizeof dir);
+    small_db(dir, db, sizeof db, 3000);
+    struct stat sb;
+
+    snprintf(p, sizeof p, "%s/full", dir);
+    if (mknod(p, S_IFCHR | 0666, makedev(1, 7)) == 0) { /* as /dev/full (root only) */
+        cr_expect_eq(export_out(db, p, 0), 2, "a device as --out");
+        cr_expect(stat(p, &sb) == 0 && S_ISCHR(sb.st_mode), "the device node is gone");
+        unlink(p);
+    } else {
+        cr_log_warn("mknod: %s: the device case is not run", strerror(errno));
+    }
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    cr_expect_eq(export_out(db, p, 0), 2, "a FIFO as --out (128 + 14: it waited for a reader)");
+    cr_expect(stat(p, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO is gone");
+    unlink(p);
+    snprintf(p, sizeof p, "%s", dir);
+    cr_expect_eq(export_out(db, p, 0), 2, "a directory as --out");
+
+    /* a failed rewrite leaves the file as it was, and nothing beside it */
+    snprintf(p, sizeof p, "%s/keep.csv", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    cr_expect_eq(export_out(db, p, 65536), 1, "a write over the file size limit");
+    char *kept = test_read_file(p, NULL);
+    cr_expect_str_eq(kept, "precious\n", "the old file was lost");
+    free(kept);
+    cr_expect_eq(others_in(dir, "keep.csv", ""), 0, "a temporary file was left");
+
+    /* success replaces it; through a link, the link stays */
+    cr_expect_eq(export_out(db, p, 0), 0);
+    char *csv = test_read_file(p, NULL);
+    cr_expect(strncmp(csv, "run_id,name,status", 18) == 0, "%.40s", csv);
+    free(csv);
+    snprintf(q, sizeof q, "%s/link.csv", dir);
+    cr_assert_eq(symlink("keep.csv", q), 0);
+    cr_expect_eq(export_out(db, q, 0), 0);
+    cr_expect(lstat(q, &sb) == 0 && S_ISLNK(sb.st_mode), "the link was replaced by a file");
+    cr_expect_eq(others_in(dir, "keep.csv", "link.csv"), 0, "a temporary file was left");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Keys and contexts with terminal controls (in a database from before
+ * merge refused them) reach neither CSV nor JSON lines raw. */
+Test(export, control_bytes_never_reach_the_output_raw, .timeout = 60) {
+    char dir[64], db[128];
+    test_tmpdir(dir, sizeof dir);
+    small_db(dir, db, sizeof db, 3);
+    db_exec(db, "UPDATE metrics SET key = 'k' || char(27) || '[5m', context = 'c' || char(155) || char(7)"
+                " WHERE step = 2", NULL);
+    static const char *const fmt[2] = {"csv", "jsonl"};
+    static const char *const want[2][2] = {{"k\\x1b[5m", "c\\xc2\\x9b\\x07"}, {"k\\u001b[5m", "c\\u009b\\u0007"}};
+    for (int i = 0; i < 2; i++) {
+        Result r = GATED("export", "--db", db, "--format", fmt[i], "--config", "none");
+        cr_expect_eq(r.status, 0, "%s: %s", fmt[i], r.err);
+        for (const unsigned char *c = (const unsigned char *)r.out; *c; c++) {
+            cr_expect(*c >= 0x20 || *c == '\n', "%s: raw byte 0x%02x", fmt[i], *c);
+            cr_expect(!(c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f), "%s: a raw C1 control", fmt[i]);
+        }
+        for (int k = 0; k < 2; k++) cr_expect(strstr(r.out, want[i][k]), "%s: no %s in\n%s", fmt[i], want[i][k], r.out);
+        result_free(&r);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }

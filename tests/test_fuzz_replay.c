@@ -25,7 +25,7 @@
  * nothing extra) */
 #include "fuzz/entry.c"
 
-static const char *const TARGETS[] = {"config", "sweep", "checkpoint", "bench"};
+static const char *const TARGETS[] = {"config", "sweep", "checkpoint", "bench", "db"};
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -114,6 +114,7 @@ Test(fuzz_replay, config) { replay_target(0); }
 Test(fuzz_replay, sweep) { replay_target(1); }
 Test(fuzz_replay, checkpoint) { replay_target(2); }
 Test(fuzz_replay, bench) { replay_target(3); }
+Test(fuzz_replay, db, .timeout = 120) { replay_target(4); }
 
 /* the entries leave nothing behind in TMPDIR */
 Test(fuzz_replay, cleanup) {
@@ -121,7 +122,7 @@ Test(fuzz_replay, cleanup) {
     cr_assert(mkdtemp(tmp), "mkdtemp: %s", strerror(errno));
     setenv("TMPDIR", tmp, 1);
     const uint8_t y[] = "model: {d_model: 64}\nmodel.n_head=2\n";
-    for (int t = 0; t < 4; t++) fuzz_entry(TARGETS[t])(y, sizeof y - 1);
+    for (int t = 0; t < 5; t++) fuzz_entry(TARGETS[t])(y, sizeof y - 1);
     fuzz_cleanup();
     fuzz_cleanup(); /* twice is safe */
     cr_expect_eq(rmdir(tmp), 0, "%s not empty after fuzz_cleanup: %s", tmp, strerror(errno));

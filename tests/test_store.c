@@ -130,40 +130,68 @@ Test(store, claims_are_atomic_and_never_restart_finished_or_live_runs) {
     cr_assert_str_eq(stt, "finished");
     free(stt);
 
-    char tok[300];
-    store_owner_token(tok, sizeof tok);
-    char pid[32];
-    snprintf(pid, sizeof pid, ":%ld", (long)getpid());
-    cr_assert(strlen(tok) > strlen(pid) && strcmp(tok + strlen(tok) - strlen(pid), pid) == 0, "%s", tok);
-
     raw_close(db);
     store_close(w);
     store_close(s);
     tmp_db_remove(&t);
 }
 
+/* A claim's owner token is HOST:PID:START (this process's); the older
+ * HOST:PID still parses (start -1), anything else does not. */
+Test(store, owner_tokens_name_host_pid_and_start) {
+    char tok[300], host[256], me[256];
+    long pid;
+    long long start;
+    store_owner_token(tok, sizeof tok);
+    cr_assert_eq(store_owner_parse(tok, host, sizeof host, &pid, &start), 0, "%s", tok);
+    sysinfo_host(me, sizeof me);
+    cr_assert_str_eq(host, me, "%s", tok);
+    cr_assert_eq(pid, (long)getpid(), "%s", tok);
+    cr_assert_gt(start, 0, "%s: no start time", tok);
+    cr_assert_eq(store_owner_parse("h.example:12", host, sizeof host, &pid, &start), 0);
+    cr_assert(strcmp(host, "h.example") == 0 && pid == 12 && start == -1, "%s %ld %lld", host, pid, start);
+    cr_assert_eq(store_owner_parse("nocolon", host, sizeof host, &pid, &start), -1);
+    cr_assert_eq(store_owner_parse("h:x", host, sizeof host, &pid, &start), -1);
+}
+
 /* A claim whose owner is a process of this host that has exited is dead at
  * once (a SIGKILLed `gated train` can be resumed right away), and so is the
- * 'running' row it left; an owner on another host keeps its claim until it
- * goes stale. */
+ * 'running' row it left, in both token forms; so is one whose pid now
+ * belongs to a process started at another time (the pid was reused); an
+ * owner on another host keeps its claim until it goes stale. */
 Test(store, a_claim_of_an_exited_process_is_not_live) {
     TmpDb t;
     tmp_db(&t);
     Store *s = open_or_die(t.db);
     Provenance p = test_prov("h");
-    char st[16], tok[300], dead[320];
+    char st[16], tok[300], host[256], dead[3][320], buf[16];
+    long me;
+    long long start;
     pid_t child = fork();
     cr_assert(child >= 0);
     if (child == 0) _exit(0);
     cr_assert_eq(waitpid(child, NULL, 0), child);
     store_owner_token(tok, sizeof tok);
-    *strrchr(tok, ':') = '\0';
-    snprintf(dead, sizeof dead, "%s:%ld", tok, (long)child);
-    cr_assert_eq(store_run_claim(s, "r1", dead, NULL, NULL, st, sizeof st), STORE_CLAIMED);
+    cr_assert_eq(store_owner_parse(tok, host, sizeof host, &me, &start), 0);
+    snprintf(dead[0], sizeof dead[0], "%s:%ld", host, (long)child);               /* gone (older form) */
+    snprintf(dead[1], sizeof dead[1], "%s:%ld:%lld", host, (long)child, start);   /* gone */
+    snprintf(dead[2], sizeof dead[2], "%s:%ld:1", host, me);                       /* this pid, another start */
+    for (int k = 0; k < 3; k++) {
+        char id[8];
+        snprintf(id, sizeof id, "d%d", k);
+        cr_assert_eq(store_run_claim(s, id, dead[k], NULL, NULL, st, sizeof st), STORE_CLAIMED);
+        cr_assert_eq(store_run_begin(s, id, "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
+        /* the row says running with a fresh heartbeat, but its owner is gone: read as killed at once */
+        cr_assert_str_eq(store_run_status(s, id, buf, sizeof buf), "killed", "%s", dead[k]);
+        cr_assert_eq(store_run_claim(s, id, "B:2", NULL, NULL, st, sizeof st), STORE_CLAIMED, "%s: %s", dead[k],
+                     store_errmsg(s));
+        cr_assert_str_eq(st, "killed", "%s", dead[k]);
+    }
+    /* this process itself, with its own start time: live */
+    cr_assert_eq(store_run_claim(s, "r1", tok, NULL, NULL, st, sizeof st), STORE_CLAIMED);
     cr_assert_eq(store_run_begin(s, "r1", "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
-    /* the row says running with a fresh heartbeat, but its owner is gone */
-    cr_assert_eq(store_run_claim(s, "r1", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIMED, "%s", store_errmsg(s));
-    cr_assert_str_eq(st, "killed");
+    cr_assert_str_eq(store_run_status(s, "r1", buf, sizeof buf), "running");
+    cr_assert_eq(store_run_claim(s, "r1", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);
     /* a live owner elsewhere (another host) is respected */
     cr_assert_eq(store_run_claim(s, "r2", "some-other-host:1", NULL, NULL, st, sizeof st), STORE_CLAIMED);
     cr_assert_eq(store_run_claim(s, "r2", "B:2", NULL, NULL, st, sizeof st), STORE_CLAIM_LIVE);
@@ -223,6 +251,8 @@ Test(store, metric_rows_are_timestamped) {
     double before = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
     OK(store_metric(s, RID, "val_loss", NULL, 1, 2.4));
+    OK(store_summary(s, RID, "val_loss", NULL, 2.4, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, 2.5, NULL));
     OK(store_flush(s));
     cr_assert_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
     double after = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -404,6 +434,8 @@ static void attest_fixture(Store *s, const char *code, double val_loss) {
     OK(store_metric(s, RID, "f_attn", "layer=0", 2, NAN));
     const long long counts[2] = {1, 2};
     OK(store_histogram(s, RID, "gate", "layer=0", 2, 0, 1, counts, 2));
+    OK(store_summary(s, RID, "val_loss", NULL, val_loss, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, val_loss, NULL));
     OK(store_run_end(s, RID, "finished", NULL, -1));
 }
 
@@ -573,17 +605,19 @@ Test(store, merge_refuses_malformed_attestations) {
     static const struct {
         const char *sql, *want;
     } bad[] = {
-        {"UPDATE code_attest SET code_version = '--output=x'", "code_version \"--output=x\" is not a commit"},
-        {"UPDATE code_attest SET code_version = 'unknown'", "code_version \"unknown\" is not a commit"},
-        {"UPDATE code_attest SET run_id = 'x' || char(27) || '[2J'", "run id \"x\\x1b[2J\" contains a control"},
+        {"UPDATE code_attest SET code_version = '--output=x'",
+         "code_version is not a commit (40 lowercase hex digits) (the text \"--output=x\")"},
+        {"UPDATE code_attest SET code_version = 'unknown'", "code_version is not a commit"},
+        {"UPDATE code_attest SET run_id = 'x' || char(27) || '[2J'",
+         "run_id is not a run id (16 lowercase hex digits) (the text \"x\\x1b[2J\")"},
         {"UPDATE code_attest SET cflags = char(10)", "cflags \"\\x0a\" contains a control"},
-        {"UPDATE code_attest SET run_code_version = x'41'", "run_code_version is not text"},
-        {"UPDATE code_attest SET rows_checked = 'many'", "rows_checked is not a positive count"},
-        {"UPDATE code_attest SET rows_checked = 0", "rows_checked is not a positive count"},
-        {"UPDATE code_attest SET steps_checked = -1", "steps_checked is not a count"},
+        {"UPDATE code_attest SET run_code_version = x'41'", "run_code_version is not printable text (a blob of 1 byte)"},
+        {"UPDATE code_attest SET rows_checked = 'many'", "rows_checked is not a positive count (the text \"many\")"},
+        {"UPDATE code_attest SET rows_checked = 0", "rows_checked is not a positive count (the integer 0)"},
+        {"UPDATE code_attest SET steps_checked = -1", "steps_checked is not a count (the integer -1)"},
         {"UPDATE code_attest SET git_dirty = 2", "git_dirty is not 0 or 1"},
-        {"UPDATE code_attest SET run_ended_at = 'yesterday'", "run_ended_at is not a time"},
-        {"UPDATE code_attest SET verified_at = 1e999", "verified_at is not a time"},
+        {"UPDATE code_attest SET run_ended_at = 'yesterday'", "run_ended_at is not a time (the text \"yesterday\")"},
+        {"UPDATE code_attest SET verified_at = 1e999", "verified_at is not a time (the real inf)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         TmpDb t, u, m;
@@ -597,7 +631,7 @@ Test(store, merge_refuses_malformed_attestations) {
         Store *d = open_or_die(m.db);
         char err[1024];
         cr_assert_eq(merge_from(d, t.db, err, sizeof err), -2, "%s", bad[i].sql);
-        cr_assert(strstr(err, "refused, nothing merged: code_attest row of run "), "%s: %s", bad[i].sql, err);
+        cr_assert(strstr(err, "refused, nothing merged: code_attest row 1 (run "), "%s: %s", bad[i].sql, err);
         cr_assert(strstr(err, bad[i].want), "%s: %s", bad[i].sql, err);
         cr_assert_eq(store_count_rows(d, "runs"), 0);
         cr_assert_eq(store_count_rows(d, "code_attest"), 0);

@@ -337,6 +337,8 @@ Test(store, merge_from_checks_its_input) {
     Provenance p = test_prov("hostA");
     OK(store_run_begin(s, RID, "ok-name", "{\"seed\":1}", 1, 1, &p, NULL));
     OK(store_metric(s, RID, "train_loss", NULL, 1, 2.5));
+    OK(store_summary(s, RID, "val_loss", NULL, 2.6, NULL));
+    OK(store_summary(s, RID, "test_loss", NULL, 2.7, NULL));
     OK(store_run_end(s, RID, "finished", NULL, -1));
     store_close(s);
     sqlite3 *db = raw_open(a.db);
@@ -346,7 +348,8 @@ Test(store, merge_from_checks_its_input) {
     Store *d = open_or_die(b.db);
     char err[1024];
     cr_assert_eq(merge_from(d, a.db, err, sizeof err), -2);
-    cr_assert(strstr(err, "refused, nothing merged: run 0123456789abcdef: name \"bad\\x1bname\""), "%s", err);
+    cr_assert(strstr(err, "refused, nothing merged: runs row 1 (run 0123456789abcdef): name \"bad\\x1bname\""), "%s",
+              err);
     cr_assert_eq(store_count_rows(d, "runs"), 0);
     cr_assert_eq(store_count_rows(d, "metrics"), 0);
     cr_assert_eq(merge_from(d, b.db, err, sizeof err), -2);

@@ -114,7 +114,9 @@ static int count_lines_starting(const char *text, const char *start) {
 
 /* Two sweeps of one file started together on one database: every run is
  * trained exactly once (one "start", one set of steps), every run is
- * finished, neither sweep fails. */
+ * finished, no run fails; a sweep that left a run to the other while it was
+ * running there says so and exits 1 (its results were not all there when
+ * it ended), else 0. */
 Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     const char *bin = sweep_gated_bin();
     Tmp t;
@@ -132,7 +134,12 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
     char *ta = test_read_file(a, NULL), *tb = test_read_file(b, NULL);
     cr_assert(ta && tb);
     snprintf(out, sizeof out, "--- sweep 1:\n%s--- sweep 2:\n%s", ta, tb);
-    cr_assert(strstr(ta, "\nrc 0\n") && strstr(tb, "\nrc 0\n"), "%s", out);
+    for (int k = 0; k < 2; k++) {
+        const char *o = k ? tb : ta;
+        int live = strstr(o, " running in another process, not waited for\n") != NULL;
+        cr_assert(strstr(o, live ? "\nrc 1\n" : "\nrc 0\n"), "%s", out);
+        cr_assert_null(strstr(o, "FAILED"), "%s", out);
+    }
     int starts = count_lines_starting(ta, "start ") + count_lines_starting(tb, "start ");
     cr_assert_eq(starts, 6, "%d runs started for 6 runs:\n%s", starts, out);
     cr_assert_eq(sum_before(ta, " finished,") + sum_before(tb, " finished,"), 6, "%s", out);
@@ -705,20 +712,22 @@ Test(sweep, store_sweep_record_and_merge_api) {
     snprintf(p2, sizeof p2, "%s/2.db", t.dir);
     Store *s;
     cr_assert_eq(store_open(&s, p1, err, sizeof err), 0, "%s", err);
-    StoreSweepRun r[3] = {{"aaaa", "x", 1, 0, 1}, {"bbbb", "y", 1, 1, 0}, {"cccc", "z", 1, 2, 0}};
+    static const char A[] = "aaaaaaaaaaaaaaaa", B[] = "bbbbbbbbbbbbbbbb", C[] = "cccccccccccccccc",
+                      D[] = "dddddddddddddddd";
+    StoreSweepRun r[3] = {{A, "x", 1, 0, 1}, {B, "y", 1, 1, 0}, {C, "z", 1, 2, 0}};
     cr_assert_eq(store_sweep_record(s, "sw", 3, r, 3), 0, "%s", store_errmsg(s));
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 3);
     /* the sweep changed: index 1 is another run now, and it has 2 runs */
-    StoreSweepRun r2[1] = {{"dddd", "y2", 1, 1, 0}};
+    StoreSweepRun r2[1] = {{D, "y2", 1, 1, 0}};
     cr_assert_eq(store_sweep_record(s, "sw", 2, r2, 1), 0, "%s", store_errmsg(s));
     cr_assert_eq(store_count_rows(s, "sweep_runs"), 2);
     cr_assert_eq(store_count_rows(s, "nonsense"), -1);
     char buf[64];
-    cr_assert_null(store_run_code_version(s, "aaaa", buf, sizeof buf));
+    cr_assert_null(store_run_code_version(s, A, buf, sizeof buf));
     Provenance pv = {.host = "h", .code_version = "c0de", .git_dirty = 0};
-    cr_assert_eq(store_run_begin(s, "aaaa", "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
-    cr_assert_str_eq(store_run_code_version(s, "aaaa", buf, sizeof buf), "c0de");
-    cr_assert_eq(store_metric(s, "aaaa", "k", NULL, 0, 1.5), 0);
+    cr_assert_eq(store_run_begin(s, A, "n", "{}", 1, 1, &pv, NULL), 0, "%s", store_errmsg(s));
+    cr_assert_str_eq(store_run_code_version(s, A, buf, sizeof buf), "c0de");
+    cr_assert_eq(store_metric(s, A, "k", NULL, 0, 1.5), 0);
     cr_assert_eq(merge_from(s, p1, err, sizeof err), -2);
     cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database");
     store_close(s);
@@ -862,7 +871,7 @@ Test(sweep, hostile_labels_and_names_run_nothing, .timeout = 120) {
 
     /* merge refuses the input, naming the row; nothing is merged */
     cr_assert_eq(gated(bin, &t, "merge m.db h.db", out, sizeof out), 2, "%s", out);
-    cr_assert_not_null(strstr(out, "h.db: refused, nothing merged: run "), "%s", out);
+    cr_assert_not_null(strstr(out, "h.db: refused, nothing merged: runs row "), "%s", out);
     cr_assert_not_null(strstr(out, ": name \"n\\x1b[2J\\x0a!touch PWNED2\" contains a control character"), "%s", out);
     cr_assert(!raw_control(out), "%s", out);
     cr_assert_eq(db_int(m, "SELECT count(*) FROM runs"), 0);

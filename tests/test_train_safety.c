@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,20 +113,23 @@ static void spit(const char *path, const char *b, size_t len) {
     cr_assert_eq(fclose(f), 0);
 }
 
-/* Offsets into a format-2 checkpoint held in b. */
+/* Offsets into a format-3 checkpoint held in b. */
 typedef struct {
-    size_t json, n_at, w, m, v, step, rng, ring, spikes, ttime, sum;
+    size_t db_id, run_id, jl, json, n_at, w, m, v, step, rng, ring, spikes, ttime, sum;
     uint64_t n;
 } Layout;
 
 static Layout layout_of(const char *b, size_t len) {
     Layout L;
     uint64_t jl;
-    cr_assert(len > 23);
-    cr_assert(memcmp(b, "GATEDCKPT2\n", 11) == 0, "not format 2");
-    memcpy(&jl, b + 15, 8);
-    L.json = 23;
-    L.n_at = 23 + jl;
+    cr_assert(len > 55);
+    cr_assert(memcmp(b, "GATEDCKPT3\n", 11) == 0, "not format 3");
+    L.db_id = 15;
+    L.run_id = 31;
+    L.jl = 47;
+    memcpy(&jl, b + L.jl, 8);
+    L.json = 55;
+    L.n_at = 55 + jl;
     memcpy(&L.n, b + L.n_at, 8);
     L.w = L.n_at + 8;
     L.m = L.w + L.n * sizeof(real);
@@ -500,7 +504,7 @@ Test(ckpt, every_field_is_checked_and_a_failed_resume_changes_nothing, .timeout 
     resume_refused(&s, b, s.len, "written by a build with 8-byte reals", "real size");
     free(b);
     uint64_t jl = (uint64_t)1 << 40;
-    b = forged(&s, 15, &jl, 8, 1);
+    b = forged(&s, L->jl, &jl, 8, 1);
     resume_refused(&s, b, s.len, "corrupt checkpoint (configuration length", "json length");
     free(b);
     /* truncated, extended, an old format, not a checkpoint at all */
@@ -538,7 +542,7 @@ Test(ckpt, a_state_that_would_not_load_is_not_written) {
     test_tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/x.ckpt", dir);
     m.p.w[9] = (real)NAN;
-    cr_assert_eq(checkpoint_save(path, "{}", &m.p, &ts, err, sizeof err), -1);
+    cr_assert_eq(checkpoint_save(path, "{}", "0123456789abcdef", &m.p, &ts, err, sizeof err), -1);
     cr_assert_not_null(strstr(err, "not writing a checkpoint at step 3: "), "%s", err);
     cr_assert_not_null(strstr(err, "weight 9 of"), "%s", err);
     cr_assert_neq(access(path, F_OK), 0, "nothing is written");
@@ -636,4 +640,129 @@ Test(train_safety, a_live_run_is_not_started_over, .timeout = 120) {
     cr_assert_geq(store_run_release(st, id, "elsewhere:1", "failed", "test"), 0);
     store_close(st);
     cr_assert_eq(run_bin(args, 0, NULL, out, sizeof out), 0, "after release: %s", out);
+}
+
+/* ------------------------------------------------------------ a checkpoint belongs to its database */
+
+/* `gated train experiments/tiny.yaml` on the synthetic corpus, 12 steps
+ * (evaluations at 4, 8, 12), in directory dir, with extra arguments (up
+ * to 8, NULL-terminated); stdout + stderr into *out; the exit status. */
+static int tiny_train(const char *dir, const char *const *extra, char **out) {
+    char cfg[4096];
+    cr_assert_not_null(realpath("experiments/tiny.yaml", cfg), "run from the repository root");
+    const char *args[32] = {"train", cfg, "--set", "model.vocab_size=257", "--set", "data.corpus=synthetic", "--set",
+                            "train.steps=12", "--set", "train.eval_every=4", "--set", "threads=1"};
+    int k = 12;
+    for (int i = 0; extra[i] && k < 31; i++) args[k++] = extra[i];
+    args[k] = NULL;
+    return test_gated(dir, args, NULL, 60, out);
+}
+
+/* The one run's id in db into id. */
+static void the_run(const char *db, char id[64]) {
+    q_text(db, "SELECT run_id FROM runs", NULL, id, 64);
+    cr_assert_eq(strlen(id), 16, "%s", id);
+}
+
+/* A checkpoint in the place of RUN.ckpt that is a FIFO is refused at once
+ * (exit 2, the run as it was), never waited on. */
+Test(ckpt, a_fifo_checkpoint_is_refused_not_waited_on, .timeout = 120) {
+    char dir[64], db[128], ck[256], id[64], *out;
+    test_tmpdir(dir, sizeof dir);
+    snprintf(db, sizeof db, "%s/f.db", dir);
+    const char *stop[] = {"--db", db, "--ckpt", "ck", "--stop-after", "2", NULL};
+    cr_assert_eq(tiny_train(dir, stop, &out), 0, "%s", out);
+    free(out);
+    the_run(db, id);
+    snprintf(ck, sizeof ck, "%s/ck/%s.ckpt", dir, id);
+    cr_assert_eq(unlink(ck), 0, "%s: %s", ck, strerror(errno));
+    cr_assert_eq(mkfifo(ck, 0600), 0);
+    const char *resume[] = {"--db", db, "--ckpt", "ck", "--resume", NULL};
+    int rc = tiny_train(dir, resume, &out);
+    cr_assert_eq(rc, 2, "exit %d (142: it waited on the FIFO): %s", rc, out);
+    cr_assert(strstr(out, ": not a regular file\n"), "%s", out);
+    char buf[64];
+    cr_assert_str_eq(q_text(db, "SELECT status FROM runs", NULL, buf, sizeof buf), "killed");
+    free(out);
+}
+
+/* Format 2 of the checkpoint in b (format 3) into *len bytes (malloc'd):
+ * without the two ids, resealed. */
+static char *as_format2(const char *b, size_t n, size_t *len) {
+    cr_assert(n > 55 && memcmp(b, "GATEDCKPT3\n", 11) == 0);
+    char *o = malloc(n - 32);
+    cr_assert_not_null(o);
+    memcpy(o, "GATEDCKPT2\n", 11);
+    memcpy(o + 11, b + 11, 4);
+    memcpy(o + 15, b + 47, n - 47);
+    *len = n - 32;
+    reseal(o, *len);
+    return o;
+}
+
+/* The issue's case: a run stopped in sub/a.db leaves its checkpoint beside
+ * that database (sub/checkpoints, not ./checkpoints); a resume of the same
+ * config into another database, sub/b.db, finds it there and refuses it
+ * (another database), as it refuses a resume into a copy of a.db whose
+ * rows were cut and an old format-2 checkpoint (which names no database;
+ * in ./checkpoints, where it was written before) into b.db, which holds
+ * none of the run's rows; into a.db that one still resumes, and the run
+ * ends with every row. */
+Test(ckpt, a_checkpoint_of_another_database_is_not_resumed, .timeout = 180) {
+    char dir[64], a[128], b[128], c[128], ck[256], id[64], cmd[512], buf[64], *out;
+    test_tmpdir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/sub/a.db", dir);
+    snprintf(b, sizeof b, "%s/sub/b.db", dir);
+    snprintf(c, sizeof c, "%s/sub/c.db", dir);
+    const char *stop[] = {"--db", "sub/a.db", "--stop-after", "6", NULL};
+    cr_assert_eq(tiny_train(dir, stop, &out), 0, "%s", out);
+    free(out);
+    the_run(a, id);
+    snprintf(ck, sizeof ck, "%s/sub/checkpoints/%s.ckpt", dir, id);
+    cr_assert_eq(access(ck, F_OK), 0, "no checkpoint beside the database (%s)", ck);
+    snprintf(cmd, sizeof cmd, "%s/checkpoints", dir);
+    cr_assert_neq(access(cmd, F_OK), 0, "a checkpoint directory in the working directory");
+
+    const char *into_b[] = {"--db", "sub/b.db", "--resume", NULL};
+    int rc = tiny_train(dir, into_b, &out);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "in another database (database id "), "%s", out);
+    cr_assert(strstr(out, "nothing was resumed; run "), "%s", out);
+    free(out);
+    cr_assert_eq(q_int(b, "SELECT count(*) FROM runs", NULL), 0);
+    cr_assert_eq(q_int(b, "SELECT count(*) FROM metrics", NULL), 0);
+
+    /* a copy of a.db (the same database id) that lost rows */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && sqlite3 '%s' \"DELETE FROM metrics WHERE key = 'lr' AND step = 3\"",
+             a, c, c);
+    cr_assert_eq(system(cmd), 0);
+    const char *into_c[] = {"--db", "sub/c.db", "--resume", NULL};
+    rc = tiny_train(dir, into_c, &out);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "holds 5 of the run's 6 lr rows of steps 1-6"), "%s", out);
+    free(out);
+    cr_assert_str_eq(q_text(c, "SELECT status FROM runs", NULL, buf, sizeof buf), "killed");
+
+    /* format 2, where gated train put checkpoints before (./checkpoints):
+     * found there, but it names no database, so the rows decide */
+    size_t n, n2;
+    char *v3 = test_read_file(ck, &n), *v2 = as_format2(v3, n, &n2), old[256];
+    cr_assert_eq(unlink(ck), 0);
+    snprintf(old, sizeof old, "%s/checkpoints", dir);
+    cr_assert_eq(mkdir(old, 0700), 0);
+    snprintf(old, sizeof old, "%s/checkpoints/%s.ckpt", dir, id);
+    spit(old, v2, n2);
+    rc = tiny_train(dir, into_b, &out);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "holds 0 of the run's 6 train_loss rows of steps 1-6"), "%s", out);
+    free(out);
+    cr_assert_eq(q_int(b, "SELECT count(*) FROM runs", NULL), 0);
+    const char *into_a[] = {"--db", "sub/a.db", "--resume", NULL};
+    rc = tiny_train(dir, into_a, &out);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "resuming "), "%s", out);
+    free(out);
+    assert_complete(a, 12, 3, "resumed from format 2");
+    free(v3);
+    free(v2);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/wait.h>
 
 Cmp cmp_arrays(const real *a, const real *b, size_t n, double floor) {
     Cmp c = {0, 0, 0, 0, 0};
@@ -126,4 +127,34 @@ void quiet_end(int saved) {
         dup2(saved, 1);
         close(saved);
     }
+}
+
+int test_gated(const char *cwd, const char *const *args, const char *const *env, unsigned timeout_s, char **out) {
+    const char *bin = gated_bin();
+    const char *argv[64];
+    int k = 0;
+    argv[k++] = bin;
+    for (int i = 0; args[i] && k < 63; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    FILE *o = tmpfile();
+    cr_assert_not_null(o);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0) dup2(in, 0);
+        dup2(fileno(o), 1), dup2(fileno(o), 2);
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+        alarm(timeout_s);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *out = test_read_stream(o, NULL);
+    fclose(o);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }

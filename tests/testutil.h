@@ -51,6 +51,14 @@ const char *gated_bin(void);
 char *test_read_file(const char *path, size_t *len);
 char *test_read_stream(FILE *f, size_t *len);
 
+/* Run $GATED_BIN (skipped without it) with args (NULL-terminated), in
+ * directory cwd (NULL: this one), with env ("K=V" strings, NULL-terminated;
+ * may be NULL) added and a limit of timeout_s seconds (SIGALRM, kept across
+ * exec); stdin from /dev/null; stdout and stderr together into *out
+ * (malloc'd).  Returns the exit status, or 128 + the signal that ended it
+ * (128 + SIGALRM: it ran past the limit). */
+int test_gated(const char *cwd, const char *const *args, const char *const *env, unsigned timeout_s, char **out);
+
 /* Send stdout to /dev/null until quiet_end (commands print run ids and
  * result lines there; keep the test log clean).  Returns the saved fd. */
 int quiet_begin(void);

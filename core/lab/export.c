@@ -65,10 +65,12 @@ typedef struct {
 
 static int xfail(X *x, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int xfail(X *x, int rc, const char *fmt, ...) {
+    char raw[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->err, x->cap, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    if (x->cap) store_escape(raw, x->err, x->cap); /* SQLite's messages quote the file's text */
     return rc;
 }
 

@@ -1,13 +1,16 @@
 /*
  * merge.c — `gated merge` (see merge.h).
  *
- * The input is ATTACHed to dst's connection (store_db) as merge_src and
- * copied with INSERT ... SELECT, every value bound.  Its messages name the
- * input; SQLite failures name dst's path, as the store's own do.  An input
+ * The input is ATTACHed to dst's connection (store_db) as merge_src,
+ * checked whole (merge_check.c), then copied with INSERT ... SELECT, every
+ * value bound.  A failure to read the input names the input (exit 2 in
+ * the CLI); SQLite failures while writing name dst's path, as the store's
+ * own do.  An input
  * of schema 1 (run/store.c) is copied as schema 2 reads: its per-update
  * keys and diverged_step one step later, metric timestamps NULL.
  */
 #include "lab/merge.h"
+#include "lab/merge_int.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -17,33 +20,26 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "run/codever.h"
-
-/* One merge into dst: its connection, and the first error's message. */
-typedef struct {
-    Store *dst;
-    sqlite3 *db;
-    const char *path; /* dst's path */
-    char err[1024];
-} Merge;
 
 /* ------------------------------------------------------------------ */
 /* statements (the store's helpers, for the attached connection)       */
 /* ------------------------------------------------------------------ */
 
-__attribute__((format(printf, 2, 3))) static int mg_fail(Merge *s, const char *fmt, ...) {
+int mg_fail(Merge *s, const char *fmt, ...) {
+    char raw[sizeof s->err];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    store_escape(raw, s->err, sizeof s->err); /* SQLite's messages quote the input's text */
     return -1;
 }
 
-static int mg_dbfail(Merge *s, const char *what) {
+int mg_dbfail(Merge *s, const char *what) {
     return mg_fail(s, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
-static int mg_prep(Merge *s, sqlite3_stmt **st, const char *sql) {
+int mg_prep(Merge *s, sqlite3_stmt **st, const char *sql) {
     *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
         mg_fail(s, "%s: prepare \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
@@ -65,7 +61,7 @@ static int mg_vbind(Merge *s, sqlite3_stmt *st, const char *types, va_list ap) {
     return 0;
 }
 
-static int mg_bind(Merge *s, sqlite3_stmt *st, const char *types, ...) {
+int mg_bind(Merge *s, sqlite3_stmt *st, const char *types, ...) {
     va_list ap;
     va_start(ap, types);
     int rc = mg_vbind(s, st, types, ap);
@@ -73,7 +69,7 @@ static int mg_bind(Merge *s, sqlite3_stmt *st, const char *types, ...) {
     return rc;
 }
 
-static int mg_fin(Merge *s, sqlite3_stmt *st) {
+int mg_fin(Merge *s, sqlite3_stmt *st) {
     if (sqlite3_finalize(st) != SQLITE_OK) return mg_dbfail(s, "finalize");
     return 0;
 }
@@ -122,33 +118,14 @@ static void mg_rollback(Merge *s) {
     memcpy(s->err, keep, sizeof keep);
 }
 
-static const char *mg_text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
-static const char *mg_text_or(sqlite3_stmt *st, int i, const char *dflt) {
+const char *mg_text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
+const char *mg_text_or(sqlite3_stmt *st, int i, const char *dflt) {
     const char *t = mg_text(st, i);
     return t ? t : dflt;
 }
 
-/* 1 if the schema that schema_sql counts in (?1 'table', ?2 name) has a
- * table called name, 0 if not, -1 on error. */
-static int mg_has_table(Merge *s, const char *schema_sql, const char *name) {
-    sqlite3_stmt *st;
-    if (mg_prep(s, &st, schema_sql)) return -1;
-    if (mg_bind(s, st, "tt", "table", name)) {
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        mg_dbfail(s, "read schema");
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    int n = sqlite3_column_int(st, 0) > 0;
-    if (mg_fin(s, st)) return -1;
-    return n;
-}
-
 /* ------------------------------------------------------------------ */
-/* checking and copying the input                                      */
+/* copying the input (checked first: merge_check.c)                    */
 /* ------------------------------------------------------------------ */
 
 /* Rank of a run's status for merging (t: table alias); ?1..?4 bind
@@ -160,167 +137,6 @@ static int mg_has_table(Merge *s, const char *schema_sql, const char *name) {
     "run_id, name, status, config_json, seed, threads, code_version, git_dirty, host, cpu_model,"       \
     " compiler, cflags, openblas_version, sqlite_version, libyaml_version, argv, started_at, ended_at," \
     " heartbeat_at, error_text, diverged_step"
-
-/* A message for a failure reading the attached input: not a database, or
- * some other read error. */
-static int merge_src_fail(Merge *s, const char *src) {
-    if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB)
-        return mg_fail(s, "%s: not a gated database (%s)", src, sqlite3_errmsg(s->db));
-    return mg_fail(s, "%s: cannot read (%s)", src, sqlite3_errmsg(s->db));
-}
-
-/* Check that merge_src is a gated database this build can read.  0 ok,
- * -2 not (message set), *has_sweeps / *has_attest whether it has
- * sweep_runs / code_attest, *version its schema version. */
-static int merge_check_src(Merge *s, const char *src, int *has_sweeps, int *has_attest, int *version) {
-    static const char *const q = "SELECT count(*) FROM merge_src.sqlite_master WHERE type = ?1 AND name = ?2";
-    int meta = mg_has_table(s, q, "meta");
-    if (meta < 0) return merge_src_fail(s, src), -2;
-    if (!meta) return mg_fail(s, "%s: not a gated database (no meta table)", src), -2;
-    sqlite3_stmt *st;
-    if (mg_prep(s, &st, "SELECT value FROM merge_src.meta WHERE key = ?1")) return merge_src_fail(s, src), -2;
-    if (mg_bind(s, st, "t", "schema_version")) {
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    long long v = 0;
-    int found = 0, r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        const char *t = mg_text(st, 0);
-        char *end;
-        if (t && *t) {
-            errno = 0;
-            v = strtoll(t, &end, 10);
-            found = !errno && *end == '\0';
-        }
-    } else if (r != SQLITE_DONE) {
-        merge_src_fail(s, src);
-        (void)sqlite3_finalize(st);
-        return -2;
-    }
-    if (mg_fin(s, st)) return -1;
-    if (!found) return mg_fail(s, "%s: not a gated database (no schema_version in meta)", src), -2;
-    if (v > STORE_SCHEMA_VERSION)
-        return mg_fail(s, "%s: schema version %lld is newer than this build supports (%d); use a newer gated", src, v,
-                    STORE_SCHEMA_VERSION),
-               -2;
-    if (v < 1) return mg_fail(s, "%s: not a gated database (schema_version %lld)", src, v), -2;
-    static const char *const need[] = {"environments", "runs", "metrics", "summary", "histograms"};
-    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
-        int h = mg_has_table(s, q, need[i]);
-        if (h < 0) return merge_src_fail(s, src), -2;
-        if (!h) return mg_fail(s, "%s: not a gated database (no %s table)", src, need[i]), -2;
-    }
-    int h = mg_has_table(s, q, "sweep_runs");
-    if (h < 0) return merge_src_fail(s, src), -2;
-    *has_sweeps = h;
-    if ((h = mg_has_table(s, q, "code_attest")) < 0) return merge_src_fail(s, src), -2;
-    *has_attest = h;
-    *version = (int)v;
-    return 0;
-}
-
-/* Every run id, run name, sweep name and label of merge_src must pass
- * store_name_check (src is untrusted: its names reach gnuplot scripts,
- * file names and terminals).  0 ok, -2 (message naming the row), -1 on a
- * read error. */
-static int merge_check_names(Merge *s, const char *src, int has_sweeps) {
-    static const char *const sqls[2] = {"SELECT run_id, name, NULL FROM merge_src.runs",
-                                        "SELECT run_id, sweep, label FROM merge_src.sweep_runs"};
-    static const char *const what[2][3] = {{"run id", "name", NULL}, {"run id", "sweep name", "label"}};
-    for (int q = 0; q < (has_sweeps ? 2 : 1); q++) {
-        sqlite3_stmt *st;
-        if (mg_prep(s, &st, sqls[q])) return merge_src_fail(s, src), -2;
-        int r, rc = 0;
-        while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW)
-            for (int c = 0; c < 3 && rc == 0; c++) {
-                const char *v = mg_text(st, c);
-                char why[160], qv[160], qid[64], where[96] = "";
-                if (!what[q][c] || !v || store_name_check(v, why, sizeof why) == 0) continue;
-                if (c)
-                    snprintf(where, sizeof where, "%s %s: ", q ? "sweep_runs row of run" : "run",
-                             store_escape(mg_text_or(st, 0, ""), qid, sizeof qid));
-                rc = mg_fail(s, "%s: refused, nothing merged: %s%s \"%s\" %s", src, where, what[q][c],
-                          store_escape(v, qv, sizeof qv), why);
-            }
-        if (rc) {
-            (void)sqlite3_finalize(st);
-            return -2;
-        }
-        if (r != SQLITE_DONE) {
-            merge_src_fail(s, src);
-            (void)sqlite3_finalize(st);
-            return -2;
-        }
-        if (mg_fin(s, st)) return -1;
-    }
-    return 0;
-}
-
-/* What is wrong with one code_attest row of merge_src (columns as
- * merge_check_attest selects them), into why; NULL when nothing is.  An
- * attestation only ever names a commit, text that may be printed, and
- * counts and times of the right types. */
-static const char *attest_row_fault(sqlite3_stmt *st, char *why, size_t cap) {
-    static const char *const text_cols[] = {"run id", "code_version", "cflags", "run_code_version"};
-    char w[160], q[160];
-    for (int c = 0; c < 4; c++) {
-        if (sqlite3_column_type(st, c) != SQLITE_TEXT) /* (before mg_text, which converts) */
-            return snprintf(why, cap, "%s is not text", text_cols[c]), why;
-        const char *v = mg_text(st, c);
-        if (!v)
-            return snprintf(why, cap, "%s is not text", text_cols[c]), why;
-        if (store_name_check(v, w, sizeof w))
-            return snprintf(why, cap, "%s \"%s\" %s", text_cols[c], store_escape(v, q, sizeof q), w), why;
-        if (c == 1 && !codever_is_commit(v))
-            return snprintf(why, cap, "code_version \"%s\" is not a commit (40 lowercase hex digits)",
-                            store_escape(v, q, sizeof q)),
-                   why;
-    }
-    /* git_dirty 0/1; steps_checked >= 0; rows_checked >= 1; times finite numbers */
-    int t4 = sqlite3_column_type(st, 4), t7 = sqlite3_column_type(st, 7), t8 = sqlite3_column_type(st, 8);
-    long long dirty = sqlite3_column_int64(st, 4), steps = sqlite3_column_int64(st, 7),
-              rows = sqlite3_column_int64(st, 8);
-    if (t4 != SQLITE_INTEGER || (dirty != 0 && dirty != 1)) return snprintf(why, cap, "git_dirty is not 0 or 1"), why;
-    if (t7 != SQLITE_INTEGER || steps < 0) return snprintf(why, cap, "steps_checked is not a count"), why;
-    if (t8 != SQLITE_INTEGER || rows < 1) return snprintf(why, cap, "rows_checked is not a positive count"), why;
-    for (int c = 5; c <= 6; c++) {
-        int t = sqlite3_column_type(st, c);
-        double x = sqlite3_column_double(st, c);
-        if ((t != SQLITE_FLOAT && t != SQLITE_INTEGER) || !(x > -1e300 && x < 1e300))
-            return snprintf(why, cap, "%s is not a time", c == 5 ? "run_ended_at" : "verified_at"), why;
-    }
-    return NULL;
-}
-
-/* Every code_attest row of merge_src must be well formed
- * (attest_row_fault): an attestation decides whether a sweep reruns a
- * run, and src is untrusted.  0 ok, -2 (a message naming the row), -1 on a
- * read error. */
-static int merge_check_attest(Merge *s, const char *src) {
-    sqlite3_stmt *st;
-    if (mg_prep(s, &st,
-                "SELECT run_id, code_version, cflags, run_code_version, git_dirty, run_ended_at, verified_at,"
-                " steps_checked, rows_checked FROM merge_src.code_attest"))
-        return merge_src_fail(s, src), -2;
-    int r, rc = 0;
-    while (rc == 0 && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        char why[512], qid[64];
-        if (attest_row_fault(st, why, sizeof why))
-            rc = mg_fail(s, "%s: refused, nothing merged: code_attest row of run %s: %s", src,
-                         store_escape(mg_text_or(st, 0, ""), qid, sizeof qid), why);
-    }
-    if (rc) {
-        (void)sqlite3_finalize(st);
-        return -2;
-    }
-    if (r != SQLITE_DONE) {
-        merge_src_fail(s, src);
-        (void)sqlite3_finalize(st);
-        return -2;
-    }
-    return mg_fin(s, st) ? -1 : 0;
-}
 
 /* The rows of merge_src's runs (merge_copy, temp.merge_win holding the
  * runs the input wins): metrics, summary, histograms, sweep membership,
@@ -447,21 +263,26 @@ static int merge_inner(Merge *s, const char *src) {
     if (!src || !*src) return mg_fail(s, "merge: empty input path"), -2;
     if (stat(src, &st) != 0) return mg_fail(s, "%s: %s", src, strerror(errno)), -2;
     if (S_ISDIR(st.st_mode)) return mg_fail(s, "%s: %s", src, strerror(EISDIR)), -2;
+    if (!S_ISREG(st.st_mode)) return mg_fail(s, "%s: not a regular file", src), -2;
     char *a = realpath(src, NULL), *b = realpath(s->path, NULL);
     int same = a && b && strcmp(a, b) == 0;
     free(a);
     free(b);
     if (same) return mg_fail(s, "%s: is the output database", src), -2;
     if (store_flush(s->dst)) return mg_fail(s, "%s", store_errmsg(s->dst));
-    if (mg_run(s, "ATTACH DATABASE ?1 AS merge_src", "t", src)) {
-        if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB) merge_src_fail(s, src);
-        return -2;
-    }
-    int has_sweeps = 0, has_attest = 0, version = 0;
-    int rc = merge_check_src(s, src, &has_sweeps, &has_attest, &version);
-    if (rc == 0) rc = merge_check_names(s, src, has_sweeps);
-    if (rc == 0 && has_attest) rc = merge_check_attest(s, src);
-    if (rc == 0) rc = merge_copy(s, has_sweeps, has_attest, version);
+    sqlite3_stmt *at;
+    if (mg_prep(s, &at, "ATTACH DATABASE ?1 AS merge_src")) return -1;
+    int r = mg_bind(s, at, "t", src) ? SQLITE_ERROR : sqlite3_step(at);
+    if (r != SQLITE_DONE) /* the input's fault: unreadable, not a database, damaged */
+        mg_fail(s, "%s: %s (%s)", src,
+                (sqlite3_errcode(s->db) & 0xff) == SQLITE_NOTADB ? "not a gated database"
+                                                                  : "cannot be read as a database",
+                sqlite3_errmsg(s->db));
+    (void)sqlite3_finalize(at);
+    if (r != SQLITE_DONE) return -2;
+    MergeSrc in = {0};
+    int rc = merge_check_input(s, src, &in);
+    if (rc == 0) rc = merge_copy(s, in.has_sweeps, in.has_attest, in.version);
     char keep[sizeof s->err];
     memcpy(keep, s->err, sizeof keep);
     if (mg_exec(s, "DETACH DATABASE merge_src") && rc == 0) return -1;

@@ -1,8 +1,8 @@
 /*
  * merge.h — `gated merge`: fold results databases (one per sweep worker or
  * machine) into one.  A database from elsewhere is untrusted, so this is
- * lab code: it reads the input only through SQLite, refuses names that are
- * not printable text, and copies nothing of an input it refuses.
+ * lab code: it reads the input only through SQLite, checks every row of it
+ * first, and copies nothing of an input it refuses.
  */
 #ifndef GATED_MERGE_H
 #define GATED_MERGE_H
@@ -15,11 +15,21 @@
  * transaction: environments (matched by content hash), runs, metrics,
  * summary, histograms, sweep_runs and code_attest, without duplicates
  * (run_claims and bench are not results of a run, and are not copied).
- * Before anything is copied, every run id, run name, sweep name and label
- * in src must pass store_name_check, and every code_attest row must be
- * well formed (texts that pass it, code_version a commit, git_dirty 0 or
- * 1, counts and times of the right types): one that does not makes src
- * unusable (-2, a message naming the row).  An attestation is copied only
+ * Before anything is copied, src must pass SQLite's quick_check and every
+ * row of every table copied must be what gated's writer stores
+ * (merge_check.c): run ids 16 lowercase hex digits; run names, sweep
+ * names, labels, metric keys and contexts printable text
+ * (store_name_check); integers, times (finite reals >= 0) and values
+ * (reals or NULL) of their types; a known status, a config that is a JSON
+ * object, histogram counts a JSON array of integers >= 0 with lo < hi both
+ * finite; a running run without ended_at and every other with one, a
+ * diverged_step only on a diverged run; no metric, summary or histogram row
+ * of a run src does not hold, a run's environment present; a finished run
+ * with metric rows and its summary val_loss and test_loss; code_attest
+ * rows with a commit, flags and counts of the right types.  One row that
+ * is not makes src unusable (-2, a message naming src, the table, the row
+ * (rowid and run id) and the rule; nothing of src is copied).  An
+ * attestation is copied only
  * when it holds for the copy of its run that dst holds after the merge
  * (run/store.h, "Code attestations"); it replaces a dst row for the same
  * build only when that one no longer holds.  A run present in both keeps the row with the better
@@ -30,8 +40,10 @@
  * same input twice changes nothing.  An input of schema 1 is copied as
  * run/store.c migrates one (steps of the per-update keys and diverged_step
  * + 1, metric timestamps NULL).  src is only read.  Returns 0; -2 when
- * src is not usable (missing, not a gated database, a newer schema, or dst
- * itself); -1 on a failure while copying (nothing of that input is kept).
+ * src is not usable (missing, not a regular file, not a gated database,
+ * damaged, a newer schema, a row as above, or dst itself), the message
+ * naming src; -1 on a failure while copying (nothing of that input is
+ * kept).
  * The message is in err (always NUL-terminated; "" on success). */
 int merge_from(Store *dst, const char *src_path, char *err, size_t cap);
 

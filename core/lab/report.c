@@ -48,10 +48,12 @@ const char *const report_format_names[] = {"md", "csv", "tex", NULL};
 
 __attribute__((format(printf, 2, 3))) int rep_fail(R *r, const char *fmt, ...) {
     if (!r->failed && r->err && r->errcap) {
+        char raw[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(r->err, r->errcap, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        store_escape(raw, r->err, r->errcap); /* SQLite's messages quote the file's text */
     }
     r->failed = 1;
     return -1;

@@ -651,6 +651,48 @@ static int read_kind(P *p, Sweep *s, Doc *d) {
     return 0;
 }
 
+/* Items in a YAML list node. */
+static long long seq_len(const yaml_node_t *n) {
+    return (long long)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+/* The run count as the sizes of the lists give it, before any item is read
+ * or any run built: a sweep over SWEEP_MAX_RUNS is refused at once (one of
+ * 300,000 seeds took minutes to be refused after every run was built).
+ * Lists whose shape is wrong count 1 here; reading them says why. */
+static int check_size(P *p, const Sweep *s, Doc *d) {
+    const Top *t = &d->t;
+    long long rows = 1, seeds = t->seeds && t->seeds->type == YAML_SEQUENCE_NODE ? seq_len(t->seeds) : 1;
+    int zip_first = 1;
+    if (t->variants && t->variants->type == YAML_SEQUENCE_NODE)
+        rows = seq_len(t->variants);
+    else if (t->parameters && t->parameters->type == YAML_MAPPING_NODE)
+        for (yaml_node_pair_t *pr = t->parameters->data.mapping.pairs.start;
+             pr < t->parameters->data.mapping.pairs.top && rows <= SWEEP_MAX_RUNS; pr++) {
+            yaml_node_t *spec = yaml_document_get_node(p->doc, pr->value);
+            for (yaml_node_pair_t *sp = spec && spec->type == YAML_MAPPING_NODE ? spec->data.mapping.pairs.start : NULL;
+                 sp && sp < spec->data.mapping.pairs.top; sp++) {
+                yaml_node_t *k = yaml_document_get_node(p->doc, sp->key);
+                yaml_node_t *v = yaml_document_get_node(p->doc, sp->value);
+                if (!k || !v || k->type != YAML_SCALAR_NODE || strcmp(sw_scalar(k), "values") != 0 ||
+                    v->type != YAML_SEQUENCE_NODE)
+                    continue;
+                if (s->method != SWEEP_ZIP)
+                    rows *= seq_len(v) > 0 ? seq_len(v) : 1;
+                else if (zip_first)
+                    rows = seq_len(v), zip_first = 0;
+            }
+        }
+    /* (rows stops growing past the limit, so the product cannot overflow) */
+    if (rows > SWEEP_MAX_RUNS)
+        return sw_perr(p, sw_nline(d->root), sw_ncol(d->root), NULL, "the sweep has more than %d runs",
+                       SWEEP_MAX_RUNS);
+    if (rows * seeds > SWEEP_MAX_RUNS)
+        return sw_perr(p, sw_nline(d->root), sw_ncol(d->root), NULL, "the sweep has %lld runs, more than %d",
+                       rows * seeds, SWEEP_MAX_RUNS);
+    return 0;
+}
+
 /* The sweep's `set`, then its rows: variants, or a grid's / zip's points. */
 static int read_rows(P *p, Sweep *s, Doc *d) {
     const Top *t = &d->t;
@@ -693,9 +735,6 @@ static int read_seed(P *p, Doc *d, yaml_node_t *it) {
     }
     free(a);
     long long seed = (long long)p->scratch.seed;
-    for (int j = 0; j < d->nseeds; j++)
-        if (strtoll(d->seeds[j].text + strlen("train.seed="), NULL, 10) == seed)
-            return PERR_NODE(p, it, "seeds", "duplicate seed %lld (also at line %d)", seed, d->seeds[j].vl);
     char val[32];
     snprintf(val, sizeof val, "%lld", seed);
     Ov *o = &d->seeds[d->nseeds++];
@@ -727,6 +766,19 @@ static int read_seeds(P *p, Doc *d) {
     for (int i = 0; i < n; i++)
         if (read_seed(p, d, yaml_document_get_node(p->doc, seeds->data.sequence.items.start[i])))
             return -1;
+    /* the same seed twice: the texts are "train.seed=N" with N as %lld writes it */
+    char **texts = malloc((size_t)(n > 0 ? n : 1) * sizeof *texts);
+    if (!texts)
+        return sw_oom(p);
+    for (int i = 0; i < n; i++)
+        texts[i] = d->seeds[i].text;
+    int j, i, dup = sw_first_dup(texts, n, &j, &i);
+    free(texts);
+    if (dup < 0)
+        return sw_oom(p);
+    if (dup)
+        return sw_perr(p, d->seeds[i].vl, d->seeds[i].vc, "seeds", "duplicate seed %s (also at line %d)",
+                       d->seeds[i].text + strlen("train.seed="), d->seeds[j].vl);
     for (int r = -1; r < d->nrows; r++) {
         const OvList *l = r < 0 ? &d->set : &d->rows[r].ov;
         for (int i = 0; i < l->n; i++)
@@ -856,6 +908,8 @@ static int load_doc(P *p, Sweep *s, yaml_node_t *root) {
     int rc = read_top(p, &d);
     if (rc == 0)
         rc = read_kind(p, s, &d);
+    if (rc == 0)
+        rc = check_size(p, s, &d);
     if (rc == 0)
         rc = read_rows(p, s, &d);
     if (rc == 0)

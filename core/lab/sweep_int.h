@@ -32,6 +32,7 @@ typedef struct {
     char *label;
     char where[48]; /* "variants[2]" or "parameters" */
     int line, col;
+    int ll, lc; /* where a variant's label is written */
     OvList ov;
 } Row;
 
@@ -75,6 +76,10 @@ void sw_params_free(Param *ps, int n);
 int sw_parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout);
 int sw_expand_params(P *p, Param *ps, int np, int zip, int line, int col, Row **out, int *nout);
 int sw_perr(P *p, int line, int col, const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The first of strs[0..n) (in order) equal to an earlier one: its index
+ * into *later and that of the earliest equal one into *first.  1 found, 0
+ * none, -1 out of memory.  O(n log n): a list may hold 100,000 values. */
+int sw_first_dup(char *const *strs, int n, int *first, int *later);
 char *sw_xstrdup(const char *s);
 const char *sw_node_kind(const yaml_node_t *n);
 int sw_is_null(const yaml_node_t *n);

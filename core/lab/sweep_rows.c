@@ -88,6 +88,34 @@ int sw_parse_set_node(P *p, yaml_node_t *vn, OvList *l, const char *what) {
 }
 
 /* ------------------------------------------------------------------ */
+/* duplicates in long lists (labels, values, seeds)                    */
+/* ------------------------------------------------------------------ */
+
+static int cmp_dup(const void *a, const void *b, void *strs) {
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(((char *const *)strs)[x], ((char *const *)strs)[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+int sw_first_dup(char *const *strs, int n, int *first, int *later) {
+    int *ix = malloc((size_t)(n > 0 ? n : 1) * sizeof *ix);
+    if (!ix)
+        return -1;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, (size_t)n, sizeof *ix, cmp_dup, (void *)strs);
+    int found = 0;
+    /* sorted by (text, index): a run of equal texts starts with its earliest
+     * entry, and its second is the first that repeats it */
+    for (int k = 1; k < n; k++)
+        if (strcmp(strs[ix[k - 1]], strs[ix[k]]) == 0 && (k < 2 || strcmp(strs[ix[k - 2]], strs[ix[k]]) != 0) &&
+            (!found || ix[k] < *later))
+            *first = ix[k - 1], *later = ix[k], found = 1;
+    free(ix);
+    return found;
+}
+
+/* ------------------------------------------------------------------ */
 /* variants                                                            */
 /* ------------------------------------------------------------------ */
 
@@ -115,6 +143,26 @@ int sw_check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
     if (store_name_check(v, why, sizeof why) == 0)
         return 0;
     return PERR_NODE(p, n, key, "\"%s\" %s", sw_quote_name(v, q, sizeof q), why);
+}
+
+/* No two variants with one label. */
+static int variants_distinct(P *p, const Row *rows, int n) {
+    char **labels = malloc((size_t)(n > 0 ? n : 1) * sizeof *labels);
+    if (!labels)
+        return sw_oom(p);
+    for (int i = 0; i < n; i++)
+        labels[i] = rows[i].label;
+    int j, i, d = sw_first_dup(labels, n, &j, &i);
+    free(labels);
+    if (d < 0)
+        return sw_oom(p);
+    if (d == 0)
+        return 0;
+    char q[300], lwhat[64];
+    config_quote(rows[i].label, q, sizeof q);
+    snprintf(lwhat, sizeof lwhat, "variants[%d].label", i);
+    return sw_perr(p, rows[i].ll, rows[i].lc, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
+                   rows[j].line);
 }
 
 int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
@@ -186,20 +234,14 @@ int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout) {
             rc = PERR_NODE(p, it, lwhat, "required (each variant needs a label)");
             break;
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(rows[j].label, sw_scalar(label)) == 0) {
-                char q[300];
-                config_quote(sw_scalar(label), q, sizeof q);
-                rc = PERR_NODE(p, label, lwhat, "duplicate label \"%s\" (also variants[%d], line %d)", q, j,
-                               rows[j].line);
-                break;
-            }
-        if (rc)
-            break;
+        r->ll = sw_nline(label);
+        r->lc = sw_ncol(label);
         r->label = sw_xstrdup(sw_scalar(label));
         if (!r->label)
             rc = sw_oom(p);
     }
+    if (rc == 0)
+        rc = variants_distinct(p, rows, n);
     if (rc) {
         sw_rows_free(rows, n);
         return -1;
@@ -307,13 +349,15 @@ static int param_values(P *p, Param *pm, yaml_node_t *values) {
             return config_fail(p->err, "%s: error: YAML: malformed document", p->path);
         if (param_value(p, pm, it, key))
             return -1;
-        for (int j = 0; j < i; j++)
-            if (strcmp(pm->vals[j], pm->vals[i]) == 0) {
-                char q[300];
-                config_quote(pm->vals[i], q, sizeof q);
-                return PERR_NODE(p, it, key, "duplicate value \"%s\" (also at line %d, column %d)", q, pm->vl[j],
-                                 pm->vc[j]);
-            }
+    }
+    int j, i, d = sw_first_dup(pm->vals, pm->n, &j, &i);
+    if (d < 0)
+        return sw_oom(p);
+    if (d > 0) {
+        char q[300];
+        config_quote(pm->vals[i], q, sizeof q);
+        return sw_perr(p, pm->vl[i], pm->vc[i], key, "duplicate value \"%s\" (also at line %d, column %d)", q,
+                       pm->vl[j], pm->vc[j]);
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 #include "run/checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,13 @@
 #include <unistd.h>
 
 #include "run/config.h"
+#include "run/store.h"
 
-static const char MAGIC[] = "GATEDCKPT2\n";
+static const char MAGIC[] = "GATEDCKPT3\n";
+static const char MAGIC_V2[] = "GATEDCKPT2\n"; /* no identity: read, not resumed unchecked (checkpoint.h) */
 static const char MAGIC_V1[] = "GATEDCKPT1\n";
 #define MAGIC_LEN (sizeof MAGIC - 1)
+#define ID_LEN 16 /* a database id or a run id: 16 lowercase hex digits */
 #define JSON_MAX (1u << 20)
 /* step, rng, ring, spikes, train_time */
 #define STATE_BYTES (8 + 8 + 8 * 100 + 8 + 8)
@@ -138,9 +142,18 @@ static void put(Writer *w, const void *p, size_t n) {
 static void put_u64(Writer *w, uint64_t v) { put(w, &v, 8); }
 static void put_f64(Writer *w, double v) { put(w, &v, 8); }
 
-int checkpoint_save(const char *path, const char *config_json, const Arena *a, const TrainState *ts, char *err,
-                    size_t cap) {
+void checkpoint_default_dir(const char *db_path, char *out, size_t cap) {
+    const char *slash = strrchr(db_path, '/');
+    snprintf(out, cap, "%.*s%scheckpoints", slash ? (int)(slash - db_path) : 0, db_path, slash ? "/" : "");
+}
+
+int checkpoint_save(const char *path, const char *config_json, const char *db_id, const Arena *a,
+                    const TrainState *ts, char *err, size_t cap) {
     size_t jl = strlen(config_json);
+    if (!store_run_id_valid(db_id)) {
+        snprintf(err, cap, "%s: cannot write checkpoint: no database id", path);
+        return -1;
+    }
     if (jl > JSON_MAX) {
         snprintf(err, cap, "%s: cannot write checkpoint: configuration JSON of %zu bytes", path, jl);
         return -1;
@@ -162,8 +175,12 @@ int checkpoint_save(const char *path, const char *config_json, const Arena *a, c
     }
     sum_init(&w.sum);
     uint32_t rs = sizeof(real);
+    char run_id[17];
+    store_run_id(config_json, run_id);
     put(&w, MAGIC, MAGIC_LEN);
     put(&w, &rs, sizeof rs);
+    put(&w, db_id, ID_LEN);
+    put(&w, run_id, ID_LEN);
     put_u64(&w, jl);
     put(&w, config_json, jl);
     put_u64(&w, a->total);
@@ -198,6 +215,8 @@ typedef struct {
     char *json;
     Config cfg; /* the checkpoint's configuration, resolved */
     uint64_t n; /* arena total */
+    int format; /* 2 or 3 */
+    char db_id[17], run_id[17]; /* format 3: where it belongs; "" in format 2 */
 } Reader;
 
 static int get(Reader *r, void *p, size_t n) {
@@ -213,6 +232,32 @@ static void reader_close(Reader *r) {
     r->json = NULL;
 }
 
+/* Open path for reading if it is a regular file: 1 (r->f open, r->size
+ * set), 0 absent, -1 error (message in err).  O_NONBLOCK: a FIFO (or
+ * device) put where a checkpoint belongs must not block the open. */
+static int open_regular(const char *path, Reader *r, char *err, size_t cap) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, cap, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, cap, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || !(r->f = fdopen(fd, "rb"))) {
+        snprintf(err, cap, "%s: cannot open checkpoint: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    r->size = (long long)sb.st_size;
+    return 1;
+}
+
 /* Open a checkpoint and check its header: the format, the size of a real,
  * the configuration (it must parse and resolve), the arena size against
  * the file's size.  1 (r->f positioned at the arena), 0 absent, -1 error
@@ -221,18 +266,8 @@ static int open_header(const char *path, Reader *r, char *err, size_t cap) {
     memset(r, 0, sizeof *r);
     r->path = path;
     sum_init(&r->sum);
-    r->f = fopen(path, "rb");
-    if (!r->f) {
-        if (errno == ENOENT) return 0;
-        snprintf(err, cap, "%s: cannot open checkpoint: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(fileno(r->f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, cap, "%s: not a regular file", path);
-        goto bad;
-    }
-    r->size = (long long)sb.st_size;
+    int o = open_regular(path, r, err, cap);
+    if (o <= 0) return o;
     char magic[MAGIC_LEN];
     uint32_t rs = 0;
     uint64_t jl = 0;
@@ -246,12 +281,18 @@ static int open_header(const char *path, Reader *r, char *err, size_t cap) {
                  path);
         goto bad;
     }
-    if (memcmp(magic, MAGIC, MAGIC_LEN) != 0) {
+    r->format = memcmp(magic, MAGIC, MAGIC_LEN) == 0 ? 3 : memcmp(magic, MAGIC_V2, MAGIC_LEN) == 0 ? 2 : 0;
+    if (!r->format) {
         snprintf(err, cap, "%s: not a gated checkpoint", path);
         goto bad;
     }
-    if (get(r, &rs, sizeof rs) || get(r, &jl, 8)) {
+    if (get(r, &rs, sizeof rs) || (r->format == 3 && (get(r, r->db_id, ID_LEN) || get(r, r->run_id, ID_LEN))) ||
+        get(r, &jl, 8)) {
         snprintf(err, cap, "%s: truncated checkpoint", path);
+        goto bad;
+    }
+    if (r->format == 3 && (!store_run_id_valid(r->db_id) || !store_run_id_valid(r->run_id))) {
+        snprintf(err, cap, "%s: corrupt checkpoint (its database or run id is not 16 hex digits)", path);
         goto bad;
     }
     if (rs != sizeof(real)) {
@@ -259,7 +300,8 @@ static int open_header(const char *path, Reader *r, char *err, size_t cap) {
                  sizeof(real));
         goto bad;
     }
-    long long fixed = (long long)MAGIC_LEN + 4 + 8 + 8 + STATE_BYTES + 8; /* all but json and arena */
+    /* all but json and arena */
+    long long fixed = (long long)MAGIC_LEN + 4 + (r->format == 3 ? 2 * ID_LEN : 0) + 8 + 8 + STATE_BYTES + 8;
     if (jl > JSON_MAX || (long long)jl > r->size - fixed) {
         snprintf(err, cap, "%s: corrupt checkpoint (configuration length %llu in a file of %lld bytes)", path,
                  (unsigned long long)jl, r->size);
@@ -283,6 +325,12 @@ static int open_header(const char *path, Reader *r, char *err, size_t cap) {
     config_defaults(&r->cfg);
     if (config_from_json(&r->cfg, r->json, &ce) || config_resolve(&r->cfg, &ce)) {
         snprintf(err, cap, "%s: corrupt checkpoint (its configuration: %s)", path, ce.msg);
+        goto bad;
+    }
+    char id[17];
+    store_run_id(r->json, id);
+    if (r->format == 3 && strcmp(id, r->run_id) != 0) {
+        snprintf(err, cap, "%s: corrupt checkpoint (run id %s, but its configuration is run %s)", path, r->run_id, id);
         goto bad;
     }
     /* the file is exactly header, 3 x n reals, state, checksum */
@@ -334,12 +382,19 @@ static int read_body(Reader *r, Arena *a, TrainState *ts, char *err, size_t cap)
     return check_values(path, a, ts, err, cap);
 }
 
-int checkpoint_load(const char *path, const char *config_json, Arena *a, TrainState *ts, char *err, size_t cap) {
+int checkpoint_load(const char *path, const char *config_json, const char *db_id, Arena *a, TrainState *ts,
+                    char *err, size_t cap) {
     Reader r;
     int rc = open_header(path, &r, err, cap);
     if (rc <= 0) return rc;
     if (strcmp(r.json, config_json) != 0) {
         snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
+        rc = -1;
+    } else if (r.format == 3 && strcmp(r.db_id, db_id ? db_id : "") != 0) {
+        snprintf(err, cap,
+                 "%s: a checkpoint of run %s in another database (database id %s; this one is %s), which holds its "
+                 "earlier rows",
+                 path, r.run_id, r.db_id, db_id && *db_id ? db_id : "unknown");
         rc = -1;
     } else
         rc = read_body(&r, a, ts, err, cap) ? -1 : 1;
@@ -360,4 +415,46 @@ int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, cha
     r.json = NULL;
     reader_close(&r);
     return 1;
+}
+
+/* ------------------------------------------------------------ retag */
+
+int checkpoint_retag(const char *path, const char *db_id, char *err, size_t cap) {
+    Reader r;
+    int rc = open_header(path, &r, err, cap); /* a regular file of a readable format, its size known */
+    if (rc == 0) snprintf(err, cap, "%s: no such checkpoint", path);
+    if (rc <= 0) return -1;
+    int format = r.format;
+    long long size = r.size;
+    reader_close(&r);
+    if (format != 3 || !store_run_id_valid(db_id) || size < (long long)(MAGIC_LEN + 4 + ID_LEN + 8)) {
+        snprintf(err, cap, "%s: not a checkpoint that names its database (format %d)", path, format);
+        return -1;
+    }
+    unsigned char *b = malloc((size_t)size);
+    FILE *f = b ? fopen(path, "rb") : NULL;
+    int ok = f && fread(b, 1, (size_t)size, f) == (size_t)size;
+    if (f) fclose(f);
+    uint64_t sum;
+    if (ok) memcpy(&sum, b + size - 8, 8);
+    if (!ok || sum != checkpoint_checksum(b, (size_t)size - 8)) {
+        snprintf(err, cap, "%s: %s", path, ok ? "checksum mismatch: the checkpoint is corrupt" : "cannot read it");
+        free(b);
+        return -1;
+    }
+    memcpy(b + MAGIC_LEN + 4, db_id, ID_LEN);
+    sum = checkpoint_checksum(b, (size_t)size - 8);
+    memcpy(b + size - 8, &sum, 8);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    f = fopen(tmp, "wb");
+    ok = f && fwrite(b, 1, (size_t)size, f) == (size_t)size && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f && fclose(f) != 0) ok = 0;
+    free(b);
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, cap, "%s: cannot write checkpoint: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
 }

@@ -44,10 +44,11 @@ int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, C
         if (ckpt_dir)
             snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir, rid);
         else {
-            /* where `gated sweep` puts them (beside the database), else where `gated train` does */
-            const char *slash = strrchr(db_path, '/');
-            snprintf(path, pcap, "%.*s%scheckpoints/%s.ckpt", slash ? (int)(slash - db_path) : 0, db_path,
-                     slash ? "/" : "", rid);
+            /* beside the database (where gated sweep and train put them), else
+             * ./checkpoints, where gated train put them before */
+            char dir[4096];
+            checkpoint_default_dir(db_path, dir, sizeof dir);
+            snprintf(path, pcap, "%s/%s.ckpt", dir, rid);
             if (access(path, F_OK) != 0) snprintf(path, pcap, "checkpoints/%s.ckpt", rid);
         }
     }

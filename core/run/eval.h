@@ -35,8 +35,8 @@
 /* Where a trained model is: arg is a checkpoint file, or a run (id, name or
  * unique id prefix) in the database at db_path whose checkpoint is
  * CKPT_DIR/RUN_ID.ckpt; with ckpt_dir NULL, DBDIR/checkpoints/RUN_ID.ckpt
- * (where `gated sweep` writes them) if it exists, else checkpoints/RUN_ID.ckpt
- * (`gated train`'s default).  Fills cfg (defaults, then the checkpoint's config,
+ * (where `gated sweep` and `gated train` write them) if it exists, else
+ * checkpoints/RUN_ID.ckpt (where `gated train` wrote them before).  Fills cfg (defaults, then the checkpoint's config,
  * resolved), the checkpoint path and the run id (the hash of its config).
  * Returns 0, or 2 (bad input: no such run or file, not a checkpoint) with
  * the message in err. */

@@ -4,7 +4,9 @@
  * Schema (schema_version 2).  This block is the exact SQL store_open runs
  * on a new database (SCHEMA_SQL below repeats it; keep the two identical):
  *
- *   -- Facts about the database itself; schema_version is checked at open.
+ *   -- Facts about the database itself; schema_version is checked at open,
+ *   -- db_id (16 random hex digits, made by the first writer that finds it
+ *   -- missing) names the database in the checkpoints of its runs.
  *   CREATE TABLE IF NOT EXISTS meta (
  *       key   TEXT PRIMARY KEY,
  *       value TEXT NOT NULL
@@ -112,7 +114,7 @@
  *   -- before its row exists.
  *   CREATE TABLE IF NOT EXISTS run_claims (
  *       run_id      TEXT PRIMARY KEY,
- *       owner       TEXT NOT NULL,             -- 'HOST:PID' of the claimant
+ *       owner       TEXT NOT NULL,             -- 'HOST:PID:START' of the claimant
  *       claimed_at  REAL NOT NULL              -- unix seconds, refreshed while held
  *   );
  *
@@ -172,11 +174,15 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "run/codever.h"
@@ -509,6 +515,55 @@ static int shadow_v1(Store *s) {
                     " diverged_step + 1 AS diverged_step, env_id FROM main.runs");
 }
 
+/* meta.db_id into s->db_id when it is one ("" when not).  0 or -1. */
+static int read_db_id(Store *s) {
+    sqlite3_stmt *st;
+    s->db_id[0] = '\0';
+    if (sto_prep_bind(s, &st, "SELECT value FROM meta WHERE key = ?1", "t", "db_id")) return -1;
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW && store_run_id_valid(sto_text_or(st, 0, "")))
+        snprintf(s->db_id, sizeof s->db_id, "%s", sto_text(st, 0));
+    if (r != SQLITE_ROW && r != SQLITE_DONE) {
+        sto_dbfail(s, "read meta.db_id");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    return sto_fin(s, st);
+}
+
+/* 16 random hex digits (getrandom; time, pid and an address mixed in
+ * should it fail: an id only has to differ between databases). */
+static void random_id(char out[17]) {
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof x, GRND_NONBLOCK) != (ssize_t)sizeof x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t parts[3] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)getpid(),
+                             (uint64_t)(uintptr_t)&ts};
+        x = fnv1a(FNV_OFFSET, parts, sizeof parts);
+    }
+    snprintf(out, 17, "%016" PRIx64, x);
+}
+
+/* A writer's open: the database's id, made when missing (or not an id), in
+ * one transaction, so two processes opening a new file agree on one. */
+static int ensure_db_id(Store *s) {
+    if (read_db_id(s)) return -1;
+    if (s->db_id[0]) return 0; /* the usual case: nothing written */
+    char id[17];
+    random_id(id);
+    if (sto_begin(s) || read_db_id(s)) goto bad;
+    if (!s->db_id[0] &&
+        (sto_run(s, NULL, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", "tt", "db_id", id) ||
+         read_db_id(s)))
+        goto bad;
+    if (sto_commit(s)) goto bad;
+    return 0;
+bad:
+    sto_rollback(s);
+    return -1;
+}
+
 static int open_inner(Store *s) {
     int has_meta = 0;
     if (open_connection(s) || open_probe(s, &has_meta)) return -1;
@@ -518,13 +573,13 @@ static int open_inner(Store *s) {
          * one of schema 1 is read as schema 2; the views come last, as
          * TEMP views over whatever TEMP tables stand in front. */
         if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)) ||
-            sto_ensure_views(s))
+            sto_ensure_views(s) || read_db_id(s))
             return -1;
     } else {
         if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
         if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
         if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s) ||
-            sto_ensure_views(s))
+            sto_ensure_views(s) || ensure_db_id(s))
             return -1;
         /* (read-only, store_flush refuses with SQLite's own words) */
         if (sto_prep(s, &s->ins_metric,
@@ -677,6 +732,11 @@ const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap
     const char *eff = sto_effective_status(sto_text(st, 0), sqlite3_column_double(st, 1), sto_now());
     int n = snprintf(buf, cap, "%s", eff);
     if (sto_fin(s, st)) return NULL;
+    if (strcmp(buf, "running") == 0) { /* its process may be gone already: then it is not running */
+        int dead = sto_claim_owner_dead(s, run_id);
+        if (dead < 0) return NULL;
+        if (dead) n = snprintf(buf, cap, "killed");
+    }
     if (n < 0 || (size_t)n >= cap) {
         sto_fail(s, "%s: run_status: buffer too small", s->path);
         return NULL;
@@ -893,3 +953,5 @@ int store_run_reset(Store *s, const char *run_id) {
 sqlite3 *store_db(Store *s) { return s ? s->db : NULL; }
 
 const char *store_path(Store *s) { return s ? s->path : ""; }
+
+const char *store_db_id(Store *s) { return s ? s->db_id : ""; }

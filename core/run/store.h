@@ -72,7 +72,9 @@ int store_run_begin(Store *s, const char *run_id, const char *name, const char *
                     long long seed, int threads, const Provenance *p, const char *argv_joined);
 /* The run's status into buf (cap >= 9 holds them all); NULL if absent (or
  * on error: store_errmsg() then says which).  A 'running' run whose
- * heartbeat is older than STORE_STALE_SECONDS is reported 'killed'. */
+ * heartbeat is older than STORE_STALE_SECONDS, or whose claim is held by a
+ * process of this host that has exited (store.h, "Claims"), is reported
+ * 'killed'. */
 const char *store_run_status(Store *s, const char *run_id, char *buf, size_t cap);
 /* Flush buffered metrics, then set the run's heartbeat_at to now. */
 int store_heartbeat(Store *s, const char *run_id);
@@ -123,6 +125,15 @@ void store_run_id(const char *config_json, char out[17]);
  * as their defaults, so they do not change the id.  The one function train
  * and sweep both use, so their ids always agree. */
 char *store_config_json(const Config *c, char id[17]);
+
+/* Whether the database holds the rows a run has after `step` updates, which
+ * gated train commits before a checkpoint names the step done: train_loss,
+ * lr and grad_norm at every step 1..step, and val_loss at every multiple of
+ * eval_every up to step.  A resume goes on only on top of them.  1 yes, 0
+ * no (why, always NUL-terminated, says which rows are missing), -1 on an
+ * error (store_errmsg()). */
+int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
+                           size_t cap);
 
 /* Delete a run's metrics, summary and histograms (one transaction): a run
  * that starts again from step 0 must not keep rows of an earlier attempt. */
@@ -225,6 +236,11 @@ typedef struct {
     int nbins;
 } StoreHist;
 int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHist **rows, int *n);
+/* A histogram's stored counts: a JSON array of integers >= 0, each as
+ * written (a double would round counts past 2^53), into *out (malloc'd,
+ * *nout of them).  0, or -1 (not such an array, or out of memory) with
+ * *out NULL. */
+int store_parse_counts(const char *js, long long **out, int *nout);
 void store_histograms_free(StoreHist *rows, int n);
 
 /* ------------------------------------------------------------------ */
@@ -293,8 +309,13 @@ typedef int (*StoreClaimDecide)(void *ctx, const StoreRunState *state);
 
 enum { STORE_CLAIM_DECLINED = 0, STORE_CLAIMED = 1, STORE_CLAIM_LIVE = 2 };
 
-/* This process's owner token, "HOST:PID" (cut to cap, NUL-terminated). */
+/* This process's owner token, "HOST:PID:START" (START: when the process
+ * started, in clock ticks since boot, so a pid used again by a later
+ * process is not taken for the owner); cut to cap, NUL-terminated. */
 void store_owner_token(char *out, size_t cap);
+/* An owner token's parts: 0 with host, *pid and *start (-1 in a token of
+ * the older form "HOST:PID"), or -1 when owner is neither form. */
+int store_owner_parse(const char *owner, char *host, size_t hcap, long *pid, long long *start);
 
 /* Claim run_id for owner, in one BEGIN IMMEDIATE transaction:
  *   a fresh claim by owner itself (a claim made for it)  STORE_CLAIMED, decide not asked
@@ -351,6 +372,13 @@ long long store_count_rows(Store *s, const char *table);
 
 /* The database file's path, as given to store_open / store_open_ro. */
 const char *store_path(Store *s);
+
+/* The database's id (meta db_id: 16 random hex digits, made by the first
+ * writer that opens it), which checkpoints carry so that a resume never
+ * goes on from a checkpoint of another database (run/checkpoint.h).  A
+ * copy of the file has the same id; `gated merge` does not copy it.  ""
+ * for a read-only open of a file that has none yet. */
+const char *store_db_id(Store *s);
 
 /* The underlying SQLite connection, for queries by the lab (lab/report.c
  * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must

@@ -33,29 +33,96 @@ int sto_ensure_claims_schema(Store *s) {
     return h ? 0 : sto_exec(s, CLAIMS_SCHEMA_SQL);
 }
 
+/* When process pid started (field 22 of /proc/PID/stat: clock ticks since
+ * boot), or -1 when it cannot be read (no such process, no /proc). */
+static long long proc_start(long pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (!p) return -1;
+    p++;
+    for (int field = 3; field < 22 && p; field++) p = strchr(p + 1, ' '); /* fields 3..21, space-separated */
+    if (!p) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p + 1, &end, 10);
+    return errno || end == p + 1 ? -1 : v;
+}
+
 void store_owner_token(char *out, size_t cap) {
     char host[256];
     sysinfo_host(host, sizeof host);
-    snprintf(out, cap, "%s:%ld", host, (long)getpid());
+    long pid = (long)getpid();
+    snprintf(out, cap, "%s:%ld:%lld", host, pid, proc_start(pid));
 }
 
-/* Whether owner ("HOST:PID") is a process of this host that no longer
- * exists: its claim, and a 'running' row it left, are dead at once rather
- * than after STORE_STALE_SECONDS (a SIGKILLed run can be resumed right
- * away).  Owners on other hosts are judged by their timestamps only. */
-static int owner_dead(const char *owner) {
-    const char *colon = strrchr(owner, ':');
-    if (!colon || colon == owner) return 0;
-    char host[256];
-    if (gethostname(host, sizeof host) != 0) return 0;
-    host[sizeof host - 1] = '\0';
-    size_t hl = (size_t)(colon - owner);
-    if (hl != strlen(host) || memcmp(owner, host, hl) != 0) return 0;
-    char *end;
+/* A decimal number >= lo, whole, at s (up to end): 0 with *v, or -1. */
+static int parse_num(const char *s, const char *end, long long lo, long long *v) {
+    char buf[32];
+    if (end <= s || end - s >= (long)sizeof buf) return -1;
+    memcpy(buf, s, (size_t)(end - s));
+    buf[end - s] = '\0';
+    char *e;
     errno = 0;
-    long pid = strtol(colon + 1, &end, 10);
-    if (errno || *end || pid <= 0 || pid > INT_MAX) return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    *v = strtoll(buf, &e, 10);
+    return errno || *e || *v < lo ? -1 : 0;
+}
+
+int store_owner_parse(const char *owner, char *host, size_t hcap, long *pid, long long *start) {
+    const char *last = strrchr(owner, ':');
+    if (!last || last == owner) return -1;
+    long long a, b;
+    const char *end = owner + strlen(owner);
+    const char *prev = last;
+    while (prev > owner && prev[-1] != ':') prev--;
+    /* HOST:PID:START, or HOST:PID as tokens were before the start time */
+    if (prev > owner + 1 && parse_num(prev, last, 1, &a) == 0 && parse_num(last + 1, end, -1, &b) == 0 &&
+        a <= INT_MAX) {
+        snprintf(host, hcap, "%.*s", (int)(prev - 1 - owner), owner);
+        *pid = (long)a, *start = b;
+        return 0;
+    }
+    if (parse_num(last + 1, end, 1, &a) != 0 || a > INT_MAX) return -1;
+    snprintf(host, hcap, "%.*s", (int)(last - owner), owner);
+    *pid = (long)a, *start = -1;
+    return 0;
+}
+
+/* Whether owner ("HOST:PID:START") is a process of this host that no
+ * longer exists, or whose pid now belongs to a process that started at
+ * another time (the pid was reused): its claim, and a 'running' row it
+ * left, are dead at once rather than after STORE_STALE_SECONDS (a SIGKILLed
+ * run can be resumed right away).  Owners on other hosts are judged by
+ * their timestamps only. */
+static int owner_dead(const char *owner) {
+    char host[256], me[256];
+    long pid;
+    long long start;
+    if (store_owner_parse(owner, host, sizeof host, &pid, &start)) return 0;
+    sysinfo_host(me, sizeof me);
+    if (strcmp(host, me) != 0) return 0;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+    long long now = proc_start(pid);
+    return start >= 0 && now >= 0 && now != start;
+}
+
+int sto_claim_owner_dead(Store *s, const char *run_id) {
+    int h = sto_has_table(s, "run_claims"); /* (a read-only open of an old file has none) */
+    if (h <= 0) return h;
+    sqlite3_stmt *st;
+    if (sto_prep_bind(s, &st, "SELECT owner FROM run_claims WHERE run_id = ?1", "t", run_id)) return -1;
+    int r = sqlite3_step(st), dead = r == SQLITE_ROW && owner_dead(sto_text_or(st, 0, ""));
+    if (r != SQLITE_ROW && r != SQLITE_DONE) {
+        sto_dbfail(s, "read claim");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    return sto_fin(s, st) ? -1 : dead;
 }
 
 /* The claim on run_id and the run's row, read inside the claim's

@@ -39,6 +39,7 @@ struct Store {
     size_t pool_len, pool_cap;
     int readonly; /* store_open_ro: SQLITE_OPEN_READONLY, nothing written at open */
     int schema;   /* the file's schema_version (a read-only schema-1 file stays 1) */
+    char db_id[17]; /* meta db_id (store_db_id); "" when a read-only file has none */
     char err[1024];
 };
 
@@ -74,6 +75,10 @@ int sto_exec(Store *s, const char *sql);
 int sto_begin(Store *s);
 int sto_commit(Store *s);
 void sto_rollback(Store *s);
+
+/* Whether run_id's claim is held by a process of this host that has
+ * exited (store_claims.c): 1 yes, 0 no (or no claim), -1 on error. */
+int sto_claim_owner_dead(Store *s, const char *run_id);
 
 /* Column i as text: NULL for SQL NULL / dflt for SQL NULL. */
 const char *sto_text(sqlite3_stmt *st, int i);

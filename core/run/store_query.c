@@ -322,6 +322,18 @@ void store_summary_free(StoreSummaryRow *rows, int n) {
 }
 
 /* How many distinct (key, context) series the run has at a context other than ''. */
+/* The one integer a prepared statement gives, into *n; the statement is
+ * finalized.  0 or -1 (what names the read in the message). */
+static int one_count(Store *s, sqlite3_stmt *st, const char *what, long long *n) {
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sto_dbfail(s, what);
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    *n = sqlite3_column_int64(st, 0);
+    return sto_fin(s, st);
+}
+
 static int count_context_series(Store *s, const char *run_id, long long *n) {
     sqlite3_stmt *st;
     if (sto_prep_bind(s, &st,
@@ -329,13 +341,7 @@ static int count_context_series(Store *s, const char *run_id, long long *n) {
                       " WHERE run_id = ?1 AND context <> ?2",
                       "tt", run_id, ""))
         return -1;
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sto_dbfail(s, "show: metrics");
-        (void)sqlite3_finalize(st);
-        return -1;
-    }
-    *n = sqlite3_column_int64(st, 0);
-    return sto_fin(s, st);
+    return one_count(s, st, "show: metrics", n);
 }
 
 int store_read_series(Store *s, const char *run_id, StoreSeries **rows, int *n, long long *n_other) {
@@ -450,8 +456,7 @@ int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n) {
     return 0;
 }
 
-/* Parse a JSON array of integers; *out malloc'd. */
-static int parse_counts(const char *js, long long **out, int *nout) {
+int store_parse_counts(const char *js, long long **out, int *nout) {
     *out = NULL;
     *nout = 0;
     Json *j = js ? json_parse(js, NULL, 0) : NULL;
@@ -497,7 +502,7 @@ int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHi
         h->step = sqlite3_column_int64(st, 1);
         h->lo = sqlite3_column_double(st, 2);
         h->hi = sqlite3_column_double(st, 3);
-        if (parse_counts(sto_text(st, 4), &h->counts, &h->nbins)) h->nbins = -1;
+        if (store_parse_counts(sto_text(st, 4), &h->counts, &h->nbins)) h->nbins = -1;
         if (dup_col(s, st, 0, &h->context)) {
             r = -1;
             break;
@@ -513,4 +518,38 @@ int store_read_histograms(Store *s, const char *run_id, const char *key, StoreHi
 void store_histograms_free(StoreHist *rows, int n) {
     for (int i = 0; rows && i < n; i++) free(rows[i].context), free(rows[i].counts);
     free(rows);
+}
+
+/* ------------------------------------------------------------------ */
+/* what a resume needs                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Distinct steps in 1..step (multiples of every, when every > 0) with a
+ * metric key at context '' of run_id, into *n.  0 or -1. */
+static int count_steps(Store *s, const char *run_id, const char *key, long long step, long long every,
+                       long long *n) {
+    sqlite3_stmt *st;
+    if (sto_prep_bind(s, &st,
+                      "SELECT count(DISTINCT step) FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ''"
+                      " AND step BETWEEN 1 AND ?3 AND (?4 <= 0 OR step % ?4 = 0)",
+                      "ttii", run_id, key, step, every))
+        return -1;
+    return one_count(s, st, "resume: count rows", n);
+}
+
+int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
+                           size_t cap) {
+    static const char *const keys[] = {"train_loss", "lr", "grad_norm", "val_loss"};
+    if (store_flush(s)) return -1;
+    for (int k = 0; k < 4; k++) {
+        long long every = k == 3 ? eval_every : 0, want = every > 0 ? step / every : step, n;
+        if (k == 3 && every <= 0) continue;
+        if (count_steps(s, run_id, keys[k], step, every, &n)) return -1;
+        if (n != want) {
+            snprintf(why, cap, "%s holds %lld of the run's %lld %s rows of steps 1-%lld%s", s->path, n, want, keys[k],
+                     step, k == 3 ? " (its evaluations)" : "");
+            return 0;
+        }
+    }
+    return 1;
 }

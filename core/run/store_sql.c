@@ -22,12 +22,16 @@ double sto_now(void) {
 
 const char *sto_or_unknown(const char *s) { return s ? s : "unknown"; }
 
-/* Format into s->err; returns -1 so callers can `return sto_fail(...)`. */
+/* Format into s->err, escaped (store_escape): SQLite's messages quote the
+ * file's own text (a malformed schema's token, say), which must not reach
+ * a terminal raw; returns -1 so callers can `return sto_fail(...)`. */
 int sto_fail(Store *s, const char *fmt, ...) {
+    char raw[sizeof s->err];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    store_escape(raw, s->err, sizeof s->err);
     return -1;
 }
 

@@ -396,6 +396,7 @@ typedef struct {
     char *json;          /* the resolved config as stored */
     char id[17];
     const char *name;
+    char ckdir[4000];    /* its directory: --ckpt, else beside the database */
     char ckpt[4096];     /* this run's checkpoint file */
     char owner[160];     /* the claim's owner */
     TrainState ts;
@@ -502,7 +503,11 @@ static int open_store(Run *r) {
         return 1;
     }
     r->name = o->name ? o->name : r->id;
-    snprintf(r->ckpt, sizeof r->ckpt, "%s/%s.ckpt", o->ckpt_dir ? o->ckpt_dir : "checkpoints", r->id);
+    if (o->ckpt_dir)
+        snprintf(r->ckdir, sizeof r->ckdir, "%s", o->ckpt_dir);
+    else
+        checkpoint_default_dir(o->db_path, r->ckdir, sizeof r->ckdir);
+    snprintf(r->ckpt, sizeof r->ckpt, "%s/%s.ckpt", r->ckdir, r->id);
     r->ts.data_rng = rng_stream((uint64_t)r->c->seed, 0xDA7Aull);
     return GO;
 }
@@ -522,7 +527,24 @@ static int open_resume(Run *r) {
             printf("%s\n", r->id);
             return 0;
         }
-        int k = checkpoint_load(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err);
+        int k = checkpoint_load(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
+        if (k == 0 && !o->ckpt_dir) { /* where gated train put them before they went beside the database */
+            char old[4096];
+            snprintf(old, sizeof old, "checkpoints/%s.ckpt", r->id);
+            k = checkpoint_load(old, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
+        }
+        /* a resume is exact only on top of every row before the checkpoint's
+         * step: refused when the database lacks them (a format-2 checkpoint
+         * names no database; a database copied and then cut, or rows deleted) */
+        if (k > 0 && r->ts.step > 0) {
+            char why[512];
+            int has = store_run_rows_through(r->st, r->id, r->ts.step, c->eval_every, why, sizeof why);
+            if (has <= 0) {
+                snprintf(r->err, sizeof r->err, "%.400s: checkpoint after step %lld, but %s", r->ckpt,
+                         (long long)r->ts.step, has < 0 ? store_errmsg(r->st) : why);
+                k = -1;
+            }
+        }
         if (k < 0) {
             fprintf(stderr, "gated train: %s\ngated train: nothing was resumed; run %s is %s as before (start it over "
                             "without --resume)\n",
@@ -586,9 +608,8 @@ static int open_claim(Run *r) {
     }
     /* a directory that cannot be made: said now; each checkpoint then fails
      * with its path, and the run goes on */
-    const char *dir = o->ckpt_dir ? o->ckpt_dir : "checkpoints";
-    if (util_mkdir_p(dir))
-        fprintf(stderr, "gated train: %s: %s (checkpoints cannot be written)\n", dir, strerror(errno));
+    if (util_mkdir_p(r->ckdir))
+        fprintf(stderr, "gated train: %s: %s (checkpoints cannot be written)\n", r->ckdir, strerror(errno));
     return GO;
 }
 
@@ -675,7 +696,7 @@ static int train_checkpoint(Run *r, long step, int stop) {
     /* every row up to this step is committed before the checkpoint names it done */
     DB(store_flush(r->st));
     if (db_errors) return 1;
-    r->ckpt_ok = checkpoint_save(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err) == 0;
+    r->ckpt_ok = checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err) == 0;
     if (!r->ckpt_ok) fprintf(stderr, "gated train: %s\n", r->err);
     else test_kill_after_checkpoint(++r->nckpt);
     return 0;
@@ -765,7 +786,7 @@ static int finish_result(Run *r) {
     }
     DB(store_flush(r->st));
     if (db_errors == 0) {
-        if (checkpoint_save(r->ckpt, r->json, &r->m.p, &r->ts, r->err, sizeof r->err))
+        if (checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err))
             fprintf(stderr, "gated train: %s\n", r->err);
         else
             test_kill_after_checkpoint(++r->nckpt);

@@ -12,6 +12,13 @@ int csv_is_formula(const char *s) { return s && *s && strchr("=+-@\t\r", *s) != 
 /* Whether s needs quotes: a separator, a quote or a line break. */
 static int needs_quotes(const char *s) { return strpbrk(s, ",\"\r\n") != NULL; }
 
+/* Whether the character at p (n bytes, code point cp) is a control that
+ * must not reach a terminal: C0 but tab and line feed, DEL, C1. */
+static int is_control(const unsigned char *p, int n, unsigned cp) {
+    if (n == 1) return (*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f;
+    return cp >= 0x80 && cp <= 0x9f;
+}
+
 int csv_fput_text(const char *s, FILE *f) {
     if (!s) return 0;
     int formula = csv_is_formula(s), quoted = formula || needs_quotes(s), bad = 0;
@@ -23,6 +30,11 @@ int csv_fput_text(const char *s, FILE *f) {
         if (n == 0) { /* one U+FFFD per byte that starts no character */
             bad |= fputs("\xef\xbf\xbd", f) == EOF;
             p++;
+            continue;
+        }
+        if (is_control(p, n, cp)) { /* visibly, byte by byte, as ls and show write it */
+            for (int i = 0; i < n; i++) bad |= fprintf(f, "\\x%02x", p[i]) < 0;
+            p += n;
             continue;
         }
         if (*p == '"') bad |= fputc('"', f) == EOF;

@@ -10,7 +10,10 @@
  * '=1+2 (strip one leading ' from such a cell to get the text).  Numbers
  * are written by the caller's format and never neutralised, so -0.5 stays
  * a number.  A byte that starts no valid UTF-8 character becomes U+FFFD,
- * so the file is always valid UTF-8.
+ * so the file is always valid UTF-8.  A control character other than tab
+ * and line feed (C0, DEL, C1: what could drive a terminal the file is
+ * printed on) is written visibly, each of its bytes as \xNN, as `gated ls`
+ * and `show` write them.
  */
 #ifndef GATED_CSV_H
 #define GATED_CSV_H

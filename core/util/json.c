@@ -79,6 +79,8 @@ int json_fput_text(const char *s, FILE *f) {
         const char *esc = n == 1 ? escape_of(*p, e) : NULL;
         if (n == 0) /* no character starts here: the replacement character, one per byte */
             esc = "\\ufffd", n = 1;
+        if (n == 2 && cp >= 0x80 && cp <= 0x9f) /* a C1 control: escaped as C0 ones are, for terminals */
+            snprintf(e, sizeof e, "\\u%04x", cp), esc = e;
         if (esc ? fputs(esc, f) == EOF : fwrite(p, 1, (size_t)n, f) != (size_t)n) return EOF;
         p += n;
     }

@@ -30,7 +30,9 @@ int json_fput(const char *s, FILE *f);
 /* The same for text read back from a file or a database, which may hold
  * anything: a byte that starts no valid UTF-8 character is written as
  * \ufffd (the replacement character), so the output is always valid
- * UTF-8 JSON.  Valid text is written exactly as json_fput writes it. */
+ * UTF-8 JSON.  Valid text is written exactly as json_fput writes it, but
+ * for C1 controls (U+0080-U+009F), which are escaped (\u009b) like C0 ones,
+ * so no terminal control reaches a terminal the output is printed on. */
 int json_fput_text(const char *s, FILE *f);
 
 /* A number: util_fmt_double's shortest text that reads back bitwise, or

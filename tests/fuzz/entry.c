@@ -13,12 +13,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ftw.h>
+#include <sqlite3.h>
+
 #include "nn/arena.h"
 #include "lab/bench.h"
+#include "lab/export.h"
+#include "lab/merge.h"
+#include "lab/report.h"
 #include "run/checkpoint.h"
 #include "run/config.h"
 #include "run/store.h"
 #include "lab/sweep.h"
+#include "util/json.h"
+#include "../../cli/store_show.h" /* gated ls / show (a CLI file, linked in) */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -70,15 +78,18 @@ static void write_file(const char *path, const void *data, size_t n) {
     close(fd);
 }
 
+static void db_files_remove(void);
+
 void fuzz_cleanup(void) {
     if (!dir[0] || dir_pid != getpid()) return;
     static const char *const files[] = {"experiments/in.yaml", "experiments/tiny.yaml", "experiments/quick.yaml",
-                                        "bench/in.yaml", "in.ckpt", NULL};
+                                        "bench/in.yaml", "in.ckpt", "template.db", NULL};
     char p[4200];
     for (int i = 0; files[i]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         unlink(p);
     }
+    db_files_remove();
     snprintf(p, sizeof p, "%s/experiments", dir);
     rmdir(p);
     snprintf(p, sizeof p, "%s/bench", dir);
@@ -211,10 +222,11 @@ int fuzz_sweep_one(const uint8_t *data, size_t size) {
 
 /* ------------------------------------------------------------ checkpoint */
 
-/* The arena size a format-2 file declares (after magic, u32, u64 json
- * length, json), or 0.  Only to size the arena; the reader checks it. */
+/* The arena size a format-3 (or 2) file declares (after magic, u32, in
+ * format 3 two 16-byte ids, u64 json length, json), or 0.  Only to size
+ * the arena; the reader checks it. */
 static uint64_t declared_total(const uint8_t *d, size_t n) {
-    const size_t head = 11 + 4;
+    const size_t head = 11 + 4 + (n >= 11 && memcmp(d, "GATEDCKPT3\n", 11) == 0 ? 32 : 0);
     uint64_t jl, total;
     if (n < head + 8) return 0;
     memcpy(&jl, d + head, 8);
@@ -252,7 +264,10 @@ static void checkpoint_pass(const uint8_t *data, size_t size) {
             if (!isfinite(a.w[i]) || !isfinite(a.m[i]) || !isfinite(a.v[i]) || a.v[i] < 0)
                 die("checkpoint_read accepted value %zu: w %g m %g v %g", i, (double)a.w[i], (double)a.m[i],
                     (double)a.v[i]);
-        int lr = checkpoint_load(p_ckpt, json, &a, &ts, err, sizeof err);
+        /* the database it names (format 3), or any (format 2: it names none) */
+        char dbid[17] = "0123456789abcdef";
+        if (size >= 31 && memcmp(data, "GATEDCKPT3\n", 11) == 0) memcpy(dbid, data + 15, 16);
+        int lr = checkpoint_load(p_ckpt, json, dbid, &a, &ts, err, sizeof err);
         if (lr != 1) die("checkpoint_load refuses what checkpoint_read accepted: %s", err);
     }
     free(json);
@@ -300,6 +315,416 @@ int fuzz_bench_one(const uint8_t *data, size_t size) {
     return 0;
 }
 
+/* ------------------------------------------------------------ db */
+
+/* An input is a database for `gated merge`: the bytes of a SQLite file
+ * (starting "SQLite format 3"), or lines that change a copy of a database
+ * made here with the store's API (db_template: runs finished, diverged and
+ * killed, metrics with NULL and infinite values, a histogram, a summary, a
+ * sweep, an attestation), one change a line:
+ *   u TABLE ROW COLUMN VALUE   set a column of the ROW-th row (mod rows)
+ *   i TABLE ROW COLUMN VALUE   a copy of that row, with the column set
+ *   d TABLE ROW                delete the row
+ *   c TABLE COLUMN             drop the column;   T TABLE   drop the table
+ * VALUE: null, i:INTEGER, r:REAL (strtod: inf, nan), b:HEX (a blob) or
+ * t:TEXT (\n, \t, \e, \xNN, \\ decoded).  Tables and columns are picked
+ * from fixed lists by name or number, every value is bound. */
+
+static const char *const DB_TABLES[] = {"runs", "metrics", "summary", "histograms", "sweep_runs",
+                                        "environments", "code_attest", "meta", NULL};
+static const char *const DB_COLS[][23] = {
+    {"run_id", "name", "status", "config_json", "seed", "threads", "code_version", "git_dirty", "host",
+     "cpu_model", "compiler", "cflags", "openblas_version", "sqlite_version", "libyaml_version", "argv",
+     "started_at", "ended_at", "heartbeat_at", "error_text", "diverged_step", "env_id", NULL},
+    {"run_id", "key", "context", "step", "value", "t", NULL},
+    {"run_id", "key", "context", "value", "text", NULL},
+    {"run_id", "key", "context", "step", "lo", "hi", "counts", NULL},
+    {"sweep", "run_id", "label", "seed", "idx", "is_baseline", NULL},
+    {"env_id", "env_hash", "host", "cpu_model", "compiler", "cflags", "openblas_version", "sqlite_version",
+     "libyaml_version", NULL},
+    {"run_id", "code_version", "cflags", "git_dirty", "run_code_version", "run_ended_at", "verified_at",
+     "steps_checked", "rows_checked", NULL},
+    {"key", "value", NULL},
+};
+
+static unsigned char *db_tmpl; /* the template's bytes, made once per process */
+static size_t db_ntmpl;
+
+static void db_path(char *p, size_t cap, const char *name) { snprintf(p, cap, "%s/%s", dir, name); }
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb, (void)type, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void db_files_remove(void) {
+    static const char *const dbs[] = {"in.db", "out.db", "out2.db", "template.db"};
+    static const char *const sfx[] = {"", "-journal", "-wal", "-shm"};
+    char p[4200];
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++) {
+            snprintf(p, sizeof p, "%s/%s%s", dir, dbs[i], sfx[k]);
+            unlink(p);
+        }
+    db_path(p, sizeof p, "rep");
+    nftw(p, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static void db_exec(sqlite3 *db, const char *sql) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) die("db template: %s: %s", sql, msg ? msg : "?");
+}
+
+/* The database inputs start from, into db_tmpl. */
+static void db_template(void) {
+    if (db_tmpl) return;
+    char p[4200], err[1024];
+    db_files_remove();
+    db_path(p, sizeof p, "template.db");
+    Store *s;
+    if (store_open(&s, p, err, sizeof err)) die("db template: %s", err);
+    static const char A[] = "0123456789abcdef", B[] = "fedcba9876543210", C[] = "00000000000000aa";
+    Provenance pv = {"host", "cpu", "gcc", "-O2", "OpenBLAS", "3.40", "0.2.5", "unknown", -1};
+    const long long counts[4] = {3, 0, 1, 7};
+    int bad = store_run_begin(s, A, "sw-baseline-s1", "{\"train.steps\":3,\"model.gate.position\":\"sdpa\"}", 1, 1,
+                              &pv, "gated train x.yaml") ||
+              store_run_begin(s, B, "sw-G1-s1", "{\"train.steps\":3}", 1, 2, &pv, NULL) ||
+              store_run_begin(s, C, "killed-run", "{}", 3, 1, &pv, NULL);
+    for (int k = 1; k <= 3 && !bad; k++)
+        bad |= store_metric(s, A, "train_loss", NULL, k, 3.0 / k) || store_metric(s, A, "lr", NULL, k, 1e-3 * k) ||
+               store_metric(s, A, "grad_norm", NULL, k, 0.5);
+    bad = bad || store_metric(s, A, "val_loss", NULL, 3, 2.5) || store_metric(s, A, "f_attn", "layer=0", 3, NAN) ||
+          store_metric(s, A, "gate_mean", "layer=0,head=1", 3, 0.25) ||
+          store_metric(s, A, "eval_ppl", "split=val,len=64,scaling=none,factor=1", 3, INFINITY) ||
+          store_histogram(s, A, "gate", "layer=0", 3, 0, 1, counts, 4) ||
+          store_summary(s, A, "val_loss", NULL, 2.5, NULL) || store_summary(s, A, "test_loss", NULL, 2.6, NULL) ||
+          store_summary(s, A, "note", "layer=0", NAN, "text") || store_metric(s, B, "train_loss", NULL, 1, 9.0) ||
+          store_metric(s, C, "train_loss", NULL, 1, 4.0);
+    StoreSweepRun sw[2] = {{A, "baseline", 1, 0, 1}, {B, "G1", 1, 1, 0}};
+    bad = bad || store_sweep_record(s, "sw", 2, sw, 2) || store_run_end(s, A, "finished", NULL, -1) ||
+          store_run_end(s, B, "diverged", NULL, 1) || store_run_end(s, C, "killed", "stopped", -1);
+    if (bad) die("db template: %s", store_errmsg(s));
+    store_close(s);
+    sqlite3 *db;
+    if (sqlite3_open(p, &db) != SQLITE_OK) die("db template: open");
+    db_exec(db, "INSERT INTO code_attest SELECT run_id, '1111111111111111111111111111111111111111', '-O2', 0,"
+                " code_version, ended_at, ended_at, 3, 10 FROM runs WHERE status = 'finished';"
+                "PRAGMA journal_mode=DELETE");
+    sqlite3_close(db);
+    FILE *f = fopen(p, "rb");
+    if (!f) die("db template: %s", strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    db_tmpl = malloc(n > 0 ? (size_t)n : 1);
+    if (!db_tmpl || fread(db_tmpl, 1, (size_t)n, f) != (size_t)n) die("db template: read");
+    fclose(f);
+    db_ntmpl = (size_t)n;
+}
+
+/* Index of word in list (a name, or its number), or -1. */
+static int db_pick(const char *const *list, const char *word) {
+    int n = 0;
+    while (list[n]) n++;
+    char *end;
+    long v = strtol(word, &end, 10);
+    if (*word && !*end) return v >= 0 && v < n ? (int)v : -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i], word) == 0) return i;
+    return -1;
+}
+
+/* Bind VALUE (see above) as parameter 1.  0, or -1 when it is none. */
+static int db_bind_value(sqlite3_stmt *st, const char *v) {
+    if (strcmp(v, "null") == 0) return sqlite3_bind_null(st, 1) == SQLITE_OK ? 0 : -1;
+    if (strncmp(v, "i:", 2) == 0) return sqlite3_bind_int64(st, 1, strtoll(v + 2, NULL, 10)) == SQLITE_OK ? 0 : -1;
+    if (strncmp(v, "r:", 2) == 0) return sqlite3_bind_double(st, 1, strtod(v + 2, NULL)) == SQLITE_OK ? 0 : -1;
+    if (strncmp(v, "b:", 2) != 0 && strncmp(v, "t:", 2) != 0) return -1;
+    size_t n = strlen(v + 2), k = 0;
+    char *b = malloc(n + 1);
+    if (!b) abort();
+    for (const char *c = v + 2; *c; c++) {
+        unsigned x;
+        if (v[0] == 'b') {
+            if (sscanf(c, "%2x", &x) == 1) b[k++] = (char)x, c++;
+        } else if (*c == '\\' && c[1]) {
+            c++;
+            if (*c == 'x' && sscanf(c + 1, "%2x", &x) == 1) b[k++] = (char)x, c += 2;
+            else b[k++] = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c == 'e' ? 27 : *c;
+        } else {
+            b[k++] = *c;
+        }
+    }
+    int rc = v[0] == 'b' ? sqlite3_bind_blob(st, 1, b, (int)k, SQLITE_TRANSIENT)
+                         : sqlite3_bind_text(st, 1, b, (int)k, SQLITE_TRANSIENT);
+    free(b);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* Run sql (built from the fixed names) with VALUE as ?1 (v NULL: none) and
+ * rowid as ?2 (< 0: none); a failure only means the change is not made. */
+static void db_change(sqlite3 *db, const char *sql, const char *v, long long rowid) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return;
+    if ((!v || db_bind_value(st, v) == 0) && (rowid < 0 || sqlite3_bind_int64(st, 2, rowid) == SQLITE_OK))
+        (void)sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
+/* The rowid of table t's (n mod count)-th row, or -1. */
+static long long db_row(sqlite3 *db, const char *t, long n) {
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT rowid FROM %s ORDER BY rowid LIMIT 1 OFFSET ?1 %% max(1, (SELECT count(*) FROM %s))",
+             t, t);
+    sqlite3_stmt *st;
+    long long r = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_int64(st, 1, n < 0 ? -n : n);
+    if (sqlite3_step(st) == SQLITE_ROW) r = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* One line of changes (see above) on db. */
+static void db_line(sqlite3 *db, char *line) {
+    char op[4], tw[32], a[32], b[32];
+    int used = 0;
+    if (sscanf(line, "%3s %31s %n", op, tw, &used) < 2) return;
+    int t = db_pick(DB_TABLES, tw);
+    if (t < 0 || strlen(op) != 1) return;
+    const char *T = DB_TABLES[t], *rest = line + used;
+    char sql[400];
+    if (op[0] == 'T' || op[0] == 'c') {
+        db_change(db, "DROP VIEW IF EXISTS run_metrics", NULL, -1);
+        db_change(db, "DROP VIEW IF EXISTS sweep_metrics", NULL, -1);
+        db_change(db, "DROP VIEW IF EXISTS final_metrics", NULL, -1);
+        int c = op[0] == 'c' && sscanf(rest, "%31s", a) == 1 ? db_pick(DB_COLS[t], a) : -1;
+        if (op[0] == 'T') snprintf(sql, sizeof sql, "DROP TABLE %s", T);
+        else if (c >= 0) snprintf(sql, sizeof sql, "ALTER TABLE %s DROP COLUMN %s", T, DB_COLS[t][c]);
+        else return;
+        db_change(db, sql, NULL, -1);
+        return;
+    }
+    int n2 = 0;
+    if (sscanf(rest, "%31s %n", a, &n2) < 1) return;
+    long long row = db_row(db, T, strtol(a, NULL, 10));
+    if (row < 0) return;
+    if (op[0] == 'd') {
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid = ?2", T);
+        db_change(db, sql, NULL, row);
+        return;
+    }
+    int n3 = 0;
+    if (sscanf(rest + n2, "%31s %n", b, &n3) < 1) return;
+    int c = db_pick(DB_COLS[t], b);
+    const char *v = rest + n2 + n3;
+    if (c < 0) return;
+    if (op[0] == 'i') { /* INSERT INTO T (c...) SELECT c..., with column c as ?1, FROM T WHERE rowid = ?2 */
+        char cols[700] = "", sel[700] = "";
+        for (int i = 0; DB_COLS[t][i]; i++) {
+            size_t a1 = strlen(cols), a2 = strlen(sel);
+            snprintf(cols + a1, sizeof cols - a1, "%s%s", i ? ", " : "", DB_COLS[t][i]);
+            snprintf(sel + a2, sizeof sel - a2, "%s%s", i ? ", " : "", i == c ? "?1" : DB_COLS[t][i]);
+        }
+        char ins[1600];
+        snprintf(ins, sizeof ins, "INSERT OR IGNORE INTO %s (%s) SELECT %s FROM %s WHERE rowid = ?2", T, cols, sel, T);
+        db_change(db, ins, v, row);
+        return;
+    }
+    if (op[0] != 'u') return;
+    snprintf(sql, sizeof sql, "UPDATE %s SET %s = ?1 WHERE rowid = ?2", T, DB_COLS[t][c]);
+    db_change(db, sql, v, row);
+}
+
+/* in.db from the input: its bytes, or the template with the changes. */
+static void db_input(const uint8_t *data, size_t size, const char *in) {
+    if (size >= 16 && memcmp(data, "SQLite format 3", 16) == 0) {
+        write_file(in, data, size);
+        return;
+    }
+    db_template();
+    write_file(in, db_tmpl, db_ntmpl);
+    sqlite3 *db;
+    if (sqlite3_open_v2(in, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) die("db: open %s", in);
+    char *text = malloc(size + 1);
+    if (!text) abort();
+    memcpy(text, data, size);
+    text[size] = '\0';
+    int nl = 0;
+    for (char *line = text, *next; line && nl < 64; line = next, nl++) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        db_line(db, line);
+    }
+    free(text);
+    sqlite3_close(db);
+}
+
+/* No byte of out[0..n) would drive a terminal: C0 but tab and line feed,
+ * DEL, C1 (as UTF-8). */
+static void no_controls(const char *what, const char *out, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)out[i];
+        int c1 = c == 0xc2 && i + 1 < n && (unsigned char)out[i + 1] >= 0x80 && (unsigned char)out[i + 1] <= 0x9f;
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || c1)
+            die("%s: a raw control byte 0x%02x at %zu:\n%.*s", what, c1 ? (unsigned char)out[i + 1] : c, i,
+                (int)(n < 2000 ? n : 2000), out);
+    }
+}
+
+/* A text the reader wrote into a memory stream, checked, then freed. */
+typedef struct {
+    char *buf;
+    size_t n;
+    FILE *f;
+} Mem;
+
+static FILE *mem_open(Mem *m) {
+    m->buf = NULL, m->n = 0;
+    if (!(m->f = open_memstream(&m->buf, &m->n))) abort();
+    return m->f;
+}
+
+static void mem_check(Mem *m, const char *what, int json) {
+    fclose(m->f);
+    no_controls(what, m->buf, m->n);
+    if (json) {
+        char err[256];
+        for (char *line = m->buf, *next; line && *line; line = next) { /* one document a line (export: jsonl) */
+            next = strchr(line, '\n');
+            if (next) *next++ = '\0';
+            Json *j = json_parse(line, err, sizeof err);
+            if (!j) die("%s: not JSON (%s): %.300s", what, err, line);
+            json_free(j);
+        }
+    }
+    free(m->buf);
+}
+
+/* Every file under path (the report), checked. */
+static int check_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)ftw;
+    if (type != FTW_F || !S_ISREG(sb->st_mode)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) die("report: %s: %s", path, strerror(errno));
+    char *b = malloc((size_t)sb->st_size + 1);
+    if (!b) abort();
+    size_t n = fread(b, 1, (size_t)sb->st_size, f);
+    fclose(f);
+    no_controls(path, b, n);
+    free(b);
+    return 0;
+}
+
+/* ls, show, export and report on the database merge wrote: each must read
+ * it (what merge accepts, the readers read), and write no control byte. */
+static void db_readers(const char *out, size_t size) {
+    Store *s;
+    char err[1024];
+    if (store_open_ro(&s, out, err, sizeof err)) die("readers: %s", err);
+    Mem m;
+    if (show_ls(s, mem_open(&m), err, sizeof err)) die("ls: %s", err);
+    mem_check(&m, "ls", 0);
+    if (show_ls_json(s, mem_open(&m), err, sizeof err)) die("ls --json: %s", err);
+    mem_check(&m, "ls --json", 1);
+    StoreRunList l;
+    if (store_list_runs(s, &l)) die("readers: %s", store_errmsg(s));
+    for (int i = 0; i < l.n && i < 8; i++) {
+        if (show_run(s, l.rows[i].run_id, mem_open(&m), err, sizeof err)) die("show %s: %s", l.rows[i].run_id, err);
+        mem_check(&m, "show", 0);
+        if (show_run_json(s, l.rows[i].run_id, mem_open(&m), err, sizeof err)) die("show --json: %s", err);
+        mem_check(&m, "show --json", 1);
+    }
+    store_run_list_free(&l);
+    for (int k = 0; k < 2; k++) {
+        ExportOpts eo = {k ? EXPORT_JSONL : EXPORT_CSV, EXPORT_CONFIG_ALL, NULL, NULL, 0, NULL, 0};
+        if (export_metrics(s, &eo, mem_open(&m), NULL, err, sizeof err)) die("export: %s", err);
+        mem_check(&m, k ? "export --format jsonl" : "export --format csv", k);
+    }
+    store_close(s);
+    char rep[4200];
+    db_path(rep, sizeof rep, "rep");
+    static FILE *devnull;
+    if (!devnull && !(devnull = fopen("/dev/null", "w"))) abort();
+    ReportOpts ro = {out, NULL, (ReportFormat)(size % 3), rep, 1, NULL, devnull, NULL, 0, NULL};
+    if (report_run(&ro, err, sizeof err) != REPORT_OK) die("report: %s", err);
+    nftw(rep, check_entry, 8, FTW_PHYS);
+}
+
+/* No fsync in this process: nothing the fuzzer writes must survive a crash,
+ * and syncs were a good part of each input's time.  The default VFS is
+ * wrapped: its files keep their own methods but for xSync. */
+static sqlite3_vfs nosync_vfs;
+static int (*real_open)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *);
+static int nosync(sqlite3_file *f, int flags) {
+    (void)f, (void)flags;
+    return SQLITE_OK;
+}
+static int nosync_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out) {
+    static const sqlite3_io_methods *orig[8];
+    static sqlite3_io_methods copy[8];
+    int rc = real_open(v, name, f, flags, out);
+    if (rc != SQLITE_OK || !f->pMethods) return rc;
+    int i = 0;
+    while (i < 8 && orig[i] && orig[i] != f->pMethods) i++;
+    if (i == 8) return rc; /* (never: the unix VFS has fewer kinds of files) */
+    if (!orig[i]) orig[i] = f->pMethods, copy[i] = *f->pMethods, copy[i].xSync = nosync;
+    f->pMethods = &copy[i];
+    return rc;
+}
+static void db_nosync(void) {
+    if (real_open) return;
+    sqlite3_vfs *d = sqlite3_vfs_find(NULL);
+    if (!d) return;
+    nosync_vfs = *d;
+    nosync_vfs.zName = "gated-fuzz-nosync";
+    real_open = d->xOpen;
+    nosync_vfs.xOpen = nosync_open;
+    sqlite3_vfs_register(&nosync_vfs, 1);
+}
+
+/* A new output database. */
+static Store *db_output(const char *path) {
+    char p[4200], err[1024];
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (int k = 0; k < 4; k++) snprintf(p, sizeof p, "%s%s", path, sfx[k]), unlink(p);
+    Store *s;
+    if (store_open(&s, path, err, sizeof err)) die("output: %s", err);
+    return s;
+}
+
+int fuzz_db_one(const uint8_t *data, size_t size) {
+    fuzz_init();
+    db_nosync();
+    char in[4200], out[4200], out2[4200], err[1024];
+    db_path(in, sizeof in, "in.db");
+    db_path(out, sizeof out, "out.db");
+    db_path(out2, sizeof out2, "out2.db");
+    db_files_remove();
+    db_input(data, size, in);
+    Store *o = db_output(out);
+    int rc = merge_from(o, in, err, sizeof err);
+    long long runs = store_count_rows(o, "runs"), metrics = store_count_rows(o, "metrics");
+    store_close(o);
+    if (getenv("FUZZ_VERBOSE")) fprintf(stderr, "db: merge %d%s%s\n", rc, rc ? ": " : "", err);
+    if (rc == -1) die("merge failed while copying an input it had checked: %s", err);
+    if (rc == -2 && (runs != 0 || metrics != 0)) die("merge refused its input but kept %lld runs: %s", runs, err);
+    if (rc == -2 && strncmp(err, in, strlen(in)) != 0) die("merge's message does not name the input: %s", err);
+    if (rc == -2) no_controls("merge's message", err, strlen(err));
+    if (rc != 0) return 0;
+    db_readers(out, size);
+    /* what merge accepted, it accepts again, and a second time changes nothing */
+    o = db_output(out2);
+    for (int k = 0; k < 2; k++) {
+        if (merge_from(o, out, err, sizeof err)) die("merge refuses what it wrote: %s", err);
+        if (store_count_rows(o, "runs") != runs || store_count_rows(o, "metrics") != metrics)
+            die("merging again changed the counts (%lld runs, %lld metric rows before)", runs, metrics);
+    }
+    store_close(o);
+    return 0;
+}
+
 /* ------------------------------------------------------------ lookup */
 
 FuzzEntry fuzz_entry(const char *target) {
@@ -307,5 +732,6 @@ FuzzEntry fuzz_entry(const char *target) {
     if (strcmp(target, "sweep") == 0) return fuzz_sweep_one;
     if (strcmp(target, "checkpoint") == 0) return fuzz_checkpoint_one;
     if (strcmp(target, "bench") == 0) return fuzz_bench_one;
+    if (strcmp(target, "db") == 0) return fuzz_db_one;
     return NULL;
 }

@@ -44,8 +44,18 @@ int fuzz_checkpoint_one(const uint8_t *data, size_t size);
  * tokens finite and >= 0, bench_step_gemms for step cases. */
 int fuzz_bench_one(const uint8_t *data, size_t size);
 
+/* A database for `gated merge` (lab/merge.h): the bytes of a SQLite file,
+ * or lines of changes to a database made with the store's API (entry.c
+ * says how).  merged into a new database, which must then keep the input
+ * whole or not at all (a refused input leaves the output empty; a
+ * failure while copying what was checked is a bug); on success ls, show,
+ * export and report (no plots) must read the output without an error,
+ * writing no control byte and valid JSON, and merging the output again
+ * must succeed and change nothing the second time. */
+int fuzz_db_one(const uint8_t *data, size_t size);
+
 typedef int (*FuzzEntry)(const uint8_t *data, size_t size);
-/* The entry named "config", "sweep", "checkpoint" or "bench", or NULL. */
+/* The entry named "config", "sweep", "checkpoint", "bench" or "db", or NULL. */
 FuzzEntry fuzz_entry(const char *target);
 
 /* Make the directory now (the entries do it on first use).  A fork child
