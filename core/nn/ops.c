@@ -81,6 +81,16 @@ void linear_backward(real *dx, int ldx, real *dW, const real *dy, int ldy, const
 
 void rmsnorm_forward(real *out, int so, real *rstd, const real *x, int s, const real *w, int n, int g, int d,
                      real eps) {
+#ifdef GATED_PERF_PLANT
+    /* The perf gate's own test only (tests/perf_gate_test.sh builds it; no
+     * other build defines it): four wasted passes over the first
+     * GATED_PERF_PLANT rows, a slowdown the gate must name (all rows) or a
+     * change within its threshold that must pass (one row). */
+    volatile real plant_sink = 0;
+    for (int i = 0; i < n && i < GATED_PERF_PLANT; i++)
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < g * d; c++) plant_sink += x[(size_t)i * s + c] * x[(size_t)i * s + c];
+#endif
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < g; j++) {
