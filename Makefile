@@ -151,11 +151,14 @@ data:
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"
 #   make bench-peer     the reference model's training step, ours vs PyTorch
-#                       (bench/peer_torch.py) in one invocation: both set up once
-#                       (gated bench --paced, one torch worker per thread count),
-#                       then rounds of one step each, alternating (ours, peer |
-#                       peer, ours | ...); prints medians and the ratio of medians.
-#                       PEER_ARGS="--rounds 10 --variants baseline,G1-headwise"
+#                       (bench/peer_torch.py) vs the sgemm ceiling, in one
+#                       invocation: all set up once (gated bench --paced, one
+#                       torch worker per thread count), then rounds of one step
+#                       each, alternating (ours, peer | peer, ours | ...); prints
+#                       medians and their ratios per variant (baseline, G1
+#                       headwise, G1 elementwise).  PEER_JSON=out.json keeps the
+#                       summary and every sample; PEER_ARGS="--rounds 10
+#                       --variants baseline,G1-headwise --threads 1,2"
 #   make perf-check     the perf gate (bench/perf_check.sh): the base revision
 #                       (PERF_BASE, default HEAD~1) built from a git worktree in
 #                       $(PERF_BUILD)-base/ and this tree in $(PERF_BUILD)/, same
@@ -171,12 +174,13 @@ data:
 #                       within the threshold passes.  Run by .ci/run.
 BENCH_ARGS ?=
 PEER_ARGS ?=
+PEER_JSON ?=
 PERF_BUILD ?= build-perf
 .PHONY: bench bench-peer perf-check perf-gate-test
 bench: $(BUILD)/gated
 	$(BUILD)/gated bench bench/default.yaml $(BENCH_ARGS)
 bench-peer: $(BUILD)/gated
-	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(PEER_ARGS)
+	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(if $(PEER_JSON),--json $(PEER_JSON)) $(PEER_ARGS)
 perf-check:
 	PERF_BUILD=$(PERF_BUILD) PYTHON=$(PYTHON) bench/perf_check.sh
 perf-gate-test:

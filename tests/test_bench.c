@@ -819,16 +819,24 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     cr_assert_not_null(v);
     const Json *o = json_get(v, "ours_tokens_per_s");
     cr_expect(o && o->type == JSON_ARR && o->n == 4);
+    /* the stub's rate, 1000 + 10 OPENBLAS_NUM_THREADS + OMP_NUM_THREADS: a worker's every pool at its
+     * thread count, whatever this process's environment says (make test exports 1 for both) */
     const Json *pt = json_get(json_get(v, "peer_tokens_per_s"), "2");
-    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1000);
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1022, "%g", pt && pt->n ? pt->v[0]->num : 0);
+    pt = json_get(json_get(v, "peer_tokens_per_s"), "1");
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1011, "%g", pt && pt->n ? pt->v[0]->num : 0);
     const Json *r = json_get(v, "ratio_ours_over_peer");
     const Json *om = json_get(v, "ours_median");
-    cr_expect(r && om && fabs(r->num - om->num / 1000) < 1e-9 * om->num, "ratio of medians");
+    cr_expect(r && om && fabs(r->num - om->num / 1022) < 1e-9 * om->num, "ratio of medians");
+    const Json *ot = json_get(j, "ours_threads");
+    cr_expect(ot && ot->num == 2, "ours at the largest of --threads");
+    const Json *cs_ = json_get(j, "cpu_share");
+    cr_expect(cs_ && json_get(cs_, "nice") && json_get(cs_, "idle"), "the machine's CPU time during the run");
     /* the sgemm ceiling, timed in ours' turn of every round */
     const Json *cs = json_get(v, "ceiling_tokens_per_s"), *cm = json_get(v, "ceiling_median"),
                     *cr = json_get(v, "ratio_ceiling_over_peer");
     cr_expect(cs && cs->type == JSON_ARR && cs->n == 4 && cs->v[0]->num > 0, "ceiling samples");
-    cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1000) < 1e-9 * cm->num, "ceiling over peer");
+    cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1022) < 1e-9 * cm->num, "ceiling over peer");
     cr_expect(strstr(out, "ceil/peer"), "%s", out);
     const Json *ord = json_get(j, "order");
     cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
