@@ -24,9 +24,9 @@ gate() { # gate NAME PLANT: the gate's exit status; its output in $dir/NAME.log
     PERF_BASE=HEAD PERF_SUITE=tests/perf_gate.yaml PERF_BASE_BUILD="$dir/base" PERF_BUILD="$dir/$1" \
         PERF_HEAD_CFLAGS="-DGATED_PERF_PLANT=$2" PERF_ROUNDS=3 PERF_REPS=3 bench/perf_check.sh >"$dir/$1.log" 2>&1
 }
-bad() {
-    echo "perf-gate-test: FAILED: $*" >&2
-    sed 's/^/  | /' "$3" >&2
+bad() { # bad WHAT LOG
+    echo "perf-gate-test: FAILED: $1" >&2
+    sed 's/^/  | /' "$2" >&2
     fail=1
 }
 
@@ -36,12 +36,12 @@ log=$dir/plant.log
 regs=$(grep -c '^perf-check: REGRESSION ' "$log")
 line=$(grep '^perf-check: REGRESSION ' "$log")
 if [ "$rc" != 3 ]; then
-    bad "a planted slowdown: exit $rc, expected 3" "" "$log"
+    bad "a planted slowdown: exit $rc, expected 3" "$log"
 elif [ "$regs" != 1 ] || ! [[ $line =~ ^perf-check:\ REGRESSION\ op/rmsnorm/n128_w64:\ base\ ([0-9]+),\ head\ ([0-9]+)\ instructions,\ head/base\ ([0-9.]+)\ \>\ 1.03$ ]]; then
-    bad "a planted slowdown: expected one REGRESSION line naming op/rmsnorm/n128_w64, got $regs" "" "$log"
+    bad "a planted slowdown: expected one REGRESSION line naming op/rmsnorm/n128_w64, got $regs" "$log"
 elif ! awk -v b="${BASH_REMATCH[1]}" -v h="${BASH_REMATCH[2]}" -v r="${BASH_REMATCH[3]}" \
     'BEGIN { exit !(h > 1.03 * b && (r - h / b) ^ 2 < 1e-8) }'; then
-    bad "a planted slowdown: counts and ratio disagree: $line" "" "$log"
+    bad "a planted slowdown: counts and ratio disagree: $line" "$log"
 else
     echo "perf-gate-test: planted slowdown caught (exit 3): ${line#perf-check: }"
 fi
@@ -51,9 +51,9 @@ rc=$?
 log=$dir/noise.log
 row=$(grep '^op/rmsnorm/n128_w64 ' "$log" | head -n 1)
 if [ "$rc" != 0 ]; then
-    bad "a change within the threshold: exit $rc, expected 0" "" "$log"
+    bad "a change within the threshold: exit $rc, expected 0" "$log"
 elif ! [[ $row =~ \ \+0\.[0-9]%\ .*\ ok$ ]] || [[ $row =~ \ \+0\.0% ]]; then
-    bad "a change within the threshold: expected op/rmsnorm/n128_w64 ok with a change of +0.1% to +0.9%: $row" "" "$log"
+    bad "a change within the threshold: expected op/rmsnorm/n128_w64 ok with a change of +0.1% to +0.9%: $row" "$log"
 else
     echo "perf-gate-test: a change within the threshold passes (exit 0): $(echo "$row" | tr -s ' ')"
 fi
