@@ -264,7 +264,7 @@ def peer_env(threads):
     torch's OpenMP team only; Debian's torch calls OpenBLAS (libblas.so.3 -> openblas-pthread), whose own
     pthreads follow OPENBLAS_NUM_THREADS, read when the library loads, else every core: left to the caller's
     environment a "1-thread" peer ran its gemms on 2 threads, and with OPENBLAS_NUM_THREADS=1 exported (as
-    make test does) a "2-thread" peer ran them on one."""
+    make test sets it for its tests) a "2-thread" peer ran them on one."""
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
     return env
