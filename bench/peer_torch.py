@@ -22,13 +22,17 @@ zero-filled copy of the whole matrix, and the slices' gradients are then
 added: aten::fill_ and aten::add took 24% of the sliced version's step at
 one thread in torch.profiler), and scores are mask + scale Q K^T in one
 baddbmm.  Every pool of a worker runs at its thread count (peer_env): torch's
-OpenMP team and OpenBLAS's own pthreads.
+OpenMP team and OpenBLAS's own pthreads, and --threads tries each
+configuration given, T (both at T) or T:B (torch at T, OpenBLAS at B); the
+default 1,2,1:2 includes 1:2, what a script that sets nothing gets on a
+2-core machine where torch defaults to one thread, and the fastest of the
+three on this one (issue 26).
 
   peer_torch.py [--variant V] [--threads 1,2] [--reps N]
       time the peer alone: for each thread count (torch.set_num_threads), one
       warm-up step then N timed steps; prints JSON with every thread count's
       median and the best.
-  peer_torch.py --gated build/gated [--rounds R] [--variants V,...] [--threads 1,2]
+  peer_torch.py --gated build/gated [--rounds R] [--variants V,...] [--threads 1,2,1:2]
                [--ours-threads N] [--json PATH]
       the comparison (make bench-peer), in one invocation with alternating
       repetitions: ours (`gated bench bench/default.yaml --filter
@@ -259,22 +263,35 @@ def schedule(rounds, players):
     return [list(players) if r % 2 == 0 else list(players)[::-1] for r in range(rounds)]
 
 
-def peer_env(threads):
-    """A peer worker's environment: every pool it has at `threads` threads.  torch.set_num_threads sets
-    torch's OpenMP team only; Debian's torch calls OpenBLAS (libblas.so.3 -> openblas-pthread), whose own
-    pthreads follow OPENBLAS_NUM_THREADS, read when the library loads, else every core: left to the caller's
-    environment a "1-thread" peer ran its gemms on 2 threads, and with OPENBLAS_NUM_THREADS=1 exported (as
-    make test sets it for its tests) a "2-thread" peer ran them on one."""
+def parse_threads(text):
+    """--threads: "T" (torch and OpenBLAS at T threads) or "T:B" (torch at T, OpenBLAS at B), comma-separated
+    -> [(label, T, B)]."""
+    out = []
+    for item in text.split(","):
+        parts = item.split(":")
+        if len(parts) > 2 or not all(p.isdigit() and 0 < int(p) <= 256 for p in parts):
+            raise SystemExit("peer_torch: --threads: expected T or T:B (1..256), comma-separated, got \"%s\"" % item)
+        t, b = int(parts[0]), int(parts[-1])
+        out.append((str(t) if t == b else "%d:%d" % (t, b), t, b))
+    return out
+
+
+def peer_env(threads, blas):
+    """A peer worker's environment: torch's OpenMP team at `threads`, OpenBLAS's pthreads at `blas`.
+    torch.set_num_threads sets torch's team only; Debian's torch calls OpenBLAS (libblas.so.3 ->
+    openblas-pthread), whose own pthreads follow OPENBLAS_NUM_THREADS, read when the library loads, else
+    every core: left to the caller's environment a "1-thread" peer ran its gemms on 2 threads, and with
+    OPENBLAS_NUM_THREADS=1 exported (as make test sets it for its tests) a "2-thread" peer ran them on one."""
     env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
+    env["OMP_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"] = str(threads), str(blas)
     return env
 
 
-def run_peer(variant, threads, reps):
+def run_peer(variant, threads, blas, reps):
     """The peer alone, in a fresh process."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--variant", variant, "--threads", str(threads),
            "--reps", str(reps)]
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=peer_env(threads)).stdout
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=peer_env(threads, blas)).stdout
     return json.loads(out.strip().splitlines()[-1])["tokens_per_s"]
 
 
@@ -287,18 +304,21 @@ def compare(args):
     for v in variants:
         if v not in VARIANTS:
             raise SystemExit("peer_torch: unknown variant %s (one of %s)" % (v, ", ".join(VARIANTS)))
-    threads = [int(t) for t in args.threads.split(",")]
+    configs = parse_threads(args.threads)
+    threads = [c[0] for c in configs]  # the peer's configurations, by label
     if args.rounds < 1:
         raise SystemExit("peer_torch: --rounds must be >= 1")
     # ours: each step and its sgemm ceiling (the same gemm calls back to back)
     filt = "^(step|sgemm)/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
-    ours_threads = args.ours_threads or max(threads)
+    ours_threads = args.ours_threads or max(c[1] for c in configs)
     players = [Player("ours", [args.gated, "bench", args.suite, "--filter", filt, "--paced", "--repetitions",
                                str(args.rounds), "--min-time", "0", "--threads", str(ours_threads)])]
-    for t in threads:
+    label = {}
+    for lab, t, b in configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--paced", "--variants", ",".join(variants),
                "--threads", str(t)] + (["--stub-peer"] if args.stub_peer else [])
-        players.append(Player("peer/%dt" % t, cmd, peer_env(t)))
+        players.append(Player("peer/%dt" % t + ("" if t == b else ":%db" % b), cmd, peer_env(t, b)))
+        label[players[-1].name] = lab
     for p in players:  # every set-up and warm-up done before the first timed step
         p.wait_ready()
     t_start, cpu0 = time.time(), cpu_times()
@@ -322,7 +342,7 @@ def compare(args):
                 got = [(n, g[1]) for n, g in step.items()]
             else:
                 for name, tps in got:
-                    peer[(name, int(p.name[5:-1]))].append(tps)
+                    peer[(name, label[p.name])].append(tps)
             parts.append("%s %s" % (p.name, " ".join("%.0f" % tps for _, tps in got)))
         print("round %d/%d [%s]: %s tok/s" % (r + 1, args.rounds, " ".join(p.name for p in turn), "; ".join(parts)),
               file=sys.stderr)
@@ -370,14 +390,15 @@ def cpu_share(a, b):
 def print_summary(summary, suite):
     """The comparison's table: per variant, ours / the peer's best thread count / the sgemm ceiling."""
     print("\ntraining step tokens/s, ours: model ref of %s at %d threads; peer: the reference model (d_model 256, "
-          "4 layers, T 256, batch 16) at %s threads; medians over %d rounds, one step of each player per round, "
+          "4 layers, T 256, batch 16) at %s threads (T:B = torch T, OpenBLAS B); medians over %d rounds, one step "
+          "of each player per round, "
           "alternating:" % (suite, summary["ours_threads"], " or ".join(map(str, summary["peer_threads"])),
                             summary["rounds"]))
     print("%-16s %8s %10s %8s %10s %9s %11s %12s" % ("variant", "ours", "peer best", "threads", "ours/peer",
                                                     "ceiling", "ceil/peer", "ours/ceil"))
     for v, s in summary["variants"].items():
         pb, cm = s["peer_median"][str(s["peer_best_threads"])], s["ceiling_median"]
-        print("%-16s %8.0f %10.0f %8d %10.3f " % (v, s["ours_median"], pb, s["peer_best_threads"],
+        print("%-16s %8.0f %10.0f %8s %10.3f " % (v, s["ours_median"], pb, s["peer_best_threads"],
                                                   s["ratio_ours_over_peer"])
               + ("%9.0f %11.3f %11.1f%%" % (cm, cm / pb, 100 * s["ours_median"] / cm) if cm else "%9s %11s %12s"
                  % ("-", "-", "-")))
@@ -398,9 +419,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="peer alone: timed steps per thread count")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     ap.add_argument("--variant", default="baseline", choices=VARIANTS)
-    ap.add_argument("--threads", default="1,2", help="the peer's thread counts to try (torch, OpenMP and OpenBLAS)")
+    ap.add_argument("--threads", default="1,2,1:2", help="the peer's configurations to try: T (torch and OpenBLAS "
+                    "at T threads) or T:B (torch at T, OpenBLAS at B)")
     ap.add_argument("--ours-threads", type=int, default=0, help="ours: gated bench --threads (default: the largest "
-                    "of --threads)")
+                    "torch count of --threads)")
     ap.add_argument("--json", help="write every sample to this file (comparison)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--paced", action="store_true", help=argparse.SUPPRESS)
@@ -414,11 +436,10 @@ def main():
         return worker(args)
     if args.gated:
         return compare(args)
-    threads = [int(t) for t in args.threads.split(",")]
-    res = {str(t): run_peer(args.variant, t, args.reps) for t in threads}
+    res = {lab: run_peer(args.variant, t, b, args.reps) for lab, t, b in parse_threads(args.threads)}
     meds = {t: med(v) for t, v in res.items()}
     best = max(meds, key=meds.get)
-    print(json.dumps({"variant": args.variant, "tokens_per_s": res, "median": meds, "best_threads": int(best),
+    print(json.dumps({"variant": args.variant, "tokens_per_s": res, "median": meds, "best_threads": best,
                       "best_median": meds[best]}))
 
 

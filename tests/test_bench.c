@@ -792,14 +792,16 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
         path);
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '%s' bench/peer_torch.py --gated '%s' --suite '%s' --stub-peer "
-             "--rounds 4 --threads 1,2 --variants baseline,G1-headwise --json '%s/peer.json' >'%s/out' 2>'%s/err'",
+             "--rounds 4 --threads 1,2,1:2 --variants baseline,G1-headwise --json '%s/peer.json' >'%s/out' 2>'%s/err'",
              py, bin, path, tmpdir, tmpdir, tmpdir);
     cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
     char err[65536];
     snprintf(err, sizeof err, "%s", slurp("err"));
     /* every player once a round, the order reversed every other round */
-    const char *rounds[] = {"round 1/4 [ours peer/1t peer/2t]: ours ", "round 2/4 [peer/2t peer/1t ours]: peer/2t ",
-                            "round 3/4 [ours peer/1t peer/2t]: ours ", "round 4/4 [peer/2t peer/1t ours]: peer/2t "};
+    const char *rounds[] = {"round 1/4 [ours peer/1t peer/2t peer/1t:2b]: ours ",
+                            "round 2/4 [peer/1t:2b peer/2t peer/1t ours]: peer/1t:2b ",
+                            "round 3/4 [ours peer/1t peer/2t peer/1t:2b]: ours ",
+                            "round 4/4 [peer/1t:2b peer/2t peer/1t ours]: peer/1t:2b "};
     const char *prev = err;
     for (int i = 0; i < 4; i++) {
         const char *at = strstr(prev, rounds[i]);
@@ -825,6 +827,8 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1022, "%g", pt && pt->n ? pt->v[0]->num : 0);
     pt = json_get(json_get(v, "peer_tokens_per_s"), "1");
     cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1011, "%g", pt && pt->n ? pt->v[0]->num : 0);
+    pt = json_get(json_get(v, "peer_tokens_per_s"), "1:2"); /* torch at 1 thread, OpenBLAS at 2 */
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1021, "%g", pt && pt->n ? pt->v[0]->num : 0);
     const Json *r = json_get(v, "ratio_ours_over_peer");
     const Json *om = json_get(v, "ours_median");
     cr_expect(r && om && fabs(r->num - om->num / 1022) < 1e-9 * om->num, "ratio of medians");
@@ -839,7 +843,14 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1022) < 1e-9 * cm->num, "ceiling over peer");
     cr_expect(strstr(out, "ceil/peer"), "%s", out);
     const Json *ord = json_get(j, "order");
-    cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
+    cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 4 &&
+              !strcmp(ord->v[1]->v[0]->str, "peer/1t:2b"));
+    /* a bad configuration is refused, named */
+    snprintf(cmd, sizeof cmd, "'%s' bench/peer_torch.py --gated '%s' --stub-peer --threads 1,2:x >/dev/null 2>'%s/err'", py,
+             bin, tmpdir);
+    cr_expect_neq(run_sh(cmd), 0);
+    cr_expect(strstr(slurp("err"), "--threads: expected T or T:B (1..256), comma-separated, got \"2:x\""), "%s",
+              slurp("err"));
     json_free(j);
 }
 
