@@ -186,9 +186,9 @@ test-slurm: deps
 	$(MAKE) $(BUILD)/gated
 	$(TEST_ENV) $(PYTHON) tests/slurm/test_slurm.py
 
-# build-perf: the perf gate's build (bench/perf_check.sh, PERF_BUILD).
+# build-perf*: the perf gate's builds (bench/perf_check.sh: head, base; its test).
 clean:
-	rm -rf build build-san build-perf
+	rm -rf build build-san build-perf build-perf-base build-perf-test
 
 T32OBJ := $(T32_SRC:%.c=$(BUILD)/f32/%.o) $(BUILD)/f32/$(TUTIL:.c=.o) $(TFX_SRC:%.c=$(BUILD)/f32/%.o)
 T64OBJ := $(T64_SRC:%.c=$(BUILD)/f64/%.o) $(BUILD)/f64/$(TUTIL:.c=.o)
@@ -204,36 +204,40 @@ data:
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"
 #   make bench-peer     the reference model's training step, ours vs PyTorch
-#                       (bench/peer_torch.py) in one invocation: both set up once
-#                       (gated bench --paced, one torch worker per thread count),
-#                       then rounds of one step each, alternating (ours, peer |
-#                       peer, ours | ...); prints medians and the ratio of medians.
-#                       PEER_ARGS="--rounds 10 --variants baseline,G1-headwise"
-#   make perf-check     instruction counts (valgrind --tool=callgrind, a build in
-#                       $(PERF_BUILD)/) of the tiny fixed cases of bench/perf.yaml,
-#                       compared per case with bench/baseline.json: exit 3 naming
-#                       every case that grew by more than 3%.  Run by .ci/run.
-#                       When this machine differs from the one the baseline was
-#                       recorded on (CPU, OpenBLAS core and build, OPENBLAS_CORETYPE,
-#                       compiler, libc, valgrind: context.perf_env) it prints one
-#                       line saying so and exits 0 without counting.
-#   make perf-baseline  refresh bench/baseline.json ON PURPOSE, and commit it with
-#                       the change that explains it: a change meant to cost more,
-#                       a gain to lock in, a change to bench/perf.yaml, or a new
-#                       machine / compiler / OpenBLAS (the counts include them).
-#                       Never to silence a regression you cannot explain.
+#                       (bench/peer_torch.py) vs the sgemm ceiling, in one
+#                       invocation: all set up once (gated bench --paced, one
+#                       torch worker per thread count), then rounds of one step
+#                       each, alternating (ours, peer | peer, ours | ...); prints
+#                       medians and their ratios per variant (baseline, G1
+#                       headwise, G1 elementwise).  PEER_JSON=out.json keeps the
+#                       summary and every sample; PEER_ARGS="--rounds 10
+#                       --variants baseline,G1-headwise --threads 1,2"
+#   make perf-check     the perf gate (bench/perf_check.sh): the base revision
+#                       (PERF_BASE, default HEAD~1) built from a git worktree in
+#                       $(PERF_BUILD)-base/ and this tree in $(PERF_BUILD)/, same
+#                       flags; instruction counts (callgrind) of every case of
+#                       bench/perf.yaml, exit 3 naming each case whose head/base
+#                       ratio exceeds 1.03 (PERF_THRESHOLD=3); then an advisory
+#                       wall-clock items/s table, base and head alternated
+#                       process by process (PERF_ROUNDS=9).  Skips only without
+#                       a base revision.  Run by .ci/run.
+#   make perf-gate-test the gate's own test (tests/perf_gate_test.sh, builds in
+#                       build-perf-test/): a slowdown planted in one kernel
+#                       (GATED_PERF_PLANT) fails it naming the case, a change
+#                       within the threshold passes.  Run by .ci/run.
 BENCH_ARGS ?=
 PEER_ARGS ?=
+PEER_JSON ?=
 PERF_BUILD ?= build-perf
-.PHONY: bench bench-peer perf-check perf-baseline
+.PHONY: bench bench-peer perf-check perf-gate-test
 bench: $(BUILD)/gated
 	$(BUILD)/gated bench bench/default.yaml $(BENCH_ARGS)
 bench-peer: $(BUILD)/gated
-	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(PEER_ARGS)
+	$(PYTHON) bench/peer_torch.py --gated $(BUILD)/gated $(if $(PEER_JSON),--json $(PEER_JSON)) $(PEER_ARGS)
 perf-check:
-	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh
-perf-baseline:
-	PERF_BUILD=$(PERF_BUILD) bench/perf_check.sh --update
+	PERF_BUILD=$(PERF_BUILD) PYTHON=$(PYTHON) bench/perf_check.sh
+perf-gate-test:
+	PYTHON=$(PYTHON) tests/perf_gate_test.sh
 
 # ---- fuzzing (tests/fuzz/; see tests/fuzz/README.md) ------------------------
 #

@@ -12,13 +12,28 @@ attention, an optional G1 gate on the SDPA output (sigmoid; elementwise: one
 logit per head and channel, headwise: one per head), SwiGLU FFN with a fused
 gate|up matrix, final RMSNorm, mean cross-entropy.  AdamW as the C trainer:
 lr 3e-3, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on matrices only,
-global grad-norm clipping at 1.0.  Data: uniform random tokens.
+global grad-norm clipping at 1.0.  Data: uniform random tokens.  A step is
+what ours times: zero the gradients, forward, backward, clip, AdamW (and
+.item() on the loss).
+
+Written as a PyTorch user would write it fast (issue 26): fused matrices
+are cut with split / chunk, whose backward is one cat (a slice's is a
+zero-filled copy of the whole matrix, and the slices' gradients are then
+added: aten::fill_ and aten::add took 24% of the sliced version's step at
+one thread in torch.profiler), and scores are mask + scale Q K^T in one
+baddbmm.  Every pool of a worker runs at its thread count (peer_env): torch's
+OpenMP team and OpenBLAS's own pthreads, and --threads tries each
+configuration given, T (both at T) or T:B (torch at T, OpenBLAS at B); the
+default 1,2,1:2 includes 1:2, what a script that sets nothing gets on a
+2-core machine where torch defaults to one thread, and the fastest of the
+three on this one (issue 26).
 
   peer_torch.py [--variant V] [--threads 1,2] [--reps N]
       time the peer alone: for each thread count (torch.set_num_threads), one
       warm-up step then N timed steps; prints JSON with every thread count's
       median and the best.
-  peer_torch.py --gated build/gated [--rounds R] [--variants V,...] [--threads 1,2]
+  peer_torch.py --gated build/gated [--rounds R] [--variants V,...] [--threads 1,2,1:2]
+               [--ours-threads N] [--json PATH]
       the comparison (make bench-peer), in one invocation with alternating
       repetitions: ours (`gated bench bench/default.yaml --filter
       '^step/ref/(V|...)$' --paced`) and the peer (one worker process per
@@ -28,8 +43,11 @@ global grad-norm clipping at 1.0.  Data: uniform random tokens.
       in even ones (ours, peer | peer, ours | ours, peer ...), so a machine
       load that drifts during the run weighs on both alike.  Only one player
       computes at a time; the others wait on their stdin.  Prints the
-      medians of tokens/s over the rounds, the peer's best thread count and
-      the ratio of medians ours / peer.
+      medians of tokens/s over the rounds of ours (at --ours-threads,
+      default the largest of --threads), the peer (its best thread count)
+      and the sgemm ceiling, their ratios, and how busy the machine was
+      (load average, CPU time of niced processes); --json PATH keeps all
+      of it and every sample.
 
 The paced protocol (gated bench --paced, and --worker --paced here): the
 player prints "ready" once set up; for each line it reads it runs one
@@ -77,14 +95,14 @@ def build(variant, cfg, torch):
         def forward(self, x, cos, sin, mask):
             B, T, _ = x.shape
             h = rmsnorm(x, self.ln1)
-            P = F.linear(h, self.wqkvg)
-            q = P[..., :nq].view(B, T, H, dh)
-            k = P[..., nq:nq + nkv].view(B, T, Hk, dh)
-            v = P[..., nq + nkv:nq + 2 * nkv].view(B, T, Hk, dh)
+            # split, not slices: a slice's backward is a zero-filled copy
+            # of the whole of P, split's one cat of the pieces
+            q, k, v, *g = F.linear(h, self.wqkvg).split([nq, nkv, nkv] + ([ng] if ng else []), -1)
+            q, k, v = q.view(B, T, H, dh), k.view(B, T, Hk, dh), v.view(B, T, Hk, dh)
             q, k = rmsnorm(q, self.q_norm), rmsnorm(k, self.k_norm)
 
             def rope(t):
-                t1, t2 = t[..., :dh // 2], t[..., dh // 2:]
+                t1, t2 = t.split(dh // 2, -1)
                 return torch.cat((t1 * cos - t2 * sin, t2 * cos + t1 * sin), -1)
 
             q, k = rope(q).transpose(1, 2), rope(k).transpose(1, 2)  # (B, H, T, dh)
@@ -92,15 +110,16 @@ def build(variant, cfg, torch):
             if Hk != H:
                 k = k.repeat_interleave(H // Hk, 1)
                 v = v.repeat_interleave(H // Hk, 1)
-            s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
-            s = s.masked_fill(mask, float("-inf"))
-            o = torch.matmul(torch.softmax(s, -1), v).transpose(1, 2)  # (B, T, H, dh)
+            # scores = mask + scale Q K^T in one batched gemm (mask: 0 or -inf)
+            s = torch.baddbmm(mask, q.reshape(B * H, T, dh), k.reshape(B * H, T, dh).transpose(1, 2),
+                              alpha=1.0 / math.sqrt(dh))
+            o = torch.bmm(torch.softmax(s, -1), v.reshape(B * H, T, dh)).view(B, H, T, dh).transpose(1, 2)
             if ng:
-                g = torch.sigmoid(P[..., nq + 2 * nkv:])
-                o = o * (g.view(B, T, H, 1) if ng == H else g.view(B, T, H, dh))
+                gt = torch.sigmoid(g[0])
+                o = o * (gt.view(B, T, H, 1) if ng == H else gt.view(B, T, H, dh))
             x = x + F.linear(o.reshape(B, T, nq), self.wo)
-            u = F.linear(rmsnorm(x, self.ln2), self.w_gu)
-            return x + F.linear(F.silu(u[..., :FF]) * u[..., FF:], self.w_down)
+            a, b = F.linear(rmsnorm(x, self.ln2), self.w_gu).chunk(2, -1)
+            return x + F.linear(F.silu(a) * b, self.w_down)
 
     class Model(nn.Module):
         def __init__(self):
@@ -116,7 +135,7 @@ def build(variant, cfg, torch):
             ang = pos[:, None] * inv[None, :]
             cos = torch.cos(ang).float()[None, :, None, :]
             sin = torch.sin(ang).float()[None, :, None, :]
-            mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+            mask = torch.full((T, T), float("-inf")).triu(1)
             x = self.wte[tok]
             for layer in self.layers:
                 x = layer(x, cos, sin, mask)
@@ -175,8 +194,9 @@ def paced_worker(args):
     """The peer as a paced player: every variant set up and warmed up, then one step of each per input line."""
     variants = [v for v in args.variants.split(",") if v]
     threads = int(args.threads)
-    if args.stub_peer:  # the protocol without torch (tests): a fixed rate
-        steppers = {v: (lambda: 1000.0) for v in variants}
+    if args.stub_peer:  # the protocol without torch (tests): a fixed rate that tells the worker's thread settings
+        rate = 1000.0 + 10 * int(os.environ.get("OPENBLAS_NUM_THREADS", 0)) + int(os.environ.get("OMP_NUM_THREADS", 0))
+        steppers = {v: (lambda: rate) for v in variants}
     else:
         steppers = {v: make_stepper(v, threads) for v in variants}
     print("ready", flush=True)
@@ -191,12 +211,12 @@ def paced_worker(args):
 class Player:
     """A paced process: ours (gated bench --paced) or a peer worker."""
 
-    def __init__(self, name, cmd):
+    def __init__(self, name, cmd, env=None):
         self.name = name
         self.cmd = cmd
         self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
-                                  bufsize=1)
+                                  bufsize=1, env=env)
 
     def fail(self, why):
         self.err.seek(0)
@@ -243,11 +263,35 @@ def schedule(rounds, players):
     return [list(players) if r % 2 == 0 else list(players)[::-1] for r in range(rounds)]
 
 
-def run_peer(variant, threads, reps):
+def parse_threads(text):
+    """--threads: "T" (torch and OpenBLAS at T threads) or "T:B" (torch at T, OpenBLAS at B), comma-separated
+    -> [(label, T, B)]."""
+    out = []
+    for item in text.split(","):
+        parts = item.split(":")
+        if len(parts) > 2 or not all(p.isdigit() and 0 < int(p) <= 256 for p in parts):
+            raise SystemExit("peer_torch: --threads: expected T or T:B (1..256), comma-separated, got \"%s\"" % item)
+        t, b = int(parts[0]), int(parts[-1])
+        out.append((str(t) if t == b else "%d:%d" % (t, b), t, b))
+    return out
+
+
+def peer_env(threads, blas):
+    """A peer worker's environment: torch's OpenMP team at `threads`, OpenBLAS's pthreads at `blas`.
+    torch.set_num_threads sets torch's team only; Debian's torch calls OpenBLAS (libblas.so.3 ->
+    openblas-pthread), whose own pthreads follow OPENBLAS_NUM_THREADS, read when the library loads, else
+    every core: left to the caller's environment a "1-thread" peer ran its gemms on 2 threads, and with
+    OPENBLAS_NUM_THREADS=1 exported (as make test sets it for its tests) a "2-thread" peer ran them on one."""
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"], env["OPENBLAS_NUM_THREADS"] = str(threads), str(blas)
+    return env
+
+
+def run_peer(variant, threads, blas, reps):
     """The peer alone, in a fresh process."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--variant", variant, "--threads", str(threads),
            "--reps", str(reps)]
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=peer_env(threads, blas)).stdout
     return json.loads(out.strip().splitlines()[-1])["tokens_per_s"]
 
 
@@ -260,20 +304,24 @@ def compare(args):
     for v in variants:
         if v not in VARIANTS:
             raise SystemExit("peer_torch: unknown variant %s (one of %s)" % (v, ", ".join(VARIANTS)))
-    threads = [int(t) for t in args.threads.split(",")]
+    configs = parse_threads(args.threads)
+    threads = [c[0] for c in configs]  # the peer's configurations, by label
     if args.rounds < 1:
         raise SystemExit("peer_torch: --rounds must be >= 1")
     # ours: each step and its sgemm ceiling (the same gemm calls back to back)
     filt = "^(step|sgemm)/ref/(%s)$" % "|".join(v.replace(".", "\\.").replace("+", "\\+") for v in variants)
+    ours_threads = args.ours_threads or max(c[1] for c in configs)
     players = [Player("ours", [args.gated, "bench", args.suite, "--filter", filt, "--paced", "--repetitions",
-                               str(args.rounds), "--min-time", "0"])]
-    for t in threads:
+                               str(args.rounds), "--min-time", "0", "--threads", str(ours_threads)])]
+    label = {}
+    for lab, t, b in configs:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--paced", "--variants", ",".join(variants),
                "--threads", str(t)] + (["--stub-peer"] if args.stub_peer else [])
-        players.append(Player("peer/%dt" % t, cmd))
-    t_start = time.time()
+        players.append(Player("peer/%dt" % t + ("" if t == b else ":%db" % b), cmd, peer_env(t, b)))
+        label[players[-1].name] = lab
     for p in players:  # every set-up and warm-up done before the first timed step
         p.wait_ready()
+    t_start, cpu0 = time.time(), cpu_times()
     ours = {v: [] for v in variants}
     ceil = {v: [] for v in variants}  # tokens/s of a step whose every FLOP ran at bare sgemm's rate
     peer = {(v, t): [] for v in variants for t in threads}
@@ -294,40 +342,73 @@ def compare(args):
                 got = [(n, g[1]) for n, g in step.items()]
             else:
                 for name, tps in got:
-                    peer[(name, int(p.name[5:-1]))].append(tps)
+                    peer[(name, label[p.name])].append(tps)
             parts.append("%s %s" % (p.name, " ".join("%.0f" % tps for _, tps in got)))
         print("round %d/%d [%s]: %s tok/s" % (r + 1, args.rounds, " ".join(p.name for p in turn), "; ".join(parts)),
               file=sys.stderr)
     for p in players:
         p.close()
     summary = {"rounds": args.rounds, "wall_s": round(time.time() - t_start, 1), "load_avg": os.getloadavg(),
+               "cpu_share": cpu_share(cpu0, cpu_times()), "ours_threads": ours_threads, "peer_threads": threads,
                "order": [[p.name for p in turn] for turn in order], "variants": {}}
-    print("\ntraining step tokens/s, ours: model ref of %s; peer: the reference model (d_model 256, 4 layers, "
-          "T 256, batch 16); medians over %d rounds, one step of each player per round, alternating:"
-          % (args.suite, args.rounds))
-    print("%-16s %8s %10s %8s %10s %9s %11s %12s" % ("variant", "ours", "peer best", "threads", "ours/peer",
-                                                    "ceiling", "ceil/peer", "ours/ceil"))
     for v in variants:
         pm = {t: med(peer[(v, t)]) for t in threads}
         best = max(threads, key=lambda t: pm[t])
-        ratio = med(ours[v]) / pm[best]
         cm = med(ceil[v]) if ceil[v] else None  # none: a suite without the sgemm ceiling cases
         summary["variants"][v] = {"ours_tokens_per_s": ours[v], "ours_median": med(ours[v]),
                                   "ceiling_tokens_per_s": ceil[v], "ceiling_median": cm,
                                   "peer_tokens_per_s": {str(t): peer[(v, t)] for t in threads},
                                   "peer_median": {str(t): pm[t] for t in threads}, "peer_best_threads": best,
-                                  "ratio_ours_over_peer": ratio, "ratio_ceiling_over_peer": cm and cm / pm[best]}
-        print("%-16s %8.0f %10.0f %8d %10.3f " % (v, med(ours[v]), pm[best], best, ratio)
-              + ("%9.0f %11.3f %11.1f%%" % (cm, cm / pm[best], 100 * med(ours[v]) / cm) if cm else "%9s %11s %12s"
-                 % ("-", "-", "-")))
-    print("ceiling: the tokens/s of a step whose every FLOP ran at the rate this round's bare cblas_sgemm calls at "
-          "the step's own shapes did (sgemm/ref/V); ceil/peer bounds what any step built on this BLAS could reach.")
+                                  "ratio_ours_over_peer": med(ours[v]) / pm[best],
+                                  "ratio_ceiling_over_peer": cm and cm / pm[best],
+                                  "ratio_ours_over_ceiling": cm and med(ours[v]) / cm}
+    print_summary(summary, args.suite)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    print(json.dumps({v: {k: s[k] for k in ("ours_median", "peer_median", "peer_best_threads", "ratio_ours_over_peer",
-                                            "ceiling_median", "ratio_ceiling_over_peer")}
-                      for v, s in summary["variants"].items()}))
+
+
+def cpu_times():
+    """The machine's CPU time so far (/proc/stat's first line: user, nice, system, idle, ...), or None."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def cpu_share(a, b):
+    """How the CPUs spent the run: niced processes (a background job at nice > 0), the rest of user and system
+    time (ours, the peer, anything else at normal priority), idle; fractions of all CPU time."""
+    if not a or not b or len(a) < 4:
+        return None
+    d = [y - x for x, y in zip(a, b)]
+    tot = sum(d) or 1
+    return {"nice": d[1] / tot, "user_system": (d[0] + d[2]) / tot, "idle": d[3] / tot}
+
+
+def print_summary(summary, suite):
+    """The comparison's table: per variant, ours / the peer's best thread count / the sgemm ceiling."""
+    print("\ntraining step tokens/s, ours: model ref of %s at %d threads; peer: the reference model (d_model 256, "
+          "4 layers, T 256, batch 16) at %s threads (T:B = torch T, OpenBLAS B); medians over %d rounds, one step "
+          "of each player per round, "
+          "alternating:" % (suite, summary["ours_threads"], " or ".join(map(str, summary["peer_threads"])),
+                            summary["rounds"]))
+    print("%-16s %8s %10s %8s %10s %9s %11s %12s" % ("variant", "ours", "peer best", "threads", "ours/peer",
+                                                    "ceiling", "ceil/peer", "ours/ceil"))
+    for v, s in summary["variants"].items():
+        pb, cm = s["peer_median"][str(s["peer_best_threads"])], s["ceiling_median"]
+        print("%-16s %8.0f %10.0f %8s %10.3f " % (v, s["ours_median"], pb, s["peer_best_threads"],
+                                                  s["ratio_ours_over_peer"])
+              + ("%9.0f %11.3f %11.1f%%" % (cm, cm / pb, 100 * s["ours_median"] / cm) if cm else "%9s %11s %12s"
+                 % ("-", "-", "-")))
+    print("ceiling: the tokens/s of a step whose every FLOP ran at the rate this round's bare cblas_sgemm calls at "
+          "the step's own shapes did (sgemm/ref/V); ceil/peer bounds what any step built on this BLAS could reach.")
+    c = summary["cpu_share"]
+    print("machine: load average %s at the end; CPU time during the run: %s" % (
+        " ".join("%.2f" % x for x in summary["load_avg"]),
+        "%.0f%% niced processes (background jobs), %.0f%% user + system at normal priority (both players and "
+        "anything else), %.0f%% idle" % (100 * c["nice"], 100 * c["user_system"], 100 * c["idle"]) if c else "-"))
 
 
 def main():
@@ -336,9 +417,12 @@ def main():
     ap.add_argument("--suite", default="bench/default.yaml")
     ap.add_argument("--rounds", type=int, default=10, help="comparison: alternating rounds (one step each)")
     ap.add_argument("--reps", type=int, default=3, help="peer alone: timed steps per thread count")
-    ap.add_argument("--variants", default="baseline", help="comma-separated: " + ", ".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     ap.add_argument("--variant", default="baseline", choices=VARIANTS)
-    ap.add_argument("--threads", default="1,2", help="torch.set_num_threads values to try")
+    ap.add_argument("--threads", default="1,2,1:2", help="the peer's configurations to try: T (torch and OpenBLAS "
+                    "at T threads) or T:B (torch at T, OpenBLAS at B)")
+    ap.add_argument("--ours-threads", type=int, default=0, help="ours: gated bench --threads (default: the largest "
+                    "torch count of --threads)")
     ap.add_argument("--json", help="write every sample to this file (comparison)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--paced", action="store_true", help=argparse.SUPPRESS)
@@ -352,11 +436,10 @@ def main():
         return worker(args)
     if args.gated:
         return compare(args)
-    threads = [int(t) for t in args.threads.split(",")]
-    res = {str(t): run_peer(args.variant, t, args.reps) for t in threads}
+    res = {lab: run_peer(args.variant, t, b, args.reps) for lab, t, b in parse_threads(args.threads)}
     meds = {t: med(v) for t, v in res.items()}
     best = max(meds, key=meds.get)
-    print(json.dumps({"variant": args.variant, "tokens_per_s": res, "median": meds, "best_threads": int(best),
+    print(json.dumps({"variant": args.variant, "tokens_per_s": res, "median": meds, "best_threads": best,
                       "best_median": meds[best]}))
 
 

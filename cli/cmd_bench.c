@@ -26,8 +26,10 @@
  * or a counter such as instructions); a time slower in HEAD by more than
  * --threshold percent (default 5) is a regression when a Mann-Whitney U
  * test over the repetitions gives p < --alpha (default 0.05); with too few
- * repetitions for that it is "not tested", never a regression.  Counters
- * are compared by the threshold alone (bench_compare_files in bench.h).
+ * repetitions for that it is "not tested", never a regression.  A rate
+ * (items_per_second) is tested alike, a fall being the regression.
+ * Counters are compared by the threshold alone (bench_compare_files in
+ * bench.h).
  *
  * Exit: 0 ok, 1 runtime failure, 2 bad input, 3 (compare) a regression.
  */
@@ -410,7 +412,8 @@ enum { C_THRESHOLD, C_ALPHA, C_METRIC, C_FAIL_MISSING, C__COUNT };
 static const CliOpt compare_opts[C__COUNT + 1] = {
     [C_THRESHOLD] = {"threshold", "PCT", "slower by more than PCT percent is a regression (default: 5)", 0},
     [C_ALPHA] = {"alpha", "P", "significance level of the Mann-Whitney U test a regression must pass (default: 0.05)", 0},
-    [C_METRIC] = {"metric", "real_time|cpu_time|COUNTER", "what to compare (default: real_time)", 0},
+    [C_METRIC] = {"metric", "real_time|cpu_time|items_per_second|COUNTER",
+                  "what to compare (default: real_time; a *_per_second rate: lower is slower)", 0},
     [C_FAIL_MISSING] = {"fail-missing", NULL, "a case of BASE missing from HEAD counts as a regression", 0},
 };
 

@@ -7,9 +7,10 @@
  * (cblas_sgemm is interposed in this test binary and forwards to
  * OpenBLAS), statistics, and bench rows in the store; repetitions in turn
  * (--interleave) and the --paced protocol, the perf environment (--env),
- * bench/perf_check.sh skipping on a baseline from another environment,
- * and bench/peer_torch.py's alternation (with a stub peer, no torch).
- * `gated compare` is test_bench_compare.c's; the JSON reader is tested in
+ * bench/perf_check.sh's decisions before it builds (no base revision: a
+ * skip, said so; a bad base or setting: 2), and bench/peer_torch.py's
+ * alternation (with a stub peer, no torch); the JSON's strings escaped by
+ * json_fput.  `gated compare` is test_bench_compare.c's; the JSON reader is tested in
  * test_json.c.  All shapes are tiny; nothing here judges a time.
  */
 #include <criterion/criterion.h>
@@ -671,95 +672,56 @@ Test(bench_env, keys_values_and_cli) {
 }
 
 /* ------------------------------------------------------------------ */
-/* bench/perf_check.sh: another environment is a skip, said on one line */
+/* bench/perf_check.sh: what it decides before building anything        */
 /* ------------------------------------------------------------------ */
 
-static const char *SKIP_TAIL = ": counts are not comparable, skipping; refresh with make perf-baseline\n";
-
-/* Run the script (from the repository root) with a baseline and, if env is
- * not NULL, PERF_ENV_FILE; its stderr into TMP/err.  The exit status. */
-static int perf_check(const char *baseline_json, const char *env) {
+/* The script copied into TMP/repo (a git repository when commits > 0,
+ * with that many commits) and run there with the given environment
+ * assignments; its stderr into TMP/err.  The exit status.  The slow half
+ * (builds, callgrind, the planted slowdown) is tests/perf_gate_test.sh,
+ * in .ci/run. */
+static int perf_gate_in_repo(int commits, const char *env) {
     if (access("bench/perf_check.sh", X_OK) != 0) cr_skip_test("not run from the repository root");
-    char base[256], envp[256], cmd[1024];
-    put("baseline.json", baseline_json, base);
-    if (env) put("env.txt", env, envp);
-    snprintf(cmd, sizeof cmd, "PERF_BASELINE='%s' %s%s%s PERF_BUILD='%s/never-built' bench/perf_check.sh >/dev/null 2>'%s/err'",
-             base, env ? "PERF_ENV_FILE='" : "", env ? envp : "", env ? "'" : "", tmpdir, tmpdir);
+    if (run_sh("git --version >/dev/null 2>&1") != 0) cr_skip_test("no git");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "set -e; r='%s/repo'; rm -rf \"$r\"; mkdir -p \"$r/bench\"; cp bench/perf_check.sh bench/perf.yaml \"$r/bench/\"; "
+             "cd \"$r\"; export GIT_CEILING_DIRECTORIES='%s' GIT_CONFIG_NOSYSTEM=1 HOME='%s'; "
+             "if [ %d -gt 0 ]; then git init -q; git add bench; "
+             "for i in $(seq %d); do git -c user.name=t -c user.email=t@t commit -q --allow-empty -m c$i; done; fi; "
+             "%s bench/perf_check.sh >/dev/null 2>'%s/err'",
+             tmpdir, tmpdir, tmpdir, commits, commits, env, tmpdir);
     return run_sh(cmd);
 }
 
-Test(bench_perf_check, another_environment_is_skipped, .init = mk_tmp, .fini = rm_tmp) {
-    struct utsname u;
-    cr_assert_eq(uname(&u), 0);
-    char base[2048], env[1024], want[2048];
-    /* the differing keys only, in the baseline's order, then keys only one side has */
-    snprintf(base, sizeof base,
-             "{\n  \"context\": {\n    \"gated_suite\": \"bench/perf.yaml\",\n    \"perf_env\": {\n"
-             "      \"arch\": \"%s\",\n      \"cpu\": \"Some CPU\",\n      \"openblas_core\": \"SkylakeX\",\n"
-             "      \"compiler\": \"gcc 12.2.0\",\n      \"libc\": \"glibc 2.36\"\n    }\n  },\n"
-             "  \"benchmarks\": []\n}\n",
-             u.machine);
-    snprintf(env, sizeof env,
-             "\"arch\": \"%s\"\n\"cpu\": \"Some CPU\"\n\"openblas_core\": \"Haswell\"\n\"compiler\": \"gcc 13.1.0\"\n"
-             "\"valgrind\": \"valgrind-3.19.0\"\n",
-             u.machine);
-    cr_expect_eq(perf_check(base, env), 0, "%s", slurp("err"));
+Test(bench_perf_check, skips_only_without_a_base_revision, .init = mk_tmp, .fini = rm_tmp) {
+    char want[512], head[64], cmd[300];
+    /* the first commit: nothing to compare, said so, nothing built */
+    cr_expect_eq(perf_gate_in_repo(1, ""), 0, "%s", slurp("err"));
+    snprintf(cmd, sizeof cmd, "git -C '%s/repo' rev-parse --short HEAD >'%s/head'", tmpdir, tmpdir);
+    cr_assert_eq(run_sh(cmd), 0);
+    snprintf(head, sizeof head, "%s", slurp("head"));
+    head[strcspn(head, "\n")] = '\0';
     snprintf(want, sizeof want,
-             "perf-check: baseline recorded on openblas_core=\"SkylakeX\", compiler=\"gcc 12.2.0\", "
-             "libc=\"glibc 2.36\", valgrind=(none); this machine is openblas_core=\"Haswell\", "
-             "compiler=\"gcc 13.1.0\", libc=(none), valgrind=\"valgrind-3.19.0\"%s",
-             SKIP_TAIL);
+             "perf-check: no base revision: HEAD~1 does not exist (HEAD %s is the first commit); nothing to compare, "
+             "skipping\n",
+             head);
     cr_expect_str_eq(slurp("err"), want);
-
-    /* OPENBLAS_CORETYPE set on one side only */
-    snprintf(base, sizeof base,
-             "{\"context\": {\n  \"perf_env\": {\n    \"arch\": \"%s\",\n    \"openblas_coretype\": \"(unset)\"\n  }\n"
-             "},\n\"benchmarks\": []}\n",
-             u.machine);
-    snprintf(env, sizeof env, "\"arch\": \"%s\"\n\"openblas_coretype\": \"Haswell\"\n", u.machine);
-    cr_expect_eq(perf_check(base, env), 0, "%s", slurp("err"));
-    snprintf(want, sizeof want,
-             "perf-check: baseline recorded on openblas_coretype=\"(unset)\"; this machine is "
-             "openblas_coretype=\"Haswell\"%s",
-             SKIP_TAIL);
-    cr_expect_str_eq(slurp("err"), want);
-
-    /* another architecture: skipped before anything is built (nor asked: no env file) */
-    cr_expect_eq(perf_check("{\"context\": {\n  \"perf_env\": {\n    \"arch\": \"pdp11\"\n  }\n}, \"benchmarks\": []}\n",
-                            NULL),
-                 0, "%s", slurp("err"));
-    snprintf(want, sizeof want, "perf-check: baseline recorded on arch=\"pdp11\"; this machine is arch=\"%s\"%s",
-             u.machine, SKIP_TAIL);
-    cr_expect_str_eq(slurp("err"), want);
-
-    /* a baseline from before perf_env */
-    snprintf(env, sizeof env, "\"arch\": \"%s\"\n\"cpu\": \"X\"\n", u.machine);
-    cr_expect_eq(perf_check("{\"context\": {\"gated_suite\": \"bench/perf.yaml\"}, \"benchmarks\": []}\n", env), 0);
-    snprintf(want, sizeof want,
-             "perf-check: baseline recorded on an unrecorded environment (%s/baseline.json has no "
-             "context.perf_env); this machine is arch=\"%s\", cpu=\"X\"%s",
-             tmpdir, u.machine, SKIP_TAIL);
-    cr_expect_str_eq(slurp("err"), want);
-
-    /* the shipped baseline records an environment */
-    FILE *f = fopen("bench/baseline.json", "r");
-    cr_assert_not_null(f);
-    char text[65536];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    char e[300];
-    Json *j = json_parse(text, e, sizeof e);
-    cr_assert_not_null(j, "%s", e);
-    const Json *pe = json_get(json_get(j, "context"), "perf_env");
-    cr_assert(pe && pe->type == JSON_OBJ, "bench/baseline.json has no context.perf_env");
-    const char *need[] = {"arch", "cpu", "cpu_id", "openblas_core", "openblas_config", "openblas_coretype", "compiler",
-                          "libc", "valgrind"};
-    for (int i = 0; i < 9; i++) {
-        const Json *v = json_get(pe, need[i]);
-        cr_expect(v && v->type == JSON_STR && v->str[0], "perf_env.%s", need[i]);
-    }
-    json_free(j);
+    snprintf(cmd, sizeof cmd, "%s/repo/build-perf", tmpdir);
+    cr_expect_neq(access(cmd, F_OK), 0, "nothing is built when there is nothing to compare");
+    /* not a git checkout */
+    cr_expect_eq(perf_gate_in_repo(0, ""), 0, "%s", slurp("err"));
+    cr_expect_str_eq(slurp("err"), "perf-check: not a git checkout: there is no base revision to compare with; skipping\n");
+    /* a base that does not exist is an error, not a skip */
+    cr_expect_eq(perf_gate_in_repo(2, "PERF_BASE='no-such-rev'"), 2, "%s", slurp("err"));
+    cr_expect_str_eq(slurp("err"), "perf-check: PERF_BASE=\"no-such-rev\": no such revision\n");
+    /* bad settings: exit 2, named */
+    cr_expect_eq(perf_gate_in_repo(2, "PERF_THRESHOLD=3x"), 2);
+    cr_expect_str_eq(slurp("err"), "perf-check: PERF_THRESHOLD=\"3x\": expected a percentage >= 0\n");
+    cr_expect_eq(perf_gate_in_repo(2, "PERF_REPS=0"), 2);
+    cr_expect_str_eq(slurp("err"), "perf-check: PERF_REPS=\"0\": expected an integer >= 1\n");
+    cr_expect_eq(perf_gate_in_repo(2, "PERF_SUITE=nope.yaml"), 2);
+    cr_expect_str_eq(slurp("err"), "perf-check: PERF_SUITE=\"nope.yaml\": no such file\n");
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,14 +745,16 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
         path);
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '%s' bench/peer_torch.py --gated '%s' --suite '%s' --stub-peer "
-             "--rounds 4 --threads 1,2 --variants baseline,G1-headwise --json '%s/peer.json' >'%s/out' 2>'%s/err'",
+             "--rounds 4 --threads 1,2,1:2 --variants baseline,G1-headwise --json '%s/peer.json' >'%s/out' 2>'%s/err'",
              py, bin, path, tmpdir, tmpdir, tmpdir);
     cr_assert_eq(run_sh(cmd), 0, "%s", slurp("err"));
     char err[65536];
     snprintf(err, sizeof err, "%s", slurp("err"));
     /* every player once a round, the order reversed every other round */
-    const char *rounds[] = {"round 1/4 [ours peer/1t peer/2t]: ours ", "round 2/4 [peer/2t peer/1t ours]: peer/2t ",
-                            "round 3/4 [ours peer/1t peer/2t]: ours ", "round 4/4 [peer/2t peer/1t ours]: peer/2t "};
+    const char *rounds[] = {"round 1/4 [ours peer/1t peer/2t peer/1t:2b]: ours ",
+                            "round 2/4 [peer/1t:2b peer/2t peer/1t ours]: peer/1t:2b ",
+                            "round 3/4 [ours peer/1t peer/2t peer/1t:2b]: ours ",
+                            "round 4/4 [peer/1t:2b peer/2t peer/1t ours]: peer/1t:2b "};
     const char *prev = err;
     for (int i = 0; i < 4; i++) {
         const char *at = strstr(prev, rounds[i]);
@@ -810,18 +774,35 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     cr_assert_not_null(v);
     const Json *o = json_get(v, "ours_tokens_per_s");
     cr_expect(o && o->type == JSON_ARR && o->n == 4);
+    /* the stub's rate, 1000 + 10 OPENBLAS_NUM_THREADS + OMP_NUM_THREADS: a worker's every pool at its
+     * thread count, whatever this process's environment says (make test exports 1 for both) */
     const Json *pt = json_get(json_get(v, "peer_tokens_per_s"), "2");
-    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1000);
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1022, "%g", pt && pt->n ? pt->v[0]->num : 0);
+    pt = json_get(json_get(v, "peer_tokens_per_s"), "1");
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1011, "%g", pt && pt->n ? pt->v[0]->num : 0);
+    pt = json_get(json_get(v, "peer_tokens_per_s"), "1:2"); /* torch at 1 thread, OpenBLAS at 2 */
+    cr_expect(pt && pt->type == JSON_ARR && pt->n == 4 && pt->v[0]->num == 1021, "%g", pt && pt->n ? pt->v[0]->num : 0);
     const Json *r = json_get(v, "ratio_ours_over_peer");
     const Json *om = json_get(v, "ours_median");
-    cr_expect(r && om && fabs(r->num - om->num / 1000) < 1e-9 * om->num, "ratio of medians");
+    cr_expect(r && om && fabs(r->num - om->num / 1022) < 1e-9 * om->num, "ratio of medians");
+    const Json *ot = json_get(j, "ours_threads");
+    cr_expect(ot && ot->num == 2, "ours at the largest of --threads");
+    const Json *cs_ = json_get(j, "cpu_share");
+    cr_expect(cs_ && json_get(cs_, "nice") && json_get(cs_, "idle"), "the machine's CPU time during the run");
     /* the sgemm ceiling, timed in ours' turn of every round */
     const Json *cs = json_get(v, "ceiling_tokens_per_s"), *cm = json_get(v, "ceiling_median"),
                     *cr = json_get(v, "ratio_ceiling_over_peer");
     cr_expect(cs && cs->type == JSON_ARR && cs->n == 4 && cs->v[0]->num > 0, "ceiling samples");
-    cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1000) < 1e-9 * cm->num, "ceiling over peer");
+    cr_expect(cm && cr && cm->num > 0 && fabs(cr->num - cm->num / 1022) < 1e-9 * cm->num, "ceiling over peer");
     cr_expect(strstr(out, "ceil/peer"), "%s", out);
     const Json *ord = json_get(j, "order");
-    cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 3 && !strcmp(ord->v[1]->v[0]->str, "peer/2t"));
+    cr_expect(ord && ord->type == JSON_ARR && ord->n == 4 && ord->v[1]->n == 4 &&
+              !strcmp(ord->v[1]->v[0]->str, "peer/1t:2b"));
+    /* a bad configuration is refused, named */
+    snprintf(cmd, sizeof cmd, "'%s' bench/peer_torch.py --gated '%s' --stub-peer --threads 1,2:x >/dev/null 2>'%s/err'", py,
+             bin, tmpdir);
+    cr_expect_neq(run_sh(cmd), 0);
+    cr_expect(strstr(slurp("err"), "--threads: expected T or T:B (1..256), comma-separated, got \"2:x\""), "%s",
+              slurp("err"));
     json_free(j);
 }

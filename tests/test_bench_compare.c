@@ -43,17 +43,22 @@ static void gb_file(const char *name, const char *body, char *path) {
 #define MED(n, t, u) "{\"name\": \"" n "_median\", \"run_name\": \"" n "\", \"run_type\": \"aggregate\", \"aggregate_name\": \"median\", \"real_time\": " t ", \"cpu_time\": " t ", \"time_unit\": \"" u "\"}"
 #define AGG(n, a, t) "{\"name\": \"" n "_" a "\", \"run_name\": \"" n "\", \"run_type\": \"aggregate\", \"aggregate_name\": \"" a "\", \"real_time\": " t ", \"cpu_time\": " t ", \"time_unit\": \"ms\"}"
 
-static int compare(const char *a, const char *b, double thr, int fail_missing, char *out, size_t cap) {
+/* bench_compare_files with options o: its exit status, all it printed in out. */
+static int compare_with(const char *a, const char *b, const BenchCompareOpts *o, char *out, size_t cap) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert_not_null(f);
-    BenchCompareOpts o = {thr, "real_time", fail_missing, 0.05};
-    int rc = bench_compare_files(a, b, &o, f, f);
+    int rc = bench_compare_files(a, b, o, f, f);
     fclose(f);
     snprintf(out, cap, "%s", buf ? buf : "");
     free(buf);
     return rc;
+}
+
+static int compare(const char *a, const char *b, double thr, int fail_missing, char *out, size_t cap) {
+    BenchCompareOpts o = {thr, "real_time", fail_missing, 0.05};
+    return compare_with(a, b, &o, out, cap);
 }
 
 Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tmp) {
@@ -113,16 +118,8 @@ Test(bench_compare, regressions_missing_and_units, .init = mk_tmp, .fini = rm_tm
 
 /* compare with an explicit alpha */
 static int compare_alpha(const char *a, const char *b, double thr, double alpha, char *out, size_t cap) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cr_assert_not_null(f);
     BenchCompareOpts o = {thr, "real_time", 0, alpha};
-    int rc = bench_compare_files(a, b, &o, f, f);
-    fclose(f);
-    snprintf(out, cap, "%s", buf ? buf : "");
-    free(buf);
-    return rc;
+    return compare_with(a, b, &o, out, cap);
 }
 
 /* Times: a regression only when over the threshold AND the Mann-Whitney U
@@ -171,6 +168,33 @@ Test(bench_compare, three_repetitions_are_too_few, .init = mk_tmp, .fini = rm_tm
     cr_expect(!strstr(out, "REGRESSION"), "%s", out);
     cr_expect_eq(compare_alpha(head, base, 5, 0.05, out, sizeof out), 0, "%s", out);
     cr_expect(strstr(out, "x (-38.9%, 3 vs 3)"), "%s", out);
+}
+
+/* A rate (items_per_second: the perf gate's wall-clock table) is tested
+ * like a time with the sign turned: a fall is the regression, a rise is
+ * faster.  The noise column: half the inter-quartile range over the
+ * median, the larger side's (100..104: quartiles 101 and 103, median 102:
+ * 0.98%; 90..98 by 2: 92 and 96 of 94: 2.1%). */
+Test(bench_compare, rates_fall_is_the_regression, .init = mk_tmp, .fini = rm_tmp) {
+#define RATE(n, r) "{\"name\": \"" n "\", \"run_name\": \"" n "\", \"run_type\": \"iteration\", \"real_time\": 1, \"time_unit\": \"s\", \"items_per_second\": " r "}"
+    char base[256], head[256], out[8192];
+    gb_file("b.json", RATE("k", "100") "," RATE("k", "101") "," RATE("k", "102") "," RATE("k", "103") "," RATE("k", "104"),
+            base);
+    gb_file("h.json", RATE("k", "90") "," RATE("k", "92") "," RATE("k", "94") "," RATE("k", "96") "," RATE("k", "98"),
+            head);
+    BenchCompareOpts o = {5, "items_per_second", 0, 0.05};
+    cr_expect_eq(compare_with(base, head, &o, out, sizeof out), 3, "%s", out);
+    cr_expect(strstr(out, "102/s           94/s     -7.8%   0.0079    2.1%  REGRESSION"), "%s", out);
+    cr_expect(strstr(out, "regressions over 5% (items_per_second, Mann-Whitney U p < 0.05): k (-7.8%, p 0.0079)"),
+              "%s", out);
+    /* the other way round: faster, exit 0 */
+    cr_expect_eq(compare_with(head, base, &o, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "+8.5%   0.0079    2.1%  faster"), "%s", out);
+    /* within the threshold: ok, whatever p says */
+    o.threshold = 10;
+    cr_expect_eq(compare_with(base, head, &o, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "2.1%  ok\n"), "%s", out);
+#undef RATE
 }
 
 /* Counters (the perf gate's instructions): printed exactly, compared by

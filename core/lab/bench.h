@@ -183,8 +183,8 @@ void bench_case_end(BenchRun *b, BenchResult *r, int ok);
 /* What an instruction count depends on besides our code: the CPU (and
  * through it the kernels OpenBLAS and libc pick), OpenBLAS's build and the
  * core it runs, OPENBLAS_CORETYPE, the compiler and the C library.
- * bench/perf_check.sh records it in bench/baseline.json (context.perf_env,
- * with the valgrind version) and compares counts only on an equal one.
+ * bench/perf_check.sh prints it beside its counts, which it takes for the
+ * base and the head on the same machine, so both sides share it.
  * Keys, in order: arch (uname -m), cpu (/proc/cpuinfo model name),
  * cpu_id ("GenuineIntel family 6 model 207 stepping 2": virtual machines
  * often show a generic name), openblas_core (openblas_get_corename()),
@@ -192,7 +192,7 @@ void bench_case_end(BenchRun *b, BenchResult *r, int ok);
  * variable, "(unset)" when unset), compiler (__VERSION__ of the compiler
  * that built this), libc.  Run under valgrind, OpenBLAS may pick another
  * core than natively (it sees valgrind's CPUID): perf_check.sh asks
- * `gated bench --env` under valgrind. */
+ * `gated bench --env` under valgrind --tool=none. */
 enum { BENCH_ENV_N = 8 };
 typedef struct {
     const char *key[BENCH_ENV_N];
@@ -240,10 +240,14 @@ typedef struct {
  * few for any result to reach p < alpha (stats_mann_whitney_min_p >=
  * alpha: 3 against 3 gives at best 0.1; a side with a median aggregate
  * alone has none) the case is "not tested" and never a regression.
- * Counters (any metric but real_time / cpu_time: callgrind's exact
+ * A rate (items_per_second, or any metric named *_per_second) is tested
+ * the same way with the sign turned: a fall by more than the threshold is
+ * the regression.  Counters (any other metric: callgrind's exact
  * instruction counts) are compared by the threshold alone.  Prints one
- * line per case to out (base, head, change, p, verdict; names escaped as
- * store_escape does) and names regressions, untested and missing cases.
+ * line per case to out (base, head, change, p, noise, verdict; names
+ * escaped as store_escape does; noise, for times and rates: the larger
+ * side's half inter-quartile range over its median, in percent) and names
+ * regressions, untested and missing cases.
  * Returns 0 (no regression), 3 (a regression, or with fail_missing a
  * missing case) or 2 (a file is unreadable or not benchmark JSON, out of
  * memory; message to errf). */

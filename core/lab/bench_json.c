@@ -266,8 +266,19 @@ typedef struct {
     double median; /* the "median" aggregate, NAN if none */
     double *it;    /* iteration values */
     int nit, cap;
-    int is_time;
+    int kind;      /* CMP_COUNTER, CMP_TIME or CMP_RATE */
 } CmpCase;
+
+/* What a metric is: a counter is exact (the threshold alone decides); a
+ * time (lower is better) and a rate (items_per_second or any
+ * *_per_second: higher is better) are measurements, U-tested. */
+enum { CMP_COUNTER, CMP_TIME, CMP_RATE };
+static int metric_kind(const char *metric) {
+    size_t n = strlen(metric), k = strlen("_per_second");
+    if (strcmp(metric, "real_time") == 0 || strcmp(metric, "cpu_time") == 0) return CMP_TIME;
+    if (n > k && strcmp(metric + n - k, "_per_second") == 0) return CMP_RATE;
+    return CMP_COUNTER;
+}
 
 typedef struct {
     CmpCase *c;
@@ -324,7 +335,7 @@ static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf)
         fprintf(errf, "gated compare: %s: not Google-Benchmark JSON (no \"benchmarks\" array)\n", path);
         return -1;
     }
-    int is_time = strcmp(metric, "real_time") == 0 || strcmp(metric, "cpu_time") == 0;
+    int kind = metric_kind(metric);
     for (int i = 0; i < b->n; i++) {
         const Json *e = b->v[i];
         const char *name = jtext(e, "run_name");
@@ -342,7 +353,7 @@ static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf)
         const Json *v = json_get(e, metric);
         if (!v || v->type != JSON_NUM) continue;
         double x = v->num;
-        if (is_time) {
+        if (kind == CMP_TIME) {
             double u = unit_seconds(jtext(e, "time_unit"));
             if (isnan(u)) {
                 fprintf(errf, "gated compare: %s: %s: unknown time_unit \"%s\"\n", path, name, jtext(e, "time_unit"));
@@ -355,7 +366,7 @@ static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf)
             fprintf(errf, "gated compare: out of memory\n");
             return -1;
         }
-        c->is_time = is_time;
+        c->kind = kind;
         if (aggregate) {
             c->median = x;
         } else {
@@ -383,12 +394,16 @@ static double cmp_value(const CmpCase *c) {
     return st.median;
 }
 
-static void fmt_val(char *buf, size_t cap, double x, int is_time) {
+static void fmt_val(char *buf, size_t cap, double x, int kind) {
     if (isnan(x)) {
         snprintf(buf, cap, "-");
         return;
     }
-    if (!is_time) {
+    if (kind == CMP_RATE) {
+        snprintf(buf, cap, "%.5g/s", x);
+        return;
+    }
+    if (kind == CMP_COUNTER) {
         if (x == floor(x) && fabs(x) < 1e15)
             snprintf(buf, cap, "%.0f", x); /* counts, exactly */
         else
@@ -420,77 +435,97 @@ static int reps_needed(double alpha) {
     return 999;
 }
 
-/* What a comparison found: the lists of its closing lines. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The noise of a measured case: half its inter-quartile range over its
+ * median, in percent (quartiles by linear interpolation between order
+ * statistics); NAN for fewer than 2 values, a zero median or no memory. */
+static double half_iqr_pct(const double *x, int n) {
+    double *s = n >= 2 ? malloc(sizeof *s * (size_t)n) : NULL;
+    if (!s) return NAN;
+    memcpy(s, x, sizeof *s * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double q[3];
+    for (int k = 0; k < 3; k++) {
+        double h = (n - 1) * (k + 1) / 4.0;
+        int lo = (int)h;
+        q[k] = lo + 1 < n ? s[lo] + (h - lo) * (s[lo + 1] - s[lo]) : s[lo];
+    }
+    free(s);
+    return q[1] != 0 ? 50.0 * (q[2] - q[0]) / fabs(q[1]) : NAN;
+}
+
+/* The verdicts of a comparison, listed for its closing lines. */
 typedef struct {
     int nreg, nmiss, nfew, nnoise;
     char regs[4096], miss[4096], few[4096], noise[4096];
 } CmpTally;
 
-/* Case a of base against its namesake in B: one line of the table, and the
- * case in the tally's lists.  0, or -1 out of memory (said on errf). */
-static int compare_case(const CmpCase *a, const CmpSet *B, double thr, double alpha, int w, FILE *out, FILE *errf,
+/* One case of BASE (b: HEAD's, NULL when missing there): its line, its
+ * verdict counted in t.  0, or -1 out of memory. */
+static int compare_case(const CmpCase *a, const CmpCase *b, double thr, double alpha, int w, FILE *out,
                         CmpTally *t) {
-    const CmpCase *b = NULL;
-    for (int k = 0; k < B->n; k++)
-        if (strcmp(B->c[k].name, a->name) == 0) b = &B->c[k];
     double va = cmp_value(a), vb = b ? cmp_value(b) : NAN;
     char sa[32], sb[32], qn[768];
-    fmt_val(sa, sizeof sa, va, a->is_time);
-    fmt_val(sb, sizeof sb, vb, a->is_time);
+    fmt_val(sa, sizeof sa, va, a->kind);
+    fmt_val(sb, sizeof sb, vb, a->kind);
     store_escape(a->name, qn, sizeof qn);
     if (!b || isnan(vb)) {
         t->nmiss++;
         list_add(t->miss, sizeof t->miss, "%s", qn);
-        fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, qn, sa, "-", "", "", "MISSING in head");
+        fprintf(out, "%-*s %14s %14s %9s %8s %7s  %s\n", w, qn, sa, "-", "", "", "", "MISSING in head");
         return 0;
     }
     double ch = va > 0 ? 100.0 * (vb - va) / va : (vb > va ? INFINITY : 0);
-    /* times are measurements: over the threshold is not enough, the
-     * repetitions must differ significantly (Mann-Whitney U, as Google
+    double worse = a->kind == CMP_RATE ? -ch : ch; /* > 0: head is slower */
+    /* times and rates are measurements: over the threshold is not enough,
+     * the repetitions must differ significantly (Mann-Whitney U, as Google
      * Benchmark's compare.py); counters (callgrind's instructions) are
      * exact, the threshold alone decides */
-    char ps[16] = "-", verdict[64] = "ok";
+    char ps[16] = "-", ns[16] = "-", verdict[64] = "ok";
     int sig = 1;
-    if (a->is_time) {
-        MWUTest mw;
+    if (a->kind != CMP_COUNTER) {
+        double nz = fmax(half_iqr_pct(a->it, a->nit), half_iqr_pct(b->it, b->nit)); /* fmax: NAN only if both */
+        if (!isnan(nz)) snprintf(ns, sizeof ns, "%.1f%%", nz);
         if (stats_mann_whitney_min_p(a->nit, b->nit) >= alpha) {
             snprintf(verdict, sizeof verdict, "not tested (%d vs %d repetitions)", a->nit, b->nit);
             t->nfew++;
             list_add(t->few, sizeof t->few, "%s (%+.1f%%, %d vs %d)", qn, ch, a->nit, b->nit);
-            fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
+            fprintf(out, "%-*s %14s %14s %+8.1f%% %8s %7s  %s\n", w, qn, sa, sb, ch, ps, ns, verdict);
             return 0;
         }
-        if (stats_mann_whitney(a->it, a->nit, b->it, b->nit, &mw)) {
-            fprintf(errf, "gated compare: out of memory\n");
-            return -1;
-        }
-        snprintf(ps, sizeof ps, "%.4f", mw.p);
-        sig = mw.p < alpha;
+        MWUTest u;
+        if (stats_mann_whitney(a->it, a->nit, b->it, b->nit, &u)) return -1;
+        snprintf(ps, sizeof ps, "%.4f", u.p);
+        sig = u.p < alpha;
     }
-    if (ch > thr && sig) {
+    if (worse > thr && sig) {
         snprintf(verdict, sizeof verdict, "REGRESSION");
         t->nreg++;
-        if (a->is_time)
+        if (a->kind != CMP_COUNTER)
             list_add(t->regs, sizeof t->regs, "%s (%+.1f%%, p %s)", qn, ch, ps);
         else
             list_add(t->regs, sizeof t->regs, "%s (%+.1f%%)", qn, ch);
-    } else if (ch < -thr && sig) {
+    } else if (worse < -thr && sig) {
         snprintf(verdict, sizeof verdict, "faster");
     } else if (fabs(ch) > thr) {
-        snprintf(verdict, sizeof verdict, "%s, not significant", ch > 0 ? "slower" : "faster");
+        snprintf(verdict, sizeof verdict, "%s, not significant", worse > 0 ? "slower" : "faster");
         t->nnoise++;
         list_add(t->noise, sizeof t->noise, "%s (%+.1f%%, p %s)", qn, ch, ps);
     }
-    fprintf(out, "%-*s %14s %14s %+8.1f%% %8s  %s\n", w, qn, sa, sb, ch, ps, verdict);
+    fprintf(out, "%-*s %14s %14s %+8.1f%% %8s %7s  %s\n", w, qn, sa, sb, ch, ps, ns, verdict);
     return 0;
 }
 
 /* The closing lines: the regressions, the changes that are not significant,
  * the cases not tested, the missing ones (or that nothing regressed). */
 static void compare_summary(const CmpTally *t, const char *head, const char *metric, double thr, double alpha,
-                            int is_time, int ncases, FILE *out) {
+                            int kind, int ncases, FILE *out) {
     char test[96] = "";
-    if (is_time) snprintf(test, sizeof test, ", Mann-Whitney U p < %.3g", alpha);
+    if (kind != CMP_COUNTER) snprintf(test, sizeof test, ", Mann-Whitney U p < %.3g", alpha);
     if (t->nreg) fprintf(out, "regressions over %.3g%% (%s%s): %s\n", thr, metric, test, t->regs);
     if (t->nnoise)
         fprintf(out, "over %.3g%% but not significant (p >= %.3g; not regressions): %s\n", thr, alpha, t->noise);
@@ -524,27 +559,36 @@ int bench_compare_files(const char *base, const char *head, const BenchCompareOp
         return 2;
     }
     int w = 40;
-    for (int i = 0; i < A.n; i++)
-        if ((int)strlen(A.c[i].name) > w) w = (int)strlen(A.c[i].name);
-    fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, "case", "base", "head", "change", "p", "verdict");
-    CmpTally t = {0};
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < A.n; i++)
-        if (compare_case(&A.c[i], &B, thr, alpha, w, out, errf, &t)) rc = 2;
+    for (int i = 0; i < A.n + B.n; i++) {
+        int m = (int)strlen(i < A.n ? A.c[i].name : B.c[i - A.n].name);
+        if (m > w) w = m;
+    }
+    fprintf(out, "%-*s %14s %14s %9s %8s %7s  %s\n", w, "case", "base", "head", "change", "p", "noise", "verdict");
+    CmpTally *t = calloc(1, sizeof *t);
+    int rc = t ? 0 : 2;
+    for (int i = 0; i < A.n && rc == 0; i++) {
+        const CmpCase *b = NULL;
+        for (int k = 0; k < B.n; k++)
+            if (strcmp(B.c[k].name, A.c[i].name) == 0) b = &B.c[k];
+        if (compare_case(&A.c[i], b, thr, alpha, w, out, t)) rc = 2;
+    }
     for (int k = 0; rc == 0 && k < B.n; k++) {
         int found = 0;
         for (int i = 0; i < A.n && !found; i++) found = strcmp(A.c[i].name, B.c[k].name) == 0;
         if (!found) {
             char sb[32], qn[768];
-            fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].is_time);
-            fprintf(out, "%-*s %14s %14s %9s %8s  %s\n", w, store_escape(B.c[k].name, qn, sizeof qn), "-", sb, "",
-                    "", "new in head");
+            fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].kind);
+            fprintf(out, "%-*s %14s %14s %9s %8s %7s  %s\n", w, store_escape(B.c[k].name, qn, sizeof qn), "-", sb,
+                    "", "", "", "new in head");
         }
     }
     if (rc == 0) {
-        compare_summary(&t, head, metric, thr, alpha, A.c[0].is_time, A.n, out);
-        rc = t.nreg || (t.nmiss && o && o->fail_missing) ? 3 : 0;
+        compare_summary(t, head, metric, thr, alpha, A.c[0].kind, A.n, out);
+        rc = t->nreg || (t->nmiss && o && o->fail_missing) ? 3 : 0;
+    } else {
+        fprintf(errf, "gated compare: out of memory\n");
     }
+    free(t);
     cmpset_free(&A);
     cmpset_free(&B);
     return rc;

@@ -79,18 +79,55 @@ void linear_backward(real *dx, int ldx, real *dW, const real *dy, int ldy, const
 
 /* --------------------------------------------------------------- rmsnorm */
 
+/* A row's sum of squares is a chain of dependent adds in column order,
+ * which the float result depends on: it cannot be split or reordered
+ * without changing the bits.  So the forward runs the chains of RMS_RB rows
+ * side by side, each in its own order, as one row alone would: the same
+ * result, without each add waiting on the last (1.5x faster in isolation
+ * at 4096 x 256, 1.25x at the QK-norm's 4096 x 4 heads x 64). */
+enum { RMS_RB = 8 };
+
+/* The RMS_RB row pointers of a block of nr (1..RMS_RB) rows from x, stride
+ * s; rows past nr repeat the last one (their results are never used). */
+static inline void rms_rows(const real **xr, const real *x, size_t s, int nr) {
+    for (int l = 0; l < RMS_RB; l++) xr[l] = x + (size_t)(l < nr ? l : nr - 1) * s;
+}
+
+/* ss[l] = sum over c < d of xr[l][c]^2, c ascending. */
+static inline void rms_sumsq(real *ss, const real *const *xr, int d) {
+    real a[RMS_RB] = {0};
+    for (int c = 0; c < d; c++)
+#pragma GCC unroll 8
+        for (int l = 0; l < RMS_RB; l++) a[l] += xr[l][c] * xr[l][c];
+    for (int l = 0; l < RMS_RB; l++) ss[l] = a[l];
+}
+
 void rmsnorm_forward(real *out, int so, real *rstd, const real *x, int s, const real *w, int n, int g, int d,
                      real eps) {
+#ifdef GATED_PERF_PLANT
+    /* The perf gate's own test only (tests/perf_gate_test.sh builds it; no
+     * other build defines it): four wasted passes over the first
+     * GATED_PERF_PLANT rows, a slowdown the gate must name (all rows) or a
+     * change within its threshold that must pass (one row). */
+    volatile real plant_sink = 0;
+    for (int i = 0; i < n && i < GATED_PERF_PLANT; i++)
+        for (int k = 0; k < 4; k++)
+            for (int c = 0; c < g * d; c++) plant_sink += x[(size_t)i * s + c] * x[(size_t)i * s + c];
+#endif
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < n; i++) {
+    for (int i0 = 0; i0 < n; i0 += RMS_RB) {
+        int nr = n - i0 < RMS_RB ? n - i0 : RMS_RB;
         for (int j = 0; j < g; j++) {
-            const real *xr = x + (size_t)i * s + (size_t)j * d;
-            real *or_ = out + (size_t)i * so + (size_t)j * d;
-            real ss = 0;
-            for (int c = 0; c < d; c++) ss += xr[c] * xr[c];
-            real r = 1 / sqrt(ss / d + eps);
-            rstd[(size_t)i * g + j] = r;
-            for (int c = 0; c < d; c++) or_[c] = xr[c] * r * w[c];
+            const real *xr[RMS_RB];
+            real ss[RMS_RB];
+            rms_rows(xr, x + (size_t)i0 * s + (size_t)j * d, s, nr);
+            rms_sumsq(ss, xr, d);
+            for (int l = 0; l < nr; l++) {
+                real *or_ = out + (size_t)(i0 + l) * so + (size_t)j * d;
+                real r = 1 / sqrt(ss[l] / d + eps);
+                rstd[(size_t)(i0 + l) * g + j] = r;
+                for (int c = 0; c < d; c++) or_[c] = xr[l][c] * r * w[c];
+            }
         }
     }
 }
@@ -98,7 +135,9 @@ void rmsnorm_forward(real *out, int so, real *rstd, const real *x, int s, const 
 void rmsnorm_backward(real *dx, int sdx, real *dw, const real *dout, int sdo, const real *x, int s,
                       const real *w, const real *rstd, int n, int g, int d) {
     /* dx rows are independent; dw is a sum over rows, kept serial so its
-     * order (and result) is fixed. */
+     * order (and result) is fixed.  (Running the dot products of RMS_RB
+     * rows side by side, as the forward does, measured no faster here: this
+     * loop is bound by reading x and dout, not by the adds.) */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < g; j++) {
@@ -324,9 +363,27 @@ static void att_rows(real *dst, int dp, int Tp, const real *src, size_t s, int T
     for (int u = 0; u < (Tp - T) * dp / VL; u++) vst(dst + (size_t)T * dp + u * VL, (vreal){0});
 }
 
+static void att_cols_rect(real *dst, int Tp, const real *src, size_t s, int i0, int i1, int c0, int c1) {
+    for (int i = i0; i < i1; i++)
+        for (int c = c0; c < c1; c++) dst[(size_t)c * Tp + i] = src[(size_t)i * s + c];
+}
+
+/* 8 x 8 blocks, read as rows and written as columns (GCC turns a block
+ * into vector loads and shuffles: 8x faster than element by element at
+ * T 256, d 64, issue 26); a pure copy, so the bits cannot change. */
 static void att_cols(real *dst, int Tp, const real *src, size_t s, int T, int d) {
-    for (int i = 0; i < T; i++)
-        for (int c = 0; c < d; c++) dst[(size_t)c * Tp + i] = src[(size_t)i * s + c];
+    int ib = T / 8 * 8, cb = d / 8 * 8;
+    for (int i = 0; i < ib; i += 8) {
+        for (int c = 0; c < cb; c += 8) {
+            real b[8][8];
+            for (int r = 0; r < 8; r++) memcpy(b[r], src + (size_t)(i + r) * s + c, sizeof b[r]);
+            for (int q = 0; q < 8; q++)
+#pragma GCC unroll 8
+                for (int r = 0; r < 8; r++) dst[(size_t)(c + q) * Tp + i + r] = b[r][q];
+        }
+        att_cols_rect(dst, Tp, src, s, i, i + 8, cb, d);
+    }
+    att_cols_rect(dst, Tp, src, s, ib, T, 0, d);
     for (int c = 0; c < d; c++)
         for (int i = T; i < Tp; i++) dst[(size_t)c * Tp + i] = 0;
 }
