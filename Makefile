@@ -1,6 +1,6 @@
 # gated — build, test, data, deps.
 #
-# The core is layered (README, "Layout"): core/util < core/nn < core/run <
+# The core is layered (docs/layout.md): core/util < core/nn < core/run <
 # core/lab < cli; `make layers` fails when a file includes a header of a
 # higher layer; `make sizes` fails when a file or a function grew past its
 # limit.  Only the network (core/nn, the code that uses `real`) is

@@ -103,7 +103,7 @@ sweep() {
     echo "== sweep $1"
     done_sweeps="$done_sweeps $1"
     # --verify-code: a result recorded by other code is re-executed for its
-    # first steps and kept when they are bitwise equal (README, "Verifying
+    # first steps and kept when they are bitwise equal (docs/sweeps.md, "Verifying
     # results of other code"), instead of being rerun whole
     build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
         ${shard:+--shard "$shard"} || status=1
@@ -158,7 +158,7 @@ else
     fi
 fi
 
-echo "== benchmarks: not part of run_all.sh yet; run make bench (see README)"
+echo "== benchmarks: run apart from the results (make bench, make bench-peer, make perf-check: docs/performance.md)"
 
 echo "== report"
 build/gated report --db "$db" --out "$out" || status=1

@@ -7,7 +7,7 @@
  * …: DYNAMIC_ARCH picks one from the CPU, or from OPENBLAS_CORETYPE) is a
  * different sequence: FMA or not, other blockings of the reduction.  So a
  * result is reproducible bit for bit on the kernel that made it, and only
- * there (README "Threads and determinism").  A bitwise verification of a
+ * there (docs/determinism.md).  A bitwise verification of a
  * run recorded on another kernel can only succeed on that kernel: where
  * this OpenBLAS build is the stored one's (same version and options, a
  * DYNAMIC_ARCH build) and this CPU can run the stored kernel, the

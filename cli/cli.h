@@ -22,7 +22,7 @@
 
 #include "run/config.h"
 
-/* Exit statuses (README, "Exit status and output streams"); a command
+/* Exit statuses (docs/cli.md, "Exit status and output streams"); a command
  * stopped by SIGINT or SIGTERM after its cleanup exits 128 + the signal
  * number (130, 143), as a shell reports a process the signal killed. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2, EXIT_REGRESSION = 3, EXIT_SIGNAL_BASE = 128 };

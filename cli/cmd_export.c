@@ -19,7 +19,7 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_OUT] = {"out", "FILE", "write there, not to stdout (a regular file, replaced once every row is written)", 0},
     [O_RUN] = {"run", "ID|NAME", "only this run (id, name or unique id prefix)", 1},
     [O_SWEEP] = {"sweep", "NAME", "only the runs of this sweep; sweep and label are this sweep's", 0},
-    [O_KEY] = {"key", "K", "only metric K (train_loss, val_loss, f_attn, ...: README, \"Metric keys\")", 1},
+    [O_KEY] = {"key", "K", "only metric K (train_loss, val_loss, f_attn, ...: docs/store.md, \"Metric keys\")", 1},
     [O_CONFIG] = {"config", "varying|all|none",
                   "config columns: the keys whose value differs between the exported runs (default), every key, "
                   "or none",
@@ -126,6 +126,6 @@ const Command cmd_export = {
     "context (\"layer=1,head=3\"); sweep and label are the run's first sweep by name, or --sweep's.\n"
     "A config key that has no effect on a run (the gate's keys of an ungated run, ...) is empty.\n"
     "CSV: RFC 4180; a text cell starting with = + - @ gets a leading ' (spreadsheets run those).\n"
-    "JSON lines: the same members on every line, null where empty.  README, \"Export\".\n"
+    "JSON lines: the same members on every line, null where empty.  docs/export.md.\n"
     "stdout: the rows, or with --out the file's name and row count.\n",
     run_export};

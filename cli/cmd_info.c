@@ -32,7 +32,7 @@ static const CliOpt xcheck_opts[O__COUNT + 1] = {
 };
 static const CliOpt info_opts[I__COUNT + 1] = {
     [O_SET] = {"set", "KEY=VALUE", "override a config key, a later one wins", 1},
-    [I_JSON] = {"json", NULL, "one JSON document instead of the text (README, \"Machine-readable output\")", 0},
+    [I_JSON] = {"json", NULL, "one JSON document instead of the text (docs/cli.md, \"Machine-readable output\")", 0},
 };
 
 /* Parse argv: the config's path and its --set list (malloc'd into *sets),
@@ -117,7 +117,7 @@ static void info_text(const Info *in) {
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
 
-/* The same as one JSON document (README, "Machine-readable output"). */
+/* The same as one JSON document (docs/cli.md, "Machine-readable output"). */
 static int info_json(const Info *in) {
     const Config *c = &in->c;
     const Model *m = &in->m;

@@ -12,7 +12,7 @@
 enum { O_DB, O_JSON, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DB] = {"db", "PATH", CLI_DB_HELP, 0},
-    [O_JSON] = {"json", NULL, "one JSON document instead of the text (README, \"Machine-readable output\")", 0},
+    [O_JSON] = {"json", NULL, "one JSON document instead of the text (docs/cli.md, \"Machine-readable output\")", 0},
 };
 
 /* ls (cmd_ls, no argument) or show (cmd_show, one run). */

@@ -132,7 +132,7 @@ enum {
 };
 static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
-    [O_JSON] = {"json", NULL, "with --dry-run: the plan as one JSON document (README, \"Machine-readable output\")", 0},
+    [O_JSON] = {"json", NULL, "with --dry-run: the plan as one JSON document (docs/cli.md, \"Machine-readable output\")", 0},
     [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
     [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count)", 0},
     [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i (0 <= i < N)", 0},
@@ -529,7 +529,7 @@ const Command cmd_sweep = {
     "The format is at the top of core/lab/sweep.c.  A run already finished by the same code is skipped,\n"
     "a killed one resumed, a failed one rerun only with --rerun-failed.  --verify-code first re-executes\n"
     "the first steps of a result of other code (or flags) and keeps it when every row is bitwise equal\n"
-    "(README, \"Sweeps\").  Logs and checkpoints go beside the database (DBDIR/logs, DBDIR/checkpoints).\n"
+    "(docs/sweeps.md).  Logs and checkpoints go beside the database (DBDIR/logs, DBDIR/checkpoints).\n"
     "Indices count from 0: a Slurm array --array=0-$((N-1)) runs --index $SLURM_ARRAY_TASK_ID or\n"
     "--shard $SLURM_ARRAY_TASK_ID/N.\n"
     "stdout: the plan (--dry-run), the count (--count), one line per run started, skipped or ended,\n"

@@ -19,7 +19,7 @@ const Command *const cli_commands[] = {&cmd_info,   &cmd_xcheck, &cmd_train, &cm
                                        &cmd_bench,  &cmd_compare, &cmd_help, NULL};
 
 /* The overview: the commands, the default database, exit statuses and
- * streams (README, "Exit status and output streams", says the same). */
+ * streams (docs/cli.md, "Exit status and output streams", says the same). */
 static void usage(FILE *f) {
     fprintf(f, "usage: gated COMMAND [ARGS] [OPTIONS]\n\ncommands:\n");
     for (int i = 0; cli_commands[i]; i++)

@@ -22,7 +22,7 @@ int show_ls(Store *s, FILE *f, char *err, size_t cap);
  * nothing) if no run matches or the argument is ambiguous.  0 or -1 (err). */
 int show_run(Store *s, const char *run_id_or_name_or_prefix, FILE *f, char *err, size_t cap);
 
-/* The same as one JSON document each (README, "Machine-readable output"):
+/* The same as one JSON document each (docs/cli.md, "Machine-readable output"):
  * ls {"db", "runs": [{run_id, name, status, steps, val_loss, started_at}]};
  * show {the run's row, "config" (the stored config parsed; null when
  * unreadable), "summary", "series", "other_series", "probes",

@@ -686,8 +686,8 @@ Test(report, sink_and_context_length_csv_tex) {
     cr_assert_eq(rc, 0, "%s", err);
     char *c = out_file(&fx, "sink.csv");
     assert_has(c, ",paper_f_attn,sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std,"
-                  "holm_family_size,p_tost,tost_margin,verdict\n");
-    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812,,,,\n");
+                  "holm_family_size,p_tost,tost_margin,verdict,kernels\n");
+    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812,,,,,\n");
     free(c);
     c = out_file(&fx, "sink-sink.csv");
     assert_has(c, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,"

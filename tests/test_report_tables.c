@@ -94,10 +94,10 @@ Test(report, markdown) {
                    "verdict |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|\n");
     /* ... then the probes, the cost and the paper */
     assert_has(md, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n| variant | "
-                   "F-Attn | M-Act | gate | spikes | +params | tok/s | paper PPL | paper ΔPPL | paper gate | paper M-Act "
-                   "| paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+                   "F-Attn | M-Act | gate | spikes | +params | tok/s | kernel | paper PPL | paper ΔPPL | paper gate | "
+                   "paper M-Act | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|\n");
     assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | – | – |\n");
-    assert_has(md, "| baseline | 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | 6.026 | +0.000 | – | 1053 | 0.467 "
+    assert_has(md, "| baseline | 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | – | 6.026 | +0.000 | – | 1053 | 0.467 "
                    "|\n");
     /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*`, differs; TOST at t = 9 sqrt(3) */
     snprintf(row, sizeof row,
@@ -105,7 +105,7 @@ Test(report, markdown) {
              "| paired (3) | 0.003 | 0.011 | %.3f | differs |\n",
              0.5 + 9 * sqrt(3) / (2 * sqrt(243 + 2)));
     assert_has(md, row);
-    assert_has(md, "| G1-elementwise | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 | 5.761 "
+    assert_has(md, "| G1-elementwise | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 | – | 5.761 "
                    "| -0.265 | 0.116 | 94 | 0.048 |\n");
     /* Δ +0.01, sd_d 0.02: TOST at t = (0.01 - 0.02) / (0.02 / sqrt 3) = -sqrt(3) / 2 */
     snprintf(row, sizeof row,
@@ -113,7 +113,7 @@ Test(report, markdown) {
              "| paired (3) | 0.478 | 0.478 | %.3f | inconclusive |\n",
              0.5 - sqrt(3) / 2 / (2 * sqrt(0.75 + 2)));
     assert_has(md, row);
-    assert_has(md, "| G1-headwise | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 | 5.792 | -0.234 "
+    assert_has(md, "| G1-headwise | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 | – | 5.792 | -0.234 "
                    "| 0.172 | 98 | 0.073 |\n");
     /* raw p < 0.05 but not after Holm: no `*`; TOST at t = sqrt(3) */
     snprintf(row, sizeof row,
@@ -129,7 +129,7 @@ Test(report, markdown) {
              "| Welch | 0.038 | 0.105 | %.3f | inconclusive |\n",
              0.5 + 0.75 * xw * (1 - xw * xw / 3));
     assert_has(md, row);
-    assert_has(md, "| more-q-heads | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | 5.953 |");
+    assert_has(md, "| more-q-heads | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | – | 5.953 |");
     assert_lacks(md, "+0.0100*");
     assert_lacks(md, "-0.0300*");
     assert_lacks(md, "| 4.350 ± 0.087 | -0.0500*");
@@ -155,7 +155,7 @@ Test(report, markdown_lr_rule) {
                    "p (TOST) | verdict | div/total | p (div, Fisher) |\n");
     assert_has(md, "| lr=0.001,position=none | 4 | 0 | 2.0750 ± 0.0645 | 7.977 ± 0.515 | (baseline) | – | – | – | – "
                    "| – | – | – | 0/4 | – |\n");
-    assert_has(md, "| lr=0.001,position=none | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – |\n");
+    assert_has(md, "| lr=0.001,position=none | 0.1000 ± 0.0000 | 5.00 ± 0.00 | – | 0.0 | 0 | 500 | – | – | – | – | – | – |\n");
     assert_has(md, "| lr=0.01,position=none | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) | – | – | – "
                    "| – | – | – | – | 2/4 | – |");
     assert_has(md, "| lr=0.001,position=sdpa | 4 | 0 | 1.9800 ± 0.0594 | 7.252 ± 0.424 | -0.0950* "
@@ -284,14 +284,14 @@ Test(report, csv) {
                   "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,"
                   "p_holm,significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                   "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-                  "paper_gate_mean,paper_m_act,paper_f_attn,holm_family_size,p_tost,tost_margin,verdict\n");
+                  "paper_gate_mean,paper_m_act,paper_f_attn,holm_family_size,p_tost,tost_margin,verdict,kernels\n");
     assert_has(c, "\nmain,baseline,0,1,3,0,3,1.52,0.02,4.572834845,0.09145212439,reference,,,,,,,,,,,,0.32,0.02,12,2,,,"
-                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467,,,,\n");
+                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467,,,,,\n");
     /* paired: t -19.0525588832576502, p 0.00274348939442592404, Holm 0.0109739575777036961 (mpmath) */
     assert_has(c, "\nmain,G1-elementwise,3,0,3,0,3,1.41,0.01,4.096091937,0.04096040737,baseline,baseline,-0.11,"
                   "-0.1348413771,-0.08515862288,paired,3,-19.05255888,2,0.002743489394,0.01097395758,1,0.06,0.01,5,1,"
                   "0.25,0.05,0,4096,1110,0.003,3,,5.761,-0.265,0.116,94,0.048,4,");
-    assert_has(c, ",0.02,differs\n");
+    assert_has(c, ",0.02,differs,\n");
     /* TOST: t CDF of df 2 in closed form at 9 sqrt(3) (see Test(report, markdown)) */
     cr_assert_float_eq(csv_num_of(c, "main,G1-elementwise,", "p_tost"), 0.5 + 9 * sqrt(3) / (2 * sqrt(245)), 1e-9);
     assert_has(c, "\nmain,G1-headwise,6,0,3,0,3,1.53,0.04,4.620640178,0.1847886521,baseline,baseline,0.01,"
@@ -302,7 +302,7 @@ Test(report, csv) {
                   "-0.05484137712,-0.005158622882,paired,3,-5.196152423,2,0.03509871865,0.1052961559,0,0.09,0.01,7,1,"
                   "0.45,0.05,0,4096,1310,0.003,3,,5.822,-0.204,,,,4,");
     cr_assert_float_eq(csv_num_of(c, "main,G1-silu,", "p_tost"), 0.5 + sqrt(3) / (2 * sqrt(5)), 1e-9);
-    assert_has(c, ",0.02,inconclusive\n");
+    assert_has(c, ",0.02,inconclusive,\n");
     /* Welch (no common seed): p 0.0375901115111464697, Holm max(0.1053, 2 x p) = 0.1053 */
     assert_has(c, "\nmain,more-q-heads,12,0,3,0,3,1.47,0.02,4.349815058,0.08699195165,baseline,baseline,-0.05,"
                   "-0.09533915871,-0.004660841289,welch,,-3.061862178,4,0.03759011151,0.1052961559,0,0.26,0.01,12,1,"
@@ -312,7 +312,7 @@ Test(report, csv) {
     /* labels holding a comma are quoted; the lr baseline is a reference; lr-matched Δ against it with
      * Fisher's p 3/7 for 0/4 against 2/4 diverged; the row without a baseline at its lr falls back */
     assert_has(c, "\nlr,\"lr=0.01,position=none\",4,0,2,2,4,2.55,0.07071067812,12.823116,0.9059763733,reference,,,,,,,"
-                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,,,,,\n");
+                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,,,,,,\n");
     assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
                   "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
                   "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,,3,");
@@ -335,18 +335,18 @@ Test(report, tex_and_one_sweep) {
     char *t = out_file(&fx, "main.tex");
     assert_has(t, "% Δ: every row against the baseline row baseline.\n% Holm–Bonferroni family: the 4 contrasts "
                   "with a p of this table (no other sweep has the same baseline runs). Minimum detectable effect: ");
-    assert_has(t, "\\begin{tabular}{lrrrrrrlrrrlrrrrrrrrrrr}\n\\toprule\n"
-                  " & \\multicolumn{17}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
-                  "\\cmidrule(lr){2-18}\\cmidrule(lr){19-23}\n"
+    assert_has(t, "\\begin{tabular}{lrrrrrrlrrrlrrrrrrlrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{18}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-19}\\cmidrule(lr){20-24}\n"
                   "variant & $n$ & div & val loss & val PPL & $\\Delta$ loss & 95\\% CI of $\\Delta$ & test & $p$ & "
                   "$p_{\\mathrm{Holm}}$ & $p_{\\mathrm{TOST}}$ & verdict & F-Attn & M-Act & gate & spikes & +params & "
-                  "tok/s & PPL & $\\Delta$PPL & gate & M-Act & F-Attn \\\\\n\\midrule\n");
+                  "tok/s & kernel & PPL & $\\Delta$PPL & gate & M-Act & F-Attn \\\\\n\\midrule\n");
     assert_has(t, "\\bottomrule\n\\end{tabular}\n");
     char row[512];
     snprintf(row, sizeof row,
              "G1-elementwise & 3 & 0 & 1.4100 $\\pm$ 0.0100 & 4.096 $\\pm$ 0.041 & -0.1100$^{*}$ & "
              "[-0.1348, -0.0852] & paired (3) & 0.003 & 0.011 & %.3f & differs & 0.0600 $\\pm$ 0.0100 & "
-             "5.00 $\\pm$ 1.00 & 0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n",
+             "5.00 $\\pm$ 1.00 & 0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & -- & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n",
              0.5 + 9 * sqrt(3) / (2 * sqrt(245)));
     assert_has(t, row);
     assert_has(t, "G1-silu & 3 & 0 & 1.4900 $\\pm$ 0.0100 & 4.437 $\\pm$ 0.044 & -0.0300 & [-0.0548, -0.0052] & "
@@ -362,9 +362,9 @@ Test(report, tex_and_one_sweep) {
     cr_assert_eq(rc, 0, "%s", err);
     t = out_file(&fx, "lr.tex");
     assert_has(t, "% Rows differ in train.lr, so Δ is lr-matched: ");
-    assert_has(t, "\\begin{tabular}{lrrrrrlrlrrrlrrrrrrrrrrrrr}\n\\toprule\n"
-                  " & \\multicolumn{20}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
-                  "\\cmidrule(lr){2-21}\\cmidrule(lr){22-26}\n");
+    assert_has(t, "\\begin{tabular}{lrrrrrlrlrrrlrrrrrrrrlrrrrr}\n\\toprule\n"
+                  " & \\multicolumn{21}{c}{this suite} & \\multicolumn{5}{c}{paper (15B MoE)} \\\\\n"
+                  "\\cmidrule(lr){2-22}\\cmidrule(lr){23-27}\n");
     snprintf(row, sizeof row,
              "lr=0.01,position=sdpa & 4 & 0 & 1.8750 $\\pm$ 0.0645 & 6.531 $\\pm$ 0.421 & -0.7250$^{*}$ & "
              "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & %.3f & differs & 0/4 & "
@@ -789,5 +789,37 @@ Test(report, gate_histograms_span_the_scores_there_are) {
     d = out_file(&fx, "plots/th-gate-0-G1-tanh.dat"); /* every bin is still in the data */
     assert_has(d, "# layer 0 (2 runs): bin centre, fraction, count\n-1.75 0 0\n-1.25 0 0\n-0.75 0.1875 6\n");
     free(d);
+    fx_rm(&fx);
+}
+
+/* The kernel column: each row's OpenBLAS cores from its runs'
+ * openblas_version, counted when a row mixes them; a version with no core
+ * named leaves it empty; a core name that is not a plain word is "?", so
+ * a hostile database cannot write into the table through it. */
+Test(report, kernel_per_row) {
+    Fx fx;
+    fixture(&fx);
+    fx_sql(&fx, "UPDATE runs SET openblas_version = 'OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell "
+                "MAX_THREADS=64'");
+    fx_sql(&fx, "UPDATE runs SET openblas_version = 'OpenBLAS 0.3.21 DYNAMIC_ARCH SkylakeX MAX_THREADS=64'"
+                " WHERE name = 'main-G1-elementwise-s1'");
+    fx_sql(&fx, "UPDATE runs SET openblas_version = 'OpenBLAS 0.3.21 Has|well' || char(27) || '[2J'"
+                " WHERE name = 'main-G1-headwise-s2'");
+    fx_sql(&fx, "UPDATE runs SET openblas_version = 'OpenBLAS 0.3.21' WHERE name LIKE 'main-G1-silu-%'");
+    char err[1024];
+    cr_assert_eq(run_report(&fx, REPORT_MD, "main", "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *md = out_file(&fx, "report.md");
+    cr_expect(strstr(md, " | Haswell | "), "%s", md);
+    assert_has(md, " | SkylakeX 1, Haswell 2 | ");
+    assert_has(md, " | Haswell 2, ? 1 | ");
+    cr_expect(!raw_control(md), "a control byte reached report.md");
+    free(md);
+    cr_assert_eq(run_report(&fx, REPORT_CSV, "main", "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    char *c = out_file(&fx, "main.csv"), cell[64];
+    csv_field(c, "main,baseline,", "kernels", cell, sizeof cell);
+    cr_expect_str_eq(cell, "Haswell");
+    csv_field(c, "main,G1-silu,", "kernels", cell, sizeof cell);
+    cr_expect_str_eq(cell, "");
+    free(c);
     fx_rm(&fx);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_layers.sh — the include rule of the core's layers (README, "Layout").
+# check_layers.sh — the include rule of the core's layers (docs/layout.md).
 #
 #   util (0) < nn (1) < run (2) < lab (3) < cli, tests (anything)
 #
@@ -83,6 +83,6 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 if check "$root"; then
     echo "check_layers: OK ($(find "$root/core" -name '*.[ch]' | wc -l) files keep util < nn < run < lab)"
 else
-    echo "check_layers: the layers above are broken (README, \"Layout\")"
+    echo "check_layers: the layers above are broken (docs/layout.md)"
     exit 1
 fi

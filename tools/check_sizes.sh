@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_sizes.sh — files and functions stay small (README, "Layout").
+# check_sizes.sh — files and functions stay small (docs/layout.md).
 #
 #   no .c or .h file under core/, cli/, tests/ or bench/ over MAX_FILE lines
 #   no function (or Criterion Test) over MAX_FUNC lines, from the first line

@@ -144,6 +144,7 @@ typedef struct {
                                else the smallest); -1: none */
     double inf_float;       /* infer_ppl at quant=float at that length; NAN if absent */
     double inf_outlier[INF_NSITES]; /* infer_in_outlier per site at that length; NAN if absent */
+    char kernel[32];        /* the OpenBLAS core it ran on (rep_kernel_of), "" when not recorded */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
@@ -206,6 +207,8 @@ typedef struct {
     int n_bb;             /* such runs */
     int bb_where;         /* the run (index into RSweep.runs) whose BB head place is the most common; -1 */
     double bb_m[BB_NV], bb_sd[BB_NV]; /* mean and sample std of RRun.bbv over them */
+    char kernels[128];    /* the kernels of its finished and diverged runs: "Haswell", or
+                             "Haswell 2, SkylakeX 1" when they differ (rep_row_kernels) */
 } RVar;
 
 /* One sweep: its runs, rows and plots. */

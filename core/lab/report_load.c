@@ -654,13 +654,36 @@ static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
  * train.eval_every and train.checkpoint_every, which the budget key leaves
  * out with train.seed and train.steps.  Columns: run_id, label, seed, idx,
  * is_baseline, status, heartbeat_at, the config key, lr, seq_len, steps,
- * batch, the budget key. */
+ * batch, the budget key, openblas_version. */
 static const char RUNS_SQL[] =
     "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?2, ?3, ?4) ELSE r.config_json END,"
     " " CFG_NUM("?2") ", " CFG_NUM("?5") ", " CFG_NUM("?6") ", " CFG_NUM("?7") ","
-    " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?4, ?6, ?8, ?9) ELSE r.config_json END"
+    " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?4, ?6, ?8, ?9) ELSE r.config_json END,"
+    " r.openblas_version"
     " FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id";
+
+/* The OpenBLAS core named in a run's openblas_version (openblas_get_config():
+ * "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"):
+ * the word before MAX_THREADS=, else the last word; "" when none is stored
+ * or that word is a version number (no core named), "?" when it is not a
+ * plain name (a database is untrusted input). */
+static void kernel_of(const char *version, char *out, size_t cap) {
+    out[0] = '\0';
+    if (!version || !*version) return;
+    const char *end = strstr(version, " MAX_THREADS=");
+    if (!end) end = version + strlen(version);
+    while (end > version && end[-1] == ' ') end--;
+    const char *b = end;
+    while (b > version && b[-1] != ' ') b--;
+    size_t n = (size_t)(end - b);
+    if (n == 0 || (*b >= '0' && *b <= '9')) return;
+    int plain = n > 0 && n < cap;
+    for (size_t i = 0; plain && i < n; i++)
+        plain = (b[i] >= 'A' && b[i] <= 'Z') || (b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') ||
+                b[i] == '_';
+    snprintf(out, cap, "%.*s", plain ? (int)n : 1, plain ? b : "?");
+}
 
 /* One line of RUNS_SQL into u (zeroed); now: the time, for stale runs. */
 static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
@@ -691,6 +714,7 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     for (int i = 0; i < BB_NV; i++) u->bbv[i] = NAN;
     u->inf_len = -1;
     u->inf_float = NAN;
+    kernel_of(sqlite3_column_type(st, 13) == SQLITE_TEXT ? rep_col_text(st, 13) : NULL, u->kernel, sizeof u->kernel);
     return 0;
 }
 
@@ -715,6 +739,30 @@ static int load_runs(R *r, RSweep *s) {
         return -1;
     }
     return rep_q_done(r, st, rc, "read sweep_runs");
+}
+
+/* v's kernels (RVar.kernels): its finished and diverged runs' kernels in
+ * the order first met, with a count each when there are two or more. */
+static void row_kernels(const RSweep *s, RVar *v) {
+    const char *k[8];
+    int cnt[8], nk = 0;
+    for (int i = 0; i < v->nruns; i++) {
+        const RRun *u = &s->runs[v->runs[i]];
+        if (!u->kernel[0] || (strcmp(u->status, "finished") != 0 && strcmp(u->status, "diverged") != 0)) continue;
+        int j = 0;
+        while (j < nk && strcmp(k[j], u->kernel) != 0) j++;
+        if (j == nk && nk == 8) continue; /* more than 8 kernels in one row: the first 8 */
+        if (j == nk) k[nk] = u->kernel, cnt[nk++] = 0;
+        cnt[j]++;
+    }
+    size_t o = 0;
+    v->kernels[0] = '\0';
+    for (int j = 0; j < nk && o < sizeof v->kernels; j++) {
+        int w = nk == 1 ? snprintf(v->kernels + o, sizeof v->kernels - o, "%s", k[j])
+                        : snprintf(v->kernels + o, sizeof v->kernels - o, "%s%s %d", j ? ", " : "", k[j], cnt[j]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
 }
 
 /* Each run's summaries and last-step probes, and the rows (RSweep.vars,
@@ -745,6 +793,7 @@ static int load_rows(R *r, RSweep *s) {
         if (strcmp(u->status, "finished") == 0) v->n_fin++;
         if (strcmp(u->status, "diverged") == 0) v->n_div++;
     }
+    for (int k = 0; k < s->nvars; k++) row_kernels(s, &s->vars[k]);
     for (int k = 0; k < s->nvars; k++)
         if (s->vars[k].is_baseline && s->base < 0) s->base = k;
     s->own_base = s->base;

@@ -133,7 +133,7 @@ void rep_fmt_p(char *buf, size_t cap, double p) {
 /* Table columns (md and tex). */
 enum {
     C_LABEL, C_N, C_DIV, C_LOSS, C_PPL, C_DELTA, C_VS, C_CI, C_TEST, C_P, C_PHOLM, C_PTOST, C_VERDICT, C_DIVTOT,
-    C_PDIV, C_FATTN, C_MACT, C_GATE, C_SINKS, C_FREL, C_SPIKES, C_PARAMS, C_TPS, C_PPPL, C_PDELTA, C_PGATE, C_PMACT,
+    C_PDIV, C_FATTN, C_MACT, C_GATE, C_SINKS, C_FREL, C_SPIKES, C_PARAMS, C_TPS, C_KERNEL, C_PPPL, C_PDELTA, C_PGATE, C_PMACT,
     C_PFATTN, NCOL
 };
 enum { NPAPER = NCOL - C_PPPL };
@@ -167,6 +167,7 @@ static const struct {
     [C_SPIKES] = {"spikes", "spikes", 'r', 0, 0},
     [C_PARAMS] = {"+params", "+params", 'r', 0, 0},
     [C_TPS] = {"tok/s", "tok/s", 'r', 0, 0},
+    [C_KERNEL] = {"kernel", "kernel", 'l', 0, 1},
     [C_PPPL] = {"paper PPL", "PPL", 'r', 0, 0},
     [C_PDELTA] = {"paper ΔPPL", "$\\Delta$PPL", 'r', 0, 0},
     [C_PGATE] = {"paper gate", "gate", 'r', 0, 0},
@@ -244,6 +245,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
     cellnum(c->buf[C_SPIKES], cap, v->spikes, "%.1f", miss);
     cellnum(c->buf[C_PARAMS], cap, v->gate_params, "%.0f", miss);
     cellnum(c->buf[C_TPS], cap, v->tokens_per_s, "%.0f", miss);
+    if (v->kernels[0]) c->text[C_KERNEL] = v->kernels;
     const PaperRow *pr = paper_lookup(v->label);
     double nan = NAN;
     cellnum(c->buf[C_PPPL], cap, pr ? pr->ppl : nan, "%.3f", miss);
@@ -313,7 +315,9 @@ static void md_legend(const R *r, FILE *f, int sink) {
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
             "mean ± sample std over seeds.\n"
             "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
-            "throughput (mean).\n",
+            "throughput (mean); **kernel**: the OpenBLAS core its finished and diverged runs ran on (from each "
+            "run's `openblas_version`), with a count per kernel when they differ: results are bitwise "
+            "reproducible within one kernel, so a contrast across kernels carries the kernel effect too.\n",
             mg, mg, mg, mg);
     if (sink)
         fprintf(f, "- **sink heads (%%)**, **F-Attn/unif** (sweeps with sink probes): at each run's last evaluation, "
@@ -585,7 +589,7 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
                "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
                "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict\n",
+               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict,kernels\n",
             s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
@@ -641,7 +645,9 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         fputc(',', f);
         rep_csv_num(f, v->p_tost);
         rep_csv_num(f, v->have_test ? r->margin : NAN);
-        fprintf(f, "%s\n", v->have_test ? rep_verdict(r, v) : "");
+        fprintf(f, "%s,", v->have_test ? rep_verdict(r, v) : "");
+        csv_fput_text(v->kernels, f);
+        fputc('\n', f);
     }
     return rep_close(r, f, path);
 }
