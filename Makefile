@@ -84,9 +84,11 @@ test: deps
 
 test-run: links tools-test check xcheck
 
-# tools/results_db.py, the committed form of results/gated.db (results/db/).
+# tools/results_db.py, the committed form of results/gated.db (results/db/);
+# tools/kernel_effect.py, the kernel-twin comparison (issue 28).
 tools-test: $(BUILD)/gated
 	GATED_BIN=$(abspath $(BUILD)/gated) $(PYTHON) tests/test_results_db.py
+	$(PYTHON) tests/test_kernel_effect.py
 
 # results/gated.db from its committed parts (results/db/, tools/results_db.py):
 # folded in with gated merge, then checked part by part against the manifest.
