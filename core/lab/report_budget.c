@@ -283,42 +283,67 @@ static int series_rows(R *r, RBudget *b) {
     return 0;
 }
 
+int rep_first_fit(R *r, int n, int (*use)(const R *r, int i), int (*ok)(const R *r, int a, int b), RepGroup **out,
+                  int *nout) {
+    RepGroup *g = NULL;
+    int ng = 0, cap = 0, rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (use && !use(r, i)) continue;
+        int q = 0;
+        for (; q < ng; q++) {
+            int all = 1;
+            for (int m = 0; m < g[q].n && all; m++) all = ok(r, g[q].idx[m], i);
+            if (all) break;
+        }
+        if (q == ng && (rc = rep_grow(r, (void **)&g, &cap, ng + 1, sizeof *g)) == 0) memset(&g[ng++], 0, sizeof *g);
+        if (rc == 0 && (rc = rep_grow(r, (void **)&g[q].idx, &g[q].cap, g[q].n + 1, sizeof *g[q].idx)) == 0)
+            g[q].idx[g[q].n++] = i;
+    }
+    int kept = 0;
+    for (int q = 0; q < ng; q++) {
+        if (rc || g[q].n < 2)
+            free(g[q].idx);
+        else
+            g[kept++] = g[q];
+    }
+    if (rc) {
+        free(g);
+        g = NULL, kept = 0;
+    }
+    *out = g;
+    *nout = kept;
+    return rc;
+}
+
+void rep_sort_by(const R *r, int *idx, int n, double (*key)(const R *r, int i)) {
+    for (int m = 1; m < n; m++) /* insertion: a handful of items */
+        for (int j = m; j > 0 && key(r, idx[j - 1]) > key(r, idx[j]); j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+static double sweep_key(const R *r, int i) { return r->sw[i].tokens; }
+static int use_sweep(const R *r, int i) { return eligible(&r->sw[i]); }
+static int sweeps_agree(const R *r, int a, int b) { return agree(&r->sw[a], &r->sw[b]); }
+
 int rep_budget_find(R *r) {
     for (int i = 0; i < r->nsw; i++) r->sw[i].tokens = sweep_tokens(&r->sw[i]);
-    for (int i = 0; i < r->nsw; i++) {
-        if (!eligible(&r->sw[i])) continue;
-        RBudget *b = NULL;
-        for (int q = 0; q < r->nbud && !b; q++) {
-            int ok = 1;
-            for (int m = 0; m < r->bud[q].n && ok; m++) ok = agree(&r->sw[r->bud[q].sw[m]], &r->sw[i]);
-            if (ok) b = &r->bud[q];
-        }
-        if (!b) {
-            if (rep_grow(r, (void **)&r->bud, &r->bud_cap, r->nbud + 1, sizeof *r->bud)) return -1;
-            b = &r->bud[r->nbud++];
-            memset(b, 0, sizeof *b);
-        }
-        if (rep_grow(r, (void **)&b->sw, &b->cap, b->n + 1, sizeof *b->sw)) return -1;
-        b->sw[b->n++] = i;
+    RepGroup *g;
+    int ng;
+    if (rep_first_fit(r, r->nsw, use_sweep, sweeps_agree, &g, &ng)) return -1;
+    if (ng && !(r->bud = calloc((size_t)ng, sizeof *r->bud))) {
+        for (int q = 0; q < ng; q++) free(g[q].idx);
+        free(g);
+        return rep_oom(r);
     }
-    /* keep the series of two budgets or more */
-    int kept = 0;
-    for (int q = 0; q < r->nbud; q++) {
-        if (r->bud[q].n < 2) {
-            free(r->bud[q].sw);
-            continue;
-        }
-        r->bud[kept++] = r->bud[q];
-    }
-    r->nbud = kept;
+    for (int q = 0; q < ng; q++) r->bud[q] = (RBudget){.sw = g[q].idx, .n = g[q].n, .cap = g[q].cap};
+    r->nbud = r->bud_cap = ng;
+    free(g);
     for (int q = 0; q < r->nbud; q++) {
         RBudget *b = &r->bud[q];
-        for (int m = 1; m < b->n; m++) /* by tokens (insertion: a handful of sweeps; distinct budgets) */
-            for (int j = m; j > 0 && r->sw[b->sw[j - 1]].tokens > r->sw[b->sw[j]].tokens; j--) {
-                int t = b->sw[j];
-                b->sw[j] = b->sw[j - 1];
-                b->sw[j - 1] = t;
-            }
+        rep_sort_by(r, b->sw, b->n, sweep_key);
         for (int m = 0; m < b->n; m++) b->shown |= !r->sw[b->sw[m]].context;
         if (!(b->fname = rep_fmt(r, "budget-%s", r->sw[b->sw[0]].fname))) return -1;
         for (int m = 0; m < b->n; m++) {
@@ -332,14 +357,18 @@ int rep_budget_find(R *r) {
     return rep_size_find(r);
 }
 
+void rep_plots_free(PlotEntry *p, int n) {
+    for (int k = 0; k < n; k++) {
+        free(p[k].title);
+        free(p[k].base);
+    }
+    free(p);
+}
+
 void rep_budget_free(R *r) {
     for (int q = 0; q < r->nbud; q++) {
         RBudget *b = &r->bud[q];
-        for (int k = 0; k < b->nplots; k++) {
-            free(b->plots[k].title);
-            free(b->plots[k].base);
-        }
-        free(b->plots);
+        rep_plots_free(b->plots, b->nplots);
         free(b->sw);
         free(b->fname);
         free(b->labels);
@@ -614,8 +643,8 @@ int rep_budget_md(R *r, FILE *f) {
     for (int q = 0; q < r->nbud; q++) any |= r->bud[q].shown;
     if (!any) return 0;
     fprintf(f, "<a id=\"budget\"></a>\n\n## Effect against training budget\n\n"
-               "Sweeps that train the same rows to different budgets form a series: the same row labels and "
-               "baseline, one budget per sweep (tokens per run), and configs equal row by row but for "
+               "Sweeps that train the same rows to different budgets form a series: the same baseline row, "
+               "the row labels of one among the other's (a longer budget may train fewer rows), one budget per sweep (tokens per run), and configs equal row by row but for "
                "`train.steps`, `train.eval_every`, `train.checkpoint_every` and `train.seed` (how long a run "
                "trains, when it is measured and saved, and its seed). So every other key, the learning-rate "
                "schedule's shape included, is the same, and each budget's numbers are the endpoints of complete "

@@ -63,15 +63,12 @@ static int has_label(const RBudget *b, const char *label) {
     return 0;
 }
 
+static double series_params(const R *r, int q) { return r->bud[q].params; }
+
 /* Group z's members by params, its contrasts, name and shown flag; 0, or
  * -1 when out of memory. */
 static int size_finish(R *r, RSize *z) {
-    for (int m = 1; m < z->n; m++) /* insertion: a handful of series */
-        for (int j = m; j > 0 && r->bud[z->bud[j - 1]].params > r->bud[z->bud[j]].params; j--) {
-            int t = z->bud[j];
-            z->bud[j] = z->bud[j - 1];
-            z->bud[j - 1] = t;
-        }
+    rep_sort_by(r, z->bud, z->n, series_params);
     const RBudget *b0 = &r->bud[z->bud[0]];
     for (int k = 0; k < b0->nlab; k++) {
         int all = strcmp(b0->labels[k], b0->base) != 0;
@@ -85,44 +82,36 @@ static int size_finish(R *r, RSize *z) {
     return z->fname ? 0 : -1;
 }
 
+static int series_agree(const R *r, int a, int b) { return sizes_agree(r, &r->bud[a], &r->bud[b]); }
+
 int rep_size_find(R *r) {
-    for (int q = 0; q < r->nbud; q++) {
-        RSize *z = NULL;
-        for (int g = 0; g < r->nsize && !z; g++) {
-            int ok = 1;
-            for (int m = 0; m < r->size[g].n && ok; m++) ok = sizes_agree(r, &r->bud[r->size[g].bud[m]], &r->bud[q]);
-            if (ok) z = &r->size[g];
-        }
-        if (!z) {
-            if (rep_grow(r, (void **)&r->size, &r->size_cap, r->nsize + 1, sizeof *r->size)) return -1;
-            z = &r->size[r->nsize++];
-            memset(z, 0, sizeof *z);
-        }
-        if (rep_grow(r, (void **)&z->bud, &z->cap, z->n + 1, sizeof *z->bud)) return -1;
-        z->bud[z->n++] = q;
-    }
-    int kept = 0;
-    for (int g = 0; g < r->nsize; g++) {
-        RSize *z = &r->size[g];
-        if (z->n >= 2 && size_finish(r, z)) return -1;
-        if (z->n < 2 || z->nlab == 0) {
-            free(z->bud), free(z->labels), free(z->fname);
+    RepGroup *g;
+    int ng;
+    if (rep_first_fit(r, r->nbud, NULL, series_agree, &g, &ng)) return -1;
+    int rc = ng && !(r->size = calloc((size_t)ng, sizeof *r->size)) ? rep_oom(r) : 0;
+    for (int q = 0; q < ng; q++) {
+        if (rc) {
+            free(g[q].idx);
             continue;
         }
-        r->size[kept++] = *z;
+        RSize *z = &r->size[r->nsize];
+        *z = (RSize){.bud = g[q].idx, .n = g[q].n, .cap = g[q].cap};
+        r->nsize++;
+        rc = size_finish(r, z);
+        if (rc == 0 && z->nlab == 0) { /* no contrast every size has */
+            free(z->bud), free(z->labels), free(z->fname);
+            r->nsize--;
+        }
     }
-    r->nsize = kept;
-    return 0;
+    r->size_cap = ng;
+    free(g);
+    return rc;
 }
 
 void rep_size_free(R *r) {
     for (int g = 0; g < r->nsize; g++) {
         RSize *z = &r->size[g];
-        for (int k = 0; k < z->nplots; k++) {
-            free(z->plots[k].title);
-            free(z->plots[k].base);
-        }
-        free(z->plots);
+        rep_plots_free(z->plots, z->nplots);
         free(z->bud);
         free(z->labels);
         free(z->fname);

@@ -423,6 +423,18 @@ void rep_family_text(const R *r, FILE *f, const RSweep *s, int md);
 /* Find the budget series among the loaded sweeps (R.bud) and read what
  * their tables need (the last-quarter drop of each finished run). */
 int rep_budget_find(R *r);
+/* Groups of the items 0..n-1 that use() accepts (NULL: all): each joins
+ * the first group with all of whose items ok() agrees, else starts one.
+ * The groups of two items or more into *out (heap, each idx heap, in item
+ * order); -1 when out of memory. */
+typedef struct {
+    int *idx;
+    int n, cap;
+} RepGroup;
+int rep_first_fit(R *r, int n, int (*use)(const R *r, int i), int (*ok)(const R *r, int a, int b), RepGroup **out,
+                  int *nout);
+/* Sort the n indices at idx by key, ascending (stable). */
+void rep_sort_by(const R *r, int *idx, int n, double (*key)(const R *r, int i));
 /* The row of sweep s labelled label; -1 if none. */
 int rep_row_of(const RSweep *s, const char *label);
 /* A difference of row k against the sweep's baseline row, paired by seed:
@@ -445,6 +457,8 @@ int rep_budget_md(R *r, FILE *f);
 /* DIR/budget.tex, or DIR/budget.csv and DIR/budget-runs.csv, when a series is shown. */
 int rep_budget_files(R *r);
 void rep_budget_free(R *r);
+/* Free n plot entries and their array. */
+void rep_plots_free(PlotEntry *p, int n);
 
 /* ------------------------------------------------------------------ */
 /* report_bb.c                                                         */
