@@ -127,7 +127,7 @@ static int plot_size_contrast(R *r, RSize *z, int k) {
         int lines = 0;
         for (int q = 0; rc == 0 && q < b->n; q++) {
             rc = size_delta(r, b, q, z->labels[k], &d, &c);
-            if (rc || d.n == 0 || isnan(d.d) || isnan(c)) continue;
+            if (rc || d.n == 0 || isnan(d.d) || !isfinite(c) || c <= 0) continue; /* a log axis */
             if (!lines++)
                 fprintf(dat, "# %s - %s, %.0f params: FLOPs, delta, CI low, CI high, seed pairs, tokens\n",
                         z->labels[k], bl, b->params);
