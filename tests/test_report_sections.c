@@ -388,7 +388,7 @@ Test(report, effect_against_budget_csv_tex) {
     free(c);
     c = out_file(&fx, "budget-runs.csv");
     assert_has(c, "series,sweep,tokens,steps,label,seed,run_id,status,val_loss,test_loss,q_from_step,q_to_step,"
-                  "q_drop\n");
+                  "q_drop,gap,min_step,min_rise,params\n");
     cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_from_step"), 150, 1e-12);
     cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_to_step"), 200, 1e-12);
     cr_assert_float_eq(csv_num_of(c, "bud_a,bud_b,51200,200,baseline,2,", "q_drop"), 0.25, 1e-9);

