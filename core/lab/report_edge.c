@@ -118,8 +118,10 @@ static int cond_of(R *r, const char *key, char **fkey, double *clip, double *war
     sqlite3_stmt *st;
     if (rep_q_prep(r, &st,
                    "SELECT CASE WHEN json_valid(?1) THEN json_remove(?1, ?2, ?3) ELSE ?1 END,"
-                   " CASE WHEN json_valid(?1) AND json_type(?1, ?2) IN ('integer', 'real') THEN json_extract(?1, ?2) END,"
-                   " CASE WHEN json_valid(?1) AND json_type(?1, ?3) IN ('integer', 'real') THEN json_extract(?1, ?3) END",
+                   " CASE WHEN json_valid(?1) THEN CASE WHEN json_type(?1, ?2) IN ('integer', 'real')"
+                   " THEN json_extract(?1, ?2) END END,"
+                   " CASE WHEN json_valid(?1) THEN CASE WHEN json_type(?1, ?3) IN ('integer', 'real')"
+                   " THEN json_extract(?1, ?3) END END",
                    "ttt", key, COND_KEYS[0], COND_KEYS[1]))
         return -1;
     int rc = sqlite3_step(st);
@@ -133,6 +135,7 @@ static int cond_of(R *r, const char *key, char **fkey, double *clip, double *war
 
 /* The variant row v belongs to (new if none), named name (taken). */
 static EVar *variant_of(R *r, Edge *e, const RVar *v, char *name) {
+    if (!name) return NULL;
     for (int i = 0; i < e->nv; i++) {
         EVar *w = &e->v[i];
         int same = v->key && w->key ? strcmp(v->key, w->key) == 0 : strcmp(name, w->name) == 0;
@@ -512,9 +515,9 @@ int rep_edge_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     int self = (int)(s - r->sw), first, shown, rc = 0;
     const Edge *e = &all[self];
     intro(f, s, e, y);
-    Tab t = {0};
+    Tab t = {0}, tv = {0}, tf = {0};
     rc = rep_tab_done(f, &t, y, cells_tab(r, e, y, &t));
-    rc = rc || rep_tab_done(f, &t, y, variants_tab(r, e, y, &t));
+    rc = rc || rep_tab_done(f, &tv, y, variants_tab(r, e, y, &tv));
     int nm = family_of(r, all, self, &first, &shown);
     if (rc == 0 && nm >= 2 && shown == self) {
         int *members = malloc(sizeof *members * (size_t)nm), m = 0;
@@ -529,7 +532,7 @@ int rep_edge_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
                     nm);
         else if (rc == 0)
             fprintf(f, "%% Learning-rate edge across conditions (train.grad_clip, train.warmup): %d sweeps\n", nm);
-        rc = rc || rep_tab_done(f, &t, y, family_tab(r, all, members, nm, y, &t));
+        rc = rc || rep_tab_done(f, &tf, y, family_tab(r, all, members, nm, y, &tf));
         free(members);
     }
     edges_free(r, all);
