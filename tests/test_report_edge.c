@@ -237,3 +237,17 @@ Test(report, edge_csv_and_tex) {
     free(tex);
     fx_rm(&fx);
 }
+
+/* The main fixture's lr sweep: labels "lr=0.001,position=none" name the
+ * variant "position=none"; the baseline line diverges at 0.01 (2 of 4),
+ * the gated one never, and its row at 0.003 has no baseline to test. */
+Test(report, edge_lr_first_labels) {
+    Fx fx;
+    fixture(&fx);
+    char *md = edge_md(&fx, "lr");
+    assert_has(md, "| position=none | 0.01 | 4/4 | 2/4 | 0/4 | – | 30 | 2.5500 ± 0.0707 | (baseline) |\n");
+    assert_has(md, "| position=sdpa | 0.003 | 4/4 | 0/4 | 0/4 | – | – | 2.0250 ± 0.0520 | – |\n");
+    assert_has(md, "| position=sdpa | 0.01 | 0.01 | none | 0.429 | 2 |\n");
+    free(md);
+    fx_rm(&fx);
+}

@@ -84,15 +84,17 @@ static const char *const COND_KEYS[2] = {"$.\"train.grad_clip\"", "$.\"train.war
 /* rows into variants                                                  */
 /* ------------------------------------------------------------------ */
 
-/* The lr part of a label: "lr" at the start or after a separator, then a
- * number running to the end or to a separator; its start (the separator
- * before it) and end, and the number.  0 when there is none. */
+/* The lr part of a label: "lr" or "lr=" at the start or after a
+ * separator, then a number running to the end or to a separator
+ * ("baseline-lr3.5e-1", "lr=0.001,position=none"); its start (the
+ * separator before it) and end, and the number.  0 when there is none. */
 static int lr_part(const char *s, const char **from, const char **to, double *lr) {
     for (const char *p = s + strlen(s); p-- > s;) {
-        if (strncmp(p, "lr", 2) != 0 || !(isdigit((unsigned char)p[2]) || p[2] == '.')) continue;
-        if (p > s && !strchr("-_ ,=", p[-1])) continue;
+        const char *num = p + 2 + (p[0] == 'l' && p[1] == 'r' && p[2] == '=');
+        if (strncmp(p, "lr", 2) != 0 || !(isdigit((unsigned char)*num) || *num == '.')) continue;
+        if (p > s && !strchr("-_ ,", p[-1])) continue;
         char *e;
-        double x = strtod(p + 2, &e);
+        double x = strtod(num, &e);
         if (*e && !strchr("-_ ,", *e)) continue;
         if (!(x > 0 && isfinite(x))) continue;
         *from = p > s ? p - 1 : p;
