@@ -2,8 +2,8 @@
  * test_report_stats.c — the statistics of `gated report` and `gated
  * compare` (lab/stats.h) against reference values: the Student-t
  * distribution (mpmath at 30 digits), Welch's and the paired t-test,
- * Holm–Bonferroni, Fisher's exact test (exact fractions, as computed by an
- * independent Python script), the Mann-Whitney U test (by hand and by brute
+ * Holm–Bonferroni, Fisher's exact test and its stratified form (exact
+ * fractions, as computed by an independent Python script; R's example), the Mann-Whitney U test (by hand and by brute
  * force over every ordering), TOST and the minimum detectable effect
  * (closed forms of the t distribution at df 1, 2 and 4); see the values'
  * comments.
@@ -153,6 +153,45 @@ Test(report, paired_holm_fisher) {
     cr_assert_eq(stats_fisher_exact(0, 4, 0, 4), 1);                             /* nobody diverged */
     cr_assert(isnan(stats_fisher_exact(0, 0, 1, 3)));
     cr_assert(isnan(stats_fisher_exact(-1, 2, 1, 3)));
+}
+
+/* The exact stratified test against R's mantelhaen.test(exact = TRUE) on
+ * its Rabbits example (S = 16, p-value = 0.03994) and exact fractions from
+ * an independent brute force over every table of the strata (Python's
+ * Fraction, the same two-sided rule). */
+Test(report, cmh_exact) {
+    static const long rabbits[5][4] = {{0, 6, 0, 5}, {3, 3, 0, 6}, {6, 0, 2, 4}, {5, 1, 6, 0}, {2, 0, 5, 0}};
+    double p;
+    cr_assert_eq(stats_cmh_exact(rabbits, 5, &p), 0);
+    cr_assert_float_eq(p, 29.0 / 726, 1e-12); /* 0.039945 */
+    /* two strata [[1, 0], [0, 1]]: S in {0, 1, 2} with 1/4, 1/2, 1/4; S = 2 observed */
+    static const long two[2][4] = {{1, 0, 0, 1}, {1, 0, 0, 1}};
+    cr_assert_eq(stats_cmh_exact(two, 2, &p), 0);
+    cr_assert_float_eq(p, 0.5, 1e-12);
+    /* lr strata: 0.35, 0.5 and an lr where every run diverged (a single table: no information) */
+    static const long lr3[3][4] = {{0, 4, 2, 2}, {1, 3, 3, 1}, {4, 0, 4, 0}};
+    cr_assert_eq(stats_cmh_exact(lr3, 3, &p), 0);
+    cr_assert_float_eq(p, 59.0 / 490, 1e-12);
+    static const long lr4[4][4] = {{2, 2, 0, 4}, {3, 1, 0, 4}, {4, 0, 2, 2}, {4, 0, 4, 0}};
+    cr_assert_eq(stats_cmh_exact(lr4, 4, &p), 0);
+    cr_assert_float_eq(p, 9.0 / 1372, 1e-12);
+    /* one stratum is Fisher's test; a stratum with an empty row is left out */
+    static const long one[2][4] = {{1, 9, 11, 3}, {0, 0, 3, 1}};
+    cr_assert_eq(stats_cmh_exact(one, 2, &p), 0);
+    cr_assert_float_eq(p, stats_fisher_exact(1, 9, 11, 3), 1e-15);
+    static const long same[2][4] = {{0, 4, 0, 4}, {4, 0, 4, 0}}; /* a single value of S */
+    cr_assert_eq(stats_cmh_exact(same, 2, &p), 0);
+    cr_assert_eq(p, 1);
+    static const long empty[1][4] = {{0, 0, 1, 3}}, neg[1][4] = {{-1, 2, 1, 3}};
+    static const long huge[1][4] = {{1L << 20, 1L << 20, 1L << 20, 1L << 20}};
+    cr_assert_eq(stats_cmh_exact(empty, 1, &p), 0);
+    cr_assert(isnan(p));
+    cr_assert_eq(stats_cmh_exact(neg, 1, &p), 0);
+    cr_assert(isnan(p));
+    cr_assert_eq(stats_cmh_exact(huge, 1, &p), 0); /* past the bound on the support */
+    cr_assert(isnan(p));
+    cr_assert_eq(stats_cmh_exact(rabbits, 0, &p), 0);
+    cr_assert(isnan(p));
 }
 
 /* Mann-Whitney U against hand-computed values: U counted pair by pair,

@@ -20,6 +20,10 @@
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
  *                     are report_plot_sections.c's
+ *   report_edge.c     the section "Learning-rate edge" of lr sweeps: per
+ *                     variant and lr divergences and loss spikes, the
+ *                     edges, Fisher and exact stratified p; the table
+ *                     across sweeps that differ in clipping and warmup
  *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
  *                     loading, per-row statistics, the sections
  *                     "Quantization" and "Gate-sparse heads" (md, tex,
@@ -505,6 +509,18 @@ int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
  * (a line per row, rule and tau or F). */
 int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
 int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s);
+
+/* ------------------------------------------------------------------ */
+/* report_edge.c                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Whether sweep s gets the section "Learning-rate edge": its runs vary
+ * train.lr and two rows differ in nothing else. */
+int rep_has_edge(const RSweep *s);
+/* The section in markdown (md) or TeX, and DIR/SWEEP-edge.csv (a line per
+ * variant and lr). */
+int rep_edge_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
+int rep_edge_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
 /* report_gp.c: gnuplot, scripts, plot data                            */

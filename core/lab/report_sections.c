@@ -22,13 +22,16 @@
  *   `gated eval --quant / --drop` results (infer_* metrics): report_infer.c's
  *     sections "Quantization" and "Gate-sparse heads", after the
  *     context-length ones.
+ *   rows that differ in train.lr alone: report_edge.c's section
+ *     "Learning-rate edge", last.
  * In md and tex a section is a Tab (report_int.h; report_budget.c's tables
  * are Tabs too), written by rep_tab_write in the style of the format
  * (RepStyle); in csv format the sections are files of their own:
  * SWEEP-sink.csv (one line per finished run with sink probes),
  * SWEEP-fattn-heads.csv (row, layer, head), SWEEP-bb.csv (row) and
  * SWEEP-ppl.csv (row, split, series, length), SWEEP-quant.csv (row,
- * scheme) and SWEEP-drop.csv (row, rule, tau or F).  In tex they follow the main tabular in SWEEP.tex.
+ * scheme), SWEEP-drop.csv (row, rule, tau or F) and SWEEP-edge.csv
+ * (variant, lr).  In tex they follow the main tabular in SWEEP.tex.
  * Which sweep gets which section, and each section's writers (md / tex,
  * csv) and plots, is one table (SECTIONS, at the end): report.md,
  * SWEEP.tex, the CSV files and rep_make_plots all walk it in its order.
@@ -454,6 +457,7 @@ static const struct {
     {"ppl", has_eval, ppl_section, csv_ppl, rep_plot_ppl},
     {"quant", has_quant, rep_infer_quant_section, rep_infer_quant_csv, rep_plot_quant},
     {"drop", has_drop, rep_infer_drop_section, rep_infer_drop_csv, rep_plot_drop},
+    {"edge", rep_has_edge, rep_edge_section, rep_edge_csv, NULL},
 };
 enum { NSECTIONS = (int)(sizeof SECTIONS / sizeof SECTIONS[0]) };
 

@@ -8,7 +8,9 @@
  * 0 keeps its precision.  Quantiles bisect the CDF until the interval
  * cannot shrink (400 halvings at most).  Fisher's exact test sums the
  * hypergeometric probabilities in log space (lgamma), so large counts do
- * not overflow.  The exact Mann–Whitney distribution counts the orderings
+ * not overflow; the exact test of k such tables (stratified) convolves
+ * their hypergeometric distributions into that of the sum of their
+ * top-left counts.  The exact Mann–Whitney distribution counts the orderings
  * with U = k: they are the coefficients of the Gaussian binomial
  * [na + nb choose n]_q = prod_{i=1..n} (1 - q^(m+i)) / (1 - q^i) (n the
  * smaller sample), built one factor pair at a time (each partial product
@@ -212,20 +214,88 @@ double stats_paired_mde(double sd, int n, double alpha, double power) {
 
 static double lchoose(long n, long k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
 
+/* The support [*lo, *hi] of the top-left count of the 2x2 table [[a, b],
+ * [c, d]] with its margins fixed, and log C(n, c1), the denominator of
+ * hyper_p. */
+static double hyper_support(long a, long b, long c, long d, long *lo, long *hi) {
+    long r1 = a + b, r2 = c + d, c1 = a + c;
+    *lo = c1 - r2 > 0 ? c1 - r2 : 0;
+    *hi = c1 < r1 ? c1 : r1;
+    return lchoose(r1 + r2, c1);
+}
+
+/* P(x) = C(r1, x) C(r2, c1 - x) / C(n, c1): the hypergeometric probability
+ * of top-left count x (lden: hyper_support's log C(n, c1)). */
+static double hyper_p(long r1, long r2, long c1, long x, double lden) {
+    return exp(lchoose(r1, x) + lchoose(r2, c1 - x) - lden);
+}
+
+/* The relative tolerance of "no more likely than the observed table". */
+static const double REL_TOL = 1e-7;
+
 double stats_fisher_exact(long a, long b, long c, long d) {
     if (a < 0 || b < 0 || c < 0 || d < 0 || a + b == 0 || c + d == 0) return NAN;
-    long r1 = a + b, r2 = c + d, c1 = a + c, n = r1 + r2;
-    long lo = c1 - r2 > 0 ? c1 - r2 : 0, hi = c1 < r1 ? c1 : r1;
+    long lo, hi, r1 = a + b, r2 = c + d, c1 = a + c;
+    double den = hyper_support(a, b, c, d, &lo, &hi);
     if (lo == hi) return 1;
-    /* P(x) = C(r1, x) C(r2, c1 - x) / C(n, c1), x the top-left count */
-    double den = lchoose(n, c1);
-    double pobs = exp(lchoose(r1, a) + lchoose(r2, c1 - a) - den);
+    double pobs = hyper_p(r1, r2, c1, a, den);
     double p = 0;
     for (long x = lo; x <= hi; x++) {
-        double px = exp(lchoose(r1, x) + lchoose(r2, c1 - x) - den);
-        if (px <= pobs * (1 + 1e-7)) p += px;
+        double px = hyper_p(r1, r2, c1, x, den);
+        if (px <= pobs * (1 + REL_TOL)) p += px;
     }
     return p > 1 ? 1 : p;
+}
+
+/* Strata of stats_cmh_exact whose support sums past this are refused
+ * (NAN): the convolution's memory is that sum. */
+enum { CMH_MAX_SUPPORT = 1 << 20 };
+
+int stats_cmh_exact(const long (*t)[4], int k, double *p) {
+    *p = NAN;
+    long total = 0, obs = 0, used = 0;
+    for (int i = 0; i < k; i++) {
+        const long *x = t[i];
+        if (x[0] < 0 || x[1] < 0 || x[2] < 0 || x[3] < 0) return 0;
+        if (x[0] + x[1] == 0 || x[2] + x[3] == 0) continue; /* an empty row: no information */
+        long lo, hi;
+        hyper_support(x[0], x[1], x[2], x[3], &lo, &hi);
+        total += hi - lo;
+        obs += x[0] - lo;
+        used++;
+        if (total >= CMH_MAX_SUPPORT) return 0;
+    }
+    if (!used) return 0;
+    /* dist[s]: P(S - sum lo = s), S the sum of the top-left counts, one stratum convolved in at a time */
+    double *dist = calloc((size_t)total + 1, sizeof *dist), *next = calloc((size_t)total + 1, sizeof *next);
+    if (!dist || !next) {
+        free(dist), free(next);
+        return -1;
+    }
+    long span = 0;
+    dist[0] = 1;
+    for (int i = 0; i < k; i++) {
+        const long *x = t[i];
+        if (x[0] + x[1] == 0 || x[2] + x[3] == 0) continue;
+        long lo, hi, r1 = x[0] + x[1], r2 = x[2] + x[3], c1 = x[0] + x[2];
+        double den = hyper_support(x[0], x[1], x[2], x[3], &lo, &hi);
+        memset(next, 0, sizeof *next * (size_t)(span + hi - lo + 1));
+        for (long v = lo; v <= hi; v++) {
+            double pv = hyper_p(r1, r2, c1, v, den);
+            for (long s = 0; s <= span; s++) next[s + v - lo] += dist[s] * pv;
+        }
+        span += hi - lo;
+        double *tmp = dist;
+        dist = next;
+        next = tmp;
+    }
+    double pobs = dist[obs], sum = 0;
+    for (long s = 0; s <= total; s++)
+        if (dist[s] <= pobs * (1 + REL_TOL)) sum += dist[s];
+    free(dist);
+    free(next);
+    *p = sum > 1 ? 1 : sum;
+    return 0;
 }
 
 double stats_mann_whitney_min_p(int na, int nb) {

@@ -2,13 +2,14 @@
  * stats.h — the statistics of `gated report` (report.h): the Student-t
  * distribution, mean and sample standard deviation, Welch's and the paired
  * t-test, the two one-sided tests of equivalence (TOST), the minimum
- * detectable effect of a paired t-test, Holm–Bonferroni and Fisher's
- * exact test; and of `gated compare` (bench.h): the Mann–Whitney U test.
+ * detectable effect of a paired t-test, Holm–Bonferroni, Fisher's exact
+ * test and its stratified form (the exact Cochran–Mantel–Haenszel test);
+ * and of `gated compare` (bench.h): the Mann–Whitney U test.
  *
  * Pure functions of their arguments (no I/O, no global state; stats_holm
- * alone allocates, and says so).  Small samples are part of the contract,
- * since a report row may have 0, 1 or 2 finished runs: each function says
- * what it returns for n < 2.
+ * and stats_cmh_exact alone allocate, and say so).  Small samples are part
+ * of the contract, since a report row may have 0, 1 or 2 finished runs:
+ * each function says what it returns for n < 2.
  */
 #ifndef GATED_STATS_H
 #define GATED_STATS_H
@@ -83,6 +84,19 @@ int stats_holm(const double *p, int n, double *adj);
  * 1e-7, as R and SciPy).  NAN when a count is negative or a row is empty;
  * 1 when the margins allow a single table. */
 double stats_fisher_exact(long a, long b, long c, long d);
+
+/* The exact conditional test of independence in k 2x2 tables (strata
+ * t[i] = {a, b, c, d}, the table [[a, b], [c, d]]), two-sided, as R's
+ * mantelhaen.test(exact = TRUE): under a common odds ratio of 1 and every
+ * stratum's margins fixed, the sum S of the top-left counts has the
+ * convolution of the strata's hypergeometric distributions; p sums the
+ * probabilities of the values of S no more likely than the observed one
+ * (relative tolerance 1e-7, as stats_fisher_exact, which it equals for k =
+ * 1).  A stratum with an empty row carries no information and is left out.
+ * *p: NAN when a count is negative, no stratum is left, or the strata's
+ * supports sum to 2^20 values or more; 1 when the margins allow a single
+ * value of S.  0, or -1 when out of memory (*p NAN). */
+int stats_cmh_exact(const long (*t)[4], int k, double *p);
 
 /* The Mann–Whitney U test (Wilcoxon rank-sum), two-sided, of samples a and
  * b: are they drawn from one distribution?  As SciPy's mannwhitneyu with
