@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'bb_search-lr.svg'
 set grid
-set key outside right top
+set key below
 set title 'bb_search'
 set logscale x
 set autoscale xfix

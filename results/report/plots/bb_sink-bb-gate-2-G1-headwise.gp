@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'bb_sink-bb-gate-2-G1-headwise.svg'
 set grid
-set key outside right top
+set key below
 set title 'bb_sink: gate scores of G1-headwise by query type (last step, 15 runs summed)'
 set xlabel 'gate score'
 set ylabel 'share of the layer''s scores of the type'

@@ -3,24 +3,11 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'bb_sink_3l-bb-loss.svg'
 set grid
-set key outside right top
 set key below
 set title 'bb_sink_3l'
 set xlabel 'step'
-set ylabel 'validation loss (nats) (band: +- std)'
-plot 'bb_sink_3l-bb-loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 3 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 4 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 5 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 6 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 7 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 8 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 9 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 10 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#56b4e9' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 11 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#56b4e9' fs transparent solid 0.15 noborder notitle, \
-     'bb_sink_3l-bb-loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline (other positions)', \
+set ylabel 'validation loss (nats)'
+plot 'bb_sink_3l-bb-loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline (other positions)', \
      'bb_sink_3l-bb-loss.dat' index 1 using 1:2 with linespoints lc rgb '#0072b2' dt 2 pt 1 title 'baseline (trigger positions)', \
      'bb_sink_3l-bb-loss.dat' index 2 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise (other positions)', \
      'bb_sink_3l-bb-loss.dat' index 3 using 1:2 with linespoints lc rgb '#d55e00' dt 2 pt 2 title 'G1-elementwise (trigger positions)', \

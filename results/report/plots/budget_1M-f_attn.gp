@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_1M-f_attn.svg'
 set grid
-set key outside right top
+set key below
 set title 'budget_1M'
 set xlabel 'layer'
 set xtics 1

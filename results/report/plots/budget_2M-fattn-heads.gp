@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_2M-fattn-heads.svg'
 set grid
-set key outside right top
+set key below
 unset grid
 unset key
 set title 'budget_2M' offset 0,2

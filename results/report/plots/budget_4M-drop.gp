@@ -3,7 +3,6 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_4M-drop.svg'
 set grid
-set key outside right top
 set key below
 set title 'budget_4M'
 set logscale y

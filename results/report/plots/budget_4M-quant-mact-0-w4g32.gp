@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_4M-quant-mact-0-w4g32.svg'
 set grid
-set key outside right top
+set key below
 set title 'budget_4M: w4g32 (Pearson r = +0.462, Spearman rho = +0.657, n = 6)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w4g32 (% of float PPL)'

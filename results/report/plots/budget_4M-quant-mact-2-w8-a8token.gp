@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_4M-quant-mact-2-w8-a8token.svg'
 set grid
-set key outside right top
+set key below
 set title 'budget_4M: w8-a8token (Pearson r = -0.296, Spearman rho = -0.086, n = 6)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8token (% of float PPL)'

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_4M-quant.svg'
 set grid
-set key outside right top
+set key below
 set title 'budget_4M'
 set xlabel 'quantization scheme'
 set ylabel 'PPL - float PPL (% of float PPL), mean +- std over seeds'

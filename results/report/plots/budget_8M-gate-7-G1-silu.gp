@@ -3,11 +3,11 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_8M-gate-7-G1-silu.svg'
 set grid
-set key outside right top
+set key below
 set title 'budget_8M: gate scores of G1-silu (last step, 2 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
-set xrange [-2:2]
+set xrange [-0.4:2]
 plot 'budget_8M-gate-7-G1-silu.dat' index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0', \
      'budget_8M-gate-7-G1-silu.dat' index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1', \
      'budget_8M-gate-7-G1-silu.dat' index 2 using 1:2 with histeps lw 2 lc rgb '#009e73' dt 1 title 'layer 2', \

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'long_context-m_act.svg'
 set grid
-set key outside right top
+set key below
 set title 'long_context'
 set xlabel 'layer'
 set xtics 1

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'long_context_continued-ppl-vs-length.svg'
 set grid
-set key outside right top
+set key below
 set title 'long_context_continued'
 set logscale x 2
 set logscale y

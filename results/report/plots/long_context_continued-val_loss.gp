@@ -3,10 +3,10 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'long_context_continued-val_loss.svg'
 set grid
-set key outside right top
+set key below
 set title 'long_context_continued'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
+set ylabel 'validation loss (nats/byte), mean over seeds (band: +- std)'
 plot 'long_context_continued-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
      'long_context_continued-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
      'long_context_continued-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stability-gate-3-G1-matched-lr1.0e-2.svg'
 set grid
-set key outside right top
+set key below
 set title 'lr_stability: gate scores of G1-matched-lr1.0e-2 (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'

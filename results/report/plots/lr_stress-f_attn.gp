@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stress-f_attn.svg'
 set grid
-set key outside right top
+set key below
 set title 'lr_stress'
 set xlabel 'layer'
 set xtics 1

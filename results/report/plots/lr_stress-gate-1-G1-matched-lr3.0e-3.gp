@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stress-gate-1-G1-matched-lr3.0e-3.svg'
 set grid
-set key outside right top
+set key below
 set title 'lr_stress: gate scores of G1-matched-lr3.0e-3 (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'

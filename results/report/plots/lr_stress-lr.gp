@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stress-lr.svg'
 set grid
-set key outside right top
+set key below
 set title 'lr_stress'
 set logscale x
 set autoscale xfix

@@ -3,19 +3,11 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_stress-val_loss.svg'
 set grid
-set key outside right top
+set key below
 set title 'lr_stress'
 set xlabel 'step'
-set ylabel 'validation loss (nats/token), mean over seeds (band: +- std)'
-plot 'lr_stress-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 3 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 4 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#e69f00' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 5 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#56b4e9' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 6 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#000000' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 7 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#999999' fs transparent solid 0.15 noborder notitle, \
-     'lr_stress-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline-lr3.0e-3', \
+set ylabel 'validation loss (nats/byte), mean over seeds'
+plot 'lr_stress-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline-lr3.0e-3', \
      'lr_stress-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-matched-lr3.0e-3', \
      'lr_stress-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'baseline-lr1.0e-2', \
      'lr_stress-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G1-matched-lr1.0e-2', \

@@ -3,11 +3,11 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink-gate-4-G1-input-independent.svg'
 set grid
-set key outside right top
+set key below
 set title 'sink: gate scores of G1-input-independent (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
-set xrange [0:1]
+set xrange [0.25:0.75]
 plot 'sink-gate-4-G1-input-independent.dat' index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0', \
      'sink-gate-4-G1-input-independent.dat' index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1', \
      'sink-gate-4-G1-input-independent.dat' index 2 using 1:2 with histeps lw 2 lc rgb '#009e73' dt 1 title 'layer 2', \

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink-quant-mact-1-w8-a8tensor.svg'
 set grid
-set key outside right top
+set key below
 set title 'sink: w8-a8tensor (Pearson r = -0.501, Spearman rho = -0.166, n = 24)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8tensor (% of float PPL)'

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink_search_lr-f_attn.svg'
 set grid
-set key outside right top
+set key below
 set title 'sink_search_lr'
 set xlabel 'layer'
 set xtics 1

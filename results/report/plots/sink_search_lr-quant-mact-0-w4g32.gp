@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink_search_lr-quant-mact-0-w4g32.svg'
 set grid
-set key outside right top
+set key below
 set title 'sink_search_lr: w4g32 (n = 2)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w4g32 (% of float PPL)'

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'sink_search_lr-quant-mact-2-w8-a8token.svg'
 set grid
-set key outside right top
+set key below
 set title 'sink_search_lr: w8-a8token (n = 2)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8token (% of float PPL)'

@@ -3,11 +3,11 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard-gate-14-G1-silu.svg'
 set grid
-set key outside right top
+set key below
 set title 'standard: gate scores of G1-silu (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
-set xrange [-2:2]
+set xrange [-0.4:2]
 plot 'standard-gate-14-G1-silu.dat' index 0 using 1:2 with histeps lw 2 lc rgb '#0072b2' dt 1 title 'layer 0', \
      'standard-gate-14-G1-silu.dat' index 1 using 1:2 with histeps lw 2 lc rgb '#d55e00' dt 1 title 'layer 1', \
      'standard-gate-14-G1-silu.dat' index 2 using 1:2 with histeps lw 2 lc rgb '#009e73' dt 1 title 'layer 2', \

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_mech-gate-6-G1-open.svg'
 set grid
-set key outside right top
+set key below
 set title 'standard_mech: gate scores of G1-open (last step, 6 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'

@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table1_positions-gate-3-G1-elementwise.svg'
 set grid
-set key outside right top
+set key below
 set title 'table1_positions: gate scores of G1-elementwise (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'

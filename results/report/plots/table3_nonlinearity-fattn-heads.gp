@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table3_nonlinearity-fattn-heads.svg'
 set grid
-set key outside right top
+set key below
 unset grid
 unset key
 set title 'table3_nonlinearity' offset 0,2

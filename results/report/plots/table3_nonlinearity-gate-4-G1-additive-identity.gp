@@ -3,7 +3,7 @@
 set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'table3_nonlinearity-gate-4-G1-additive-identity.svg'
 set grid
-set key outside right top
+set key below
 set title 'table3_nonlinearity: gate scores of G1-additive-identity (last step, 3 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'

@@ -1,0 +1,24 @@
+# F-Attn per layer
+# written by `gated report`; run `gnuplot lr_edge-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'lr_edge-f_attn.svg'
+set grid
+set key below
+set title 'lr_edge'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0) (bars: +- std)'
+plot 'lr_edge-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline-lr3.5e-1', \
+     'lr_edge-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-matched-lr3.5e-1', \
+     'lr_edge-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'baseline-lr5.0e-1', \
+     'lr_edge-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'G1-matched-lr5.0e-1', \
+     'lr_edge-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'baseline-lr3.0e-2', \
+     'lr_edge-f_attn.dat' index 5 using 1:2:3 with yerrorlines lc rgb '#56b4e9' dt 1 pt 6 title 'G1-matched-lr3.0e-2', \
+     'lr_edge-f_attn.dat' index 6 using 1:2:3 with yerrorlines lc rgb '#000000' dt 1 pt 7 title 'baseline-lr1.0e-1', \
+     'lr_edge-f_attn.dat' index 7 using 1:2:3 with yerrorlines lc rgb '#999999' dt 1 pt 8 title 'G1-matched-lr1.0e-1', \
+     'lr_edge-f_attn.dat' index 8 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 2 pt 9 title 'baseline-lr2.0e-1', \
+     'lr_edge-f_attn.dat' index 9 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 2 pt 10 title 'G1-matched-lr2.0e-1'
+set terminal pngcairo size 960,560 noenhanced
+set output 'lr_edge-f_attn.png'
+replot
+set output

@@ -1,0 +1,19 @@
+# Validation loss against step
+# written by `gated report`; run `gnuplot lr_edge_warm-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'lr_edge_warm-val_loss.svg'
+set grid
+set key below
+set title 'lr_edge_warm'
+set xlabel 'step'
+set ylabel 'validation loss (nats/byte), mean over seeds'
+plot 'lr_edge_warm-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline-lr3.5e-1', \
+     'lr_edge_warm-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-matched-lr3.5e-1', \
+     'lr_edge_warm-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'baseline-lr5.0e-1', \
+     'lr_edge_warm-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G1-matched-lr5.0e-1', \
+     'lr_edge_warm-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'baseline-lr7.0e-1', \
+     'lr_edge_warm-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'G1-matched-lr7.0e-1'
+set terminal pngcairo size 960,560 noenhanced
+set output 'lr_edge_warm-val_loss.png'
+replot
+set output
