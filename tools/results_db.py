@@ -328,8 +328,8 @@ def cmd_pack(a):
         dst.close()
         src.close()
         db, names = open_ro(snap)
-        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-            raise BadInput("%s: fails PRAGMA quick_check" % esc(a.db))
+        if db.execute("PRAGMA integrity_check(1)").fetchone()[0] != "ok":
+            raise BadInput("%s: fails PRAGMA integrity_check" % esc(a.db))
         dig, left_out, (part_of, parts) = digests(db, names)
         dropped = [p for p in old if p not in dig]
         fewer = [p for p in old if p in dig and dig[p][1] < old[p]["runs"]]

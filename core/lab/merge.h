@@ -15,7 +15,7 @@
  * transaction: environments (matched by content hash), runs, metrics,
  * summary, histograms, sweep_runs and code_attest, without duplicates
  * (run_claims and bench are not results of a run, and are not copied).
- * Before anything is copied, src must pass SQLite's quick_check and every
+ * Before anything is copied, src must pass SQLite's integrity_check and every
  * row of every table copied must be what gated's writer stores
  * (merge_check.c): run ids 16 lowercase hex digits; run names, sweep
  * names, labels, metric keys and contexts printable text

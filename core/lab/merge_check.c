@@ -5,9 +5,11 @@
  * by sweeps (which runs are done) and by resumes.
  *
  * The input is attached as merge_src.  It must be a gated database of a
- * schema this build reads, pass SQLite's quick_check (a truncated or
+ * schema this build reads, pass SQLite's integrity_check (a truncated or
  * damaged file is refused here, named, rather than failing half-way
- * through the copy), and every row of every table merge copies must be
+ * through the copy; not quick_check, which skips comparing each index
+ * with its table: a stale index entry let the checks below read one
+ * value and the copy another, found by the db fuzz target), and every row of every table merge copies must be
  * what gated's own writer stores: each column's type and range (a table,
  * COLS below, one rule per column), a few rules across a row (a running
  * run has no end, only a diverged run has a diverged step, a histogram's
@@ -100,11 +102,12 @@ static int check_schema(Merge *s, const char *src, MergeSrc *in) {
     return 0;
 }
 
-/* SQLite's own check of the file's structure (every page and b-tree): a
- * truncated or damaged input is refused before anything is copied. */
+/* SQLite's own check of the file's structure (every page and b-tree, and
+ * every index entry against its row): a truncated or damaged input is
+ * refused before anything is copied. */
 static int check_structure(Merge *s, const char *src) {
     sqlite3_stmt *st;
-    if (mg_prep(s, &st, "PRAGMA merge_src.quick_check(1)")) return src_fail(s, src);
+    if (mg_prep(s, &st, "PRAGMA merge_src.integrity_check(1)")) return src_fail(s, src);
     int r = sqlite3_step(st);
     if (r != SQLITE_ROW) {
         src_fail(s, src);
@@ -115,7 +118,7 @@ static int check_structure(Merge *s, const char *src) {
     int rc = 0;
     if (strcmp(t, "ok") != 0) {
         char q[300];
-        mg_fail(s, "%s: refused, nothing merged: the file is damaged (SQLite quick_check: %s)", src,
+        mg_fail(s, "%s: refused, nothing merged: the file is damaged (SQLite integrity_check: %s)", src,
                 store_escape(t, q, sizeof q));
         rc = -2;
     }

@@ -446,11 +446,12 @@ static int db_bind_value(sqlite3_stmt *st, const char *v) {
     if (!b) abort();
     for (const char *c = v + 2; *c; c++) {
         unsigned x;
+        int used = 0; /* hex digits read: 1 or 2 (a last lone digit is 1) */
         if (v[0] == 'b') {
-            if (sscanf(c, "%2x", &x) == 1) b[k++] = (char)x, c++;
+            if (sscanf(c, "%2x%n", &x, &used) == 1) b[k++] = (char)x, c += used - 1;
         } else if (*c == '\\' && c[1]) {
             c++;
-            if (*c == 'x' && sscanf(c + 1, "%2x", &x) == 1) b[k++] = (char)x, c += 2;
+            if (*c == 'x' && sscanf(c + 1, "%2x%n", &x, &used) == 1) b[k++] = (char)x, c += used;
             else b[k++] = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c == 'e' ? 27 : *c;
         } else {
             b[k++] = *c;
