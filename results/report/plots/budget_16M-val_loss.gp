@@ -6,13 +6,14 @@ set grid
 set key below
 set title 'budget_16M'
 set xlabel 'step'
-set ylabel 'validation loss (nats/byte), mean over seeds (band: +- std)'
-plot 'budget_16M-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
-     'budget_16M-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
-     'budget_16M-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
-     'budget_16M-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+set ylabel 'validation loss (nats/byte), mean over seeds'
+plot 'budget_16M-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'budget_16M-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
-     'budget_16M-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-tanh'
+     'budget_16M-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-tanh', \
+     'budget_16M-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G5', \
+     'budget_16M-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'scale-0.5', \
+     'budget_16M-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'G1-silu-only', \
+     'budget_16M-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'G1-silu'
 set terminal pngcairo size 960,560 noenhanced
 set output 'budget_16M-val_loss.png'
 replot

@@ -1,0 +1,21 @@
+# Validation loss against step
+# written by `gated report`; run `gnuplot budget_d192_9M-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'budget_d192_9M-val_loss.svg'
+set grid
+set key below
+set title 'budget_d192_9M'
+set xlabel 'step'
+set ylabel 'validation loss (nats/byte), mean over seeds (band: +- std)'
+plot 'budget_d192_9M-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
+     'budget_d192_9M-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
+     'budget_d192_9M-val_loss.dat' index 2 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#009e73' fs transparent solid 0.15 noborder notitle, \
+     'budget_d192_9M-val_loss.dat' index 3 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#cc79a7' fs transparent solid 0.15 noborder notitle, \
+     'budget_d192_9M-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'budget_d192_9M-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'budget_d192_9M-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'G1-tanh', \
+     'budget_d192_9M-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'G5'
+set terminal pngcairo size 960,560 noenhanced
+set output 'budget_d192_9M-val_loss.png'
+replot
+set output
