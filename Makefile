@@ -52,10 +52,19 @@ all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 	@tools/build_version.sh "$(CURDIR)" $@
 $(BUILD)/f32/core/run/codever.o: $(BUILD)/gen/run/build_version.h
 
-$(BUILD)/f32/%.o: %.c
+# The compile flags, recorded per build directory: every object rebuilds when
+# they change.  pkg-config's part changes when `make deps` installs a package,
+# and an object compiled before that (without OpenBLAS's cblas.h flags) would
+# otherwise stay linked and crash; without the packages the build stops here.
+$(BUILD)/flags.txt: FORCE
+	@pkg-config --exists $(PKGS) || { echo "$@: pkg-config finds no $(PKGS): run make deps (as root) first"; exit 2; }
+	@mkdir -p $(dir $@); printf '%s\n' '$(subst ','\'',$(CC) $(CFLAGS))' > $@.tmp; \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/f32/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
-$(BUILD)/f64/%.o: %.c
+$(BUILD)/f64/%.o: %.c $(BUILD)/flags.txt
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DGATED_REAL_DOUBLE -MMD -MP -c $< -o $@
 
