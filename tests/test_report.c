@@ -706,3 +706,36 @@ Test(report, inference_plots) {
     }
     fx_rm(&fx);
 }
+
+/* plots/gnuplot.log is this report's: a rerun into the same directory
+ * starts it afresh instead of appending to what an earlier report (or
+ * anything else) left there. */
+Test(report, gnuplot_log_starts_afresh) {
+    Fx fx;
+    fixture(&fx);
+    char err[1024], p[256];
+    snprintf(p, sizeof p, "%s/plots", fx.out);
+    cr_assert_eq(mkdir(fx.out, 0777) == 0 || errno == EEXIST, 1);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    snprintf(p, sizeof p, "%s/plots/gnuplot.log", fx.out);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("STALE line of an earlier report\n", f);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
+    if (exists(p)) {
+        char *log = test_read_file(p, NULL);
+        assert_lacks(log, "STALE");
+        free(log);
+    }
+    if (have_gnuplot()) {
+        long size[2];
+        for (int i = 0; i < 2; i++) {
+            cr_assert_eq(run_report(&fx, REPORT_MD, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+            struct stat st;
+            size[i] = stat(p, &st) == 0 ? (long)st.st_size : 0;
+        }
+        cr_assert_eq(size[1], size[0], "gnuplot.log grew from %ld to %ld bytes on a rerun", size[0], size[1]);
+    }
+    fx_rm(&fx);
+}

@@ -224,10 +224,25 @@ static int load_sweeps(R *r, char **names, int nnames) {
     return REPORT_OK;
 }
 
+/* plots/gnuplot.log holds this report's gnuplot messages only: every plot
+ * appends to it, so a rerun into the same directory starts it afresh. */
+static int reset_gp_log(R *r) {
+    char *p = rep_fmt(r, "%s/gnuplot.log", r->plots_dir);
+    if (!p) return -1;
+    int rc = 0;
+    if (unlink(p) != 0 && errno != ENOENT) {
+        rep_fail(r, "cannot remove %s: %s", p, strerror(errno));
+        rc = -1;
+    }
+    free(p);
+    return rc;
+}
+
 /* DIR/plots/: every sweep's plots (not with --no-plots). */
 static int write_plots(R *r) {
     if (r->o->no_plots || r->nsw == 0) return 0;
     if (!(r->plots_dir = rep_fmt(r, "%s/plots", r->o->out_dir)) || mkdir_p(r, r->plots_dir)) return -1;
+    if (reset_gp_log(r)) return -1;
     rep_gp_check(r);
     if (r->failed) return -1;
     for (int i = 0; i < r->nsw; i++)
