@@ -32,6 +32,7 @@ the daemons, jobs and runs) is kept and named.
 
 Run from the repository root: GATED_BIN=build/gated python3 tests/slurm/test_slurm.py
 """
+import glob
 import json
 import os
 import re
@@ -50,6 +51,7 @@ SCRIPT = os.path.join(ROOT, "tools", "slurm_sweep.sbatch")
 HERE = os.path.join(ROOT, "tests", "slurm")
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 TIMEOUT_S = 600  # per phase; the machine is shared
+TAG = "test-slurm"  # what say() prints first
 
 
 class Failure(Exception):
@@ -74,7 +76,7 @@ def slurp(path):
 
 
 def say(msg):
-    print("test-slurm: " + msg, flush=True)
+    print("%s: %s" % (TAG, msg), flush=True)
 
 
 # ---- the sweep and the databases -----------------------------------------
@@ -169,14 +171,20 @@ def same_report(ref, got, work, tag):
 # ---- Slurm -----------------------------------------------------------------
 
 class Cluster:
+    """The cluster tests/slurm/up.sh starts; clients run behind the prefix
+    via (up2.sh: in the head's network namespace); Slurm's output of a
+    task goes to slurm-out/NAME-ARRAY_TASK.out."""
+    UP, OUT = "up.sh", "%x-%A_%a.out"
+
     def __init__(self, work):
         self.dir = os.path.join(work, "cluster")
         self.logs = os.path.join(work, "slurm-out")
         os.makedirs(self.logs)
         self.env = dict(os.environ, SLURM_CONF=os.path.join(self.dir, "slurm.conf"), GATED=GATED)
+        self.via = []
 
     def up(self):
-        return subprocess.run([os.path.join(HERE, "up.sh"), self.dir], capture_output=True, text=True)
+        return subprocess.run([os.path.join(HERE, self.UP), self.dir], capture_output=True, text=True)
 
     def down(self):
         r = subprocess.run([os.path.join(HERE, "down.sh"), self.dir], capture_output=True, text=True)
@@ -184,13 +192,13 @@ class Cluster:
             say("down.sh: exit %d: %s" % (r.returncode, r.stderr.strip()))
 
     def slurm(self, *args, ok=True):
-        return run(*args, env=self.env, ok=ok)
+        return run(*self.via, *args, env=self.env, ok=ok)
 
     def submit(self, outdir, *flags, extra=()):
         """tools/slurm_sweep.sbatch --submit: (array job id, last job id)."""
         env = dict(self.env, THROTTLE="2")
-        r = run(SCRIPT, "--submit", *flags, SWEEP, outdir, "--cpus-per-task=1",
-                "--output=%s/%%x-%%A_%%a.out" % self.logs, *extra, env=env)
+        r = run(*self.via, SCRIPT, "--submit", *flags, SWEEP, outdir, "--cpus-per-task=1",
+                "--output=%s/%s" % (self.logs, self.OUT), *extra, env=env)
         m = re.search(r"array job (\d+) \(tasks 0-5\), (?:merge|check) job (\d+)", r.stdout)
         check(m, "submit: %s" % r.stdout)
         return m.group(1), m.group(2)
@@ -236,9 +244,12 @@ class Cluster:
                     array, last, TIMEOUT_S, ts, lj, q_))
             time.sleep(0.1)
 
+    def outputs(self, array, i):
+        """Slurm's output files of task i (several with %N: one a node)."""
+        return sorted(glob.glob(os.path.join(self.logs, "gated-sweep-%s_%d[.-]*out" % (array, i))))
+
     def output(self, array, i):
-        p = os.path.join(self.logs, "gated-sweep-%s_%d.out" % (array, i))
-        return slurp(p) if os.path.exists(p) else ""
+        return "".join(slurp(p) for p in self.outputs(array, i))
 
     def last_output(self, job):
         for n in os.listdir(self.logs):
@@ -367,12 +378,20 @@ class Faults:
         return self.state == {1: "requeued", 3: "killed", 4: "killed"}
 
 
-def faults(cl, work, runs, ref):
-    out = os.path.join(work, "faults")
-    t = time.time()
+def faulted(cl, work, tag, runs, fault):
+    """The per-task array into work/TAG (Slurm's output appended across
+    requeues), waited for while fault(cl, array, out, runs), a Faults,
+    acts: (out, array job, last job, the fault)."""
+    out = os.path.join(work, tag)
     array, last = cl.submit(out, extra=("--open-mode=append",))
-    act = Faults(cl, array, out, runs)
+    act = fault(cl, array, out, runs)
     cl.wait(array, last, act)
+    return out, array, last, act
+
+
+def faults(cl, work, runs, ref):
+    t = time.time()
+    out, array, last, _ = faulted(cl, work, "faults", runs, Faults)
     ts = cl.tasks(array)
     want = {0: "COMPLETED", 1: "COMPLETED", 2: "COMPLETED", 3: "FAILED", 4: "FAILED", 5: "COMPLETED"}
     check(all(ts[i][0] == want[i] for i in range(6)) and ts[1][1] == 1, "tasks (state, restarts): %s" % ts)
@@ -422,34 +441,35 @@ def resumed_after(out, runs, i):
     return int(m.group(1))
 
 
-def main():
+def main(cluster=Cluster, phases=(per_task, shared, faults)):
+    """Brings the cluster up, makes the reference, runs each phase
+    (cluster, work, runs, reference database), and stops the daemons."""
     check(os.access(GATED, os.X_OK), "%s is not built (make)" % GATED)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.time()
     work = tempfile.mkdtemp(prefix="gated-slurm-")
     os.chmod(work, 0o755)  # munged: its socket's directories searchable by all
-    cl = Cluster(work)
+    cl = cluster(work)
     up = cl.up()
     if up.returncode == 77:
         required = os.environ.get("GATED_SLURM_REQUIRED") == "1"
-        print("%s: make test-slurm: %s" % ("FAILED (GATED_SLURM_REQUIRED=1)" if required else "SKIPPED",
-                                           up.stderr.strip()), flush=True)
+        print("%s: make %s: %s" % ("FAILED (GATED_SLURM_REQUIRED=1)" if required else "SKIPPED", TAG,
+                                   up.stderr.strip()), flush=True)
         shutil.rmtree(work)
         return 1 if required else 0
     ok = False
     try:
-        check(up.returncode == 0, "tests/slurm/up.sh: exit %d\n%s%s" % (up.returncode, up.stdout, up.stderr))
-        say(up.stdout.strip().replace("tests/slurm/up.sh: ", "cluster up in %.1f s: " % (time.time() - t0)))
+        check(up.returncode == 0, "tests/slurm/%s: exit %d\n%s%s" % (cl.UP, up.returncode, up.stdout, up.stderr))
+        say(re.sub(r"^tests/slurm/up2?\.sh: ", "cluster up in %.1f s: " % (time.time() - t0), up.stdout.strip()))
         runs = plan(work)
         check(sorted(runs) == list(range(6)), "the sweep has %d runs, not 6" % len(runs))
         ref, secs = reference(work)
         say("one machine: gated sweep --jobs 2: 6 runs in %.1f s" % secs)
-        per_task(cl, work, runs, ref)
-        shared(cl, work, runs, ref)
-        faults(cl, work, runs, ref)
+        for phase in phases:
+            phase(cl, work, runs, ref)
         ok = True
     except Failure as e:
-        print("test-slurm: FAILED: %s" % e, flush=True)
+        print("%s: FAILED: %s" % (TAG, e), flush=True)
     finally:
         cl.down()
     if ok:
@@ -464,5 +484,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except Failure as e:
-        print("test-slurm: FAILED: %s" % e, flush=True)
+        print("%s: FAILED: %s" % (TAG, e), flush=True)
         sys.exit(1)
