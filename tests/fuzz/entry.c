@@ -267,7 +267,7 @@ static void checkpoint_pass(const uint8_t *data, size_t size) {
         /* the database it names (format 3), or any (format 2: it names none) */
         char dbid[17] = "0123456789abcdef";
         if (size >= 31 && memcmp(data, "GATEDCKPT3\n", 11) == 0) memcpy(dbid, data + 15, 16);
-        int lr = checkpoint_load(p_ckpt, json, dbid, &a, &ts, err, sizeof err);
+        int lr = checkpoint_load(p_ckpt, json, NULL, &a, &ts, err, sizeof err);
         if (lr != 1) die("checkpoint_load refuses what checkpoint_read accepted: %s", err);
     }
     free(json);
