@@ -7,6 +7,8 @@ name that is a path) refused with exit 2 before anything is written.
 
 Run from the repository root: GATED_BIN=build/gated python3 tests/test_results_db.py
 """
+import hashlib
+import lzma
 import os
 import shutil
 import sqlite3
@@ -266,6 +268,143 @@ class ResultsDb(unittest.TestCase):
         r = self.tool("unpack", "--dir", os.path.join(odd, "parts"), "--db", os.path.join(odd, "back.db"),
                       "--gated", GATED)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+    def tamper(self, part, statement, keep_content=True):
+        """Change part's rows with statement, recompress it and update its
+        file digest and sizes in the manifest (its content digest left)."""
+        f = os.path.join(self.dir, part + ".db.xz")
+        raw = os.path.join(self.tmp, "tamper.db")
+        with open(raw, "wb") as out:
+            out.write(lzma.decompress(slurp(f)))
+        sql(raw, statement)
+        c = sqlite3.connect(raw)
+        c.execute("VACUUM")
+        c.close()
+        data = slurp(raw)
+        os.remove(raw)
+        xz = lzma.compress(data, preset=1)
+        with open(f, "wb") as out:
+            out.write(xz)
+        man = os.path.join(self.dir, "MANIFEST.tsv")
+        lines = slurp(man).decode().split("\n")
+        for i, line in enumerate(lines):
+            fields = line.split("\t")
+            if fields[0] == part:
+                fields[4:7] = [hashlib.sha256(xz).hexdigest(), str(len(xz)), str(len(data))]
+                lines[i] = "\t".join(fields)
+        with open(man, "w") as out:
+            out.write("\n".join(lines))
+
+    def edit_manifest(self, fn):
+        man = os.path.join(self.dir, "MANIFEST.tsv")
+        lines = slurp(man).decode().split("\n")
+        with open(man, "w") as out:
+            out.write("\n".join(fn(lines)))
+
+    def unpack(self, db, *extra):
+        return self.tool("unpack", "--dir", self.dir, "--db", db, "--gated", GATED, *extra)
+
+    def test_tampered_part_is_refused_before_any_merge(self):
+        self.pack()
+        back = os.path.join(self.tmp, "back.db")
+        self.assertEqual(self.unpack(back).returncode, 0)
+        before = slurp(back)
+        self.tamper("gamma", "UPDATE summary SET value = value - 0.5 WHERE key = 'val_loss'")
+        # into an existing database: refused, nothing merged
+        r = self.unpack(back)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("part 'gamma':", r.stderr)
+        self.assertIn("its content is not the manifest's", r.stderr)
+        self.assertIn("nothing was merged", r.stderr)
+        self.assertNotIn("unpack: part 1/3", r.stderr)
+        self.assertEqual(slurp(back), before)
+        # into a new one: refused, not made
+        fresh = os.path.join(self.tmp, "fresh.db")
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("its content is not the manifest's", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
+        # verify checks the parts too, not only the database against them
+        r = self.tool("verify", "--db", back, "--dir", self.dir)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("part 'gamma':", r.stderr)
+
+    def test_runs_and_rows_columns_are_checked(self):
+        self.pack()
+        fresh = os.path.join(self.tmp, "fresh.db")
+        for col, name in ((1, "runs"), (2, "rows")):
+            good = slurp(os.path.join(self.dir, "MANIFEST.tsv"))
+
+            def plus_one(lines):
+                out = []
+                for line in lines:
+                    f = line.split("\t")
+                    if f[0] == "alpha":
+                        f[col] = str(int(f[col]) + 1)
+                    out.append("\t".join(f))
+                return out
+            self.edit_manifest(plus_one)
+            r = self.unpack(fresh)
+            self.assertEqual(r.returncode, 2, name + ": " + r.stderr)
+            self.assertIn("part 'alpha':", r.stderr)
+            self.assertIn("MANIFEST.tsv says", r.stderr)
+            self.assertFalse(os.path.exists(fresh))
+            with open(os.path.join(self.dir, "MANIFEST.tsv"), "wb") as f:
+                f.write(good)
+
+    def test_an_unlisted_part_is_refused(self):
+        self.pack()
+        fresh = os.path.join(self.tmp, "fresh.db")
+        # a line deleted: its file is still there
+        self.edit_manifest(lambda lines: [l for l in lines if not l.startswith("beta\t")])
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("beta.db.xz: a part file that MANIFEST.tsv does not list", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
+        r = self.tool("verify", "--db", self.db, "--dir", self.dir)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("beta.db.xz: a part file that MANIFEST.tsv does not list", r.stderr)
+        # and a listed part that is gone
+        os.remove(os.path.join(self.dir, "alpha.db.xz"))
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("alpha.db.xz: missing or not a regular file", r.stderr)
+
+    def test_a_part_holding_another_parts_rows_is_refused(self):
+        self.pack()
+        # gamma's part given alpha's sweep_runs rows too: a second part inside
+        self.tamper("gamma", "INSERT INTO sweep_runs SELECT 'alpha', run_id, label, seed, idx, is_baseline"
+                    " FROM sweep_runs WHERE sweep = 'gamma'")
+        fresh = os.path.join(self.tmp, "fresh.db")
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("holds the parts 'alpha', 'gamma', not 'gamma' alone", r.stderr)
+
+    def test_make_skips_a_database_that_verifies(self):
+        self.pack()
+        back = os.path.join(self.tmp, "back.db")
+        self.assertEqual(self.unpack(back).returncode, 0)
+        st = os.stat(back)
+        before = slurp(back)
+        r = self.unpack(back, "--skip-verified")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("verified, nothing unpacked", r.stdout)
+        self.assertEqual(slurp(back), before)
+        self.assertEqual(os.stat(back).st_mtime_ns, st.st_mtime_ns)
+        # a database that differs is unpacked into as before
+        sql(back, "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma')")
+        r = self.unpack(back, "--skip-verified")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("unpack: 3 parts into", r.stdout)
+        self.assertEqual(self.tool("verify", "--db", back, "--dir", self.dir).returncode, 0)
+
+    def test_canon_line_is_canon(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import results_db
+        rows = [[1, -0.0, 0.1, 1e300, float("nan"), float("inf"), -float("inf"), None, 2 ** 70, -5],
+                ["a\"b\\c\n\x1b\u00e9\u202e\U0001f600", "\udcff", b"\x00\xff", "", b""]]
+        for row in rows:
+            self.assertEqual(results_db.canon_line(row).encode("ascii"), results_db.canon(row))
 
     def test_missing_database(self):
         r = self.tool("pack", "--db", os.path.join(self.tmp, "none.db"), "--dir", self.dir)
