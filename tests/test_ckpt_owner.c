@@ -194,3 +194,62 @@ Test(ckpt_owner, a_merged_databases_checkpoints_are_read_when_they_are_the_runs,
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* One text of a query on db ("" when no row or NULL) into out. */
+static char *q_text(const char *db, const char *sql, char *out, size_t cap) {
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    const unsigned char *t = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    snprintf(out, cap, "%s", t ? (const char *)t : "");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+/* Issue 39, item 6: a final checkpoint that cannot be written (here the
+ * checkpoint directory, ck, is a regular file: every write there fails) is
+ * a failure: exit 1, the run `failed` with the reason in error_text, never
+ * `finished` without a checkpoint; its results are stored.  Once the
+ * directory can be written, --resume makes the run again and it ends
+ * finished with its checkpoint, which eval reads. */
+Test(ckpt_final, a_final_checkpoint_that_cannot_be_written_fails_the_run, .timeout = 240) {
+    char dir[64], a[128], ckdir[128], ck[256], cmd[512], buf[512], id[17], *out;
+    test_tmpdir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a.db", dir);
+    snprintf(ckdir, sizeof ckdir, "%s/ck", dir);
+    FILE *f = fopen(ckdir, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    const char *tr[] = {"train", "--db", "a.db", "--ckpt", "ck", "--name", "R", NULL};
+    int rc = gated_in(dir, tr, &out);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "the final checkpoint could not be written: "), "%s", out);
+    cr_assert(strstr(out, "the run is failed"), "%s", out);
+    free(out);
+    cr_assert_str_eq(q_text(a, "SELECT status FROM runs WHERE name = 'R'", buf, sizeof buf), "failed");
+    cr_assert(strstr(q_text(a, "SELECT error_text FROM runs WHERE name = 'R'", buf, sizeof buf),
+                     "the final checkpoint could not be written"),
+              "%s", buf);
+    cr_assert_eq(q_int(a, "SELECT count(*) FROM summary s JOIN runs r USING (run_id) WHERE r.name = 'R' AND"
+                          " s.key = 'val_loss'"),
+                 1, "the results are not stored");
+    /* writable again: --resume makes it again */
+    cr_assert_eq(unlink(ckdir), 0);
+    const char *re[] = {"train", "--db", "a.db", "--ckpt", "ck", "--name", "R", "--resume", NULL};
+    rc = gated_in(dir, re, &out);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    free(out);
+    cr_assert_str_eq(q_text(a, "SELECT status FROM runs WHERE name = 'R'", buf, sizeof buf), "finished");
+    cr_assert_str_eq(q_text(a, "SELECT coalesce(error_text, '') FROM runs WHERE name = 'R'", buf, sizeof buf), "");
+    run_named(a, "R", id);
+    test_ckpt_path(a, ckdir, id, ck, sizeof ck);
+    cr_assert_eq(access(ck, F_OK), 0, "%s", ck);
+    const char *ev[] = {"eval", "R", "--db", "a.db", "--ckpt", "ck", "--lengths", "16", "--windows", "2", NULL};
+    rc = gated_in(dir, ev, &out);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -786,9 +786,13 @@ static int finish_result(Run *r) {
     }
     DB(store_flush(r->st));
     if (db_errors == 0) {
-        if (checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err))
+        if (checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err)) {
+            /* the results are complete, but nothing can evaluate or continue
+             * the run: it ends failed (finish_summary), never finished */
+            snprintf(r->fail_reason, sizeof r->fail_reason, "the final checkpoint could not be written: %.200s",
+                     r->err);
             fprintf(stderr, "gated train: %s\n", r->err);
-        else
+        } else
             test_kill_after_checkpoint(++r->nckpt);
     }
     double tl;
@@ -833,6 +837,15 @@ static int finish_summary(Run *r) {
     DB(store_summary(st, id, "params", "", (double)r->m.p.total, NULL));
     DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&r->m), NULL));
     if (db_errors) return end_db_failed(r);
+    if (r->fail_reason[0] && strcmp(r->status, "finished") == 0) { /* the final checkpoint */
+        fprintf(stderr,
+                "gated train: %s; the run is failed: its results are stored, and --resume makes it again from its "
+                "last checkpoint (or from the start)\n",
+                r->fail_reason);
+        if (store_run_end(st, id, "failed", r->fail_reason, -1))
+            fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(st));
+        return 1;
+    }
     if (store_run_end(st, id, r->status, NULL, r->diverged_step)) {
         fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(st));
         return 1;
