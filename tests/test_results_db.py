@@ -412,5 +412,128 @@ class ResultsDb(unittest.TestCase):
         self.assertIn("none.db: no such database", r.stderr)
 
 
+FUZZ_DB = [os.path.join(ROOT, "tests", "fuzz", d, "db") for d in ("corpus", "regress")]
+
+
+class VerifyCorpus(unittest.TestCase):
+    """results_db.py's verify path (verify, and unpack's checks before any
+    merge) driven by the db fuzz target's database inputs (the seed corpus
+    and the regression inputs, tests/fuzz/{corpus,regress}/db/*.sqlite:
+    damaged and hostile gated databases), each put in place of a part with
+    its file digest and sizes made right, and by seeded byte mutations of a
+    real part and of the manifest: every one is refused (exit 1 or 2, a
+    message, no traceback, no database made) unless what it holds is the
+    manifest's content.  (The change-line inputs need the C harness: the
+    libFuzzer target and tests/test_fuzz_replay.c run them.)"""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import results_db
+        self.rdb = results_db
+        self.tmp = tempfile.mkdtemp(prefix="test_results_db_fuzz.")
+        self.dir = os.path.join(self.tmp, "parts")
+        src = os.path.join(self.tmp, "src.db")
+        shutil.copy(os.path.join(FUZZ_DB[0], "tiny_run.sqlite"), src)
+        r = run(sys.executable, TOOL, "pack", "--db", src, "--dir", self.dir, "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.man = slurp(os.path.join(self.dir, "MANIFEST.tsv")).decode()
+        self.part = [l.split("\t")[0] for l in self.man.splitlines()[1:]][0]
+        self.raw = lzma.decompress(slurp(os.path.join(self.dir, self.part + ".db.xz")))
+        self.db = src
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def call(self, *args):
+        """results_db.main in this process: (exit status, stderr)."""
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = self.rdb.main(list(args))
+        return rc, err.getvalue()
+
+    def put_part(self, raw):
+        """raw as the part's decompressed bytes, its file digest and sizes
+        in the manifest made right (its content digest left)."""
+        xz = lzma.compress(raw, preset=0)
+        with open(os.path.join(self.dir, self.part + ".db.xz"), "wb") as f:
+            f.write(xz)
+        lines = self.man.split("\n")
+        f = lines[1].split("\t")
+        f[4:7] = [hashlib.sha256(xz).hexdigest(), str(len(xz)), str(len(raw))]
+        lines[1] = "\t".join(f)
+        with open(os.path.join(self.dir, "MANIFEST.tsv"), "w") as out:
+            out.write("\n".join(lines))
+
+    def holds_the_manifests_content(self, raw):
+        path = os.path.join(self.tmp, "check.db")
+        with open(path, "wb") as f:
+            f.write(raw)
+        try:
+            db, names = self.rdb.open_ro(path)
+            dig = self.rdb.digests(db, names)[0]
+            db.close()
+        except Exception:
+            return False
+        finally:
+            os.remove(path)
+        f = self.man.splitlines()[1].split("\t")
+        return dig.get(self.part) == (f[3], int(f[1]), int(f[2])) and len(dig) == 1
+
+    def expect_refused(self, what, raw):
+        rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+        if rc == 0:
+            self.assertTrue(self.holds_the_manifests_content(raw), "%s: verified: %s" % (what, err))
+            return
+        self.assertIn(rc, (1, 2), "%s: %s" % (what, err))
+        self.assertTrue(err.startswith("results_db: "), "%s: %s" % (what, err))
+        fresh = os.path.join(self.tmp, "fresh.db")
+        rc, err = self.call("unpack", "--dir", self.dir, "--db", fresh, "--gated", GATED)
+        self.assertEqual(rc, 2, "%s: unpack: %s" % (what, err))
+        self.assertIn("nothing was merged", err, what)
+        self.assertFalse(os.path.exists(fresh), what)
+
+    def test_the_fuzz_inputs_as_parts(self):
+        rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+        self.assertEqual(rc, 0, err)
+        n = 0
+        for d in FUZZ_DB:
+            for name in sorted(os.listdir(d)):
+                raw = slurp(os.path.join(d, name))
+                if not raw.startswith(b"SQLite format 3\0") or raw == self.raw:
+                    continue
+                self.put_part(raw)
+                self.expect_refused(name, raw)
+                n += 1
+        self.assertGreaterEqual(n, 5)
+
+    def test_mutated_parts_and_manifests(self):
+        import random
+        rnd = random.Random(39)
+        for i in range(12):
+            raw = bytearray(self.raw)
+            for _ in range(rnd.randint(1, 8)):
+                k = rnd.randrange(len(raw))
+                raw[k] = rnd.randrange(256)
+            self.put_part(bytes(raw))
+            self.expect_refused("mutation %d" % i, bytes(raw))
+        self.put_part(self.raw)
+        for i in range(12):
+            text = bytearray(slurp(os.path.join(self.dir, "MANIFEST.tsv")))
+            k = rnd.randrange(len(text))
+            text[k] = rnd.choice(b"\t\n0f9a_x.-/ ")
+            path = os.path.join(self.dir, "MANIFEST.tsv")
+            good = slurp(path)
+            with open(path, "wb") as f:
+                f.write(bytes(text))
+            rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+            self.assertIn(rc, (0, 1, 2), err)
+            if rc:
+                self.assertTrue(err.startswith("results_db: "), err)
+            with open(path, "wb") as f:
+                f.write(good)
+
+
 if __name__ == "__main__":
     unittest.main()
