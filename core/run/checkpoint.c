@@ -181,8 +181,12 @@ int checkpoint_locate(Store *st, const char *ckdir, int legacy, const char *run_
             found = exists(out);
         }
     if (d) closedir(d);
-    if (!found) checkpoint_path(ckdir, *own ? own : "0000000000000000", run_id, out, cap);
-    return found;
+    if (found) return 1;
+    if (*own) /* where it would be (for the message that there is none) */
+        checkpoint_path(ckdir, own, run_id, out, cap);
+    else
+        snprintf(out, cap, "%s/%s.ckpt", ckdir, run_id);
+    return 0;
 }
 
 int checkpoint_save(const char *path, const char *config_json, const char *db_id, const Arena *a,
@@ -489,16 +493,19 @@ int checkpoint_check(const char *path, Store *st, const char *run_id, char *err,
         snprintf(err, cap, "%s: a checkpoint of run %s, not of run %s", path, id, run_id);
         rc = -1;
     }
-    for (size_t n; rc == 0 && left; left -= n)
-        if (get(&r, buf, n = left < sizeof buf ? (size_t)left : sizeof buf)) rc = -1;
+    while (rc == 0 && left) { /* the arena, through the checksum */
+        size_t n = left < sizeof buf ? (size_t)left : sizeof buf;
+        if (get(&r, buf, n)) rc = -1;
+        left -= n;
+    }
     if (rc == 0 && get(&r, state, sizeof state)) rc = -1;
     if (rc == 0) {
         uint64_t want = sum_final(&r.sum);
         if (fread(&sum, 8, 1, r.f) != 1 || sum != want) rc = -1;
         if (rc) snprintf(err, cap, "%s: checksum mismatch: the checkpoint is corrupt", path);
+        memcpy(&step, state, 8);
     } else if (strcmp(id, run_id) == 0)
         snprintf(err, cap, "%s: truncated checkpoint", path);
-    memcpy(&step, state, 8);
     if (rc == 0 && (step > (uint64_t)r.cfg.steps)) {
         snprintf(err, cap, "%s: corrupt checkpoint (step %llu of a %d-step run)", path, (unsigned long long)step,
                  r.cfg.steps);
