@@ -189,7 +189,8 @@ static int run_eval(int argc, char **argv) {
 const Command cmd_eval = {
     "eval", "[RUN|CHECKPOINT]...",
     "Perplexity and F-Attn of trained models beyond the training length, quantized, or with heads dropped.", opts,
-    "A RUN is a run id, name or unique id prefix; its checkpoint is CKPT/RUN_ID.ckpt.  Results are stored\n"
+    "A RUN is a run id, name or unique id prefix; its checkpoint is CKPT/DB_ID/RUN_ID.ckpt, and it must\n"
+    "be this database's (another database's checkpoint is refused, exit 2).  Results are stored\n"
     "as metrics of the run (eval_loss, eval_ppl, eval_f_attn, eval_windows; a rerun replaces them)\n"
     "in the database, which must exist (it is never created).  With --quant or --drop: infer_loss,\n"
     "infer_ppl, infer_windows (and infer_drop, infer_flops_wo, infer_flops_attn) per scheme, context\n"

@@ -22,7 +22,7 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_NAME] = {"name", "NAME", "the run's name (default: its run id)", 0},
     [O_DATA] = {"data", "DIR", "where `make data` put the corpus (default: data)", 0},
     [O_RESUME] = {"resume", NULL, "continue from the run's checkpoint, if it has one", 0},
-    [O_CKPT] = {"ckpt", "DIR", "checkpoints go to DIR/RUN_ID.ckpt (default: DBDIR/checkpoints, beside the db)", 0},
+    [O_CKPT] = {"ckpt", "DIR", "checkpoints go to DIR/DB_ID/RUN_ID.ckpt (default: DBDIR/checkpoints, beside the db)", 0},
     [O_STOP_AFTER] = {"stop-after", "N", "stop (as if killed, checkpointing first) after N steps", 0},
     [O_FORCE] = {"force", NULL, "start even when the memory estimate exceeds what is available", 0},
 };

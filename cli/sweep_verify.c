@@ -62,7 +62,7 @@ static int verify_args(const SweepCtx *x, const SweepRun *r, long n, char nbuf[2
     if (r->config.init_from[0]) {
         Config parent, c = r->config;
         char path[sizeof c.init_from], pid[17], err[1024];
-        if (trained_locate(r->config.init_from, x->o->db, x->ckptdir, &parent, path, sizeof path, pid, err,
+        if (trained_locate(r->config.init_from, x->o->db, x->ckptdir, 0, &parent, path, sizeof path, pid, err,
                            sizeof err)) {
             snprintf(why, wcap, "train.init_from: %s", err);
             return -1;
@@ -132,38 +132,41 @@ static int same_blas(const char *vdb, const char *vid, const char *stored, char 
 }
 
 /* A whole-run verification made the run's final checkpoint again (in the
- * scratch directory vck): it goes where the run's own would be
- * (DBDIR/checkpoints/RUN_ID.ckpt), so `gated eval` can use it.  A file
- * already there is replaced: it may be the final one (then the two differ
- * only in the training wall time) or left by another execution of the run
- * id that was stopped early (a rerun later undone by a merge), which `gated
- * eval` would evaluate at its step; the verified one is the run's final
- * state.  Only for a run that does not start from another's weights (its
- * re-execution's id and checkpoint are the run's own). */
-static void keep_checkpoint(const SweepCtx *x, const char *vck, const SweepRun *r) {
+ * scratch directory vck, kept by the scratch database vdb): it goes where
+ * the run's own would be (DBDIR/checkpoints/DB_ID/RUN_ID.ckpt), so `gated
+ * eval` can use it.  A file already there is replaced: it may be the final
+ * one (then the two differ only in the training wall time) or left by
+ * another execution of the run id that was stopped early (a rerun later
+ * undone by a merge), which `gated eval` would evaluate at its step; the
+ * verified one is the run's final state.  Only for a run that does not
+ * start from another's weights (its re-execution's id and checkpoint are
+ * the run's own). */
+static void keep_checkpoint(const SweepCtx *x, const char *vdb, const char *vck, const SweepRun *r) {
     size_t l = strlen(x->ckptdir) + strlen(vck) + 64;
-    char *from = malloc(l), *to = malloc(l);
-    if (!from || !to) {
+    char *from = malloc(l), *to = malloc(l), *dir = malloc(l), err[1024];
+    Store *vs = NULL;
+    if (!from || !to || !dir) {
         fprintf(stderr, "gated sweep: out of memory\n");
         goto out;
     }
-    snprintf(from, l, "%s/%s.ckpt", vck, r->run_id);
-    snprintf(to, l, "%s/%s.ckpt", x->ckptdir, r->run_id);
-    if (access(from, F_OK) != 0)
+    if (store_open_ro(&vs, vdb, err, sizeof err) || checkpoint_locate(vs, vck, 0, r->run_id, from, l) <= 0)
         goto out; /* nothing written: no checkpoint to keep */
+    snprintf(dir, l, "%s/%s", x->ckptdir, store_db_id(x->st));
+    checkpoint_path(x->ckptdir, store_db_id(x->st), r->run_id, to, l);
     int had = access(to, F_OK) == 0;
-    char err[1024];
     /* written for the scratch database, on behalf of the run in this one */
     if (checkpoint_retag(from, store_db_id(x->st), err, sizeof err))
         fprintf(stderr, "gated sweep: keeping %s: %s\n", from, err);
-    else if (util_mkdir_p(x->ckptdir) != 0 || rename(from, to) != 0)
+    else if (util_mkdir_p(dir) != 0 || rename(from, to) != 0)
         fprintf(stderr, "gated sweep: keeping %s as %s: %s\n", from, to, strerror(errno));
     else
         printf("verify %s: the whole run was re-executed: its final checkpoint is now %s%s\n", r->name, to,
                had ? " (replacing the file there)" : "");
 out:
+    store_close(vs);
     free(from);
     free(to);
+    free(dir);
 }
 
 /* Re-execute job j's run for its first steps with this build into a
@@ -238,7 +241,7 @@ static void verify_job(SweepCtx *x, Job *j) {
         printf("verified %s (index %d): %lld steps, %lld rows bitwise equal (%.1f s); kept as this build's result\n",
                r->name, r->index, cmp.steps, cmp.rows, util_now() - t0);
         if (n == r->config.steps && strcmp(vid, r->run_id) == 0)
-            keep_checkpoint(x, vck, r);
+            keep_checkpoint(x, vdb, vck, r);
     }
 out:
     if (*why)

@@ -267,3 +267,47 @@ Test(bench_json, strings_are_escaped_by_json_fput) {
     json_free(j);
     free(text);
 }
+
+/* Issue 39, item 13: what compare cannot read honestly is refused (exit 2,
+ * the file, the row and the case named), never dropped or pooled: a time
+ * given as a string, a negative time, and a name used by two benchmarks (a
+ * repetition_index seen twice, two family_index values, two median
+ * aggregates).  Rows without indices under one name are repetitions, as
+ * Google Benchmark writes them, and are pooled as before. */
+Test(bench_compare, strings_negatives_and_duplicate_names_are_refused, .init = mk_tmp, .fini = rm_tmp) {
+    char base[256], head[256], out[8192];
+    gb_file("head.json", IT("a", "10", "ms") "," IT("a", "11", "ms"), head);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{\"name\": \"a\", \"run_name\": \"a\", \"run_type\": \"iteration\", \"real_time\": \"12.5\", \"time_unit\": "
+         "\"ms\"}",
+         "base.json: benchmarks[0] (a): real_time is a string, not a number"},
+        {"{\"name\": \"a\", \"run_name\": \"a\", \"run_type\": \"iteration\", \"real_time\": null}",
+         "benchmarks[0] (a): real_time is null, not a number"},
+        {IT("a", "10", "ms") "," IT("a", "-3", "ms"), "benchmarks[1] (a): real_time is -3: a time must be finite and >= 0"},
+        {"{\"name\": \"a\", \"run_name\": \"a\", \"repetition_index\": 0, \"real_time\": 1},"
+         "{\"name\": \"a\", \"run_name\": \"a\", \"repetition_index\": 1, \"real_time\": 2},"
+         "{\"name\": \"a\", \"run_name\": \"a\", \"repetition_index\": 0, \"real_time\": 3}",
+         "benchmarks[2]: case a is named twice (repetition_index 0 twice; its first row is benchmarks[0])"},
+        {"{\"name\": \"a\", \"run_name\": \"a\", \"family_index\": 0, \"real_time\": 1},"
+         "{\"name\": \"a\", \"run_name\": \"a\", \"family_index\": 4, \"real_time\": 2}",
+         "case a is named twice (family_index 0 and 4;"},
+        {MED("a", "10", "ms") "," MED("a", "20", "ms"), "case a is named twice (a second \"median\" aggregate;"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        gb_file("base.json", bad[i].body, base);
+        cr_expect_eq(compare(base, head, 5, 0, out, sizeof out), 2, "%zu: %s", i, out);
+        cr_expect(strstr(out, bad[i].want), "%zu: %s", i, out);
+        /* the same as head */
+        cr_expect_eq(compare(head, base, 5, 0, out, sizeof out), 2, "%zu (head): %s", i, out);
+    }
+    /* repetitions without indices, and with distinct ones, are one case */
+    gb_file("base.json",
+            IT("a", "10", "ms") "," IT("a", "11", "ms") ","
+            "{\"name\": \"b\", \"run_name\": \"b\", \"family_index\": 1, \"repetition_index\": 0, \"real_time\": 1},"
+            "{\"name\": \"b\", \"run_name\": \"b\", \"family_index\": 1, \"repetition_index\": 1, \"real_time\": 3}",
+            base);
+    cr_expect_eq(compare(base, base, 5, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "not tested (2 vs 2 repetitions)"), "%s", out);
+}

@@ -241,7 +241,7 @@ Test(eval, a_corrupt_checkpoint_is_refused, .timeout = 120) {
     resolve_or_die(&c);
     train_ok(&c, db, "src", dir);
     free(store_config_json(&c, id));
-    snprintf(ck, sizeof ck, "%s/%s.ckpt", dir, id);
+    test_ckpt_path(db, dir, id, ck, sizeof ck);
     FILE *f = fopen(ck, "r+b");
     cr_assert_not_null(f);
     cr_assert_eq(fseek(f, -5000, SEEK_END), 0); /* inside the second moments */

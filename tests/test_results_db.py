@@ -7,6 +7,8 @@ name that is a path) refused with exit 2 before anything is written.
 
 Run from the repository root: GATED_BIN=build/gated python3 tests/test_results_db.py
 """
+import hashlib
+import lzma
 import os
 import shutil
 import sqlite3
@@ -267,10 +269,270 @@ class ResultsDb(unittest.TestCase):
                       "--gated", GATED)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def tamper(self, part, statement, keep_content=True):
+        """Change part's rows with statement, recompress it and update its
+        file digest and sizes in the manifest (its content digest left)."""
+        f = os.path.join(self.dir, part + ".db.xz")
+        raw = os.path.join(self.tmp, "tamper.db")
+        with open(raw, "wb") as out:
+            out.write(lzma.decompress(slurp(f)))
+        sql(raw, statement)
+        c = sqlite3.connect(raw)
+        c.execute("VACUUM")
+        c.close()
+        data = slurp(raw)
+        os.remove(raw)
+        xz = lzma.compress(data, preset=1)
+        with open(f, "wb") as out:
+            out.write(xz)
+        man = os.path.join(self.dir, "MANIFEST.tsv")
+        lines = slurp(man).decode().split("\n")
+        for i, line in enumerate(lines):
+            fields = line.split("\t")
+            if fields[0] == part:
+                fields[4:7] = [hashlib.sha256(xz).hexdigest(), str(len(xz)), str(len(data))]
+                lines[i] = "\t".join(fields)
+        with open(man, "w") as out:
+            out.write("\n".join(lines))
+
+    def edit_manifest(self, fn):
+        man = os.path.join(self.dir, "MANIFEST.tsv")
+        lines = slurp(man).decode().split("\n")
+        with open(man, "w") as out:
+            out.write("\n".join(fn(lines)))
+
+    def unpack(self, db, *extra):
+        return self.tool("unpack", "--dir", self.dir, "--db", db, "--gated", GATED, *extra)
+
+    def test_tampered_part_is_refused_before_any_merge(self):
+        self.pack()
+        back = os.path.join(self.tmp, "back.db")
+        self.assertEqual(self.unpack(back).returncode, 0)
+        before = slurp(back)
+        self.tamper("gamma", "UPDATE summary SET value = value - 0.5 WHERE key = 'val_loss'")
+        # into an existing database: refused, nothing merged
+        r = self.unpack(back)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("part 'gamma':", r.stderr)
+        self.assertIn("its content is not the manifest's", r.stderr)
+        self.assertIn("nothing was merged", r.stderr)
+        self.assertNotIn("unpack: part 1/3", r.stderr)
+        self.assertEqual(slurp(back), before)
+        # into a new one: refused, not made
+        fresh = os.path.join(self.tmp, "fresh.db")
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("its content is not the manifest's", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
+        # verify checks the parts too, not only the database against them
+        r = self.tool("verify", "--db", back, "--dir", self.dir)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("part 'gamma':", r.stderr)
+
+    def test_runs_and_rows_columns_are_checked(self):
+        self.pack()
+        fresh = os.path.join(self.tmp, "fresh.db")
+        for col, name in ((1, "runs"), (2, "rows")):
+            good = slurp(os.path.join(self.dir, "MANIFEST.tsv"))
+
+            def plus_one(lines):
+                out = []
+                for line in lines:
+                    f = line.split("\t")
+                    if f[0] == "alpha":
+                        f[col] = str(int(f[col]) + 1)
+                    out.append("\t".join(f))
+                return out
+            self.edit_manifest(plus_one)
+            r = self.unpack(fresh)
+            self.assertEqual(r.returncode, 2, name + ": " + r.stderr)
+            self.assertIn("part 'alpha':", r.stderr)
+            self.assertIn("MANIFEST.tsv says", r.stderr)
+            self.assertFalse(os.path.exists(fresh))
+            with open(os.path.join(self.dir, "MANIFEST.tsv"), "wb") as f:
+                f.write(good)
+
+    def test_an_unlisted_part_is_refused(self):
+        self.pack()
+        fresh = os.path.join(self.tmp, "fresh.db")
+        # a line deleted: its file is still there
+        self.edit_manifest(lambda lines: [l for l in lines if not l.startswith("beta\t")])
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("beta.db.xz: a part file that MANIFEST.tsv does not list", r.stderr)
+        self.assertFalse(os.path.exists(fresh))
+        r = self.tool("verify", "--db", self.db, "--dir", self.dir)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("beta.db.xz: a part file that MANIFEST.tsv does not list", r.stderr)
+        # and a listed part that is gone
+        os.remove(os.path.join(self.dir, "alpha.db.xz"))
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("alpha.db.xz: missing or not a regular file", r.stderr)
+
+    def test_a_part_holding_another_parts_rows_is_refused(self):
+        self.pack()
+        # gamma's part given alpha's sweep_runs rows too: a second part inside
+        self.tamper("gamma", "INSERT INTO sweep_runs SELECT 'alpha', run_id, label, seed, idx, is_baseline"
+                    " FROM sweep_runs WHERE sweep = 'gamma'")
+        fresh = os.path.join(self.tmp, "fresh.db")
+        r = self.unpack(fresh)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("holds the parts 'alpha', 'gamma', not 'gamma' alone", r.stderr)
+
+    def test_make_skips_a_database_that_verifies(self):
+        self.pack()
+        back = os.path.join(self.tmp, "back.db")
+        self.assertEqual(self.unpack(back).returncode, 0)
+        st = os.stat(back)
+        before = slurp(back)
+        r = self.unpack(back, "--skip-verified")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("verified, nothing unpacked", r.stdout)
+        self.assertEqual(slurp(back), before)
+        self.assertEqual(os.stat(back).st_mtime_ns, st.st_mtime_ns)
+        # a database that differs is unpacked into as before
+        sql(back, "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM sweep_runs WHERE sweep = 'gamma')")
+        r = self.unpack(back, "--skip-verified")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("unpack: 3 parts into", r.stdout)
+        self.assertEqual(self.tool("verify", "--db", back, "--dir", self.dir).returncode, 0)
+
+    def test_canon_line_is_canon(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import results_db
+        rows = [[1, -0.0, 0.1, 1e300, float("nan"), float("inf"), -float("inf"), None, 2 ** 70, -5],
+                ["a\"b\\c\n\x1b\u00e9\u202e\U0001f600", "\udcff", b"\x00\xff", "", b""]]
+        for row in rows:
+            self.assertEqual(results_db.canon_line(row).encode("ascii"), results_db.canon(row))
+
     def test_missing_database(self):
         r = self.tool("pack", "--db", os.path.join(self.tmp, "none.db"), "--dir", self.dir)
         self.assertEqual(r.returncode, 2)
         self.assertIn("none.db: no such database", r.stderr)
+
+
+FUZZ_DB = [os.path.join(ROOT, "tests", "fuzz", d, "db") for d in ("corpus", "regress")]
+
+
+class VerifyCorpus(unittest.TestCase):
+    """results_db.py's verify path (verify, and unpack's checks before any
+    merge) driven by the db fuzz target's database inputs (the seed corpus
+    and the regression inputs, tests/fuzz/{corpus,regress}/db/*.sqlite:
+    damaged and hostile gated databases), each put in place of a part with
+    its file digest and sizes made right, and by seeded byte mutations of a
+    real part and of the manifest: every one is refused (exit 1 or 2, a
+    message, no traceback, no database made) unless what it holds is the
+    manifest's content.  (The change-line inputs need the C harness: the
+    libFuzzer target and tests/test_fuzz_replay.c run them.)"""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.dirname(TOOL))
+        import results_db
+        self.rdb = results_db
+        self.tmp = tempfile.mkdtemp(prefix="test_results_db_fuzz.")
+        self.dir = os.path.join(self.tmp, "parts")
+        src = os.path.join(self.tmp, "src.db")
+        shutil.copy(os.path.join(FUZZ_DB[0], "tiny_run.sqlite"), src)
+        r = run(sys.executable, TOOL, "pack", "--db", src, "--dir", self.dir, "--preset", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.man = slurp(os.path.join(self.dir, "MANIFEST.tsv")).decode()
+        self.part = [l.split("\t")[0] for l in self.man.splitlines()[1:]][0]
+        self.raw = lzma.decompress(slurp(os.path.join(self.dir, self.part + ".db.xz")))
+        self.db = src
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def call(self, *args):
+        """results_db.main in this process: (exit status, stderr)."""
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = self.rdb.main(list(args))
+        return rc, err.getvalue()
+
+    def put_part(self, raw):
+        """raw as the part's decompressed bytes, its file digest and sizes
+        in the manifest made right (its content digest left)."""
+        xz = lzma.compress(raw, preset=0)
+        with open(os.path.join(self.dir, self.part + ".db.xz"), "wb") as f:
+            f.write(xz)
+        lines = self.man.split("\n")
+        f = lines[1].split("\t")
+        f[4:7] = [hashlib.sha256(xz).hexdigest(), str(len(xz)), str(len(raw))]
+        lines[1] = "\t".join(f)
+        with open(os.path.join(self.dir, "MANIFEST.tsv"), "w") as out:
+            out.write("\n".join(lines))
+
+    def holds_the_manifests_content(self, raw):
+        path = os.path.join(self.tmp, "check.db")
+        with open(path, "wb") as f:
+            f.write(raw)
+        try:
+            db, names = self.rdb.open_ro(path)
+            dig = self.rdb.digests(db, names)[0]
+            db.close()
+        except Exception:
+            return False
+        finally:
+            os.remove(path)
+        f = self.man.splitlines()[1].split("\t")
+        return dig.get(self.part) == (f[3], int(f[1]), int(f[2])) and len(dig) == 1
+
+    def expect_refused(self, what, raw):
+        rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+        if rc == 0:
+            self.assertTrue(self.holds_the_manifests_content(raw), "%s: verified: %s" % (what, err))
+            return
+        self.assertIn(rc, (1, 2), "%s: %s" % (what, err))
+        self.assertTrue(err.startswith("results_db: "), "%s: %s" % (what, err))
+        fresh = os.path.join(self.tmp, "fresh.db")
+        rc, err = self.call("unpack", "--dir", self.dir, "--db", fresh, "--gated", GATED)
+        self.assertEqual(rc, 2, "%s: unpack: %s" % (what, err))
+        self.assertIn("nothing was merged", err, what)
+        self.assertFalse(os.path.exists(fresh), what)
+
+    def test_the_fuzz_inputs_as_parts(self):
+        rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+        self.assertEqual(rc, 0, err)
+        n = 0
+        for d in FUZZ_DB:
+            for name in sorted(os.listdir(d)):
+                raw = slurp(os.path.join(d, name))
+                if not raw.startswith(b"SQLite format 3\0") or raw == self.raw:
+                    continue
+                self.put_part(raw)
+                self.expect_refused(name, raw)
+                n += 1
+        self.assertGreaterEqual(n, 5)
+
+    def test_mutated_parts_and_manifests(self):
+        import random
+        rnd = random.Random(39)
+        for i in range(12):
+            raw = bytearray(self.raw)
+            for _ in range(rnd.randint(1, 8)):
+                k = rnd.randrange(len(raw))
+                raw[k] = rnd.randrange(256)
+            self.put_part(bytes(raw))
+            self.expect_refused("mutation %d" % i, bytes(raw))
+        self.put_part(self.raw)
+        for i in range(12):
+            text = bytearray(slurp(os.path.join(self.dir, "MANIFEST.tsv")))
+            k = rnd.randrange(len(text))
+            text[k] = rnd.choice(b"\t\n0f9a_x.-/ ")
+            path = os.path.join(self.dir, "MANIFEST.tsv")
+            good = slurp(path)
+            with open(path, "wb") as f:
+                f.write(bytes(text))
+            rc, err = self.call("verify", "--dir", self.dir, "--db", self.db)
+            self.assertIn(rc, (0, 1, 2), err)
+            if rc:
+                self.assertTrue(err.startswith("results_db: "), err)
+            with open(path, "wb") as f:
+                f.write(good)
 
 
 if __name__ == "__main__":

@@ -577,7 +577,9 @@ Test(sweep, a_run_left_by_a_sigkilled_sweep_resumes_at_once, .timeout = 120) {
     long long rows = wait_for_rows(db, NULL);
     if (rows > 0) { /* then a checkpoint */
         db_text(db, "SELECT run_id FROM runs", id, sizeof id);
-        snprintf(ckpt, sizeof ckpt, "%s/checkpoints/%s.ckpt", t.dir, id);
+        char ckdir[200];
+        snprintf(ckdir, sizeof ckdir, "%s/checkpoints", t.dir);
+        test_ckpt_path(db, ckdir, id, ckpt, sizeof ckpt);
         rows = wait_for_rows(db, ckpt);
     }
     cr_assert_eq(kill(-pid, SIGKILL), 0, "%s", strerror(errno)); /* the sweep and its child at once */

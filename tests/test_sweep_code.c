@@ -329,8 +329,10 @@ Test(sweep, verify_code_of_the_whole_run_keeps_its_checkpoint, .timeout = 120) {
     cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
     db_text(db, "SELECT run_id FROM runs WHERE name = 'vc-a-s1'", id1, sizeof id1);
     db_text(db, "SELECT run_id FROM runs WHERE name = 'vc-a-s2'", id2, sizeof id2);
-    snprintf(c1, sizeof c1, "%s/checkpoints/%s.ckpt", t.dir, id1);
-    snprintf(c2, sizeof c2, "%s/checkpoints/%s.ckpt", t.dir, id2);
+    char ckdir[200];
+    snprintf(ckdir, sizeof ckdir, "%s/checkpoints", t.dir);
+    test_ckpt_path(db, ckdir, id1, c1, sizeof c1);
+    test_ckpt_path(db, ckdir, id2, c2, sizeof c2);
     cr_assert_eq(access(c1, F_OK), 0, "%s", c1);
     /* s1 has no checkpoint, s2 a wrong one (s1's) */
     snprintf(cmd, sizeof cmd, "cp '%s' '%s.orig' && rm '%s' && cp '%s' '%s.orig' && cp '%s.orig' '%s'", c1, c1, c1,

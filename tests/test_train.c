@@ -715,7 +715,7 @@ Test(train_cli, sigint_exits_130_with_the_run_killed_and_kept, .timeout = 120) {
     cr_assert_eq(sqlite3_column_type(st, 3), SQLITE_INTEGER, "no train_loss rows");
     sqlite3_finalize(st);
     sqlite3_close(h);
-    snprintf(ckpt, sizeof ckpt, "%s/%s.ckpt", dir, id);
+    test_ckpt_path(db, dir, id, ckpt, sizeof ckpt);
     cr_assert_eq(access(ckpt, F_OK), 0, "no checkpoint %s", ckpt);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

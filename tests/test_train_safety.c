@@ -417,9 +417,9 @@ static void stopped_run(Stopped *s) {
     char *json = store_config_json(&s->c, id);
     cr_assert_not_null(json);
     free(json);
-    snprintf(s->ck, sizeof s->ck, "%s/%s.ckpt", s->dir, id);
     TrainOpts o = {s->db, "s", "data", "test", 0, 0, s->dir, 10, 0};
     cr_assert_eq(run_capture(&s->c, &o, err, sizeof err), 0, "%s", err);
+    test_ckpt_path(s->db, s->dir, id, s->ck, sizeof s->ck);
     s->good = test_read_file(s->ck, &s->len);
     s->L = layout_of(s->good, s->len);
 }
@@ -559,9 +559,9 @@ Test(ckpt, resume_of_a_finished_run_changes_nothing, .timeout = 120) {
     Config c = synth_config(12);
     resolve_or_die(&c);
     free(store_config_json(&c, id));
-    snprintf(ck, sizeof ck, "%s/%s.ckpt", dir, id);
     TrainOpts o = {db, "f", "data", "test", 0, 0, dir, 0, 0};
     cr_assert_eq(run_capture(&c, &o, err, sizeof err), 0, "%s", err);
+    test_ckpt_path(db, dir, id, ck, sizeof ck);
     long long rows = q_int(db, "SELECT count(*) FROM metrics", NULL);
     long long sums = q_int(db, "SELECT count(*) FROM summary", NULL);
     char ended[64];
@@ -674,7 +674,9 @@ Test(ckpt, a_fifo_checkpoint_is_refused_not_waited_on, .timeout = 120) {
     cr_assert_eq(tiny_train(dir, stop, &out), 0, "%s", out);
     free(out);
     the_run(db, id);
-    snprintf(ck, sizeof ck, "%s/ck/%s.ckpt", dir, id);
+    char ckdir[128];
+    snprintf(ckdir, sizeof ckdir, "%s/ck", dir);
+    test_ckpt_path(db, ckdir, id, ck, sizeof ck);
     cr_assert_eq(unlink(ck), 0, "%s: %s", ck, strerror(errno));
     cr_assert_eq(mkfifo(ck, 0600), 0);
     const char *resume[] = {"--db", db, "--ckpt", "ck", "--resume", NULL};
@@ -701,15 +703,17 @@ static char *as_format2(const char *b, size_t n, size_t *len) {
 }
 
 /* The issue's case: a run stopped in sub/a.db leaves its checkpoint beside
- * that database (sub/checkpoints, not ./checkpoints); a resume of the same
- * config into another database, sub/b.db, finds it there and refuses it
- * (another database), as it refuses a resume into a copy of a.db whose
- * rows were cut and an old format-2 checkpoint (which names no database;
- * in ./checkpoints, where it was written before) into b.db, which holds
- * none of the run's rows; into a.db that one still resumes, and the run
- * ends with every row. */
+ * that database, kept by it (sub/checkpoints/A_ID/RUN.ckpt, not
+ * ./checkpoints).  A resume of the same config into another database,
+ * sub/b.db, does not find it there; a copy of it where checkpoints were
+ * kept before (sub/checkpoints/RUN.ckpt) is found and refused (another
+ * database), as a resume into a copy of a.db whose rows were cut and an
+ * old format-2 checkpoint (which names no database; in ./checkpoints,
+ * where it was written before) into b.db, which holds none of the run's
+ * rows; into a.db that one still resumes, and the run ends with every
+ * row. */
 Test(ckpt, a_checkpoint_of_another_database_is_not_resumed, .timeout = 180) {
-    char dir[64], a[128], b[128], c[128], ck[256], id[64], cmd[512], buf[64], *out;
+    char dir[64], a[128], b[128], c[128], ck[256], id[64], cmd[1024], buf[64], ckdir[128], oldck[256], *out;
     test_tmpdir(dir, sizeof dir);
     snprintf(a, sizeof a, "%s/sub/a.db", dir);
     snprintf(b, sizeof b, "%s/sub/b.db", dir);
@@ -718,19 +722,25 @@ Test(ckpt, a_checkpoint_of_another_database_is_not_resumed, .timeout = 180) {
     cr_assert_eq(tiny_train(dir, stop, &out), 0, "%s", out);
     free(out);
     the_run(a, id);
-    snprintf(ck, sizeof ck, "%s/sub/checkpoints/%s.ckpt", dir, id);
+    snprintf(ckdir, sizeof ckdir, "%s/sub/checkpoints", dir);
+    test_ckpt_path(a, ckdir, id, ck, sizeof ck);
     cr_assert_eq(access(ck, F_OK), 0, "no checkpoint beside the database (%s)", ck);
     snprintf(cmd, sizeof cmd, "%s/checkpoints", dir);
     cr_assert_neq(access(cmd, F_OK), 0, "a checkpoint directory in the working directory");
 
+    /* a.db's checkpoint where checkpoints were kept before */
+    snprintf(oldck, sizeof oldck, "%s/%s.ckpt", ckdir, id);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", ck, oldck);
+    cr_assert_eq(system(cmd), 0);
     const char *into_b[] = {"--db", "sub/b.db", "--resume", NULL};
     int rc = tiny_train(dir, into_b, &out);
     cr_assert_eq(rc, 2, "exit %d: %s", rc, out);
-    cr_assert(strstr(out, "in another database (database id "), "%s", out);
+    cr_assert(strstr(out, "written by another database (id "), "%s", out);
     cr_assert(strstr(out, "nothing was resumed; run "), "%s", out);
     free(out);
     cr_assert_eq(q_int(b, "SELECT count(*) FROM runs", NULL), 0);
     cr_assert_eq(q_int(b, "SELECT count(*) FROM metrics", NULL), 0);
+    cr_assert_eq(unlink(oldck), 0);
 
     /* a copy of a.db (the same database id) that lost rows */
     snprintf(cmd, sizeof cmd, "cp '%s' '%s' && sqlite3 '%s' \"DELETE FROM metrics WHERE key = 'lr' AND step = 3\"",

@@ -1,6 +1,8 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 #include "nn/ops.h"
+#include "run/checkpoint.h"
+#include "run/store.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,6 +105,15 @@ char *test_read_file(const char *path, size_t *len) {
     char *buf = test_read_stream(f, len);
     fclose(f);
     return buf;
+}
+
+void test_ckpt_path(const char *db, const char *ckdir, const char *run_id, char *out, size_t cap) {
+    Store *s;
+    char err[512];
+    cr_assert_eq(store_open_ro(&s, db, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(strlen(store_db_id(s)), 16, "%s has no database id", db);
+    checkpoint_path(ckdir, store_db_id(s), run_id, out, cap);
+    store_close(s);
 }
 
 const char *gated_bin(void) {

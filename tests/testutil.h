@@ -43,6 +43,10 @@ void test_tmpdir(char *buf, size_t cap);
  * x 32): steps steps, eval every 10 on 8 windows, lr 1e-2 -> 1e-3. */
 Config synth_config(int steps);
 
+/* Where run run_id of the database db keeps its checkpoint in ckdir:
+ * CKDIR/DB_ID/RUN_ID.ckpt (run/checkpoint.h), into out (asserts). */
+void test_ckpt_path(const char *db, const char *ckdir, const char *run_id, char *out, size_t cap);
+
 /* $GATED_BIN, or the test is skipped when it is unset or not executable. */
 const char *gated_bin(void);
 

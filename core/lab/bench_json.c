@@ -267,6 +267,10 @@ typedef struct {
     double *it;    /* iteration values */
     int nit, cap;
     int kind;      /* CMP_COUNTER, CMP_TIME or CMP_RATE */
+    int first;     /* the index in "benchmarks" of its first row */
+    double family; /* its rows' family_index (NAN: none given) */
+    unsigned char *reps; /* repetition_index values seen (a bit each), for duplicates */
+    int nreps;           /* bytes in reps */
 } CmpCase;
 
 /* What a metric is: a counter is exact (the threshold alone decides); a
@@ -280,16 +284,57 @@ static int metric_kind(const char *metric) {
     return CMP_COUNTER;
 }
 
+/* The cases of one file, in the order they first appear, and a hash of
+ * their names (open addressing, slot = case index or -1): every lookup is
+ * O(1), so 40,000 cases are read and matched in linear time. */
 typedef struct {
     CmpCase *c;
     int n, cap;
+    int *slot;
+    unsigned nslot; /* a power of 2, at least 2n */
     Json *root;
 } CmpSet;
 
 static void cmpset_free(CmpSet *s) {
-    for (int i = 0; i < s->n; i++) free(s->c[i].it);
+    for (int i = 0; i < s->n; i++) free(s->c[i].it), free(s->c[i].reps);
     free(s->c);
+    free(s->slot);
     json_free(s->root);
+}
+
+static unsigned name_hash(const char *k) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211ull;
+    return (unsigned)(h ^ (h >> 32));
+}
+
+/* The slot of name in s: where it is, or the empty slot where it goes. */
+static int *cmp_slot(const CmpSet *s, const char *name) {
+    unsigned m = s->nslot - 1, i = name_hash(name) & m;
+    while (s->slot[i] >= 0 && strcmp(s->c[s->slot[i]].name, name) != 0) i = (i + 1) & m;
+    return &s->slot[i];
+}
+
+/* The case named name in s, or NULL. */
+static const CmpCase *cmp_find(const CmpSet *s, const char *name) {
+    if (!s->nslot) return NULL;
+    int k = *cmp_slot(s, name);
+    return k >= 0 ? &s->c[k] : NULL;
+}
+
+/* Room for one more name in the hash (rebuilt at twice the size when half
+ * full).  0 or -1 (out of memory). */
+static int cmp_grow(CmpSet *s) {
+    if (2 * (unsigned)(s->n + 1) <= s->nslot) return 0;
+    unsigned ns = s->nslot ? 2 * s->nslot : 64;
+    int *sl = malloc(sizeof *sl * ns);
+    if (!sl) return -1;
+    for (unsigned i = 0; i < ns; i++) sl[i] = -1;
+    free(s->slot);
+    s->slot = sl;
+    s->nslot = ns;
+    for (int k = 0; k < s->n; k++) *cmp_slot(s, s->c[k].name) = k;
+    return 0;
 }
 
 static double unit_seconds(const char *u) {
@@ -305,9 +350,13 @@ static const char *jtext(const Json *o, const char *key) {
     return v && v->type == JSON_STR ? v->str : NULL;
 }
 
-static CmpCase *cmp_case(CmpSet *s, const char *name) {
-    for (int i = 0; i < s->n; i++)
-        if (strcmp(s->c[i].name, name) == 0) return &s->c[i];
+/* The case named name (made when new, its first row i).  NULL: out of memory. */
+static CmpCase *cmp_case(CmpSet *s, const char *name, int i) {
+    if (s->nslot) {
+        int k = *cmp_slot(s, name);
+        if (k >= 0) return &s->c[k];
+    }
+    if (cmp_grow(s)) return NULL;
     if (s->n == s->cap) {
         int nc = s->cap ? 2 * s->cap : 32;
         CmpCase *nv = realloc(s->c, sizeof *nv * (size_t)nc);
@@ -315,11 +364,73 @@ static CmpCase *cmp_case(CmpSet *s, const char *name) {
         s->c = nv;
         s->cap = nc;
     }
+    *cmp_slot(s, name) = s->n;
     CmpCase *c = &s->c[s->n++];
     memset(c, 0, sizeof *c);
     c->name = name;
     c->median = NAN;
+    c->family = NAN;
+    c->first = i;
     return c;
+}
+
+/* A row of case c that makes its name a duplicate — two benchmarks under
+ * one name, which must not be pooled as if they were repetitions of one:
+ * a second median aggregate, a repetition_index seen before, or another
+ * family_index.  1 (a message in why), 0, or -1 out of memory. */
+static int cmp_duplicate(CmpCase *c, const Json *e, int aggregate, char *why, size_t cap) {
+    if (aggregate) {
+        if (!isnan(c->median)) snprintf(why, cap, "a second \"median\" aggregate");
+        return !isnan(c->median);
+    }
+    const Json *fam = json_get(e, "family_index"), *rep = json_get(e, "repetition_index");
+    if (fam && fam->type == JSON_NUM) {
+        if (!isnan(c->family) && fam->num != c->family) {
+            snprintf(why, cap, "family_index %g and %g", c->family, fam->num);
+            return 1;
+        }
+        c->family = fam->num;
+    }
+    if (!rep || rep->type != JSON_NUM || !(rep->num >= 0) || rep->num >= 1e7 || rep->num != floor(rep->num))
+        return 0;
+    int r = (int)rep->num;
+    if (r / 8 >= c->nreps) {
+        int nb = 2 * (r / 8 + 1);
+        unsigned char *nv = realloc(c->reps, (size_t)nb);
+        if (!nv) return -1;
+        memset(nv + c->nreps, 0, (size_t)(nb - c->nreps));
+        c->reps = nv;
+        c->nreps = nb;
+    }
+    if (c->reps[r / 8] & (1u << (r % 8))) {
+        snprintf(why, cap, "repetition_index %d twice", r);
+        return 1;
+    }
+    c->reps[r / 8] |= (unsigned char)(1u << (r % 8));
+    return 0;
+}
+
+/* The value of the metric in row e of case name, checked: 1 (*x), 0 (the
+ * row has none), -1 (not a number, negative or not finite where it is a
+ * time or a rate: printed). */
+static int cmp_metric(const Json *e, const char *metric, int kind, const char *path, int i, const char *name,
+                      double *x, FILE *errf) {
+    const Json *v = json_get(e, metric);
+    char qn[768];
+    if (!v) return 0;
+    if (v->type != JSON_NUM) {
+        fprintf(errf, "gated compare: %s: benchmarks[%d] (%s): %s is %s, not a number\n", path, i,
+                store_escape(name, qn, sizeof qn), metric,
+                v->type == JSON_STR ? "a string" : v->type == JSON_NULL ? "null" : "not a number");
+        return -1;
+    }
+    *x = v->num;
+    if (!isfinite(*x) || (kind != CMP_COUNTER && *x < 0)) {
+        fprintf(errf, "gated compare: %s: benchmarks[%d] (%s): %s is %g: a %s must be finite and >= 0\n", path, i,
+                store_escape(name, qn, sizeof qn), metric, *x, kind == CMP_TIME ? "time" : "rate");
+        return -1;
+    }
+    return 1;
 }
 
 static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf) {
@@ -350,9 +461,10 @@ static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf)
         const char *agg = jtext(e, "aggregate_name");
         int aggregate = (rt && strcmp(rt, "aggregate") == 0) || agg;
         if (aggregate && (!agg || strcmp(agg, "median") != 0)) continue;
-        const Json *v = json_get(e, metric);
-        if (!v || v->type != JSON_NUM) continue;
-        double x = v->num;
+        double x;
+        int got = cmp_metric(e, metric, kind, path, i, name, &x, errf);
+        if (got < 0) return -1;
+        if (got == 0) continue;
         if (kind == CMP_TIME) {
             double u = unit_seconds(jtext(e, "time_unit"));
             if (isnan(u)) {
@@ -361,9 +473,18 @@ static int load_cmp(const char *path, const char *metric, CmpSet *s, FILE *errf)
             }
             x *= u;
         }
-        CmpCase *c = cmp_case(s, name);
-        if (!c) {
+        CmpCase *c = cmp_case(s, name, i);
+        char why[96], qn[768];
+        int dup = c ? cmp_duplicate(c, e, aggregate, why, sizeof why) : -1;
+        if (dup < 0) {
             fprintf(errf, "gated compare: out of memory\n");
+            return -1;
+        }
+        if (dup) {
+            fprintf(errf,
+                    "gated compare: %s: benchmarks[%d]: case %s is named twice (%s; its first row is "
+                    "benchmarks[%d]): two benchmarks under one name are not pooled; rename one\n",
+                    path, i, store_escape(name, qn, sizeof qn), why, c->first);
             return -1;
         }
         c->kind = kind;
@@ -566,16 +687,10 @@ int bench_compare_files(const char *base, const char *head, const BenchCompareOp
     fprintf(out, "%-*s %14s %14s %9s %8s %7s  %s\n", w, "case", "base", "head", "change", "p", "noise", "verdict");
     CmpTally *t = calloc(1, sizeof *t);
     int rc = t ? 0 : 2;
-    for (int i = 0; i < A.n && rc == 0; i++) {
-        const CmpCase *b = NULL;
-        for (int k = 0; k < B.n; k++)
-            if (strcmp(B.c[k].name, A.c[i].name) == 0) b = &B.c[k];
-        if (compare_case(&A.c[i], b, thr, alpha, w, out, t)) rc = 2;
-    }
+    for (int i = 0; i < A.n && rc == 0; i++)
+        if (compare_case(&A.c[i], cmp_find(&B, A.c[i].name), thr, alpha, w, out, t)) rc = 2;
     for (int k = 0; rc == 0 && k < B.n; k++) {
-        int found = 0;
-        for (int i = 0; i < A.n && !found; i++) found = strcmp(A.c[i].name, B.c[k].name) == 0;
-        if (!found) {
+        if (!cmp_find(&A, B.c[k].name)) {
             char sb[32], qn[768];
             fmt_val(sb, sizeof sb, cmp_value(&B.c[k]), B.c[k].kind);
             fprintf(out, "%-*s %14s %14s %9s %8s %7s  %s\n", w, store_escape(B.c[k].name, qn, sizeof qn), "-", sb,

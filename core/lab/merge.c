@@ -252,6 +252,16 @@ static int merge_copy(Merge *s, int has_sweeps, int has_attest, int version) {
                       " WHERE diverged_step IS NOT NULL AND run_id IN (SELECT run_id FROM temp.merge_win)",
                       "");
     if (rc == 0) rc = merge_rows(s, has_sweeps, has_attest, version);
+    /* the input's database id and those merged into it: their checkpoints
+     * may hold runs now stored here (run/checkpoint.h, store_db_knows) */
+    if (rc == 0)
+        rc = mg_run(s,
+                    "INSERT OR IGNORE INTO main.meta(key, value)"
+                    " SELECT ?1 || value, ?2 FROM merge_src.meta WHERE key = ?3"
+                    "   AND length(value) = 16 AND value NOT GLOB '*[^0-9a-f]*'"
+                    " UNION SELECT key, ?2 FROM merge_src.meta WHERE substr(key, 1, length(?1)) = ?1"
+                    "   AND length(key) = length(?1) + 16 AND substr(key, length(?1) + 1) NOT GLOB '*[^0-9a-f]*'",
+                    "ttt", STORE_MERGED_KEY, "merged", "db_id");
     if (rc == 0) rc = mg_exec(s, "DELETE FROM temp.merge_win");
     if (rc == 0) rc = mg_commit(s);
     if (rc) mg_rollback(s);

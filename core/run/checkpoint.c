@@ -2,6 +2,7 @@
 #include "run/checkpoint.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -145,6 +146,47 @@ static void put_f64(Writer *w, double v) { put(w, &v, 8); }
 void checkpoint_default_dir(const char *db_path, char *out, size_t cap) {
     const char *slash = strrchr(db_path, '/');
     snprintf(out, cap, "%.*s%scheckpoints", slash ? (int)(slash - db_path) : 0, db_path, slash ? "/" : "");
+}
+
+void checkpoint_path(const char *ckdir, const char *db_id, const char *run_id, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%s/%s.ckpt", ckdir, db_id, run_id);
+}
+
+/* Whether path names something (a file, or anything a reader then refuses). */
+static int exists(const char *path) {
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+int checkpoint_locate(Store *st, const char *ckdir, int legacy, const char *run_id, char *out, size_t cap) {
+    const char *own = store_db_id(st);
+    if (*own) {
+        checkpoint_path(ckdir, own, run_id, out, cap);
+        if (exists(out)) return 1;
+    }
+    /* where they were before they were kept by database (format 3 names it) */
+    snprintf(out, cap, "%s/%s.ckpt", ckdir, run_id);
+    if (exists(out)) return 1;
+    if (legacy) {
+        snprintf(out, cap, "checkpoints/%s.ckpt", run_id);
+        if (exists(out)) return 1;
+    }
+    /* a database merged into this one: its directory beside ours */
+    DIR *d = opendir(ckdir);
+    struct dirent *e;
+    int found = 0;
+    while (d && !found && (e = readdir(d)))
+        if (store_run_id_valid(e->d_name) && strcmp(e->d_name, own) != 0 && store_db_knows(st, e->d_name) == 1) {
+            checkpoint_path(ckdir, e->d_name, run_id, out, cap);
+            found = exists(out);
+        }
+    if (d) closedir(d);
+    if (found) return 1;
+    if (*own) /* where it would be (for the message that there is none) */
+        checkpoint_path(ckdir, own, run_id, out, cap);
+    else
+        snprintf(out, cap, "%s/%s.ckpt", ckdir, run_id);
+    return 0;
 }
 
 int checkpoint_save(const char *path, const char *config_json, const char *db_id, const Arena *a,
@@ -382,22 +424,94 @@ static int read_body(Reader *r, Arena *a, TrainState *ts, char *err, size_t cap)
     return check_values(path, a, ts, err, cap);
 }
 
-int checkpoint_load(const char *path, const char *config_json, const char *db_id, Arena *a, TrainState *ts,
-                    char *err, size_t cap) {
+/* Whether the checkpoint r, holding step `step`, may be read as run_id of
+ * the database st: the one check every reader makes (checkpoint.h). */
+static int owner_check(const Reader *r, long long step, Store *st, const char *run_id, char *err, size_t cap) {
+    const char *path = r->path;
+    if (!st) return 0;
+    if (r->format == 3 && strcmp(r->run_id, run_id) != 0) {
+        snprintf(err, cap, "%s: a checkpoint of run %s, not of run %s", path, r->run_id, run_id);
+        return -1;
+    }
+    if (r->format == 3) {
+        int k = store_db_knows(st, r->db_id);
+        long long last = k == 1 ? store_run_last_step(st, run_id) : 0;
+        if (k < 0 || last < 0) {
+            snprintf(err, cap, "%s: %s", store_path(st), store_errmsg(st));
+            return -1;
+        }
+        if (k == 2 || (k == 1 && last == step)) return 0;
+        if (k == 1)
+            snprintf(err, cap,
+                     "%s: a checkpoint of run %s at step %lld written by database %s (merged into %s), where the "
+                     "run ends at step %lld: not the stored run's state",
+                     path, run_id, step, r->db_id, store_path(st), last);
+        else
+            snprintf(err, cap,
+                     "%s: a checkpoint of run %s written by another database (id %s; %s is %s): not this "
+                     "database's run; use the --db it was trained with",
+                     path, run_id, r->db_id, store_path(st), *store_db_id(st) ? store_db_id(st) : "without an id");
+        return -1;
+    }
+    /* format 2 names no database: the rows of every step it holds must be here */
+    char why[512];
+    int has = store_run_rows_through(st, run_id, step, r->cfg.eval_every, why, sizeof why);
+    if (has > 0) return 0;
+    snprintf(err, cap, "%s: a format-2 checkpoint (it names no database) after step %lld, but %s", path, step,
+             has < 0 ? store_errmsg(st) : why);
+    return -1;
+}
+
+int checkpoint_load(const char *path, const char *config_json, Store *st, Arena *a, TrainState *ts, char *err,
+                    size_t cap) {
     Reader r;
     int rc = open_header(path, &r, err, cap);
     if (rc <= 0) return rc;
+    char id[17];
+    store_run_id(config_json, id);
     if (strcmp(r.json, config_json) != 0) {
         snprintf(err, cap, "%s: checkpoint belongs to a different configuration", path);
         rc = -1;
-    } else if (r.format == 3 && strcmp(r.db_id, db_id ? db_id : "") != 0) {
-        snprintf(err, cap,
-                 "%s: a checkpoint of run %s in another database (database id %s; this one is %s), which holds its "
-                 "earlier rows",
-                 path, r.run_id, r.db_id, db_id && *db_id ? db_id : "unknown");
-        rc = -1;
     } else
-        rc = read_body(&r, a, ts, err, cap) ? -1 : 1;
+        rc = read_body(&r, a, ts, err, cap) || owner_check(&r, ts->step, st, id, err, cap) ? -1 : 1;
+    reader_close(&r);
+    return rc;
+}
+
+int checkpoint_check(const char *path, Store *st, const char *run_id, char *err, size_t cap) {
+    Reader r;
+    int rc = open_header(path, &r, err, cap);
+    if (rc == 0) snprintf(err, cap, "%s: no checkpoint (the run never finished or saved one)", path);
+    if (rc <= 0) return -1;
+    char id[17];
+    store_run_id(r.json, id);
+    unsigned char buf[1 << 16];
+    uint64_t left = 3 * sizeof(real) * r.n, step = 0, sum;
+    unsigned char state[STATE_BYTES];
+    rc = 0;
+    if (strcmp(id, run_id) != 0) {
+        snprintf(err, cap, "%s: a checkpoint of run %s, not of run %s", path, id, run_id);
+        rc = -1;
+    }
+    while (rc == 0 && left) { /* the arena, through the checksum */
+        size_t n = left < sizeof buf ? (size_t)left : sizeof buf;
+        if (get(&r, buf, n)) rc = -1;
+        left -= n;
+    }
+    if (rc == 0 && get(&r, state, sizeof state)) rc = -1;
+    if (rc == 0) {
+        uint64_t want = sum_final(&r.sum);
+        if (fread(&sum, 8, 1, r.f) != 1 || sum != want) rc = -1;
+        if (rc) snprintf(err, cap, "%s: checksum mismatch: the checkpoint is corrupt", path);
+        memcpy(&step, state, 8);
+    } else if (strcmp(id, run_id) == 0)
+        snprintf(err, cap, "%s: truncated checkpoint", path);
+    if (rc == 0 && (step > (uint64_t)r.cfg.steps)) {
+        snprintf(err, cap, "%s: corrupt checkpoint (step %llu of a %d-step run)", path, (unsigned long long)step,
+                 r.cfg.steps);
+        rc = -1;
+    }
+    if (rc == 0) rc = owner_check(&r, (long long)step, st, run_id, err, cap);
     reader_close(&r);
     return rc;
 }

@@ -19,12 +19,21 @@
  *
  * A checkpoint is tied to its database: a resume goes on from the step it
  * names, and is exact only when the database holds the run's rows of every
- * step before it.  checkpoint_load refuses a format-3 file of another
- * database; a format-2 file says nothing about its database, so
- * checkpoint_load reads it and leaves the check to the caller (gated
- * train looks for the rows themselves: run/train.c).  checkpoint_read (the
- * weights for `gated eval` and train.init_from) reads both formats and
- * checks no database: reading weights needs no rows.
+ * step before it; an evaluation stores its results in the run's rows, so
+ * the weights must be that run's.  Checkpoints are kept by database:
+ * CKDIR/DB_ID/RUN_ID.ckpt (checkpoint_path), so two databases in one
+ * directory never share one.  Every reader of a run's checkpoint (train
+ * --resume: checkpoint_load; gated eval, infer and train.init_from by run
+ * name: checkpoint_check) makes one check
+ * (owner_check in checkpoint.c): a format-3 file must name the database
+ * read (store_db_id), or a database `gated merge` folded into it
+ * (store_db_knows) and then hold the step where the run as stored ends
+ * (store_run_last_step); a format-2 file names no database, so the
+ * database must hold the run's rows of every step up to the checkpoint's
+ * (store_run_rows_through).  checkpoint_read checks no database: for a
+ * file named by the user as train.init_from, whose rows are nowhere.
+ * Files at the paths used before (CKDIR/RUN_ID.ckpt, ./checkpoints/
+ * RUN_ID.ckpt) are still found (checkpoint_locate) and pass the same check.
  *
  * Nothing read is trusted: on load the format, the size of a real, the
  * configuration (it must parse and resolve), the file's exact size, the
@@ -65,12 +74,25 @@ int checkpoint_read(const char *path, char **json, Arena *a, TrainState *ts, cha
 /* The checksum a checkpoint ends with, of the n bytes before it (tests
  * use it to forge files whose checksum is right and whose fields are not). */
 uint64_t checkpoint_checksum(const void *data, size_t n);
-/* The checkpoint of config_json for a resume into the database db_id: 1
+/* The checkpoint of config_json for a resume into the database st: 1
  * loaded, 0 no checkpoint at path, -1 error (message in err): another
- * configuration, or a format-3 file of another database.  A format-2 file
- * loads whatever the database (see above). */
-int checkpoint_load(const char *path, const char *config_json, const char *db_id, Arena *a, TrainState *ts,
-                    char *err, size_t cap);
+ * configuration, or not the database's (see above).  st NULL checks no
+ * database (tests of the file format only). */
+typedef struct Store Store;
+int checkpoint_load(const char *path, const char *config_json, Store *st, Arena *a, TrainState *ts, char *err,
+                    size_t cap);
+/* The check above, of the whole checkpoint file at path (read through:
+ * its checksum, then its step) as run run_id of the database st: 0, or -1
+ * with err (no file, a corrupt one, another run's, not this database's). */
+int checkpoint_check(const char *path, Store *st, const char *run_id, char *err, size_t cap);
+/* CKDIR/DB_ID/RUN_ID.ckpt: where run run_id of database db_id keeps its
+ * checkpoint. */
+void checkpoint_path(const char *ckdir, const char *db_id, const char *run_id, char *out, size_t cap);
+/* Where run run_id's checkpoint for the database st is: the first of
+ * CKDIR/DB_ID/RUN_ID.ckpt, CKDIR/RUN_ID.ckpt, (legacy) ./checkpoints/
+ * RUN_ID.ckpt, CKDIR/ID/RUN_ID.ckpt for the ids of databases merged into
+ * st that exists, into out: 1; 0 when none does (out: the first). */
+int checkpoint_locate(Store *st, const char *ckdir, int legacy, const char *run_id, char *out, size_t cap);
 /* Make the format-3 checkpoint at path name the database db_id (its
  * checksum made again), in place (a temporary file renamed over it): for
  * a checkpoint written into a scratch database on behalf of a run of

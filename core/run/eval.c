@@ -15,63 +15,65 @@
 #include "run/store.h"
 #include "util/util.h"
 
-int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, Config *cfg, char *path, size_t pcap,
-                   char id[17], char *err, size_t cap) {
+int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, int check_file, Config *cfg,
+                   char *path, size_t pcap, char id[17], char *err, size_t cap) {
     struct stat sb;
-    char *json = NULL;
-    if (stat(arg, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    char *json = NULL, e[1024];
+    int is_file = stat(arg, &sb) == 0 && S_ISREG(sb.st_mode), rc = 2;
+    Store *st = NULL;
+    if ((!is_file || check_file) && store_open_ro(&st, db_path, e, sizeof e)) {
+        if (is_file)
+            snprintf(err, cap, "%s", e);
+        else
+            snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, e);
+        return 2;
+    }
+    if (is_file) {
         snprintf(path, pcap, "%s", arg);
     } else {
-        Store *st = NULL;
-        char e[1024];
-        if (store_open_ro(&st, db_path, e, sizeof e)) {
-            snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, e);
-            return 2;
-        }
         char rid[17];
         if (store_find_run(st, arg, rid, NULL)) {
             snprintf(err, cap, "%s is not a checkpoint file, and %s", arg, store_errmsg(st));
-            store_close(st);
-            return 2;
+            goto out;
         }
-        store_close(st);
         if (!store_run_id_valid(rid)) { /* a merged database may hold anything; this becomes a path */
             char q[64];
             snprintf(err, cap, "%s: run id \"%s\" is not 16 hex digits; no checkpoint is looked up", db_path,
                      store_escape(rid, q, sizeof q));
-            return 2;
+            goto out;
         }
+        /* beside the database (where gated sweep and train put them), else
+         * ./checkpoints, where gated train put them before */
+        char dir[4096];
         if (ckpt_dir)
-            snprintf(path, pcap, "%s/%s.ckpt", ckpt_dir, rid);
-        else {
-            /* beside the database (where gated sweep and train put them), else
-             * ./checkpoints, where gated train put them before */
-            char dir[4096];
+            snprintf(dir, sizeof dir, "%s", ckpt_dir);
+        else
             checkpoint_default_dir(db_path, dir, sizeof dir);
-            snprintf(path, pcap, "%s/%s.ckpt", dir, rid);
-            if (access(path, F_OK) != 0) snprintf(path, pcap, "checkpoints/%s.ckpt", rid);
-        }
+        checkpoint_locate(st, dir, !ckpt_dir, rid, path, pcap);
     }
     int r = checkpoint_read(path, &json, NULL, NULL, err, cap);
     if (r == 0) snprintf(err, cap, "%s: no checkpoint (the run never finished or saved one)", path);
-    if (r <= 0) return 2;
+    if (r <= 0) goto out;
     ConfigError ce;
     config_defaults(cfg);
     if (config_from_json(cfg, json, &ce) || config_resolve(cfg, &ce)) {
         snprintf(err, cap, "%s: its configuration: %s", path, ce.msg);
-        free(json);
-        return 2;
+        goto out;
     }
     store_run_id(json, id);
+    /* the one check of every reader (checkpoint.h): this database's run */
+    rc = st && checkpoint_check(path, st, id, err, cap) ? 2 : 0;
+out:
     free(json);
-    return 0;
+    store_close(st);
+    return rc;
 }
 
 int trained_load_weights(Model *m, const Config *cfg, const char *arg, const char *db_path, const char *ckpt_dir, long *steps, char *err,
                          size_t cap) {
     Config src;
     char path[4096], id[17], why[700], e[1024];
-    int rc = trained_locate(arg, db_path, ckpt_dir, &src, path, sizeof path, id, err, cap);
+    int rc = trained_locate(arg, db_path, ckpt_dir, 0, &src, path, sizeof path, id, err, cap);
     if (rc) return rc;
     if (!config_same_architecture(cfg, &src, why, sizeof why)) {
         snprintf(err, cap, "train.init_from: %s: another architecture: %s", path, why);
@@ -305,7 +307,7 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
 int eval_run(const char *arg, const EvalOpts *o) {
     Config cfg;
     char path[4096], id[17], err[1024];
-    int rc = trained_locate(arg, o->db_path, o->ckpt_dir, &cfg, path, sizeof path, id, err, sizeof err);
+    int rc = trained_locate(arg, o->db_path, o->ckpt_dir, 1, &cfg, path, sizeof path, id, err, sizeof err);
     if (rc) {
         fprintf(stderr, "gated eval: %s\n", err);
         return rc;

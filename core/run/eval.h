@@ -33,15 +33,18 @@
 #include "run/infer.h"
 
 /* Where a trained model is: arg is a checkpoint file, or a run (id, name or
- * unique id prefix) in the database at db_path whose checkpoint is
- * CKPT_DIR/RUN_ID.ckpt; with ckpt_dir NULL, DBDIR/checkpoints/RUN_ID.ckpt
- * (where `gated sweep` and `gated train` write them) if it exists, else
- * checkpoints/RUN_ID.ckpt (where `gated train` wrote them before).  Fills cfg (defaults, then the checkpoint's config,
+ * unique id prefix) in the database at db_path whose checkpoint is found by
+ * checkpoint_locate in CKPT_DIR, or with ckpt_dir NULL in DBDIR/checkpoints
+ * (where `gated sweep` and `gated train` write them) then ./checkpoints
+ * (where `gated train` wrote them before).  A run's checkpoint, and a file
+ * when check_file is 1 (gated eval: its results go to the run's rows),
+ * must pass checkpoint_check for that database (run/checkpoint.h: not
+ * another database's).  Fills cfg (defaults, then the checkpoint's config,
  * resolved), the checkpoint path and the run id (the hash of its config).
- * Returns 0, or 2 (bad input: no such run or file, not a checkpoint) with
- * the message in err. */
-int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, Config *cfg, char *path, size_t pcap,
-                   char id[17], char *err, size_t cap);
+ * Returns 0, or 2 (bad input: no such run or file, not a checkpoint, not
+ * this database's) with the message in err. */
+int trained_locate(const char *arg, const char *db_path, const char *ckpt_dir, int check_file, Config *cfg,
+                   char *path, size_t pcap, char id[17], char *err, size_t cap);
 
 /* Load the weights of the trained model `arg` (as trained_locate) into m,
  * whose architecture must match (config_same_architecture); AdamW moments

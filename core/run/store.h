@@ -132,6 +132,10 @@ char *store_config_json(const Config *c, char id[17]);
  * eval_every up to step.  A resume goes on only on top of them.  1 yes, 0
  * no (why, always NUL-terminated, says which rows are missing), -1 on an
  * error (store_errmsg()). */
+/* The last step of run_id's train_loss rows (0 when none): where the run
+ * as this database holds it ends.  -1 on an error (store_errmsg()). */
+long long store_run_last_step(Store *s, const char *run_id);
+
 int store_run_rows_through(Store *s, const char *run_id, long long step, long long eval_every, char *why,
                            size_t cap);
 
@@ -379,6 +383,14 @@ const char *store_path(Store *s);
  * copy of the file has the same id; `gated merge` does not copy it.  ""
  * for a read-only open of a file that has none yet. */
 const char *store_db_id(Store *s);
+
+/* Whether a checkpoint naming the database db_id may hold a run of this
+ * one: 2 it is this database's id, 1 the id of a database `gated merge`
+ * folded into this one (meta key STORE_MERGED_KEY + id, copied on with
+ * every later merge), 0 neither (or not 16 hex digits), -1 an error
+ * (store_errmsg()). */
+#define STORE_MERGED_KEY "merged_db_id:"
+int store_db_knows(Store *s, const char *db_id);
 
 /* The underlying SQLite connection, for queries by the lab (lab/report.c
  * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must

@@ -553,3 +553,34 @@ int store_run_rows_through(Store *s, const char *run_id, long long step, long lo
     }
     return 1;
 }
+
+long long store_run_last_step(Store *s, const char *run_id) {
+    sqlite3_stmt *st;
+    long long n;
+    if (store_flush(s) ||
+        sto_prep_bind(s, &st,
+                      "SELECT coalesce(max(step), 0) FROM metrics WHERE run_id = ?1 AND key = ?2 AND context = ''"
+                      " AND typeof(step) = 'integer'",
+                      "tt", run_id, "train_loss"))
+        return -1;
+    return one_count(s, st, "the run's last step", &n) ? -1 : n;
+}
+
+/* ------------------------------------------------------------------ */
+/* which databases' checkpoints hold this one's runs                   */
+/* ------------------------------------------------------------------ */
+
+int store_db_knows(Store *s, const char *db_id) {
+    if (!store_run_id_valid(db_id)) return 0;
+    if (s->db_id[0] && strcmp(s->db_id, db_id) == 0) return 2;
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", STORE_MERGED_KEY, db_id);
+    int has = sto_has_table(s, "meta");
+    if (has <= 0) return has;
+    sqlite3_stmt *st;
+    long long n;
+    if (sto_prep_bind(s, &st, "SELECT count(*) FROM meta WHERE key = ?1", "t", key) ||
+        one_count(s, st, "meta: merged database ids", &n))
+        return -1;
+    return n > 0;
+}

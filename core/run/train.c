@@ -507,7 +507,7 @@ static int open_store(Run *r) {
         snprintf(r->ckdir, sizeof r->ckdir, "%s", o->ckpt_dir);
     else
         checkpoint_default_dir(o->db_path, r->ckdir, sizeof r->ckdir);
-    snprintf(r->ckpt, sizeof r->ckpt, "%s/%s.ckpt", r->ckdir, r->id);
+    checkpoint_path(r->ckdir, store_db_id(r->st), r->id, r->ckpt, sizeof r->ckpt);
     r->ts.data_rng = rng_stream((uint64_t)r->c->seed, 0xDA7Aull);
     return GO;
 }
@@ -527,12 +527,10 @@ static int open_resume(Run *r) {
             printf("%s\n", r->id);
             return 0;
         }
-        int k = checkpoint_load(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
-        if (k == 0 && !o->ckpt_dir) { /* where gated train put them before they went beside the database */
-            char old[4096];
-            snprintf(old, sizeof old, "checkpoints/%s.ckpt", r->id);
-            k = checkpoint_load(old, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err);
-        }
+        /* its own, else where gated train put them before (checkpoint_locate) */
+        char from[4096];
+        int k = checkpoint_locate(r->st, r->ckdir, !o->ckpt_dir, r->id, from, sizeof from);
+        if (k > 0) k = checkpoint_load(from, r->json, r->st, &r->m.p, &r->ts, r->err, sizeof r->err);
         /* a resume is exact only on top of every row before the checkpoint's
          * step: refused when the database lacks them (a format-2 checkpoint
          * names no database; a database copied and then cut, or rows deleted) */
@@ -540,7 +538,7 @@ static int open_resume(Run *r) {
             char why[512];
             int has = store_run_rows_through(r->st, r->id, r->ts.step, c->eval_every, why, sizeof why);
             if (has <= 0) {
-                snprintf(r->err, sizeof r->err, "%.400s: checkpoint after step %lld, but %s", r->ckpt,
+                snprintf(r->err, sizeof r->err, "%.400s: checkpoint after step %lld, but %s", from,
                          (long long)r->ts.step, has < 0 ? store_errmsg(r->st) : why);
                 k = -1;
             }
@@ -608,8 +606,10 @@ static int open_claim(Run *r) {
     }
     /* a directory that cannot be made: said now; each checkpoint then fails
      * with its path, and the run goes on */
-    if (util_mkdir_p(r->ckdir))
-        fprintf(stderr, "gated train: %s: %s (checkpoints cannot be written)\n", r->ckdir, strerror(errno));
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", r->ckdir, store_db_id(r->st));
+    if (util_mkdir_p(dir))
+        fprintf(stderr, "gated train: %s: %s (checkpoints cannot be written)\n", dir, strerror(errno));
     return GO;
 }
 
@@ -786,9 +786,13 @@ static int finish_result(Run *r) {
     }
     DB(store_flush(r->st));
     if (db_errors == 0) {
-        if (checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err))
+        if (checkpoint_save(r->ckpt, r->json, store_db_id(r->st), &r->m.p, &r->ts, r->err, sizeof r->err)) {
+            /* the results are complete, but nothing can evaluate or continue
+             * the run: it ends failed (finish_summary), never finished */
+            snprintf(r->fail_reason, sizeof r->fail_reason, "the final checkpoint could not be written: %.200s",
+                     r->err);
             fprintf(stderr, "gated train: %s\n", r->err);
-        else
+        } else
             test_kill_after_checkpoint(++r->nckpt);
     }
     double tl;
@@ -833,6 +837,15 @@ static int finish_summary(Run *r) {
     DB(store_summary(st, id, "params", "", (double)r->m.p.total, NULL));
     DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&r->m), NULL));
     if (db_errors) return end_db_failed(r);
+    if (r->fail_reason[0] && strcmp(r->status, "finished") == 0) { /* the final checkpoint */
+        fprintf(stderr,
+                "gated train: %s; the run is failed: its results are stored, and --resume makes it again from its "
+                "last checkpoint (or from the start)\n",
+                r->fail_reason);
+        if (store_run_end(st, id, "failed", r->fail_reason, -1))
+            fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(st));
+        return 1;
+    }
     if (store_run_end(st, id, r->status, NULL, r->diverged_step)) {
         fprintf(stderr, "gated train: %s: %s\n", r->o->db_path, store_errmsg(st));
         return 1;

@@ -22,6 +22,9 @@
 #include "lab/merge.h"
 #include "lab/report.h"
 #include "run/checkpoint.h"
+#include "run/eval.h"
+#include "nn/model.h"
+#include "nn/rope.h"
 #include "run/config.h"
 #include "run/store.h"
 #include "lab/sweep.h"
@@ -79,6 +82,9 @@ static void write_file(const char *path, const void *data, size_t n) {
 }
 
 static void db_files_remove(void);
+static void db_path(char *p, size_t cap, const char *name);
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw);
+static void db_template(void);
 
 void fuzz_cleanup(void) {
     if (!dir[0] || dir_pid != getpid()) return;
@@ -90,6 +96,10 @@ void fuzz_cleanup(void) {
         unlink(p);
     }
     db_files_remove();
+    db_path(p, sizeof p, "evck");
+    nftw(p, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    db_path(p, sizeof p, "foreign.ckpt");
+    unlink(p);
     snprintf(p, sizeof p, "%s/experiments", dir);
     rmdir(p);
     snprintf(p, sizeof p, "%s/bench", dir);
@@ -267,7 +277,7 @@ static void checkpoint_pass(const uint8_t *data, size_t size) {
         /* the database it names (format 3), or any (format 2: it names none) */
         char dbid[17] = "0123456789abcdef";
         if (size >= 31 && memcmp(data, "GATEDCKPT3\n", 11) == 0) memcpy(dbid, data + 15, 16);
-        int lr = checkpoint_load(p_ckpt, json, dbid, &a, &ts, err, sizeof err);
+        int lr = checkpoint_load(p_ckpt, json, NULL, &a, &ts, err, sizeof err);
         if (lr != 1) die("checkpoint_load refuses what checkpoint_read accepted: %s", err);
     }
     free(json);
@@ -376,6 +386,113 @@ static void db_exec(sqlite3 *db, const char *sql) {
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) die("db template: %s: %s", sql, msg ? msg : "?");
 }
 
+/* ------------------------------------------------------------ eval */
+
+/* `gated eval` on the merged database (eval_pass): the template holds a run
+ * of a real tiny config (synthetic corpus, d_model 4, 1 layer, seq_len 4),
+ * finished after 3 steps, whose checkpoint of step 3 is kept by the
+ * template (DIR/evck/TEMPLATE_DB_ID/RUN.ckpt): merged into the output, the
+ * template is a database merged into it, so eval finds and reads it
+ * (run/checkpoint.h) unless the input's changes make it another
+ * database's or another step's.  DIR/foreign.ckpt, the same run written by
+ * a database no input names (FOREIGN), must always be refused. */
+static char ev_id[17], ev_tid[17], ev_foreign[4200];
+static char *ev_json;
+static const char FOREIGN[] = "feedfacefeedface";
+
+static void ev_config(Config *c) {
+    static const char *const set[] = {"data.corpus=synthetic", "model.vocab_size=257", "model.d_model=4",
+                                      "model.n_layer=1", "model.n_head=1", "model.d_ff=4", "model.seq_len=4",
+                                      "train.steps=3", "train.eval_every=3", "train.batch=1", NULL};
+    ConfigError ce;
+    config_defaults(c);
+    for (int i = 0; set[i]; i++)
+        if (config_set(c, set[i], &ce)) die("eval config: %s: %s", set[i], ce.msg);
+    if (config_resolve(c, &ce)) die("eval config: %s", ce.msg);
+}
+
+/* The eval run's row and its rows of steps 1-3 in the template.  0 or -1. */
+static int ev_run_rows(Store *s, const Provenance *pv) {
+    Config c;
+    ev_config(&c);
+    free(ev_json);
+    if (!(ev_json = store_config_json(&c, ev_id))) abort();
+    int bad = store_run_begin(s, ev_id, "ev", ev_json, c.seed, 1, pv, NULL);
+    for (int k = 1; k <= 3 && !bad; k++)
+        bad = store_metric(s, ev_id, "train_loss", NULL, k, 5.0 - k) || store_metric(s, ev_id, "lr", NULL, k, 1e-3) ||
+              store_metric(s, ev_id, "grad_norm", NULL, k, 1.0);
+    return bad || store_metric(s, ev_id, "val_loss", NULL, 3, 4.5) ||
+           store_summary(s, ev_id, "val_loss", NULL, 4.5, NULL) || store_summary(s, ev_id, "test_loss", NULL, 4.6, NULL) ||
+           store_run_end(s, ev_id, "finished", NULL, -1);
+}
+
+/* The eval run's checkpoints: the template's (database tid), and the
+ * foreign one. */
+static void ev_checkpoints(const char *tid) {
+    Config c;
+    ev_config(&c);
+    ModelCfg mc = config_model(&c);
+    Model m;
+    if (model_init(&m, &mc)) die("eval checkpoint: out of memory");
+    model_init_params(&m, (uint64_t)c.seed);
+    TrainState ts;
+    memset(&ts, 0, sizeof ts);
+    ts.step = 3;
+    char p[4200], err[1024];
+    snprintf(ev_tid, sizeof ev_tid, "%s", tid);
+    db_path(p, sizeof p, "evck");
+    mkdir(p, 0700);
+    snprintf(p + strlen(p), sizeof p - strlen(p), "/%s", tid);
+    mkdir(p, 0700);
+    snprintf(p + strlen(p), sizeof p - strlen(p), "/%s.ckpt", ev_id);
+    if (checkpoint_save(p, ev_json, tid, &m.p, &ts, err, sizeof err)) die("eval checkpoint: %s", err);
+    db_path(ev_foreign, sizeof ev_foreign, "foreign.ckpt");
+    if (checkpoint_save(ev_foreign, ev_json, FOREIGN, &m.p, &ts, err, sizeof err)) die("eval checkpoint: %s", err);
+    model_free(&m);
+}
+
+/* eval of arg into db (stdout, its result lines, to /dev/null): the exit
+ * code, which must be 0, 1 or 2. */
+static int ev_eval(const char *db, const char *arg) {
+    char ck[4200];
+    db_path(ck, sizeof ck, "evck");
+    int lengths[] = {4};
+    EvalOpts o = {db, dir, ck, lengths, 1, ROPE_NONE, 0, 1, 1, 0, 0, NULL, 0, NULL, 0};
+    fflush(stdout);
+    int saved = dup(1), null = open("/dev/null", O_WRONLY);
+    if (saved < 0 || null < 0) abort();
+    dup2(null, 1);
+    close(null);
+    int rc = eval_run(arg, &o);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    if (getenv("FUZZ_VERBOSE")) fprintf(stderr, "db: eval %s: exit %d\n", arg, rc);
+    if (rc < 0 || rc > 2) die("eval %s: exit %d", arg, rc);
+    return rc;
+}
+
+/* Whether db may hand the eval run's checkpoint of database id to eval:
+ * it is db's, or merged into db and the stored run ends at step 3. */
+static int ev_owned(const char *db, const char *id) {
+    Store *s;
+    char err[1024];
+    if (store_open_ro(&s, db, err, sizeof err)) die("eval: %s", err);
+    int k = store_db_knows(s, id);
+    long long last = store_run_last_step(s, ev_id);
+    store_close(s);
+    return k == 2 || (k == 1 && last == 3);
+}
+
+/* The eval run by name, then the foreign checkpoint as a file: what eval
+ * accepts, the database owns (the one check of every reader). */
+static void eval_pass(const char *db) {
+    if (ev_eval(db, ev_id) == 0 && !ev_owned(db, ev_tid))
+        die("eval read the checkpoint of database %s, which %s does not own", ev_tid, db);
+    if (ev_eval(db, ev_foreign) == 0 && !ev_owned(db, FOREIGN))
+        die("eval read the checkpoint of database %s, which %s does not own", FOREIGN, db);
+}
+
 /* The database inputs start from, into db_tmpl. */
 static void db_template(void) {
     if (db_tmpl) return;
@@ -401,10 +518,12 @@ static void db_template(void) {
           store_summary(s, A, "val_loss", NULL, 2.5, NULL) || store_summary(s, A, "test_loss", NULL, 2.6, NULL) ||
           store_summary(s, A, "note", "layer=0", NAN, "text") || store_metric(s, B, "train_loss", NULL, 1, 9.0) ||
           store_metric(s, C, "train_loss", NULL, 1, 4.0);
+    bad = bad || ev_run_rows(s, &pv);
     StoreSweepRun sw[2] = {{A, "baseline", 1, 0, 1}, {B, "G1", 1, 1, 0}};
     bad = bad || store_sweep_record(s, "sw", 2, sw, 2) || store_run_end(s, A, "finished", NULL, -1) ||
           store_run_end(s, B, "diverged", NULL, 1) || store_run_end(s, C, "killed", "stopped", -1);
     if (bad) die("db template: %s", store_errmsg(s));
+    ev_checkpoints(store_db_id(s));
     store_close(s);
     sqlite3 *db;
     if (sqlite3_open(p, &db) != SQLITE_OK) die("db template: open");
@@ -702,6 +821,7 @@ int fuzz_db_one(const uint8_t *data, size_t size) {
     db_path(in, sizeof in, "in.db");
     db_path(out, sizeof out, "out.db");
     db_path(out2, sizeof out2, "out2.db");
+    db_template(); /* once per process: also the eval run's checkpoints (eval_pass) */
     db_files_remove();
     db_input(data, size, in);
     Store *o = db_output(out);
@@ -723,6 +843,7 @@ int fuzz_db_one(const uint8_t *data, size_t size) {
             die("merging again changed the counts (%lld runs, %lld metric rows before)", runs, metrics);
     }
     store_close(o);
+    eval_pass(out);
     return 0;
 }
 
