@@ -20,8 +20,12 @@ SIZES = (('d192 9.0M', ('budget_d192_9M',), None), ('d192 18.0M', ('budget_d192_
 
 
 def loss(sweeps, row, ref):
-    """final validation loss, row - ref, paired by seed (read at the minimum where it turned up)"""
-    return lambda db: paired_stat(db, (sweeps, row), (sweeps, ref), db.val_loss)
+    """final validation loss, row - ref, paired by seed (read at the minimum where it turned up);
+    .spec names what it pairs (tools/attest_pairs.py)"""
+    def f(db):
+        return paired_stat(db, (sweeps, row), (sweeps, ref), db.val_loss)
+    f.spec = (sweeps, row, ref)
+    return f
 
 
 def metric_pair(sweeps, row, ref, value):

@@ -23,15 +23,20 @@ def runs_text(db):
                    "WHERE r.threads > 1 GROUP BY sr.sweep ORDER BY sr.sweep")
     div = db.all("SELECT sr.sweep, count(DISTINCT r.run_id) FROM runs r JOIN sweep_runs sr USING (run_id) "
                  "WHERE r.status = 'diverged' GROUP BY sr.sweep ORDER BY sr.sweep")
+    dup = db.all("SELECT sweep, count(*) - count(DISTINCT idx) FROM sweep_runs GROUP BY sweep "
+                 "HAVING count(*) > count(DISTINCT idx) ORDER BY sweep")
     dirty = sum(d or 0 for _, _, d in commits)
     return ('The database holds **%d runs**: %s%s. By the commit that made them (`runs.code_version`, oldest '
-            'first; %s): %s. Threads (`runs.threads`): %s; the runs on more than one thread, by sweep: %s.' % (
+            'first; %s): %s. Threads (`runs.threads`): %s; the runs on more than one thread, by sweep: %s. '
+            'Sweep indices (`sweep_runs.idx`): %s.' % (
                 n, ', '.join('%d %s' % (c, s) for s, c in status),
                 ' (%s)' % ', '.join('%s %d' % (s, c) for s, c in div) if div else '',
                 'none from a dirty tree' if not dirty else '%d from a dirty tree' % dirty,
                 ', '.join('`%s` %d' % (c, k) for c, k, _ in commits),
                 ', '.join('%d run%s on %d' % (k, 's' if k > 1 else '', t) for t, k in threads),
-                ', '.join('%s %d' % (s, c) for s, c in multi) or 'none'))
+                ', '.join('%s %d' % (s, c) for s, c in multi) or 'none',
+                'one run an index in every sweep' if not dup else 'shared by two runs in ' + ', '.join(
+                    '%s (%d)' % (s, c) for s, c in dup) + ' (tools/sweep_reindex.py renumbers them)'))
 
 
 def divergence_steps(db):
