@@ -17,7 +17,7 @@ def sign(x):
 
 
 def excludes0(st):
-    return st.lo is not None and (st.lo > 0 or st.hi < 0)
+    return st.lo is not None and st.n >= MIN_N and (st.lo > 0 or st.hi < 0)
 
 
 def verdict(st, expect, tokens):
@@ -32,7 +32,7 @@ def verdict(st, expect, tokens):
             word = 'reproduced' if direction > 0 else 'contradicted'
         else:
             word = 'inconclusive' if direction > 0 else 'not reproduced'
-    elif st.lo is None:
+    elif st.lo is None or st.n < MIN_N:
         return 'unresolved (n = %d)' % st.n
     elif isinstance(expect, tuple):
         word = 'reproduced' if st.lo <= expect[1] <= st.hi else 'contradicted'
