@@ -95,9 +95,14 @@ def budget_cell(ctx, head, p):
     word, w = R.trend(head, last, welch_fn())
     early = ' → '.join('%s (%s)' % (R.fmt(st.mean, 3), name) for name, st in pts[:-1] if st.n < R.MIN_N)
     wtxt = ', Welch Δ of Δ %s' % ci_cell_w(w) if w else ''
+    wtxt += gone_note(word, last)
     return ('budget **%s** (4.1M → %s%s): %s (2 seeds each, no CI) → %s (4.1M, %d seeds) → %s (%s, %d seeds%s)%s' % (
         word, last_name, wtxt, early, R.fmt(head.mean, 4), head.n, ci_cell(last, 4), last_name, last.n, at_min(last),
         ctx.kernel_note(head, last, '4.1M', last_name)))
+
+
+def gone_note(word, st):
+    return '; |Δ| %s < %g' % (R.fmt(abs(st.mean), 5, False), R.GONE) if word == 'gone' else ''
 
 
 def ci_cell_w(w):
@@ -122,7 +127,7 @@ def size_cell(ctx, head, p):
         small = head if partner is None else loss(partner, row, ref)(db)
         sname = 'd128 4.1M' if partner is None else 'd128 8.2M'
         word, w = R.trend(small, big, welch_fn())
-        wtxt = ', Welch Δ of Δ %s' % ci_cell_w(w) if w else ''
+        wtxt = (', Welch Δ of Δ %s' % ci_cell_w(w) if w else '') + gone_note(word, big)
         out.append('**%s** (%s → %s%s): %s against %s%s' % (
             word, sname, name, wtxt, ci_cell(big, 4), ci_cell(small, 4) if small is not head else R.fmt(small.mean, 4),
             ctx.kernel_note(small, big, sname, name)))
