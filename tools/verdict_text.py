@@ -4,7 +4,9 @@ front page's "What it found" (README.md), its run count, and results/README.md's
 runs (count, status, commits, threads).  Every number and rule word is computed; the sentences
 around them are fixed here."""
 import os
+import re
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
@@ -96,9 +98,26 @@ def front_page(ctx):
          _ci(silu16), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
+    found = rewrap(found)
     committed = ('The committed results (%d runs) are in `results/db/` as compressed parts:'
                  % db.scalar("SELECT count(*) FROM runs"))
     return found, committed
+
+
+def rewrap(text, width=100):
+    """each paragraph and list item of text filled to width (list items indented by 3)"""
+    out = []
+    for block in text.rstrip('\n').split('\n\n'):
+        items, cur = [], []
+        for line in block.split('\n'):
+            if re.match(r'\d+\. ', line) and cur:
+                items.append(' '.join(cur))
+                cur = []
+            cur.append(line.strip())
+        items.append(' '.join(cur))
+        out.append('\n'.join(textwrap.fill(i, width, subsequent_indent='   ' if re.match(r'\d+\. ', i) else '',
+                                          break_long_words=False, break_on_hyphens=False) for i in items))
+    return '\n\n'.join(out) + '\n'
 
 
 def _ci(st):
