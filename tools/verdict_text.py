@@ -25,12 +25,15 @@ def runs_text(db):
                    "WHERE r.threads > 1 GROUP BY sr.sweep ORDER BY sr.sweep")
     div = db.all("SELECT sr.sweep, count(DISTINCT r.run_id) FROM runs r JOIN sweep_runs sr USING (run_id) "
                  "WHERE r.status = 'diverged' GROUP BY sr.sweep ORDER BY sr.sweep")
+    per = db.all("SELECT sr.sweep, count(*), sum(r.status = 'finished') FROM sweep_runs sr JOIN runs r "
+                 "USING (run_id) GROUP BY sr.sweep ORDER BY sr.sweep")
     dup = db.all("SELECT sweep, count(*) - count(DISTINCT idx) FROM sweep_runs GROUP BY sweep "
                  "HAVING count(*) > count(DISTINCT idx) ORDER BY sweep")
     dirty = sum(d or 0 for _, _, d in commits)
-    return ('The database holds **%d runs**: %s%s. By the commit that made them (`runs.code_version`, oldest '
+    return rewrap('The database holds **%d runs**: %s%s. By the commit that made them (`runs.code_version`, oldest '
             'first; %s): %s. Threads (`runs.threads`): %s; the runs on more than one thread, by sweep: %s. '
-            'Sweep indices (`sweep_runs.idx`): %s.' % (
+            'Sweep indices (`sweep_runs.idx`): %s. Runs a sweep lists (finished), a run listed by every '
+            'sweep that shares it: %s.' % (
                 n, ', '.join('%d %s' % (c, s) for s, c in status),
                 ' (%s)' % ', '.join('%s %d' % (s, c) for s, c in div) if div else '',
                 'none from a dirty tree' if not dirty else '%d from a dirty tree' % dirty,
@@ -38,7 +41,8 @@ def runs_text(db):
                 ', '.join('%d run%s on %d' % (k, 's' if k > 1 else '', t) for t, k in threads),
                 ', '.join('%s %d' % (s, c) for s, c in multi) or 'none',
                 'one run an index in every sweep' if not dup else 'shared by two runs in ' + ', '.join(
-                    '%s (%d)' % (s, c) for s, c in dup) + ' (tools/sweep_reindex.py renumbers them)'))
+                    '%s (%d)' % (s, c) for s, c in dup) + ' (tools/sweep_reindex.py renumbers them)',
+                ', '.join('%s %d%s' % (s, c, '' if f == c else ' (%d)' % f) for s, c, f in per)))
 
 
 def divergence_steps(db):
