@@ -10,6 +10,7 @@ import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
+from verdict_data import welch  # noqa: E402
 from verdict_rows import EDGE_CELLS, divergence, loss, sink_rate  # noqa: E402
 
 RESULTS = 'results/README.md'
@@ -59,7 +60,7 @@ def front_page(ctx):
     g1 = r1['stats'][0]
     g1_16 = loss(('budget_16M',), 'G1-elementwise', 'baseline')(db)
     scale05 = loss(('budget_0.5M',), 'G1-elementwise', 'scale-0.5')(db)
-    b1 = R.trend(g1, g1_16, _welch())[0]
+    b1 = R.trend(g1, g1_16, welch)[0]
     tanh, silu = r5['stats']
     tanh16 = loss(('budget_16M',), 'G1-tanh', 'G1-elementwise')(db)
     silu16 = loss(('budget_16M',), 'G1-silu', 'G1-elementwise')(db)
@@ -72,7 +73,7 @@ def front_page(ctx):
     twins = ('the kernel twins, re-made on one kernel, moved a per-seed contrast by up to %s' % R.fmt(ctx.twins, 4, False)
              if ctx.twins is not None else 'the kernel twins were not read')
     w = lambda x: '**%s**' % x  # noqa: E731
-    size = R.trend(g1, loss(('budget_d192_9M',), 'G1-elementwise', 'baseline')(db), _welch())[0]
+    size = R.trend(g1, loss(('budget_d192_9M',), 'G1-elementwise', 'baseline')(db), welch)[0]
     found = (
         'The verdicts, claim by claim, are one screen at the top of\n'
         '[results/README.md](results/README.md#verdicts-at-a-glance), worded by stated rules from the database\n'
@@ -98,7 +99,7 @@ def front_page(ctx):
          R.verb(size),
          w(r3['word']), R.fmt(r3['stats'][1].mean, 4), r3['words'][1], R.fmt(r3['stats'][0].mean, 4), r3['words'][0],
          w(r5['words'][0]), R.fmt(tanh.mean, 4), tanh.n, R.fmt(silu.mean, 4), silu.n,
-         R.verb(R.trend(tanh, tanh16, _welch())[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, _welch())[0]),
+         R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
          _ci(silu16), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
@@ -132,11 +133,6 @@ def _ci(st):
 
 def _kern(st):
     return '%s vs %s' % ('+'.join(sorted(st.ka)), '+'.join(sorted(st.kb or st.ka)))
-
-
-def _welch():
-    from verdict_data import welch
-    return welch
 
 
 def _p(p):

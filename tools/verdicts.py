@@ -30,7 +30,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
-from verdict_data import Db  # noqa: E402
+from verdict_data import Db, welch  # noqa: E402
 from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 
@@ -92,7 +92,7 @@ def budget_cell(ctx, head, p):
         if st.n:
             pts.append((name, st))
     last_name, last = pts[-1]
-    word, w = R.trend(head, last, welch_fn())
+    word, w = R.trend(head, last, welch)
     early = ' → '.join('%s (%s)' % (R.fmt(st.mean, 3), name) for name, st in pts[:-1] if st.n < R.MIN_N)
     wtxt = ', Welch Δ of Δ %s' % ci_cell_w(w) if w else ''
     wtxt += gone_note(word, last)
@@ -110,11 +110,6 @@ def ci_cell_w(w):
     return '%s [%s, %s]' % (R.fmt(m, 3), R.fmt(lo, 3), R.fmt(hi, 3))
 
 
-def welch_fn():
-    from verdict_data import welch
-    return welch
-
-
 def size_cell(ctx, head, p):
     """d192 against d128 at the same tokens per parameter: 9.0M against the 4.1M headline, 18.0M
     against budget_8M"""
@@ -126,7 +121,7 @@ def size_cell(ctx, head, p):
             continue
         small = head if partner is None else loss(partner, row, ref)(db)
         sname = 'd128 4.1M' if partner is None else 'd128 8.2M'
-        word, w = R.trend(small, big, welch_fn())
+        word, w = R.trend(small, big, welch)
         wtxt = (', Welch Δ of Δ %s' % ci_cell_w(w) if w else '') + gone_note(word, big)
         out.append('**%s** (%s → %s%s): %s against %s%s' % (
             word, sname, name, wtxt, ci_cell(big, 4), ci_cell(small, 4) if small is not head else R.fmt(small.mean, 4),
