@@ -14,6 +14,7 @@
 #   make test-slurm the Slurm recipe under a real single-node Slurm (tests/slurm/)
 #   make test-slurm-2 the same on two nodes in network namespaces, one powered off
 #   make results-db results/gated.db from the committed results/db/ parts
+#   make check-results  the generated result text of results/README.md and README.md against results/gated.db
 #   make sanitize   the same tests under AddressSanitizer + UBSan
 #   make deps       install missing Debian packages (as root) or say how
 #   make slurm-deps the same for slurm-wlm, munge, iproute2 (make test-slurm*)
@@ -43,7 +44,7 @@ OBJ32 := $(CORE_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(NN_SRC:%.c=$(BUILD)/f64/%.o) $(filter-out $(NN_SRC:%.c=$(BUILD)/f32/%.o),$(OBJ32))
 CLIOBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 
-.PHONY: all test test-run tools-test results-db check sanitize deps slurm-deps test-slurm test-slurm-2 clean xcheck layers links sizes check-results FORCE
+.PHONY: all test test-run tools-test results-db check sanitize deps slurm-deps test-slurm test-slurm-2 clean xcheck layers links sizes check-results verdicts FORCE
 all: $(BUILD)/gated $(BUILD)/libgated.a $(BUILD)/libgated_f64.a
 
 # The code version (run/codever.h): the commit and dirty flag of this source
@@ -95,21 +96,33 @@ test: deps
 test-run: links tools-test check xcheck
 
 # tools/results_db.py, the committed form of results/gated.db (results/db/);
-# tools/kernel_effect.py, the kernel-twin comparison (issue 28).
+# tools/kernel_effect.py, the kernel-twin comparison (issue 28); the verdict
+# rules and pooled seeds of tools/verdicts.py on a made-up database.
 tools-test: $(BUILD)/gated
 	GATED_BIN=$(abspath $(BUILD)/gated) $(PYTHON) tests/test_results_db.py
 	$(PYTHON) tests/test_kernel_effect.py
+	$(PYTHON) tests/test_verdicts.py
 
 # results/gated.db from its committed parts (results/db/, tools/results_db.py):
 # folded in with gated merge, then checked part by part against the manifest.
 results-db: $(BUILD)/gated
 	$(PYTHON) tools/results_db.py unpack --skip-verified --db results/gated.db --dir results/db --gated $(BUILD)/gated
 
-# The one-screen verdict table of results/README.md recomputed from
-# results/gated.db (tools/check_results_readme.py): needs `make results-db`
-# first, which a fresh clone has not run, so it is not part of `make test`.
-check-results:
-	$(PYTHON) tools/check_results_readme.py --self-test
+# The verdict table, its rules, the run count and commit list of
+# results/README.md and README.md's "What it found" are generated from
+# results/gated.db by tools/verdicts.py (rows: tools/verdict_rows.py, rules:
+# tools/verdict_rules.py).  check-results remakes the database from its
+# committed parts (results-db, ~30 s) and the kernel twins (build/twins.db,
+# ~3 s), regenerates every region and fails (a diff) where the committed text
+# differs; its self-test plants a changed number, verdict word, trend word,
+# run count and front-page number and must see each caught.  .ci/run runs it.
+# `make verdicts` rewrites the regions after new runs land.
+$(BUILD)/twins.db: results/twins/MANIFEST.tsv $(BUILD)/gated
+	rm -f $@ && $(PYTHON) tools/results_db.py unpack --db $@ --dir results/twins --gated $(BUILD)/gated
+check-results: results-db $(BUILD)/twins.db
+	$(PYTHON) tools/verdicts.py --twins $(BUILD)/twins.db --self-test
+verdicts: results-db $(BUILD)/twins.db
+	$(PYTHON) tools/verdicts.py --twins $(BUILD)/twins.db --write
 
 # No file includes a header of a higher layer (tools/check_layers.sh; its
 # --self-test plants a violation and must see it refused).

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Tests of tools/verdict_rules.py and tools/verdict_data.py on a small made-up database: the
+verdict and trend words by rule, no interval below 3 values, seeds pooled over sweeps (a sweep
+that lands later adds its seeds), read at the minimum, and that one edit of a rule re-words.
+Run by `make tools-test`; the full check on results/gated.db is `make check-results`."""
+import os
+import sqlite3
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'tools'))
+import verdict_rules as R  # noqa: E402
+from verdict_data import Db, Stat, paired_stat, welch  # noqa: E402
+import verdicts as V  # noqa: E402
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print('FAIL:', what)
+
+
+def stat(values):
+    from verdict_data import t_interval
+    iv, p = t_interval(values)
+    return Stat(values, 'paired t', {'Haswell'}, {'Haswell'}, (), 0, iv, p)
+
+
+def make_db(path):
+    h = sqlite3.connect(path)
+    h.executescript("""
+    CREATE TABLE runs (run_id TEXT PRIMARY KEY, status TEXT, seed INT, threads INT, code_version TEXT,
+      openblas_version TEXT, config_json TEXT, started_at REAL, git_dirty INT, diverged_step INT);
+    CREATE TABLE sweep_runs (sweep TEXT, run_id TEXT, label TEXT, seed INT, idx INT, is_baseline INT);
+    CREATE TABLE summary (run_id TEXT, key TEXT, context TEXT DEFAULT '', value REAL, text TEXT);
+    CREATE TABLE metrics (run_id TEXT, step INT, key TEXT, context TEXT DEFAULT '', value REAL);
+    """)
+    # sweep 'a' holds seeds 1-2 of rows x and ref, sweep 'b' (landed later) seeds 3-4
+    vals = {('x', 1): 1.00, ('x', 2): 1.01, ('x', 3): 0.99, ('x', 4): 1.00,
+            ('ref', 1): 1.02, ('ref', 2): 1.03, ('ref', 3): 1.02, ('ref', 4): 1.01}
+    for i, ((label, seed), v) in enumerate(sorted(vals.items())):
+        rid = '%s%d' % (label, seed)
+        h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', ?, 0, NULL)",
+                  (rid, seed, 'c' * 40, i))
+        h.execute("INSERT INTO sweep_runs VALUES (?, ?, ?, ?, ?, 0)", ('a' if seed <= 2 else 'b', rid, label, seed, i))
+        h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', ?, NULL)", (rid, v))
+        h.execute("INSERT INTO metrics VALUES (?, 100, 'val_loss', '', ?)", (rid, v + 0.1))
+        # x s4's curve turned up: its lowest evaluation is below its final value
+        h.execute("INSERT INTO metrics VALUES (?, 200, 'val_loss', '', ?)", (rid, v - 0.005 if rid == 'x4' else v))
+    h.commit()
+    h.close()
+
+
+def test_words():
+    check(R.verdict(stat([-0.02, -0.021, -0.019]), -1, 4e6) == 'reproduced', 'CI below 0, paper -: reproduced')
+    check(R.verdict(stat([-0.02, -0.021, -0.019]), +1, 4e6) == 'contradicted', 'CI below 0, paper +: contradicted')
+    check(R.verdict(stat([-0.02, 0.01, -0.019]), -1, 4e6) == 'inconclusive', 'spans 0, mean on the paper side')
+    check(R.verdict(stat([0.02, -0.01, 0.019]), -1, 4e6) == 'not reproduced', 'spans 0, mean against')
+    check(R.verdict(stat([-0.02, -0.021, -0.019]), -1, 2e5) == 'direction only', 'quick tier: at most direction')
+    check(R.verdict(stat([-0.02, -0.021]), -1, 4e6) == 'unresolved (n = 2)', 'n = 2: no verdict from a CI')
+    a = stat([-0.020, -0.022, -0.018, -0.021])
+    check(R.trend(a, stat([-0.002, -0.001, -0.0015]), welch)[0] == 'gone', '|mean| < 0.003: gone')
+    check(R.trend(a, stat([-0.008, -0.009, -0.007]), welch)[0] == 'fades', 'resolved and smaller: fades')
+    check(R.trend(a, stat([-0.040, -0.041, -0.039]), welch)[0] == 'grows', 'resolved and larger: grows')
+    check(R.trend(a, stat([+0.010, +0.011, +0.009]), welch)[0] == 'flips', 'resolved, sign turned: flips')
+    check(R.trend(a, stat([-0.019, -0.024, -0.017]), welch)[0] == 'holds', 'not resolved, still != 0: holds')
+    check(R.trend(a, stat([-0.030, +0.005, -0.020]), welch)[0] == 'within noise', 'not resolved, spans 0')
+    check(R.trend(a, stat([-0.030, -0.031]), welch)[0] == 'unresolved (n = 2)', 'n = 2: unresolved')
+    check(V.ci_cell(stat([-0.0123, -0.0161]), 4) == 'n = 2: no CI (−0.0123, −0.0161)', 'n = 2 cell gives both values')
+    # one rule edit re-words: a larger GONE turns "fades" into "gone"
+    old = R.GONE
+    try:
+        R.GONE = 0.01
+        check(R.trend(a, stat([-0.008, -0.009, -0.007]), welch)[0] == 'gone', 'GONE raised: the same numbers read gone')
+    finally:
+        R.GONE = old
+
+
+def test_db():
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        db = Db(p)
+        only_a = paired_stat(db, (('a',), 'x'), (('a',), 'ref'), db.val_loss)
+        both = paired_stat(db, (('a', 'b'), 'x'), (('a', 'b'), 'ref'), db.val_loss)
+        check(only_a.n == 2 and only_a.lo is not None, 'sweep a alone: 2 seeds')
+        check(both.n == 4, 'sweeps a and b pooled by seed: 4 seeds (got %d)' % both.n)
+        check(both.at_min == 1, 'one run read at its minimum (got %d)' % both.at_min)
+        check(abs(both.values[3] - (0.995 - 1.01)) < 1e-12, 'x s4 read at its minimum 0.995')
+        missing = paired_stat(db, (('a', 'not_yet'), 'x'), (('a', 'not_yet'), 'ref'), db.val_loss)
+        check(missing.n == 2, 'a sweep not in the database adds nothing')
+
+
+def main():
+    test_words()
+    test_db()
+    if FAILS:
+        print('test_verdicts: %d failed' % len(FAILS))
+        return 1
+    print('test_verdicts: ok')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""verdict_rows.py -- the rows of results/README.md's verdict table: for each, the claim, what
+is measured (contrast, sweeps), the paper's direction, the budget and the trend settings.  The
+numbers and words are computed by tools/verdicts.py with tools/verdict_rules.py; nothing here is a
+result.  A row's sweeps are tuples, pooled by seed (tools/verdict_data.py): a sweep that is not in
+the database yet adds nothing, one that lands adds its seeds.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verdict_data import Stat, binom_interval, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
+
+SM = ('standard_mech', 'standard')  # the 6-seed mechanism rows, then the standard profile's 3
+ST = ('standard',)
+# the d128 budget curve (2 seeds each, 3 at 16M) and the second size (d192), by tokens
+BUDGETS = (('0.5M', 'budget_0.5M'), ('1M', 'budget_1M'), ('2M', 'budget_2M'), ('8M', 'budget_8M'),
+           ('16M', 'budget_16M'))
+SIZES = (('d192 9.0M', ('budget_d192_9M',), None), ('d192 18.0M', ('budget_d192_18M',), ('budget_8M',)))
+
+
+def loss(sweeps, row, ref):
+    """final validation loss, row - ref, paired by seed (read at the minimum where it turned up);
+    .spec names what it pairs (tools/attest_pairs.py)"""
+    def f(db):
+        return paired_stat(db, (sweeps, row), (sweeps, ref), db.val_loss)
+    f.spec = (sweeps, row, ref)
+    return f
+
+
+def metric_pair(sweeps, row, ref, value):
+    return lambda db: paired_stat(db, (sweeps, row), (sweeps, ref), lambda r: (value(db, r), False))
+
+
+def gate_mean(sweeps, row):
+    def f(db):
+        rs = db.row(sweeps, row)
+        xs = [db.last(r.run_id, 'gate_mean') for r in rs.values()]
+        iv, _ = t_interval(xs)
+        return Stat(xs, 't', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0, iv)
+    return f
+
+
+def bb_bos(sweeps, row, ref):
+    """the BB head's BOS attention from other queries (bb_stats.py), Welch between the rows"""
+    def f(db):
+        ra, rb = db.row(sweeps, row), db.row(sweeps, ref)
+        x = [db.max_head(r.run_id, 'bb_bos_attn_other') for r in ra.values()]
+        y = [db.max_head(r.run_id, 'bb_bos_attn_other') for r in rb.values()]
+        m, iv, p = welch(x, y)
+        st = Stat([m], 'Welch', {r.kernel for r in ra.values()}, {r.kernel for r in rb.values()},
+                  [r.code for r in ra.values()] + [r.code for r in rb.values()], 0, iv, p)
+        st.n = len(x)
+        return st
+    return f
+
+
+def sink_rate(sweeps, row):
+    """the share of a row's runs with a sink at their last evaluation (metric sink_formed)"""
+    def f(db):
+        rs = db.row(sweeps, row)
+        xs = [1.0 if (db.last(r.run_id, 'sink_formed') or 0) > 0 else 0.0 for r in rs.values()]
+        st = Stat(xs, 'Clopper-Pearson', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0,
+                  binom_interval(int(sum(xs)), len(xs)))
+        st.count = (int(sum(xs)), len(xs))
+        return st
+    return f
+
+
+def lr_interaction(sweep, hi, lo):
+    def f(db):
+        g = {lr: paired_stat(db, ((sweep,), 'G1-matched-lr' + lr), ((sweep,), 'baseline-lr' + lr), db.val_loss)
+             for lr in (hi, lo)}
+        d = [a - b for a, b in zip(g[hi].values, g[lo].values)]
+        iv, p = t_interval(d)
+        return Stat(d, 'paired t', g[hi].ka | g[lo].ka, g[hi].kb | g[lo].kb, g[hi].codes | g[lo].codes, 0, iv, p)
+    return f
+
+
+def divergence(sweeps, row, ref):
+    """diverged / ended runs of row against ref (Fisher's exact test); mean = rate(row) - rate(ref)"""
+    def f(db):
+        ra, rb = db.row(sweeps, row, None), db.row(sweeps, ref, None)
+        ka = sum(r.status == 'diverged' for r in ra.values())
+        kb = sum(r.status == 'diverged' for r in rb.values())
+        na = sum(r.status in ('diverged', 'finished') for r in ra.values())
+        nb = sum(r.status in ('diverged', 'finished') for r in rb.values())
+        p = fisher_counts(ka, na, kb, nb) if na and nb else None
+        st = Stat([ka / na - kb / nb] if na and nb else [], 'Fisher', {r.kernel for r in ra.values()},
+                  {r.kernel for r in rb.values()}, [r.code for r in ra.values()] + [r.code for r in rb.values()], 0,
+                  None, p)
+        st.count, st.n = (ka, na, kb, nb), min(na, nb)
+        return st
+    return f
+
+
+def quant_dppl(scheme, length=128):
+    def v(db, run):
+        f = db.last(run, 'infer_ppl', 'split=val,len=%d,quant=float' % length)
+        return 100 * (db.last(run, 'infer_ppl', 'split=val,len=%d,quant=%s' % (length, scheme)) - f) / f
+    return v
+
+
+def drop_vs_random(sweeps, row, tau, length=128):
+    def f(db):
+        rs = db.row(sweeps, row)
+        d = []
+        for r in rs.values():
+            fl = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,quant=float' % length)
+            g = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,drop=gate,tau=%s' % (length, tau)) - fl
+            x = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,drop=random,tau=%s' % (length, tau)) - fl
+            d.append(g - x)
+        iv, p = t_interval(d)
+        return Stat(d, 'paired t', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0, iv, p)
+    return f
+
+
+def yarn_ratio(db, run, short=128, long=2048):
+    lo = db.last(run, 'eval_ppl', 'split=val,len=%d,scaling=yarn,factor=%g' % (long, long / short))
+    hi = db.last(run, 'eval_ppl', 'split=val,len=%d,scaling=none,factor=1' % short)
+    return lo / hi
+
+
+def m_act(db, run):
+    return db.last(run, 'm_act')
+
+
+def part(name, measure, expect, digits=4, budget=None, size=None):
+    """one contrast of a row: its name (the contrast cell), the measure, the paper's direction,
+    the digits of its mean; budget / size: (row, ref) whose trend over BUDGETS / SIZES is read"""
+    return dict(name=name, measure=measure, expect=expect, digits=digits, budget=budget, size=size)
+
+
+def row(n, claim, link, budget, tokens, parts, note='', edge=False):
+    return dict(n=n, claim=claim, link=link, budget=budget, tokens=tokens, parts=parts, note=note, edge=edge)
+
+
+MECH = '#mechanism-contrasts-at-the-standard-budget'
+STD = '#the-standard-profile'
+MATRIX = '#the-ablation-matrix'
+AT4 = '#at-the-standard-budget-41m-tokens'
+ROWS = [
+    row(1, 'Gating at G1 lowers the loss', MECH, '4.1M; 0.5M–16M; d192', 4.1e6,
+        [part('G1 − baseline', loss(SM, 'G1-elementwise', 'baseline'), -1,
+              budget=('G1-elementwise', 'baseline'), size=('G1-elementwise', 'baseline'))]),
+    row(2, '… and not through its starting scale', MECH, '4.1M; 0.5M–16M', 4.1e6,
+        [part('G1 − ×0.5 scale', loss(SM, 'G1-elementwise', 'scale-0.5'), -1, budget=('G1-elementwise', 'scale-0.5'))]),
+    row(3, 'G1 and G2 help, G3–G5 do not', STD, '4.1M; 0.5M–16M; d192', 4.1e6,
+        [part('G5 − G1', loss(ST, 'G5', 'G1-elementwise'), +1, budget=('G5', 'G1-elementwise'),
+              size=('G5', 'G1-elementwise')),
+         part('G3 − G1', loss(ST, 'G3-elementwise', 'G1-elementwise'), +1)]),
+    row(4, 'Elementwise ≥ headwise > head-shared', STD, '4.1M', 4.1e6,
+        [part('headwise − elementwise', loss(ST, 'G1-headwise', 'G1-elementwise'), +1)]),
+    row(5, 'Sigmoid is the best activation', MECH, '4.1M; 0.5M–16M; d192', 4.1e6,
+        [part('tanh − sigmoid', loss(SM, 'G1-tanh', 'G1-elementwise'), +1, budget=('G1-tanh', 'G1-elementwise'),
+              size=('G1-tanh', 'G1-elementwise')),
+         part('SiLU gate − sigmoid', loss(ST, 'G1-silu', 'G1-elementwise'), +1, budget=('G1-silu', 'G1-elementwise'))]),
+    row(6, 'Multiplicative beats additive', MATRIX, '205k', 205e3,
+        [part('additive SiLU − G1', loss(('table1_positions',), 'G1-additive-silu', 'G1-elementwise'), +1, 3)]),
+    row(7, 'Per-head RMSNorm helps', STD, '4.1M', 4.1e6,
+        [part('RMSNorm − baseline', loss(ST, 'G1-rmsnorm-control', 'baseline'), -1)]),
+    row(8, 'Non-linearity explains part, not all', MECH, '4.1M; 0.5M–16M', 4.1e6,
+        [part('SiLU-only − G1', loss(SM, 'G1-silu-only', 'G1-elementwise'), +1, budget=('G1-silu-only', 'G1-elementwise'))]),
+    row(9, 'Input dependence matters', MECH, '4.1M', 4.1e6,
+        [part('input-independent − G1', loss(SM, 'G1-input-independent', 'G1-elementwise'), +1)]),
+    row(10, 'The gate is sparse (mean ≈ 0.12)', STD, '4.1M', 4.1e6,
+        [part('G1 gate mean (a level; paper 0.116)', gate_mean(ST, 'G1-elementwise'), ('level', 0.116), 3)]),
+    row(11, 'Sparsity matters (NS-sigmoid weaker)', MECH, '4.1M', 4.1e6,
+        [part('NS-sigmoid − G1', loss(SM, 'G1-ns-sigmoid', 'G1-elementwise'), +1)]),
+    row(12, 'First-token attention sink removed', '#bigram-backcopy-sinks-issue-15', '2.05M (BB)', 2.05e6,
+        [part('BOS attention, G1 − baseline (Welch)', bb_bos(('bb_sink',), 'G1-elementwise', 'baseline'), -1, 3),
+         part('runs with a sink at the end, G1 (a rate; paper: removed)', sink_rate(('bb_sink',), 'G1-elementwise'),
+              ('level', 0.0), 2)]),
+    row(13, 'Massive activations cut', MATRIX, '205k', 205e3,
+        [part('M-Act, SiLU-only − G1', metric_pair(('table3_nonlinearity',), 'G1-silu-only', 'G1-elementwise', m_act),
+              +1, 2)], note='the parameter-free control cuts it as much'),
+    row(14, 'High lr: gated trains, baseline degrades', '#lr-stress-test-issue-14', '2.05M; edge 0.6M', 2.05e6,
+        [part('(G1 − base) at 3e-2 − at 3e-3', lr_interaction('lr_stress', '3.0e-2', '3.0e-3'), -1),
+         part('diverged at lr 0.5, warm-up 10, G1 − base',
+              divergence(('lr_edge', 'lr_edge_power'), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None))],
+        edge=True),
+    row(15, '(follow-up) The gate eases int8', AT4, '4.1M', 4.1e6,
+        [part('ΔPPL% W8A8, G1 − baseline', metric_pair(ST, 'G1-elementwise', 'baseline', quant_dppl('w8-a8tensor')),
+              -1, 2)]),
+    row(16, '(follow-up) Gate scores mark skippable heads', AT4, '4.1M', 4.1e6,
+        [part('ΔPPL, gate − random drop, headwise τ 0.05', drop_vs_random(ST, 'G1-headwise', '0.05'), -1, 2)],
+        note='headwise'),
+    row(17, 'Long context: gated extrapolates better after YaRN', '#long-context-issue-6', '410k', 410e3,
+        [part('16×/1× PPL, G1 − baseline, YaRN', metric_pair(('long_context',), 'G1-elementwise', 'baseline', yarn_ratio),
+              -1, 3)]),
+]
+
+# the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)
+EDGE_CELLS = (
+    ('lr 0.5, warm-up 10', ('lr_edge', 'lr_edge_power'), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
+    ('lr 0.7, warm-up 100', ('lr_edge_warm', 'lr_edge_power_warm'), 'baseline-lr7.0e-1', 'G1-matched-lr7.0e-1'),
+    ('lr 0.5, warm-up 100, 1,000 steps (mid-training)', ('lr_edge_long',), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
+)

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""verdict_rules.py -- the rules that turn numbers into the words of the verdict table, each
+written once: tools/verdicts.py applies them to every row, and results/README.md states them by
+printing RULES_TEXT (generated, so the page and the code cannot say different things).  A rule
+change is an edit here; `make check-results` then re-words every row it changes.
+"""
+import math
+
+MIN_N = 3          # no interval from fewer values (seed pairs, runs): "n = 2: no CI" and the values
+GONE = 0.003       # |Δ| below this (nats) at a setting: the effect is "gone" there
+ALPHA = 0.05       # the intervals are 95%; a count test "resolves" at p < ALPHA
+QUICK_TOKENS = 0.5e6  # a verdict resting on a budget below this (the quick tier) is at most "direction only"
+
+
+def sign(x):
+    return (x > 0) - (x < 0)
+
+
+def excludes0(st):
+    return st.lo is not None and st.n >= MIN_N and (st.lo > 0 or st.hi < 0)
+
+
+def verdict(st, expect, tokens):
+    """the word for one contrast against the paper's claim.  expect: -1 / +1 (the sign the paper
+    predicts for row - reference), ('level', v) (the paper's value of a level) or ('fewer', None)
+    (the row has fewer events than the reference: a count test)"""
+    if isinstance(expect, tuple) and expect[0] == 'fewer':
+        if st.p is None:
+            return 'unresolved (no runs)'
+        direction = -sign(st.mean)  # st.mean: rate(row) - rate(reference)
+        if st.p < ALPHA:
+            word = 'reproduced' if direction > 0 else 'contradicted'
+        else:
+            word = 'inconclusive' if direction > 0 else 'not reproduced'
+    elif st.lo is None or st.n < MIN_N:
+        return 'unresolved (n = %d)' % st.n
+    elif isinstance(expect, tuple):
+        word = 'reproduced' if st.lo <= expect[1] <= st.hi else 'contradicted'
+    elif excludes0(st):
+        word = 'reproduced' if sign(st.mean) == expect else 'contradicted'
+    else:
+        word = 'inconclusive' if sign(st.mean) == expect else 'not reproduced'
+    if word == 'reproduced' and tokens < QUICK_TOKENS:
+        word = 'direction only'
+    return word
+
+
+def combine(words):
+    """one word for a row of several contrasts"""
+    if len(set(words)) == 1:
+        return words[0]
+    if any(w in ('reproduced', 'direction only') for w in words):
+        return 'partly'
+    if 'contradicted' in words:
+        return 'contradicted in part'
+    return 'inconclusive'
+
+
+def verb(word):
+    """a trend word as the predicate of "the gain ..." """
+    return {'within noise': 'changes within noise', 'gone': 'is gone'}.get(
+        word, 'is ' + word if word.startswith('unresolved') else word)
+
+
+def trend(a, b, welch):
+    """(word, Welch Δ of Δ or None) for a contrast moving from setting a (the headline) to b:
+    every seed of each setting, Welch's interval on mean(b) - mean(a)"""
+    if a.n < MIN_N or b.n < MIN_N:
+        return 'unresolved (n = %d)' % min(a.n, b.n), None
+    w = welch(b.values, a.values)
+    if abs(b.mean) < GONE:
+        return 'gone', w
+    lo, hi = w[1]
+    if lo > 0 or hi < 0:
+        if sign(b.mean) != sign(a.mean):
+            return 'flips', w
+        return ('grows' if abs(b.mean) > abs(a.mean) else 'fades'), w
+    if excludes0(b) and sign(b.mean) == sign(a.mean):
+        return 'holds', w
+    return 'within noise', w
+
+
+RULES_TEXT = """\
+**How the words are made** (`tools/verdict_rules.py`, applied by `tools/verdicts.py`, which
+writes this table from `gated.db`; `make check-results` fails when the committed table differs).
+*Intervals*: 95% t intervals; a contrast of one sweep pairs runs by seed (paired t over the seeds
+both rows hold), a contrast of two groups of runs (row 12) uses Welch's; no interval from fewer
+than {min_n} values: the cell says "n = 2: no CI" and gives both. Every seed a setting holds is
+used (the sweeps of a setting are pooled by seed, so seeds that land later are read without a
+code change). *Verdict*, per contrast against the paper's direction: the interval excludes 0 on
+the paper's side: **reproduced** (at most **direction only** when the budget is below {quick}
+tokens, the quick tier); on the other side: **contradicted**; it spans 0 with the mean on the
+paper's side: **inconclusive**, on the other: **not reproduced**; a level (row 10) is reproduced
+when its interval holds the paper's value; a count (divergences) by Fisher's exact test at p <
+{alpha}; a row of several contrasts is **partly** when one is reproduced and another not,
+**contradicted in part** when none is reproduced and one is contradicted, else **inconclusive**.
+*Trend* (the headline setting against the longest budget, or the larger size): **gone** when
+|Δ| < {gone} there; else, by Welch's interval on the difference of the two Δs (every seed of
+each): excludes 0: **grows** / **fades** (|Δ| larger / smaller) or **flips** (sign turned);
+spans 0: **holds** when the later Δ's own interval excludes 0 on the same side, else **within
+noise**; fewer than {min_n} seeds on a side: **unresolved**. *Read at the minimum*: a run whose
+validation loss ended above its lowest evaluation (the curve turned up) is read at that lowest
+evaluation, and the cell counts such runs. *Kernels*: where the two settings of a trend ran on
+different OpenBLAS kernels, the cell says so with the largest change of a per-seed contrast that
+the kernel twins measured (`results/twins/`, `tools/kernel_effect.py`): not inside any interval.
+""".format(min_n=MIN_N, gone=GONE, alpha=ALPHA, quick='%gM' % (QUICK_TOKENS / 1e6))
+
+
+def fmt(x, digits, signed=True):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return '–'
+    s = ('%+.*f' if signed else '%.*f') % (digits, x)
+    return s.replace('-', '−')
