@@ -99,6 +99,32 @@ Test(probes_rows, residual_kurtosis_hand_made) {
     model_free(&m);
 }
 
+/* Bigram-Backcopy mass on nothing by query type.  Task: tokens 0..4, BOS
+ * 5, trigger 1; the window BOS 1 2 1 3 1 has trigger queries at 3 and 5
+ * and other queries at 1, 2, 4 (position 1 has only BOS before it).  Row i
+ * spreads S_i evenly over its keys: S = 1, .9, .8, .5, .7, .4. */
+Test(probes_rows, bigram_backcopy_mass_on_nothing_by_query_type) {
+    Model m;
+    rows_model(&m, 2, 2);
+    Probes p;
+    cr_assert_eq(probes_init(&p, &m), 0);
+    static const int w[6] = {5, 1, 2, 1, 3, 1};
+    static const unsigned char trig[6] = {0, 1, 0, 0, 0, 0};
+    real P[36];
+    probes_bb_rows_add(&p, 0, 0, P, 6, w); /* a no-op before probes_bb_init */
+    cr_assert(isnan(probe_bb_none(&p, 0, 0, BB_OTHER)));
+    cr_assert_eq(probes_bb_init(&p, &m, trig, 6), 0);
+    static const double S[6] = {1, .9, .8, .5, .7, .4};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) P[i * 6 + j] = j <= i ? (real)(S[i] / (i + 1)) : 9;
+    probes_bb_rows_add(&p, 1, 1, P, 6, w);
+    near(probe_bb_none(&p, 1, 1, BB_OTHER), (.1 + .2 + .3) / 3, "other queries 1, 2, 4");
+    near(probe_bb_none(&p, 1, 1, BB_TRIGGER), (.5 + .6) / 2, "trigger queries 3, 5");
+    cr_assert(isnan(probe_bb_none(&p, 0, 0, BB_OTHER)), "head (0, 0): nothing counted");
+    probes_free(&p);
+    model_free(&m);
+}
+
 /* On a real forward (4 query heads reading 2 KV heads), the weights of
  * softmax attention: mass on 0 is F-Attn, mass on nothing 0 (rounding);
  * the kurtosis is that of the layer's output residual stream. */
@@ -108,7 +134,7 @@ Test(probes_rows, real_forward_agrees_with_f_attn) {
     Probes p;
     cr_assert_eq(probes_init(&p, &m), 0);
     probes_accumulate(&p, &m);
-    cr_assert_eq(probes_rows_accumulate(&p, &m), 0);
+    cr_assert_eq(probes_rows_accumulate(&p, &m, NULL), 0);
     for (int l = 0; l < 2; l++)
         for (int h = 0; h < 4; h++) {
             double f = probe_fattn_head(&p, l, h), m0 = probe_mass0(&p, l, h), none = probe_mass_none(&p, l, h);

@@ -44,7 +44,10 @@ int probes_init(Probes *p, const Model *m) {
 static void bb_free_probe(BBProbe *b) {
     if (!b) return;
     free(b->is_trig);
-    for (int q = 0; q < 2; q++) free(b->bos[q]), free(b->gate[q]), free(b->hist[q]);
+    for (int q = 0; q < 2; q++) {
+        free(b->bos[q]), free(b->gate[q]), free(b->hist[q]);
+        free(b->none[q]), free(b->nnone[q]);
+    }
     free(b->prev), free(b->v0), free(b->vrest), free(b->r0), free(b->rrest);
     free(b);
 }
@@ -227,14 +230,17 @@ static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
                                  1 / sqrt((real)dh));
 }
 
-int probes_rows_accumulate(Probes *p, const Model *m) {
+int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
     int T = m->T;
     real *P = malloc(sizeof(real) * (size_t)T * T), *o = malloc(sizeof(real) * (size_t)T * m->dh);
     int rc = P && o ? 0 : -1;
     for (int b = 0; rc == 0 && b < m->B; b++)
         for (int l = 0; rc == 0 && l < m->L; l++) {
             for (int h = 0; rc == 0 && h < m->H; h++)
-                if ((rc = head_weights(m, l, b, h, P, o)) == 0) probes_rows_add(p, l, h, P, T);
+                if ((rc = head_weights(m, l, b, h, P, o)) == 0) {
+                    probes_rows_add(p, l, h, P, T);
+                    if (p->bb && tokens) probes_bb_rows_add(p, l, h, P, T, tokens + (size_t)b * T);
+                }
             const real *x = l + 1 < m->L ? m->la[l + 1].x_in : m->x_out;
             probes_kurtosis_add(p, l, x + (size_t)b * T * m->C, (size_t)T * m->C);
         }
@@ -289,6 +295,8 @@ int probes_bb_init(Probes *p, const Model *m, const unsigned char *is_trig, int 
         ok &= (b->bos[q] = calloc(lh, sizeof(double))) != NULL;
         ok &= (b->gate[q] = calloc(lg, sizeof(double))) != NULL;
         ok &= (b->hist[q] = calloc((size_t)m->L * GATE_HIST_BINS, sizeof(long long))) != NULL;
+        ok &= (b->none[q] = calloc(lh, sizeof(double))) != NULL;
+        ok &= (b->nnone[q] = calloc(lh, sizeof(double))) != NULL;
     }
     ok &= (b->prev = calloc(lh, sizeof(double))) != NULL;
     ok &= (b->v0 = calloc(lk, sizeof(double))) != NULL;
@@ -383,6 +391,24 @@ void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
             }
         }
     }
+}
+
+void probes_bb_rows_add(Probes *p, int l, int h, const real *P, int T, const int *w) {
+    BBProbe *b = p->bb;
+    if (!b) return;
+    size_t c = (size_t)l * p->H + h;
+    for (int i = 1; i < T; i++) {
+        double sum = 0;
+        for (int j = 0; j <= i; j++) sum += P[(size_t)i * T + j];
+        int ty = query_type(b, w, i);
+        b->none[ty][c] += 1 - sum;
+        b->nnone[ty][c]++;
+    }
+}
+
+double probe_bb_none(const Probes *p, int l, int h, int type) {
+    size_t c = (size_t)l * p->H + h;
+    return p->bb ? ratio(p->bb->none[type][c], p->bb->nnone[type][c]) : NAN;
 }
 
 double probe_bb_loss(const Probes *p, int type) { return p->bb ? ratio(p->bb->loss[type], p->bb->nloss[type]) : NAN; }

@@ -33,6 +33,8 @@
  *   weighted mean is the validation loss.  Gated runs: mean gate score per
  *   layer and gated head, and a histogram per layer, by the type of the
  *   gated position (positions >= 1).  Euclidean norms throughout.
+ * With the attention-row probes (probes_rows_accumulate given the window's
+ *   tokens), also the mass on nothing, 1 - sum_j p_ij, by query type.
  * Sink formed, for Bigram-Backcopy: the same test with a head's attention
  *   on BOS from OTHER queries in place of its F-Attn (trigger queries are
  *   meant to attend elsewhere: the head is active on them), and the layer's
@@ -95,6 +97,7 @@ typedef struct {
     double *r0, *rrest;       /* L sums of |h_0| and |h_i|, i >= 1, of the layer's output */
     double *gate[2];          /* L x hpos sums of each gated head's mean score, by position type */
     long long *hist[2];       /* L x GATE_HIST_BINS, by position type */
+    double *none[2], *nnone[2]; /* L x H sums of 1 - sum_j p_ij by query type, and their queries (rows probes) */
 } BBProbe;
 
 typedef struct {
@@ -133,9 +136,10 @@ int probe_sink_heads(const Probes *p);
 int probe_sink_formed(const Probes *p, int *layer, int *head);
 
 /* Add the attention-row probes (definitions above) of the model's last
- * forward: every window, layer and query head.  0, or -1 out of memory
- * (nothing added then for the matrix that failed). */
-int probes_rows_accumulate(Probes *p, const Model *m);
+ * forward: every window, layer and query head; with the Bigram-Backcopy
+ * probes on, their mass on nothing by query type too (tokens: the forward's
+ * inputs, B x T; may be NULL without them).  0, or -1 out of memory. */
+int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens);
 /* Add one query head's weights P (T x T, row i the weights of query i on
  * keys j <= i; entries j > i are not read) to layer l, head h. */
 void probes_rows_add(Probes *p, int l, int h, const real *P, int T);
@@ -167,5 +171,10 @@ double probe_bb_prev(const Probes *p, int l, int h);
 double probe_bb_value_drain(const Probes *p, int l, int h);
 double probe_bb_residual_peak(const Probes *p, int l);
 double probe_bb_gate(const Probes *p, int l, int h, int type); /* h < hpos, the gated heads */
+/* Mass on nothing of query head h by query type (rows probes). */
+double probe_bb_none(const Probes *p, int l, int h, int type);
+/* Add one query head's weights P (T x T, as probes_rows_add) of window w
+ * (T tokens) to the Bigram-Backcopy mass on nothing by query type. */
+void probes_bb_rows_add(Probes *p, int l, int h, const real *P, int T, const int *w);
 
 #endif

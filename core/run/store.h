@@ -216,12 +216,13 @@ typedef struct {
 int store_read_series(Store *s, const char *run_id, StoreSeries **rows, int *n, long long *n_other);
 void store_series_free(StoreSeries *rows, int n);
 
-/* A run's per-layer probes f_attn and m_act (context exactly 'layer=N'), by
- * layer: the summary's value, else the metric's at its last step.  free(). */
+/* A run's per-layer probes f_attn, m_act and resid_kurtosis (context
+ * exactly 'layer=N'), by layer: the summary's value, else the metric's at
+ * its last step.  free(). */
 typedef struct {
     long long layer;
-    double f_attn, m_act;
-    int has_f, has_m;
+    double f_attn, m_act, kurt;
+    int has_f, has_m, has_k;
 } StoreProbe;
 int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n);
 

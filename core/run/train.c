@@ -78,7 +78,7 @@ static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok,
         if (pr) {
             probes_accumulate(pr, m);
             probes_bb_accumulate(pr, m, tok);
-            if (probes_rows_accumulate(pr, m)) {
+            if (probes_rows_accumulate(pr, m, tok)) {
                 errno = ENOMEM;
                 return -1;
             }
@@ -102,16 +102,19 @@ static void store_bb_probes(Store *st, const char *id, const Model *m, const Pro
     store_finite(st, id, "bb_loss_trigger", "", step, probe_bb_loss(p, BB_TRIGGER));
     store_finite(st, id, "bb_loss_other", "", step, probe_bb_loss(p, BB_OTHER));
     store_finite(st, id, "bb_trigger_share", "", step, probe_bb_trigger_share(p));
-    /* per-head probes: 0, 1 attention on BOS by query type, 2 previous token (trigger), 3 value drain */
-    static const char *const hkey[4] = {"bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
-                                        "bb_value_drain"};
-    for (int q = 0; q < 4; q++) {
+    /* per-head probes: 0, 1 attention on BOS by query type, 2 previous token (trigger), 3 value drain,
+     * 4, 5 mass on nothing by query type */
+    static const char *const hkey[6] = {"bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
+                                        "bb_value_drain", "bb_none_attn_trigger", "bb_none_attn_other"};
+    for (int q = 0; q < 6; q++) {
         double all = 0;
         for (int l = 0; l < m->L; l++) {
             double lsum = 0;
             for (int h = 0; h < m->H; h++) {
-                double v = q < 2 ? probe_bb_bos(p, l, h, q) : q == 2 ? probe_bb_prev(p, l, h)
-                                                                     : probe_bb_value_drain(p, l, h);
+                double v = q < 2    ? probe_bb_bos(p, l, h, q)
+                           : q == 2 ? probe_bb_prev(p, l, h)
+                           : q == 3 ? probe_bb_value_drain(p, l, h)
+                                    : probe_bb_none(p, l, h, q - 4);
                 snprintf(ctx, sizeof ctx, "layer=%d,head=%d", l, h);
                 store_finite(st, id, hkey[q], ctx, step, v);
                 lsum += v;
