@@ -137,10 +137,10 @@ static int is_result(const StoreSummaryRow *u) {
     return 0;
 }
 
-/* A per-layer probe (f_attn or m_act at exactly 'layer=DIGITS', printed
- * under "per-layer probes"). */
+/* A per-layer probe (f_attn, m_act or resid_kurtosis at exactly
+ * 'layer=DIGITS', printed under "per-layer probes"). */
 static int is_probe(const StoreSummaryRow *u) {
-    if (!(is_key(u->key, "f_attn") || is_key(u->key, "m_act"))) return 0;
+    if (!(is_key(u->key, "f_attn") || is_key(u->key, "m_act") || is_key(u->key, "resid_kurtosis"))) return 0;
     const char *c = u->context;
     if (!c || strncmp(c, "layer=", 6) != 0 || !c[6]) return 0;
     return strspn(c + 6, "0123456789") == strlen(c + 6);
@@ -190,12 +190,13 @@ static void print_series(FILE *f, const StoreSeries *rows, int n, long long n_ot
 
 static void print_probes(FILE *f, const StoreProbe *rows, int n) {
     if (n == 0) return;
-    fprintf(f, "\nper-layer probes (last step)\n  %-6s  %10s  %10s\n", "layer", "f_attn", "m_act");
+    fprintf(f, "\nper-layer probes (last step)\n  %-6s  %10s  %10s  %10s\n", "layer", "f_attn", "m_act", "kurtosis");
     for (int i = 0; i < n; i++) {
-        char a[32] = "-", b[32] = "-";
+        char a[32] = "-", b[32] = "-", k[32] = "-"; /* "-": not recorded (runs before a probe existed) */
         if (rows[i].has_f) snprintf(a, sizeof a, "%.4g", rows[i].f_attn);
         if (rows[i].has_m) snprintf(b, sizeof b, "%.4g", rows[i].m_act);
-        fprintf(f, "  %-6lld  %10s  %10s\n", rows[i].layer, a, b);
+        if (rows[i].has_k) snprintf(k, sizeof k, "%.4g", rows[i].kurt);
+        fprintf(f, "  %-6lld  %10s  %10s  %10s\n", rows[i].layer, a, b, k);
     }
 }
 
@@ -399,6 +400,7 @@ static int json_sections(Store *s, const char *id, FILE *f) {
         fprintf(f, "%lld", pr[i].layer);
         jnum(f, "f_attn", pr[i].has_f ? pr[i].f_attn : NAN);
         jnum(f, "m_act", pr[i].has_m ? pr[i].m_act : NAN);
+        jnum(f, "resid_kurtosis", pr[i].has_k ? pr[i].kurt : NAN);
         fputc('}', f);
     }
     fputs(n ? "]" : "[]", f);

@@ -238,8 +238,9 @@ static void verify_job(SweepCtx *x, Job *j) {
     else if (rec == 0)
         snprintf(why, sizeof why, "equal, but the stored run changed meanwhile; nothing recorded");
     else {
-        printf("verified %s (index %d): %lld steps, %lld rows bitwise equal (%.1f s); kept as this build's result\n",
-               r->name, r->index, cmp.steps, cmp.rows, util_now() - t0);
+        printf("verified %s (index %d): %lld steps, %lld rows bitwise equal", r->name, r->index, cmp.steps, cmp.rows);
+        if (cmp.added) printf(" (+ %lld rows of keys the stored run lacks, not compared)", cmp.added);
+        printf(" (%.1f s); kept as this build's result\n", util_now() - t0);
         if (n == r->config.steps && strcmp(vid, r->run_id) == 0)
             keep_checkpoint(x, vdb, vck, r);
     }

@@ -162,12 +162,14 @@ Test(report, bigram_backcopy_table) {
     assert_has(sec, "### Bigram-Backcopy probes\n\nRuns on the Bigram-Backcopy task (`data.corpus: bb`)");
     assert_has(sec, "The *BB head* of a run is its query head with the largest attention on BOS from other queries");
     assert_has(sec, "| variant | seeds | head | loss trigger | loss other | BOS attn other (head) | BOS attn other (mean) "
+                    "| nothing other (head) | nothing other (mean) "
                     "| BOS attn trigger (head) | prev attn trigger (head) | value drain (head) | residual peak "
-                    "| gate trigger | gate other |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+                    "| gate trigger | gate other |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    /* runs recorded before the attention-row probes: their mass on nothing is `–`, never 0 */
     assert_has(sec, "\n| baseline | 2 | L1.H0 | 0.6000 ± 0.1414 | 2.0500 ± 0.0707 | 0.700 ± 0.141 | 0.350 ± 0.071 "
-                    "| 0.030 ± 0.014 | 0.850 ± 0.071 | 0.250 ± 0.071 | 4.00 ± 1.41 | – | – |\n");
+                    "| – | – | 0.030 ± 0.014 | 0.850 ± 0.071 | 0.250 ± 0.071 | 4.00 ± 1.41 | – | – |\n");
     assert_has(sec, "\n| G1 'q' \"d\"\\\\x0a!touch PWNED | 2 | L0.H1 | 0.3500 ± 0.0707 | 1.9250 ± 0.0354 | 0.350 ± 0.071 "
-                    "| 0.110 ± 0.014 | 0.250 ± 0.071 | 0.550 ± 0.071 | 1.200 ± 0.141 | 1.10 ± 0.14 | 0.250 ± 0.071 "
+                    "| 0.110 ± 0.014 | – | – | 0.250 ± 0.071 | 0.550 ± 0.071 | 1.200 ± 0.141 | 1.10 ± 0.14 | 0.250 ± 0.071 "
                     "| 0.650 ± 0.071 |\n");
     free(sec);
     sec = md_section(md, "txt");
@@ -179,9 +181,9 @@ Test(report, bigram_backcopy_table) {
     char *t = out_file(&fx, "bb.tex");
     cr_assert(!raw_control(t), "a control byte in bb.tex");
     assert_has(t, "% Bigram-Backcopy probes (data.corpus bb), last step, mean $\\pm$ std over seeds:");
-    assert_has(t, "\\begin{tabular}{lrrrrrrrrrrrr}\n\\toprule\nvariant & seeds & head & loss trigger & ");
+    assert_has(t, "\\begin{tabular}{lrrrrrrrrrrrrrr}\n\\toprule\nvariant & seeds & head & loss trigger & ");
     assert_has(t, "\nbaseline & 2 & L1.H0 & 0.6000 $\\pm$ 0.1414 & 2.0500 $\\pm$ 0.0707 & 0.700 $\\pm$ 0.141 & "
-                  "0.350 $\\pm$ 0.071 & 0.030 $\\pm$ 0.014 & 0.850 $\\pm$ 0.071 & 0.250 $\\pm$ 0.071 & "
+                  "0.350 $\\pm$ 0.071 & -- & -- & 0.030 $\\pm$ 0.014 & 0.850 $\\pm$ 0.071 & 0.250 $\\pm$ 0.071 & "
                   "4.00 $\\pm$ 1.41 & -- & -- \\\\\n");
     assert_has(t, "\nG1 'q' \"d\"\\textbackslash{}x0a!touch PWNED & 2 & L0.H1 & 0.3500 $\\pm$ 0.0707 & ");
     assert_has(t, " & 0.250 $\\pm$ 0.071 & 0.650 $\\pm$ 0.071 \\\\\n");
@@ -208,6 +210,33 @@ Test(report, bigram_backcopy_table) {
     char p[256];
     snprintf(p, sizeof p, "%s/txt-bb.csv", fx.out);
     cr_assert(!exists(p), "a BB file for a sweep without the probes");
+    fx_rm(&fx);
+}
+
+/* Runs with the attention-row probes: the BB head's mass on nothing from
+ * other queries (baseline: L1.H0, .30 and .50; a decoy .9 on another head)
+ * and its mean over heads ('': .10 and .20); a softmax's rounding (-1e-9)
+ * is shown as 0, not -0. */
+Test(report, bigram_backcopy_mass_on_nothing) {
+    Fx fx;
+    fixture_bb(&fx, 0);
+    fx_sql(&fx, "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'bb_none_attn_other', c.ctx, 30,"
+                " CASE c.ctx WHEN 'layer=1,head=0' THEN (CASE name WHEN 'bb-0-s1' THEN 0.3 ELSE 0.5 END)"
+                " WHEN '' THEN (CASE name WHEN 'bb-0-s1' THEN 0.1 ELSE 0.2 END) ELSE 0.9 END"
+                " FROM runs, (SELECT 'layer=1,head=0' AS ctx UNION SELECT '' UNION SELECT 'layer=0,head=1') c"
+                " WHERE name IN ('bb-0-s1', 'bb-0-s2');"
+                "INSERT INTO metrics(run_id, key, context, step, value) SELECT run_id, 'bb_none_attn_other', '', 30,"
+                " -1e-9 FROM runs WHERE name = 'bb-1-s1'");
+    char err[1024], *log;
+    cr_assert_eq(run_report_opts(&fx, REPORT_MD, NULL, NULL, 1, &log, err, sizeof err), 0, "%s\n%s", err, log);
+    free(log);
+    char *md = out_file(&fx, "report.md");
+    char *sec = md_section(md, "bb");
+    assert_has(sec, "\n| baseline | 2 | L1.H0 | 0.6000 ± 0.1414 | 2.0500 ± 0.0707 | 0.700 ± 0.141 | 0.350 ± 0.071 "
+                    "| 0.400 ± 0.141 | 0.150 ± 0.071 | 0.030 ± 0.014 |");
+    assert_has(sec, " | 0.350 ± 0.071 | 0.110 ± 0.014 | – | 0.000 | 0.250 ± 0.071 |");
+    free(sec);
+    free(md);
     fx_rm(&fx);
 }
 

@@ -496,6 +496,14 @@ static void fixture_sink(Fx *fx) {
         }
         int k = seed - 1;
         add_sink(s, ids[i], formed[v][k], heads[v][k], rel[v][k], share[v][k]);
+        /* the attention-row probes: the baseline's seeds and G1's seed 2; G1's seed 1 is a run recorded before
+         * them (no rows: left out, never 0); G1's mass on nothing is a softmax's rounding (-1e-9) */
+        if (v == 0 || k == 1)
+            for (int t = 0; t < 2; t++) {
+                double eps = v ? 0 : 0.25 * (k + 1), none = v ? -1e-9 : 0.1 * (k + 1);
+                cr_assert_eq(store_metric(s, ids[i], "sink_eps_share", "", 50 * (t + 1), t ? eps : 0.99), 0);
+                cr_assert_eq(store_metric(s, ids[i], "attn_mass_none", "", 50 * (t + 1), t ? none : 0.99), 0);
+            }
         for (int q = 0; q < 3; q++) {
             long len = 128L << q;
             add_eval(s, ids[i], "val", len, "none", 1, none[v][k][q]);
@@ -530,11 +538,12 @@ Test(report, sink_and_context_length_md) {
     assert_has(md, "### Sink formation\n\n`gated train` tests at every evaluation whether an attention sink has "
                    "formed: some query head puts more than 50% of its attention on position 0");
     assert_has(md, "| variant | tokens/run | seq_len | seed 1 | seed 2 | formed | max head F-Attn | where "
-                   "| F-Attn/unif | sink heads (%) | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+                   "| F-Attn/unif | sink heads (%) | Sink1(0.3) (%) | mass on nothing | paper F-Attn |\n"
+                   "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     assert_has(md, "| baseline | 51.2k | 128 | 100 | 50 | 2/2 | 0.650 ± 0.071 | L1.H0 | 8.50 ± 0.71 | 25.0 ± 0.0 "
-                   "| 0.467 |\n");
+                   "| 37.5 ± 17.7 | 0.150 ± 0.071 | 0.467 |\n");
     assert_has(md, "| G1-elementwise | 51.2k | 128 | no | 100 | 1/2 | 0.425 ± 0.177 | L0.H1 | 2.50 ± 0.71 "
-                   "| 12.5 ± 17.7 | 0.048 |\n");
+                   "| 12.5 ± 17.7 | 0.0 | 0.000 | 0.048 |\n");
     assert_lacks(md, "seed 3");
     /* per-head heatmap tables, last step, mean over the two seeds, in % */
     assert_has(md, "`baseline` (2 runs; uniform causal attention at T = 128: 3.5%):\n\n| layer | H0 | H1 |\n"
@@ -691,10 +700,11 @@ Test(report, sink_and_context_length_csv_tex) {
     free(c);
     c = out_file(&fx, "sink-sink.csv");
     assert_has(c, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,"
-                  "f_attn_rel,sink_head_share\n");
-    assert_has(c, ",51200,128,100,0.6,1,0,8,0.25\n");
-    assert_has(c, ",51200,128,50,0.7,1,0,9,0.25\n");
-    assert_has(c, ",51200,128,,0.3,0,1,2,0\n");
+                  "f_attn_rel,sink_head_share,sink_eps_share,attn_mass_none\n");
+    assert_has(c, ",51200,128,100,0.6,1,0,8,0.25,0.25,0.1\n");
+    assert_has(c, ",51200,128,50,0.7,1,0,9,0.25,0.5,0.2\n");
+    assert_has(c, ",51200,128,,0.3,0,1,2,0,,\n");
+    assert_has(c, ",51200,128,100,0.55,0,1,3,0.25,0,-1e-09\n");
     assert_lacks(c, "G1-elementwise,3,");
     free(c);
     c = out_file(&fx, "sink-fattn-heads.csv");
@@ -712,10 +722,11 @@ Test(report, sink_and_context_length_csv_tex) {
     cr_assert_eq(rc, 0, "%s", err);
     char *t = out_file(&fx, "sink.tex");
     assert_has(t, "F-Attn & M-Act & gate & sink heads (\\%) & F-Attn/unif & spikes &");
-    assert_has(t, "\\begin{tabular}{lrrrrrrrrrr}\n\\toprule\nvariant & tokens/run & seq\\_len & seed 1 & seed 2 & "
-                  "formed & max head F-Attn & where & F-Attn/unif & sink heads (\\%) & paper F-Attn \\\\\n\\midrule\n"
+    assert_has(t, "\\begin{tabular}{lrrrrrrrrrrrr}\n\\toprule\nvariant & tokens/run & seq\\_len & seed 1 & seed 2 & "
+                  "formed & max head F-Attn & where & F-Attn/unif & sink heads (\\%) & Sink1(0.3) (\\%) & "
+                  "mass on nothing & paper F-Attn \\\\\n\\midrule\n"
                   "baseline & 51.2k & 128 & 100 & 50 & 2/2 & 0.650 $\\pm$ 0.071 & L1.H0 & 8.50 $\\pm$ 0.71 & "
-                  "25.0 $\\pm$ 0.0 & 0.467 \\\\\n");
+                  "25.0 $\\pm$ 0.0 & 37.5 $\\pm$ 17.7 & 0.150 $\\pm$ 0.071 & 0.467 \\\\\n");
     assert_has(t, "% F-Attn (%) per layer and head: baseline (2 runs; uniform causal attention at T = 128: 3.5%)\n"
                   "\\begin{tabular}{lrr}\n\\toprule\nlayer & H0 & H1 \\\\\n\\midrule\nL0 & 11.0 & 21.0 \\\\\n"
                   "L1 & 65.0 & 31.0 \\\\\n\\bottomrule\n\\end{tabular}\n");

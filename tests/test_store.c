@@ -553,6 +553,37 @@ Test(store, attest_compares_bit_for_bit_and_holds_for_one_copy) {
     tmp_db_remove(&u);
 }
 
+/* A probe added since the stored run: the re-execution's rows of a key the
+ * stored run never recorded are counted, not differences; a new row of a
+ * key it has (another context, here) still differs. */
+Test(store, attest_counts_rows_of_keys_the_stored_run_lacks) {
+    TmpDb t, u;
+    tmp_db(&t);
+    tmp_db(&u);
+    Store *s = open_or_die(t.db), *v = open_or_die(u.db);
+    attest_fixture(s, CODE_A, 2.5);
+    attest_fixture(v, CODE_B, 2.5);
+    OK(store_metric(v, RID, "attn_mass_none", "", 2, 0.25));
+    OK(store_metric(v, RID, "attn_mass_none", "layer=0", 2, 0.5));
+    const long long counts[2] = {3, 4};
+    OK(store_histogram(v, RID, "gate_new", "layer=0", 2, 0, 1, counts, 2));
+    OK(store_flush(v));
+    StoreAttestCmp c = compare3(s, u.db);
+    cr_assert(c.equal, "%s", c.first);
+    cr_assert_eq(c.rows, 6);
+    cr_assert_eq(c.added, 3, "two metric rows and a histogram of new keys: %lld", c.added);
+    OK(store_metric(v, RID, "val_loss", "layer=0", 2, 2.5));
+    OK(store_flush(v));
+    store_close(v);
+    c = compare3(s, u.db);
+    cr_assert(!c.equal);
+    cr_assert_eq(c.ndiff, 1);
+    cr_assert_str_eq(c.first, "metric val_loss [layer=0] step 2: re-executed only");
+    store_close(s);
+    tmp_db_remove(&t);
+    tmp_db_remove(&u);
+}
+
 /* A database holding RID finished by CODE_A and attested under CODE_B
  * (compared with a copy of itself). */
 static void attested_db(const TmpDb *t, const TmpDb *u) {

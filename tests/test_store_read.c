@@ -47,6 +47,7 @@ static Store *two_runs(const char *db) {
     OK(store_metric(s, A, "f_attn", "layer=1", 10, 0.9));
     OK(store_metric(s, A, "f_attn", "layer=1", 30, 0.625)); /* the last step is shown */
     OK(store_metric(s, A, "m_act", "layer=1", 30, 77.5));
+    OK(store_metric(s, A, "resid_kurtosis", "layer=1", 30, 4.5)); /* layer 0 has none: shown as - */
     OK(store_summary(s, A, "f_attn", "layer=0", 0.375, NULL));
     OK(store_summary(s, A, "m_act", "layer=0", 12.5, NULL));
     OK(store_summary(s, A, "val_loss", NULL, 3.1234, NULL));
@@ -126,7 +127,7 @@ Test(store, runs_read_back) {
     cr_assert_str_eq(m[0].key, "train_loss");
     cr_assert(m[0].points == 30 && m[0].last_step == 30);
     cr_assert_float_eq(m[0].last_value, 3.0, 1e-9);
-    cr_assert_eq(other, 2); /* f_attn and m_act at layer=1 */
+    cr_assert_eq(other, 3); /* f_attn, m_act and resid_kurtosis at layer=1 */
     store_series_free(m, n);
 
     /* probes: layer 0 from summary, layer 1 from the last metric step */
@@ -135,6 +136,7 @@ Test(store, runs_read_back) {
     cr_assert_eq(n, 2);
     cr_assert(pr[0].layer == 0 && pr[0].has_f && pr[0].has_m && pr[0].f_attn == 0.375 && pr[0].m_act == 12.5);
     cr_assert(pr[1].layer == 1 && pr[1].f_attn == 0.625 && pr[1].m_act == 77.5);
+    cr_assert(!pr[0].has_k && pr[1].has_k && pr[1].kurt == 4.5);
     free(pr);
 
     StoreHist *h;
@@ -233,8 +235,8 @@ Test(store, ls_and_show_report_runs) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert(strstr(show, want[i]), "show lacks '%s':\n%s", want[i], show);
     /* probes: layer 0 from summary, layer 1 from the last metric step */
-    cr_assert(strstr(show, "  0            0.375        12.5\n"), "%s", show);
-    cr_assert(strstr(show, "  1            0.625        77.5\n"), "%s", show);
+    cr_assert(strstr(show, "  0            0.375        12.5           -\n"), "%s", show); /* no kurtosis: older run */
+    cr_assert(strstr(show, "  1            0.625        77.5         4.5\n"), "%s", show);
     cr_assert(!strstr(show, "0.9 "), "an old probe step leaked:\n%s", show);
     cr_assert(!strstr(show, "step 10,"), "an old histogram leaked:\n%s", show);
     /* the val results appear once, in results, not again in summary */

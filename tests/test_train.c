@@ -323,7 +323,8 @@ Test(train, bigram_backcopy_resumes_and_stores_probes, .timeout = 120) {
     double v[8];
     static const char *const keys[] = {"bb_loss_trigger", "bb_loss_other", "bb_trigger_share",
                                        "bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
-                                       "bb_value_drain", "bb_residual_peak", "sink_formed"};
+                                       "bb_value_drain", "bb_residual_peak", "sink_formed",
+                                       "bb_none_attn_trigger", "bb_none_attn_other"};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         cr_assert_eq(metric_series(db, keys[k], v, 8), 3, "%s: evaluations at 10, 20, 25", keys[k]);
     sqlite3 *h;

@@ -50,7 +50,9 @@
  *     the first evaluation step at which sink_formed = 1 ("no": never),
  *     formed k/n, mean ± std of the largest per-head F-Attn (f_attn,
  *     context layer=L,head=H) at the last step and where it is ("L1.H0",
- *     the most common place), F-Attn/unif, sink heads, the paper's F-Attn;
+ *     the most common place), F-Attn/unif, sink heads, Sink1(0.3)
+ *     (sink_eps_share, %) and mass on nothing (attn_mass_none), both
+ *     context '' and `–` for runs without them, the paper's F-Attn;
  *   - per row, a layer x head table of F-Attn in % (last step, mean over
  *     the finished runs) and the plot SWEEP-fattn-heads (one panel per row,
  *     colour scale 0..1).

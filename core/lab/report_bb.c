@@ -16,6 +16,8 @@
  *                         bb_prev_attn_trigger, bb_value_drain of the BB head
  *   BB_PEAK               bb_residual_peak '' (the largest over layers)
  *   BB_GATE_T, BB_GATE_O  bb_gate_trigger, bb_gate_other '' (gated runs)
+ *   BB_NONE_O_H, BB_NONE_O  bb_none_attn_other of the BB head, and ''
+ *                         (runs with the attention-row probes; NAN before)
  * Per row (rep_bb_row): each value's mean and sample std over the row's
  * finished runs that have it, and the most common place of the BB head
  * (the first run's on ties).  The section is a Tab (report_sections.c) in
@@ -38,10 +40,11 @@ const char *const REP_BB_GATE_KEYS[2] = {"bb_gate_other", "bb_gate_trigger"};
 /* ================================================================== */
 
 /* The keys read, in the order of the query's parameters ?2 .. */
-enum { K_LOSS_T, K_LOSS_O, K_BOS_T, K_BOS_O, K_PREV_T, K_DRAIN, K_PEAK, K_GATE_T, K_GATE_O, NK };
+enum { K_LOSS_T, K_LOSS_O, K_BOS_T, K_BOS_O, K_PREV_T, K_DRAIN, K_PEAK, K_GATE_T, K_GATE_O, K_NONE_O, NK };
 static const char *const KEYS[NK] = {"bb_loss_trigger",  "bb_loss_other",        "bb_bos_attn_trigger",
                                      "bb_bos_attn_other", "bb_prev_attn_trigger", "bb_value_drain",
-                                     "bb_residual_peak",  "bb_gate_trigger",      "bb_gate_other"};
+                                     "bb_residual_peak",  "bb_gate_trigger",      "bb_gate_other",
+                                     "bb_none_attn_other"};
 
 /* A run's values while they are read: context '' per key, and the per-head
  * ones. */
@@ -80,11 +83,11 @@ int rep_bb_load_run(R *r, RRun *u) {
     sqlite3_stmt *st;
     int rc = rep_q_prep(r, &st,
                         "SELECT m.key, m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key IN"
-                        " (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) AND m.step = (SELECT max(x.step) FROM metrics x"
+                        " (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) AND m.step = (SELECT max(x.step) FROM metrics x"
                         " WHERE x.run_id = m.run_id AND x.key = m.key AND x.context = m.context)"
                         " ORDER BY m.key, m.context",
-                        "tttttttttt", u->run_id, KEYS[0], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
-                        KEYS[7], KEYS[8]);
+                        "ttttttttttt", u->run_id, KEYS[0], KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6],
+                        KEYS[7], KEYS[8], KEYS[9]);
     if (rc == 0) rc = rep_q_rows(r, st, bb_add, &b);
     if (rc == 0 && (u->has_bb = b.any)) {
         double best = rep_headmap_argmax(&b.head[K_BOS_O], &u->bb_l, &u->bb_h);
@@ -98,6 +101,8 @@ int rep_bb_load_run(R *r, RRun *u) {
         u->bbv[BB_PEAK] = b.all[K_PEAK];
         u->bbv[BB_GATE_T] = b.all[K_GATE_T];
         u->bbv[BB_GATE_O] = b.all[K_GATE_O];
+        u->bbv[BB_NONE_O_H] = head_at(&b.head[K_NONE_O], u->bb_l, u->bb_h);
+        u->bbv[BB_NONE_O] = b.all[K_NONE_O];
     }
     for (int k = 0; k < NK; k++) free(b.head[k].v);
     return rc;
@@ -145,6 +150,8 @@ static const struct {
     {"loss other", BB_LOSS_O, 4},
     {"BOS attn other (head)", BB_BOS_O_MAX, 3},
     {"BOS attn other (mean)", BB_BOS_O, 3},
+    {"nothing other (head)", BB_NONE_O_H, 3},
+    {"nothing other (mean)", BB_NONE_O, 3},
     {"BOS attn trigger (head)", BB_BOS_T, 3},
     {"prev attn trigger (head)", BB_PREV_T, 3},
     {"value drain (head)", BB_DRAIN, 3},
@@ -167,7 +174,8 @@ static int bb_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t) {
              rep_tab_put(t, i, 2, w ? rep_fmt(r, "L%d.H%d", w->bb_l, w->bb_h) : rep_dup(r, y->miss));
         for (int j = 0; rc == 0 && j < NCOLS; j++)
             rc = rep_tab_put(t, i, FIRST + j,
-                             rep_ms_cell(r, y, v->bb_m[COLS[j].val], v->bb_sd[COLS[j].val], COLS[j].prec));
+                             rep_ms_cell(r, y, rep_zero_if_rounds(v->bb_m[COLS[j].val], COLS[j].prec),
+                                         v->bb_sd[COLS[j].val], COLS[j].prec));
     }
     return rc ? -1 : 0;
 }
@@ -183,6 +191,9 @@ int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
                    "largest attention on BOS from other queries (the measure of its sink test); **head**: where it "
                    "is (layer.head; the most common place over seeds). **BOS attn other (head)**: that head's "
                    "attention on BOS from other queries; **(mean)**: the same averaged over every layer and head. "
+                   "**nothing other (head)**, **(mean)**: the mass on *nothing*, 1 − the sum of a query's attention "
+                   "weights, over other queries, of the BB head and averaged over every layer and head (0 for softmax, "
+                   "where rows sum to 1; `–` for runs recorded before this probe). "
                    "**BOS attn trigger (head)**, **prev attn trigger (head)**: the BB head's attention on BOS and on "
                    "the previous token (position i − 1) from trigger queries: a formed sink head is dormant on BOS "
                    "for other queries and active, copying token i − 1, for triggers. **value drain (head)**: mean "
@@ -195,7 +206,7 @@ int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
         fprintf(f, "%% Bigram-Backcopy probes (data.corpus bb), last step, mean $\\pm$ std over seeds: loss at "
                    "trigger / other positions (nats); the BB head (per run the head with the largest attention on "
                    "BOS from other queries; most common place): its BOS attention from other queries, the mean of "
-                   "that over all heads, its BOS and previous-token attention from trigger queries, its value drain "
+                   "that over all heads, the mass on nothing (1 - row sum) of other queries (head, mean), its BOS and previous-token attention from trigger queries, its value drain "
                    "(mean |v_0| / mean |v_i|); residual peak (mean |h_0| / mean |h_i|, largest layer); mean gate "
                    "score at trigger / other positions (gated rows).\n");
     Tab t = {0};
@@ -218,6 +229,8 @@ static const char *const CSV_NAMES[BB_NV] = {
     [BB_PEAK] = "residual_peak",
     [BB_GATE_T] = "gate_trigger",
     [BB_GATE_O] = "gate_other",
+    [BB_NONE_O_H] = "none_attn_other_head",
+    [BB_NONE_O] = "none_attn_other_mean",
 };
 
 int rep_bb_csv(R *r, FILE *f, const RSweep *s) {

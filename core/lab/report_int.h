@@ -73,6 +73,8 @@ enum {
     BB_PEAK,      /* bb_residual_peak '' (the largest over layers) */
     BB_GATE_T,    /* bb_gate_trigger '' (gated runs) */
     BB_GATE_O,    /* bb_gate_other '' (gated runs) */
+    BB_NONE_O_H,  /* bb_none_attn_other of the BB head (runs with the attention-row probes) */
+    BB_NONE_O,    /* bb_none_attn_other '' (mean over layers and heads) */
     BB_NV
 };
 
@@ -145,6 +147,7 @@ typedef struct {
     int has_sink;           /* the run has sink_formed metrics */
     long long sink_step;    /* first evaluation step with sink_formed = 1; -1: none */
     double sink_share, f_attn_rel; /* last step, context '': sink_head_share, f_attn_rel */
+    double sink_eps, mass_none;    /* last step, context '': sink_eps_share, attn_mass_none; NAN if absent */
     HeadMap heads;          /* f_attn per (layer, head), last step; bb_bos_attn_other for a bb run */
     double head_max;        /* the largest of heads, at layer max_l, head max_h */
     int max_l, max_h;
@@ -215,6 +218,7 @@ typedef struct {
     int n_sink, n_formed; /* such runs; those of them in which a sink formed */
     int where;            /* the run (index into RSweep.runs) whose head_max place is the most common; -1 */
     double sink_share, sink_share_std, f_attn_rel, f_attn_rel_std, head_max, head_max_std;
+    double sink_eps, sink_eps_std, mass_none, mass_none_std; /* over the runs that have them */
     HeadMap heads;        /* mean per-head F-Attn */
     /* Bigram-Backcopy probes: over the row's finished runs that have them */
     int n_bb;             /* such runs */
@@ -733,6 +737,9 @@ int rep_tab_done(FILE *f, Tab *t, const RepStyle *y, int rc);
 void rep_cap_label(FILE *f, int md, const char *s);
 /* A count with a k / M / B suffix and 3 significant digits ("51.2k"). */
 char *rep_fmt_count(R *r, double v, const char *miss);
+/* x, or 0 when it rounds to 0 at prec decimals: no "-0.000" cell for a
+ * softmax run's mass on nothing, 0 up to rounding (NAN stays NAN). */
+double rep_zero_if_rounds(double x, int prec);
 /* mean ± std (rep_cell_ms) as a table cell. */
 char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec);
 /* What the per-head sink numbers of sweep s measure (probes.h: the sink

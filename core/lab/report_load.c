@@ -446,6 +446,7 @@ static int add_head_cell(R *r, void *arg, sqlite3_stmt *st) {
 /* A finished run's sink probes (RRun.has_sink and what follows it). */
 static int load_run_sink(R *r, RRun *u) {
     long long n;
+    u->sink_eps = u->mass_none = NAN;
     if (q_first_formed(r, u->run_id, &n, &u->sink_step)) return -1;
     if (!(u->has_sink = n > 0)) return 0;
     /* a Bigram-Backcopy run's (rep_bb_load_run, called first) sink test reads the attention on BOS from
@@ -453,6 +454,8 @@ static int load_run_sink(R *r, RRun *u) {
     const char *key = u->has_bb ? "bb_bos_attn_other" : "f_attn";
     if (q_last_metric(r, u->run_id, "sink_head_share", &u->sink_share) ||
         q_last_metric(r, u->run_id, "f_attn_rel", &u->f_attn_rel) ||
+        q_last_metric(r, u->run_id, "sink_eps_share", &u->sink_eps) ||
+        q_last_metric(r, u->run_id, "attn_mass_none", &u->mass_none) ||
         rep_q_each_context_last(r, u->run_id, key, add_head_cell, &u->heads))
         return -1;
     if (u->has_bb) u->f_attn_rel = u->seq_len >= 2 ? u->bbv[BB_BOS_O] / probe_uniform_fattn((int)u->seq_len) : NAN;
@@ -485,6 +488,10 @@ static int row_sink(R *r, const RSweep *s, RVar *v, double *buf) {
     stats_mean_std(buf, n, &v->f_attn_rel, &v->f_attn_rel_std);
     n = rep_finished_values(s, v, offsetof(RRun, head_max), buf);
     stats_mean_std(buf, n, &v->head_max, &v->head_max_std);
+    n = rep_finished_values(s, v, offsetof(RRun, sink_eps), buf);
+    stats_mean_std(buf, n, &v->sink_eps, &v->sink_eps_std);
+    n = rep_finished_values(s, v, offsetof(RRun, mass_none), buf);
+    stats_mean_std(buf, n, &v->mass_none, &v->mass_none_std);
     if (!nl || !nh) return 0;
     /* the per-head mean: each cell over the runs that have it */
     for (int c = 0; c < nl * nh; c++) {

@@ -9,7 +9,9 @@
  *     x train.batch x model.seq_len from the config, model.seq_len, per
  *     seed the first step with sink_formed = 1, formed k/n, the largest
  *     per-head F-Attn at the last step and where it is, the two columns
- *     above, the paper's F-Attn); and per row a layer x head table of
+ *     above, Sink_1^eps (sink_eps_share, %) and the mass on nothing
+ *     (attn_mass_none), both context '' at the last step, `–` for runs
+ *     without them, the paper's F-Attn); and per row a layer x head table of
  *     F-Attn (%).
  *   `gated eval` results (metric eval_ppl, context
  *     split=S,len=L,scaling=K,factor=F): per series (report_load.c) and
@@ -153,16 +155,18 @@ static char *seed_cell(R *r, const RSweep *s, const RVar *v, long long seed, con
     return rep_dup(r, y->miss);
 }
 
+double rep_zero_if_rounds(double x, int prec) { return fabs(x) < 0.5 * pow(10, -prec) ? 0 : x; }
+
 /* TabFn: the sink formation table, a line per row. */
 static int sink_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     (void)arg;
-    int ns = s->nseeds, rc = rep_tab_init(r, t, 9 + ns);
+    int ns = s->nseeds, rc = rep_tab_init(r, t, 11 + ns);
     static const char *const head[] = {"formed", "max head F-Attn", "where", "F-Attn/unif", "sink heads (%)",
-                                       "paper F-Attn"};
+                                       "Sink1(0.3) (%)", "mass on nothing", "paper F-Attn"};
     rc = rc || rep_tab_put(t, 0, 0, rep_dup(r, "variant")) || rep_tab_put(t, 0, 1, rep_dup(r, "tokens/run")) ||
          rep_tab_put(t, 0, 2, rep_dup(r, "seq_len"));
     for (int q = 0; rc == 0 && q < ns; q++) rc = rep_tab_put(t, 0, 3 + q, rep_fmt(r, "seed %lld", s->seeds[q]));
-    for (int q = 0; rc == 0 && q < 6; q++)
+    for (int q = 0; rc == 0 && q < 8; q++)
         rc = rep_tab_put(t, 0, 3 + ns + q,
                      rep_dup(r, q == 1 && s->sink_bb && !s->sink_fattn ? "max head BOS attn (other queries)" : head[q]));
     for (int k = 0; rc == 0 && k < s->nvars; k++) {
@@ -180,7 +184,9 @@ static int sink_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
              rep_tab_put(t, i, c + 2, w ? rep_fmt(r, "L%d.H%d", w->max_l, w->max_h) : rep_dup(r, y->miss)) ||
              rep_tab_put(t, i, c + 3, rep_ms_cell(r, y, v->f_attn_rel, v->f_attn_rel_std, 2)) ||
              rep_tab_put(t, i, c + 4, rep_ms_cell(r, y, 100 * v->sink_share, 100 * v->sink_share_std, 1)) ||
-             rep_tab_put(t, i, c + 5,
+             rep_tab_put(t, i, c + 5, rep_ms_cell(r, y, 100 * v->sink_eps, 100 * v->sink_eps_std, 1)) ||
+             rep_tab_put(t, i, c + 6, rep_ms_cell(r, y, rep_zero_if_rounds(v->mass_none, 3), v->mass_none_std, 3)) ||
+             rep_tab_put(t, i, c + 7,
                          pr && !isnan(pr->f_attn) ? rep_fmt(r, "%.3f", pr->f_attn) : rep_dup(r, y->miss));
     }
     return rc ? -1 : 0;
@@ -242,12 +248,18 @@ static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
                    "**formed**: runs that had one / finished runs with the probe; **max head F-Attn**: the largest per-head F-Attn at "
                    "the last evaluation, mean ± std over seeds, and **where** it is (layer.head; the most common "
                    "place); **F-Attn/unif** and **sink heads** as in the table above; **tokens/run**: train.steps × "
-                   "train.batch × model.seq_len; **paper F-Attn**: Table 4 for the same label.\n\n",
+                   "train.batch × model.seq_len; **Sink1(0.3)**: Gu et al.'s Sink₁^ε at ε = 0.3, the share of heads whose "
+                   "mean attention on position 0 over all queries exceeds 0.3 (`sink_eps_share`); **mass on nothing**: "
+                   "1 − the sum of a query's attention weights, averaged over queries ≥ 1, heads and layers "
+                   "(`attn_mass_none`; 0 for softmax, where rows sum to 1); both at the last evaluation, mean ± std over "
+                   "the runs that have them (`–`: runs recorded before these probes); **paper F-Attn**: Table 4 for the "
+                   "same label.\n\n",
                 100 * SINK_HEAD_FATTN, SINK_LAYER_RATIO);
     else
         fprintf(f, "%% Sink formation: per seed the first evaluation step with a sink (a head with F-Attn > %g and "
                    "its layer's mean F-Attn >= %gx uniform; no: never), formed/runs, the largest per-head F-Attn at "
-                   "the last step (mean $\\pm$ std) and where, F-Attn over uniform, share of sink heads (%%).\n",
+                   "the last step (mean $\\pm$ std) and where, F-Attn over uniform, share of sink heads (%%), "
+                   "Sink_1^eps at eps 0.3 (%%), mass on nothing (1 - row sum).\n",
                 SINK_HEAD_FATTN, SINK_LAYER_RATIO);
     if (s->sink_bb)
         fprintf(f, y->md ? "Bigram-Backcopy runs (`data.corpus: bb`) take, in place of a head's F-Attn, its attention "
@@ -338,7 +350,7 @@ void rep_csv_row_head(FILE *f, const RSweep *s, int k) {
 static int csv_sink(R *r, FILE *f, const RSweep *s) {
     (void)r;
     fprintf(f, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,f_attn_rel,"
-               "sink_head_share\n");
+               "sink_head_share,sink_eps_share,attn_mass_none\n");
     for (int k = 0; k < s->nvars; k++)
         for (int i = 0; i < s->vars[k].nruns; i++) {
             const RRun *u = &s->runs[s->vars[k].runs[i]];
@@ -358,7 +370,9 @@ static int csv_sink(R *r, FILE *f, const RSweep *s) {
             else
                 fprintf(f, "%d,%d,", u->max_l, u->max_h);
             rep_csv_num(f, u->f_attn_rel);
-            rep_csv_val(f, u->sink_share, '\n');
+            rep_csv_num(f, u->sink_share);
+            rep_csv_num(f, u->sink_eps);
+            rep_csv_val(f, u->mass_none, '\n');
         }
     return 0;
 }

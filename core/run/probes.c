@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn/gate.h"
+#include "nn/ops.h"
 #include "run/data.h"
 
 int probes_init(Probes *p, const Model *m) {
@@ -17,8 +18,14 @@ int probes_init(Probes *p, const Model *m) {
     p->Hk = m->Hk;
     p->T = m->cfg.seq_len;
     p->head_mem = calloc((size_t)m->L * p->hpos, sizeof(double));
-    p->fattn_head = calloc((size_t)m->L * m->H, sizeof(double));
-    if (!p->lp || !p->head_mem || !p->fattn_head) {
+    size_t lh = (size_t)m->L * m->H;
+    p->fattn_head = calloc(lh, sizeof(double));
+    int ok = p->lp && p->head_mem && p->fattn_head;
+    double **rows[] = {&p->mass0, &p->none, &p->p00, &p->nq, &p->nwin};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) ok &= (*rows[i] = calloc(lh, sizeof(double))) != NULL;
+    ok &= (p->kurt = calloc((size_t)m->L, sizeof(double))) != NULL;
+    ok &= (p->nkurt = calloc((size_t)m->L, sizeof(double))) != NULL;
+    if (!ok) {
         probes_free(p);
         return -1;
     }
@@ -37,7 +44,10 @@ int probes_init(Probes *p, const Model *m) {
 static void bb_free_probe(BBProbe *b) {
     if (!b) return;
     free(b->is_trig);
-    for (int q = 0; q < 2; q++) free(b->bos[q]), free(b->gate[q]), free(b->hist[q]);
+    for (int q = 0; q < 2; q++) {
+        free(b->bos[q]), free(b->gate[q]), free(b->hist[q]);
+        free(b->none[q]), free(b->nnone[q]);
+    }
     free(b->prev), free(b->v0), free(b->vrest), free(b->r0), free(b->rrest);
     free(b);
 }
@@ -47,6 +57,7 @@ void probes_free(Probes *p) {
     free(p->lp);
     free(p->head_mem);
     free(p->fattn_head);
+    free(p->mass0), free(p->none), free(p->p00), free(p->nq), free(p->nwin), free(p->kurt), free(p->nkurt);
     memset(p, 0, sizeof *p);
 }
 
@@ -170,6 +181,106 @@ int probe_sink_formed(const Probes *p, int *layer, int *head) {
     return bl >= 0;
 }
 
+/* ------------------------------------------------- attention-row probes */
+
+void probes_rows_add(Probes *p, int l, int h, const real *P, int T) {
+    if (T < 1) return;
+    size_t c = (size_t)l * p->H + h;
+    double m0 = 0, none = 0;
+    for (int i = 1; i < T; i++) {
+        const real *row = P + (size_t)i * T;
+        double sum = 0;
+        for (int j = 0; j <= i; j++) sum += row[j];
+        m0 += row[0];
+        none += 1 - sum;
+    }
+    p->mass0[c] += m0;
+    p->none[c] += none;
+    p->p00[c] += P[0];
+    p->nq[c] += T - 1;
+    p->nwin[c]++;
+}
+
+void probes_kurtosis_add(Probes *p, int l, const real *x, size_t n) {
+    double mean = 0, m2 = 0, m4 = 0;
+    if (n == 0) return;
+    for (size_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double d = x[i] - mean, d2 = d * d;
+        m2 += d2;
+        m4 += d2 * d2;
+    }
+    m2 /= (double)n, m4 /= (double)n;
+    if (!(m2 > 0)) return; /* a constant window has no kurtosis */
+    p->kurt[l] += m4 / (m2 * m2);
+    p->nkurt[l]++;
+}
+
+/* The weights of window b, layer l, query head h into P (T x T), from the
+ * reference attention (o: T x dh scratch).  The one place that knows how
+ * attention weights are formed. */
+static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
+    const LayerActs *a = &m->la[l];
+    int T = m->T, dh = m->dh, g = h / (m->H / m->Hk), sv;
+    const real *v = model_attn_values(m, l, &sv);
+    return attention_forward_ref(o, P, a->qr + (size_t)b * T * m->nq + (size_t)h * dh, m->nq,
+                                 a->kr + (size_t)b * T * m->nkv + (size_t)g * dh, m->nkv,
+                                 v + (size_t)b * T * sv + (size_t)g * dh, sv, 1, T, 1, 1, dh,
+                                 1 / sqrt((real)dh));
+}
+
+int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
+    int T = m->T;
+    real *P = malloc(sizeof(real) * (size_t)T * T), *o = malloc(sizeof(real) * (size_t)T * m->dh);
+    int rc = P && o ? 0 : -1;
+    for (int b = 0; rc == 0 && b < m->B; b++)
+        for (int l = 0; rc == 0 && l < m->L; l++) {
+            for (int h = 0; rc == 0 && h < m->H; h++)
+                if ((rc = head_weights(m, l, b, h, P, o)) == 0) {
+                    probes_rows_add(p, l, h, P, T);
+                    if (p->bb && tokens) probes_bb_rows_add(p, l, h, P, T, tokens + (size_t)b * T);
+                }
+            const real *x = l + 1 < m->L ? m->la[l + 1].x_in : m->x_out;
+            probes_kurtosis_add(p, l, x + (size_t)b * T * m->C, (size_t)T * m->C);
+        }
+    free(P);
+    free(o);
+    return rc;
+}
+
+static double ratio(double s, double n) { return n > 0 ? s / n : NAN; }
+
+double probe_mass0(const Probes *p, int l, int h) {
+    size_t c = (size_t)l * p->H + h;
+    return ratio(p->mass0[c], p->nq[c]);
+}
+
+double probe_mass_none(const Probes *p, int l, int h) {
+    size_t c = (size_t)l * p->H + h;
+    return ratio(p->none[c], p->nq[c]);
+}
+
+double probe_first_alpha(const Probes *p, int l, int h) {
+    size_t c = (size_t)l * p->H + h;
+    return ratio(p->mass0[c] + p->p00[c], p->nq[c] + p->nwin[c]);
+}
+
+double probe_sink_eps_share(const Probes *p, int l) {
+    int l0 = l < 0 ? 0 : l, l1 = l < 0 ? p->L : l + 1;
+    double k = 0, n = 0;
+    for (int i = l0; i < l1; i++)
+        for (int h = 0; h < p->H; h++) {
+            double a = probe_first_alpha(p, i, h);
+            if (isnan(a)) continue;
+            k += a > SINK_EPS;
+            n++;
+        }
+    return ratio(k, n);
+}
+
+double probe_resid_kurtosis(const Probes *p, int l) { return ratio(p->kurt[l], p->nkurt[l]); }
+
 /* ------------------------------------------------------ Bigram-Backcopy */
 
 int probes_bb_init(Probes *p, const Model *m, const unsigned char *is_trig, int ntok) {
@@ -184,6 +295,8 @@ int probes_bb_init(Probes *p, const Model *m, const unsigned char *is_trig, int 
         ok &= (b->bos[q] = calloc(lh, sizeof(double))) != NULL;
         ok &= (b->gate[q] = calloc(lg, sizeof(double))) != NULL;
         ok &= (b->hist[q] = calloc((size_t)m->L * GATE_HIST_BINS, sizeof(long long))) != NULL;
+        ok &= (b->none[q] = calloc(lh, sizeof(double))) != NULL;
+        ok &= (b->nnone[q] = calloc(lh, sizeof(double))) != NULL;
     }
     ok &= (b->prev = calloc(lh, sizeof(double))) != NULL;
     ok &= (b->v0 = calloc(lk, sizeof(double))) != NULL;
@@ -280,7 +393,23 @@ void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
     }
 }
 
-static double ratio(double s, double n) { return n > 0 ? s / n : NAN; }
+void probes_bb_rows_add(Probes *p, int l, int h, const real *P, int T, const int *w) {
+    BBProbe *b = p->bb;
+    if (!b) return;
+    size_t c = (size_t)l * p->H + h;
+    for (int i = 1; i < T; i++) {
+        double sum = 0;
+        for (int j = 0; j <= i; j++) sum += P[(size_t)i * T + j];
+        int ty = query_type(b, w, i);
+        b->none[ty][c] += 1 - sum;
+        b->nnone[ty][c]++;
+    }
+}
+
+double probe_bb_none(const Probes *p, int l, int h, int type) {
+    size_t c = (size_t)l * p->H + h;
+    return p->bb ? ratio(p->bb->none[type][c], p->bb->nnone[type][c]) : NAN;
+}
 
 double probe_bb_loss(const Probes *p, int type) { return p->bb ? ratio(p->bb->loss[type], p->bb->nloss[type]) : NAN; }
 

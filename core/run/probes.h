@@ -33,10 +33,32 @@
  *   weighted mean is the validation loss.  Gated runs: mean gate score per
  *   layer and gated head, and a histogram per layer, by the type of the
  *   gated position (positions >= 1).  Euclidean norms throughout.
+ * With the attention-row probes (probes_rows_accumulate given the window's
+ *   tokens), also the mass on nothing, 1 - sum_j p_ij, by query type.
  * Sink formed, for Bigram-Backcopy: the same test with a head's attention
  *   on BOS from OTHER queries in place of its F-Attn (trigger queries are
  *   meant to attend elsewhere: the head is active on them), and the layer's
  *   mean of that over heads in place of its F-Attn.
+ *
+ * Attention-row probes (probes_rows_accumulate), for any normaliser: read
+ *   off the attention weight matrix P of each window, layer and query head
+ *   (row i: query i's weights p_ij on keys j <= i), never assuming that a
+ *   row sums to 1.  P is the reference attention's (attention_forward_ref,
+ *   the one definition of the weights beside the fused kernel), recomputed
+ *   from the saved rotated q, k and the values attention reads.
+ *   Mass on position 0 (per layer and head): mean over queries i >= 1 of
+ *     p_i0 (as F-Attn: position 0 can only attend to itself).
+ *   Mass on nothing: mean over queries i >= 1 of 1 - sum_j p_ij (0 for
+ *     softmax up to rounding; what softmax1, sink_logit, kv_bias leave
+ *     unassigned; negative when a sigmoid row sums past 1).
+ *   Sink_1^eps (Gu et al. 2024, arXiv 2410.10781): the share of heads whose
+ *     mean attention on the first token, alpha = mean over ALL queries
+ *     i >= 0 of p_i0 (their definition, query 0 included), exceeds
+ *     SINK_EPS; per layer and over the model.
+ *   Residual kurtosis (per layer): the plain (Pearson) kurtosis
+ *     m4 / m2^2 of the layer's output residual stream (the tensor of
+ *     M-Act), over a window's T x C values (central moments, population
+ *     normalisation), averaged over windows; a Gaussian gives 3.
  */
 #ifndef GATED_PROBES_H
 #define GATED_PROBES_H
@@ -46,6 +68,7 @@
 enum { GATE_HIST_BINS = 20 };
 #define SINK_HEAD_FATTN 0.5
 #define SINK_LAYER_RATIO 5.0
+#define SINK_EPS 0.3 /* Gu et al.'s epsilon for Sink_1^eps */
 
 typedef struct {
     double n_fattn;                  /* (query, head) terms behind the layer's F-Attn; sums in Probes.fattn_head */
@@ -74,6 +97,7 @@ typedef struct {
     double *r0, *rrest;       /* L sums of |h_0| and |h_i|, i >= 1, of the layer's output */
     double *gate[2];          /* L x hpos sums of each gated head's mean score, by position type */
     long long *hist[2];       /* L x GATE_HIST_BINS, by position type */
+    double *none[2], *nnone[2]; /* L x H sums of 1 - sum_j p_ij by query type, and their queries (rows probes) */
 } BBProbe;
 
 typedef struct {
@@ -83,6 +107,13 @@ typedef struct {
     double *fattn_head; /* L x H sums of p(i, 0); each has n_fattn / H terms */
     int Hk;
     BBProbe *bb;        /* NULL unless probes_bb_init */
+    /* attention-row probes (probes_rows_accumulate), L x H sums over queries: */
+    double *mass0;      /* p_i0, i >= 1 */
+    double *none;       /* 1 - sum_j p_ij, i >= 1 */
+    double *p00;        /* p_00 (query 0 on itself: Gu et al.'s alpha counts it) */
+    double *nq;         /* queries i >= 1 counted; the rows' count is nq + nwin */
+    double *nwin;       /* matrices counted (one query 0 each) */
+    double *kurt, *nkurt; /* L: sums of per-window residual kurtosis, windows */
 } Probes;
 
 int probes_init(Probes *p, const Model *m);
@@ -104,6 +135,26 @@ int probe_sink_heads(const Probes *p);
  * get the strongest qualifying head, else -1. */
 int probe_sink_formed(const Probes *p, int *layer, int *head);
 
+/* Add the attention-row probes (definitions above) of the model's last
+ * forward: every window, layer and query head; with the Bigram-Backcopy
+ * probes on, their mass on nothing by query type too (tokens: the forward's
+ * inputs, B x T; may be NULL without them).  0, or -1 out of memory. */
+int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens);
+/* Add one query head's weights P (T x T, row i the weights of query i on
+ * keys j <= i; entries j > i are not read) to layer l, head h. */
+void probes_rows_add(Probes *p, int l, int h, const real *P, int T);
+/* Add the kurtosis of one window's output residual stream of layer l
+ * (x: its n = T x C values). */
+void probes_kurtosis_add(Probes *p, int l, const real *x, size_t n);
+/* Finished values; NAN when nothing was counted. */
+double probe_mass0(const Probes *p, int l, int h);
+double probe_mass_none(const Probes *p, int l, int h);
+double probe_first_alpha(const Probes *p, int l, int h); /* Gu et al.'s alpha_1 */
+/* Sink_1^eps: the share of layer l's heads (l < 0: all heads) whose
+ * alpha_1 exceeds SINK_EPS. */
+double probe_sink_eps_share(const Probes *p, int l);
+double probe_resid_kurtosis(const Probes *p, int l);
+
 /* Turn on the Bigram-Backcopy probes (after probes_init): is_trig holds
  * ntok flags (BBTask.is_trig, ntok = V + 1).  0 or -1 (out of memory). */
 int probes_bb_init(Probes *p, const Model *m, const unsigned char *is_trig, int ntok);
@@ -120,5 +171,10 @@ double probe_bb_prev(const Probes *p, int l, int h);
 double probe_bb_value_drain(const Probes *p, int l, int h);
 double probe_bb_residual_peak(const Probes *p, int l);
 double probe_bb_gate(const Probes *p, int l, int h, int type); /* h < hpos, the gated heads */
+/* Mass on nothing of query head h by query type (rows probes). */
+double probe_bb_none(const Probes *p, int l, int h, int type);
+/* Add one query head's weights P (T x T, as probes_rows_add) of window w
+ * (T tokens) to the Bigram-Backcopy mass on nothing by query type. */
+void probes_bb_rows_add(Probes *p, int l, int h, const real *P, int T, const int *w);
 
 #endif

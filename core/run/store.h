@@ -220,12 +220,13 @@ typedef struct {
 int store_read_series(Store *s, const char *run_id, StoreSeries **rows, int *n, long long *n_other);
 void store_series_free(StoreSeries *rows, int n);
 
-/* A run's per-layer probes f_attn and m_act (context exactly 'layer=N'), by
- * layer: the summary's value, else the metric's at its last step.  free(). */
+/* A run's per-layer probes f_attn, m_act and resid_kurtosis (context
+ * exactly 'layer=N'), by layer: the summary's value, else the metric's at
+ * its last step.  free(). */
 typedef struct {
     long long layer;
-    double f_attn, m_act;
-    int has_f, has_m;
+    double f_attn, m_act, kurt;
+    int has_f, has_m, has_k;
 } StoreProbe;
 int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n);
 
@@ -423,10 +424,12 @@ int store_attest_get(Store *s, const char *run_id, const char *code, const char 
 
 /* store_attest_compare's verdict. */
 typedef struct {
-    int equal;           /* 1: rows > 0, none differs, none missing on either side */
+    int equal;           /* 1: rows > 0, none differs, none missing on either side (but added) */
     long long rows;      /* rows found equal (metrics and histograms) */
     long long steps;     /* the highest step among them */
     long long ndiff;     /* rows that differ or are on one side only */
+    long long added;     /* re-executed rows of keys the stored run has no row of (any step):
+                          * probes this build added; not compared, not differences */
     char first[640];     /* the first difference, e.g. "metric val_loss step 2: stored
                           * 2.5029 (0x...), re-executed 2.5030 (0x...)"; escaped */
     char run_code[128];  /* the stored copy compared: its code_version ... */
@@ -438,9 +441,11 @@ typedef struct {
  * re-execution of the same config): every metric (key, context, step,
  * value) but store_eval_keys and every histogram (key, context, step, lo,
  * hi, counts), values bit for bit as SQLite returns them, NULL equal only
- * to NULL.  Read in one transaction of s; verify_db is opened read-only.
- * 0 with *out filled, or -1 (store_errmsg(): the run is absent or not
- * ended, a read failed). */
+ * to NULL.  Every stored row must be matched; a re-executed row of a key
+ * the stored run never recorded (in that table, at any step) is a probe
+ * added since, counted in added.  Read in one transaction of s; verify_db
+ * is opened read-only.  0 with *out filled, or -1 (store_errmsg(): the run
+ * is absent or not ended, a read failed). */
 int store_attest_compare(Store *s, const char *run_id, const char *verify_db, const char *verify_run_id,
                          long long max_step, StoreAttestCmp *out);
 

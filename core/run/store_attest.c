@@ -179,6 +179,41 @@ static void cmp_differs(StoreAttestCmp *out, sqlite3_stmt *a, sqlite3_stmt *b, i
         }
 }
 
+/* 1 when the stored run has a row of key (any context, any step) in table,
+ * 0 not, -1 error (in s). */
+static int stored_has_key(Store *s, int table, const char *run_id, const char *key) {
+    static const char *const sql[2] = {"SELECT EXISTS (SELECT 1 FROM metrics WHERE run_id = ?1 AND key = ?2)",
+                                       "SELECT EXISTS (SELECT 1 FROM histograms WHERE run_id = ?1 AND key = ?2)"};
+    sqlite3_stmt *st;
+    if (sto_prep_bind(s, &st, sql[table], "tt", run_id, key)) return -1;
+    int r = sqlite3_step(st), has = r == SQLITE_ROW && sqlite3_column_int(st, 0);
+    if (r != SQLITE_ROW) {
+        sto_dbfail(s, "compare rows");
+        (void)sqlite3_finalize(st);
+        return -1;
+    }
+    return sto_fin(s, st) ? -1 : has;
+}
+
+/* A row of the re-execution only (cursor b): a row of a key the stored run
+ * never recorded is a probe this build added (counted in out->added, not a
+ * difference); any other is a difference.  known caches the last key
+ * looked up and whether the stored run has it.  0, or -1 error (in s). */
+static int cmp_new_row(Store *s, int table, const char *run_id, sqlite3_stmt *b, StoreAttestCmp *out,
+                       char known[96], int *has) {
+    const char *key = col_text(b, 0);
+    if (strlen(key) >= 96 || strcmp(known, key) != 0) {
+        if ((*has = stored_has_key(s, table, run_id, key)) < 0) return -1;
+        snprintf(known, 96, "%s", strlen(key) < 96 ? key : "");
+    }
+    if (*has) {
+        cmp_differs(out, NULL, b, table);
+    } else {
+        out->added++;
+    }
+    return 0;
+}
+
 /* Merge-join one table of the two sides (both sorted by key, context,
  * step).  0, or -1 on a read error (in s). */
 static int cmp_table(Store *s, Store *v, int table, const char *run_id, const char *vid, long long max_step,
@@ -190,7 +225,8 @@ static int cmp_table(Store *s, Store *v, int table, const char *run_id, const ch
         sto_fail(s, "%s", store_errmsg(v));
         goto done;
     }
-    int ha = cmp_step(s, a), hb = cmp_step(v, b);
+    int ha = cmp_step(s, a), hb = cmp_step(v, b), has = 1;
+    char known[96] = "";
     while (ha > 0 || hb > 0) {
         if (ha < 0 || hb < 0) break;
         int c = ha > 0 && hb > 0 ? row_order(a, b) : ha > 0 ? -1 : 1;
@@ -211,7 +247,10 @@ static int cmp_table(Store *s, Store *v, int table, const char *run_id, const ch
             cmp_differs(out, a, NULL, table);
             ha = cmp_step(s, a);
         } else {
-            cmp_differs(out, NULL, b, table);
+            if (cmp_new_row(s, table, run_id, b, out, known, &has)) {
+                hb = 0, ha = -1;
+                break;
+            }
             hb = cmp_step(v, b);
         }
     }

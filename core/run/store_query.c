@@ -411,10 +411,10 @@ static long long parse_layer(const char *ctx) {
     return v;
 }
 
-/* Rows of one probe query (k: 0 f_attn, 1 m_act) into the layer table;
- * a layer that already has the value keeps it. */
+/* Rows of one probe query (k: 0 f_attn, 1 m_act, 2 resid_kurtosis) into
+ * the layer table; a layer that already has the value keeps it. */
 static int probe_query(Store *s, const char *sql, const char *run_id, int k, StoreProbe **rows, int *n, int *cap) {
-    static const char *const keys[2] = {"f_attn", "m_act"};
+    static const char *const keys[3] = {"f_attn", "m_act", "resid_kurtosis"};
     sqlite3_stmt *st;
     if (sto_prep_bind(s, &st, sql, "ttt", run_id, keys[k], "layer=[0-9]*")) return -1;
     int r;
@@ -430,6 +430,7 @@ static int probe_query(Store *s, const char *sql, const char *run_id, int k, Sto
         double v = col_real(st, 1);
         if (k == 0 && !p->has_f) p->f_attn = v, p->has_f = 1;
         if (k == 1 && !p->has_m) p->m_act = v, p->has_m = 1;
+        if (k == 2 && !p->has_k) p->kurt = v, p->has_k = 1;
     }
     return end_rows(s, st, r, "show: probes");
 }
@@ -446,7 +447,7 @@ int store_read_probes(Store *s, const char *run_id, StoreProbe **rows, int *n) {
     *n = 0;
     int cap = 0;
     for (int q = 0; q < 2; q++)
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++)
             if (probe_query(s, sqls[q], run_id, k, rows, n, &cap)) {
                 free(*rows);
                 *rows = NULL;

@@ -78,6 +78,10 @@ static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok,
         if (pr) {
             probes_accumulate(pr, m);
             probes_bb_accumulate(pr, m, tok);
+            if (probes_rows_accumulate(pr, m, tok)) {
+                errno = ENOMEM;
+                return -1;
+            }
         }
     }
     *loss = done ? sum / done : NAN;
@@ -98,16 +102,19 @@ static void store_bb_probes(Store *st, const char *id, const Model *m, const Pro
     store_finite(st, id, "bb_loss_trigger", "", step, probe_bb_loss(p, BB_TRIGGER));
     store_finite(st, id, "bb_loss_other", "", step, probe_bb_loss(p, BB_OTHER));
     store_finite(st, id, "bb_trigger_share", "", step, probe_bb_trigger_share(p));
-    /* per-head probes: 0, 1 attention on BOS by query type, 2 previous token (trigger), 3 value drain */
-    static const char *const hkey[4] = {"bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
-                                        "bb_value_drain"};
-    for (int q = 0; q < 4; q++) {
+    /* per-head probes: 0, 1 attention on BOS by query type, 2 previous token (trigger), 3 value drain,
+     * 4, 5 mass on nothing by query type */
+    static const char *const hkey[6] = {"bb_bos_attn_trigger", "bb_bos_attn_other", "bb_prev_attn_trigger",
+                                        "bb_value_drain", "bb_none_attn_trigger", "bb_none_attn_other"};
+    for (int q = 0; q < 6; q++) {
         double all = 0;
         for (int l = 0; l < m->L; l++) {
             double lsum = 0;
             for (int h = 0; h < m->H; h++) {
-                double v = q < 2 ? probe_bb_bos(p, l, h, q) : q == 2 ? probe_bb_prev(p, l, h)
-                                                                     : probe_bb_value_drain(p, l, h);
+                double v = q < 2    ? probe_bb_bos(p, l, h, q)
+                           : q == 2 ? probe_bb_prev(p, l, h)
+                           : q == 3 ? probe_bb_value_drain(p, l, h)
+                                    : probe_bb_none(p, l, h, q - 4);
                 snprintf(ctx, sizeof ctx, "layer=%d,head=%d", l, h);
                 store_finite(st, id, hkey[q], ctx, step, v);
                 lsum += v;
@@ -145,6 +152,40 @@ static void store_bb_probes(Store *st, const char *id, const Model *m, const Pro
         }
         store_finite(st, id, gkey[q], "", step, all / m->L);
     }
+}
+
+/* The attention-row probes (probes.h): mass on position 0 and on nothing
+ * per head, their layer's mean over heads and ('') the mean over layers;
+ * Sink_1^eps per layer and over all heads; residual kurtosis per layer and
+ * its mean over layers.  Nothing where nothing was counted. */
+static void store_row_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
+    static const char *const key[2] = {"attn_mass0", "attn_mass_none"};
+    char ctx[64];
+    for (int q = 0; q < 2; q++) {
+        double all = 0;
+        for (int l = 0; l < m->L; l++) {
+            double lsum = 0;
+            for (int h = 0; h < m->H; h++) {
+                double v = q ? probe_mass_none(p, l, h) : probe_mass0(p, l, h);
+                snprintf(ctx, sizeof ctx, "layer=%d,head=%d", l, h);
+                store_finite(st, id, key[q], ctx, step, v);
+                lsum += v;
+            }
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+            store_finite(st, id, key[q], ctx, step, lsum / m->H);
+            all += lsum / m->H;
+        }
+        store_finite(st, id, key[q], "", step, all / m->L);
+    }
+    double ksum = 0;
+    for (int l = 0; l < m->L; l++) {
+        snprintf(ctx, sizeof ctx, "layer=%d", l);
+        store_finite(st, id, "sink_eps_share", ctx, step, probe_sink_eps_share(p, l));
+        store_finite(st, id, "resid_kurtosis", ctx, step, probe_resid_kurtosis(p, l));
+        ksum += probe_resid_kurtosis(p, l);
+    }
+    store_finite(st, id, "sink_eps_share", "", step, probe_sink_eps_share(p, -1));
+    store_finite(st, id, "resid_kurtosis", "", step, ksum / m->L);
 }
 
 static void store_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
@@ -202,6 +243,7 @@ static void store_probes(Store *st, const char *id, const Model *m, const Probes
     }
     DB(store_metric(st, id, "f_attn", "", step, fsum / m->L));
     DB(store_metric(st, id, "m_act", "", step, msum / m->L));
+    store_row_probes(st, id, m, p, step);
     if (p->bb) store_bb_probes(st, id, m, p, step);
     if (m->cfg.gate.position != GP_NONE) {
         double gs = 0;
