@@ -113,6 +113,12 @@ static void info_text(const Info *in) {
     printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m->p.total, in->base.p.total,
            100.0 * ((double)m->p.total - (double)in->base.p.total) / (double)in->base.p.total);
     if (c->match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c->d_ff);
+    const AttnNormDef *an = &attn_norms[c->attn.normalizer];
+    long anp = attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head);
+    printf("\n# attention normaliser: %s  p_ij = %s\n", an->name, an->formula);
+    printf("added parameters per layer: %ld%s%s%s\nadded parameters, all layers: %ld%s\n", anp, an->params ? " (" : "",
+           an->params ? an->params : "", an->params ? ")" : "", model_attn_params(m),
+           model_attn_params(m) == anp * m->L ? "" : "  MISMATCH");
     printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
@@ -156,7 +162,11 @@ static int info_json(const Info *in) {
         printf("%ld,\"paper_formula\":", in->paper), json_fput(in->formula, stdout);
     else
         printf("null,\"paper_formula\":null");
-    printf("},\"match_params_d_ff\":");
+    printf("},\"normalizer\":{\"name\":");
+    json_fput(attn_norms[c->attn.normalizer].name, stdout);
+    printf(",\"added_params_per_layer\":%ld,\"added_params\":%ld}",
+           attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head), model_attn_params(m));
+    printf(",\"match_params_d_ff\":");
     if (c->match_params)
         printf("%d", c->d_ff);
     else
