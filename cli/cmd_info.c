@@ -259,7 +259,8 @@ static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
  * the baseline, gate_covering() (every value of every gate list), each
  * control alone and before a G1 gate, every position under GQA (n_kv_head
  * 2, and 1 with a headwise gate where the position splits into KV heads)
- * and without QK-norm, and match_params. */
+ * and without QK-norm, match_params, and every attention normaliser alone,
+ * under G1 and with grouped KV heads. */
 static void xcheck_list(void) {
     GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
     int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
@@ -300,6 +301,20 @@ static void xcheck_list(void) {
     xcheck_case("", "model.gate.init_bias=2", g);
     g = d, g.position = GP_SDPA, g.control = GC_SCALE, g.control_scale = 1.7;
     xcheck_case("", "model.gate.control_scale=1.7", g);
+    /* every attention normaliser from the table (attn_norms[]): alone, under
+     * a G1 gate, and with grouped KV heads (n_kv_head 2) */
+    for (int a = AN_SOFTMAX + 1; a < AN__COUNT; a++) {
+        char pre[48], set[96];
+        snprintf(pre, sizeof pre, "%s-", attn_norm_names[a]);
+        snprintf(set, sizeof set, "model.attention.normalizer=%s", attn_norm_names[a]);
+        g = d;
+        xcheck_case(pre, set, g);
+        g.position = GP_SDPA;
+        xcheck_case(pre, set, g);
+        snprintf(pre, sizeof pre, "kv2-%s-", attn_norm_names[a]);
+        snprintf(set, sizeof set, "model.n_kv_head=2 model.attention.normalizer=%s", attn_norm_names[a]);
+        xcheck_case(pre, set, d);
+    }
 }
 
 /* The evaluation forward of `xcheck --quant / --drop` (run/infer.h, as
