@@ -988,3 +988,54 @@ Test(config, bigram_backcopy_keys) {
     config_to_json(&back, buf2, sizeof buf2);
     cr_assert_str_eq(buf2, buf);
 }
+
+/* model.attention.*: at their defaults they stay out of the stored JSON (so
+ * every earlier run keeps its id); set, they enter it and read back; an
+ * unknown normaliser is refused at FILE:LINE:COL, and sink_init without
+ * sink_logit with the reason. */
+Test(config, attention_normalizer_keys) {
+    Config c;
+    ConfigError e;
+    char buf[4096], path[64], want[256];
+    config_defaults(&c);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    json_of(&c, buf, sizeof buf);
+    cr_assert_null(strstr(buf, "model.attention."), "defaults are left out: %s", buf);
+    cr_assert_eq(config_model(&c).attn.normalizer, AN_SOFTMAX);
+
+    for (int a = 0; a < AN__COUNT; a++) {
+        char set[96];
+        config_defaults(&c);
+        snprintf(set, sizeof set, "model.attention.normalizer=%s", attn_norm_names[a]);
+        cr_assert_eq(config_set(&c, set, &e), 0, "%s", e.msg);
+        if (a == AN_SINK_LOGIT) cr_assert_eq(config_set(&c, "model.attention.sink_init=-2", &e), 0, "%s", e.msg);
+        cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+        cr_assert_eq(config_model(&c).attn.normalizer, a);
+        json_of(&c, buf, sizeof buf);
+        snprintf(want, sizeof want, "\"model.attention.normalizer\":\"%s\"", attn_norm_names[a]);
+        cr_assert((a == AN_SOFTMAX) == !strstr(buf, want), "%s: %s", attn_norm_names[a], buf);
+        Config back;
+        config_defaults(&back);
+        cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
+        cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
+        char buf2[4096];
+        json_of(&back, buf2, sizeof buf2);
+        cr_assert_str_eq(buf2, buf);
+        cr_assert_eq(back.attn.sink_init, a == AN_SINK_LOGIT ? -2.0 : 0.0);
+    }
+
+    config_defaults(&c);
+    cr_assert_neq(load_text(&c, "model:\n  attention:\n    normalizer: softmax2\n", &e, path), 0);
+    snprintf(want, sizeof want,
+             "%s:3:17: error: model.attention.normalizer: expected one of softmax, softmax1, sink_logit, kv_bias, "
+             "sigmoid, softpick, got \"softmax2\"",
+             path);
+    cr_assert_str_eq(e.msg, want);
+
+    config_defaults(&c);
+    cr_assert_eq(config_set(&c, "model.attention.sink_init=1", &e), 0, "%s", e.msg);
+    cr_assert_neq(config_resolve(&c, &e), 0);
+    cr_assert_not_null(strstr(e.msg, "model.attention.sink_init: has no effect unless model.attention.normalizer is "
+                                     "sink_logit"),
+                       "%s", e.msg);
+}
