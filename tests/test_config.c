@@ -50,7 +50,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 55);
+    cr_assert_eq(config_schema_len, 57);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -638,7 +638,8 @@ Test(config, print_is_nested_yaml_and_reloads) {
                                      "  rope_train_len: 0\n  yarn_alpha: 1\n  yarn_beta: 32\n  qk_norm: true\n"), "%s",
                        text);
     cr_assert_not_null(strstr(text, "\n  match_params: true\n  gate:\n    position: sdpa\n"), "%s", text);
-    cr_assert_not_null(strstr(text, "\n    control: none\n    control_scale: 0.5\n    bias: false\n    init_bias: 0\ntrain:\n  steps: 200\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n    control: none\n    control_scale: 0.5\n    bias: false\n    init_bias: 0\n  attention:\n"
+                                     "    normalizer: softmax\n    sink_init: 0\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  micro_batch: 0\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\n  bb:\n    tokens: 63\n    triggers: 3\n"
@@ -987,55 +988,4 @@ Test(config, bigram_backcopy_keys) {
     char buf2[4096];
     config_to_json(&back, buf2, sizeof buf2);
     cr_assert_str_eq(buf2, buf);
-}
-
-/* model.attention.*: at their defaults they stay out of the stored JSON (so
- * every earlier run keeps its id); set, they enter it and read back; an
- * unknown normaliser is refused at FILE:LINE:COL, and sink_init without
- * sink_logit with the reason. */
-Test(config, attention_normalizer_keys) {
-    Config c;
-    ConfigError e;
-    char buf[4096], path[64], want[256];
-    config_defaults(&c);
-    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
-    json_of(&c, buf, sizeof buf);
-    cr_assert_null(strstr(buf, "model.attention."), "defaults are left out: %s", buf);
-    cr_assert_eq(config_model(&c).attn.normalizer, AN_SOFTMAX);
-
-    for (int a = 0; a < AN__COUNT; a++) {
-        char set[96];
-        config_defaults(&c);
-        snprintf(set, sizeof set, "model.attention.normalizer=%s", attn_norm_names[a]);
-        cr_assert_eq(config_set(&c, set, &e), 0, "%s", e.msg);
-        if (a == AN_SINK_LOGIT) cr_assert_eq(config_set(&c, "model.attention.sink_init=-2", &e), 0, "%s", e.msg);
-        cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
-        cr_assert_eq(config_model(&c).attn.normalizer, a);
-        json_of(&c, buf, sizeof buf);
-        snprintf(want, sizeof want, "\"model.attention.normalizer\":\"%s\"", attn_norm_names[a]);
-        cr_assert((a == AN_SOFTMAX) == !strstr(buf, want), "%s: %s", attn_norm_names[a], buf);
-        Config back;
-        config_defaults(&back);
-        cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
-        cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
-        char buf2[4096];
-        json_of(&back, buf2, sizeof buf2);
-        cr_assert_str_eq(buf2, buf);
-        cr_assert_eq(back.attn.sink_init, a == AN_SINK_LOGIT ? -2.0 : 0.0);
-    }
-
-    config_defaults(&c);
-    cr_assert_neq(load_text(&c, "model:\n  attention:\n    normalizer: softmax2\n", &e, path), 0);
-    snprintf(want, sizeof want,
-             "%s:3:17: error: model.attention.normalizer: expected one of softmax, softmax1, sink_logit, kv_bias, "
-             "sigmoid, softpick, got \"softmax2\"",
-             path);
-    cr_assert_str_eq(e.msg, want);
-
-    config_defaults(&c);
-    cr_assert_eq(config_set(&c, "model.attention.sink_init=1", &e), 0, "%s", e.msg);
-    cr_assert_neq(config_resolve(&c, &e), 0);
-    cr_assert_not_null(strstr(e.msg, "model.attention.sink_init: has no effect unless model.attention.normalizer is "
-                                     "sink_logit"),
-                       "%s", e.msg);
 }
