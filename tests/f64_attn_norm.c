@@ -58,6 +58,32 @@ static void nc_forward(const NCase *c, const real *x, real *o, real *lse, real *
               0);
 }
 
+/* attn_weight from the kernel's saved statistic gives the reference's
+ * probabilities (0 above the diagonal is the reference's). */
+static void check_weights(const NCase *c, Parts p, const real *lse, const real *z) {
+    int B = c->B, T = c->T, H = c->H, d = c->d, grp = c->H / c->Hk;
+    real *probs = malloc(sizeof(real) * (size_t)B * H * T * T), *o = malloc(sizeof(real) * (size_t)B * T * H * d);
+    cr_assert(probs && o);
+    AttnNorm an = {c->kind, z};
+    real scale = 1 / sqrt((real)d);
+    cr_assert(attention_forward_ref_norm(o, probs, p.q, H * d, p.k, c->Hk * d, p.v, c->Hk * d, B, T, H, c->Hk, d,
+                                         scale, &an) == 0);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++) {
+                    const real *qi = p.q + ((size_t)(b * T + i) * H + h) * d;
+                    const real *kj = p.k + ((size_t)(b * T + j) * c->Hk + h / grp) * d;
+                    double s = 0;
+                    for (int u = 0; u < d; u++) s += qi[u] * kj[u];
+                    size_t row = ((size_t)b * H + h) * T + i;
+                    double w = attn_weight(c->kind, s * scale, lse[row]), want = probs[row * T + j];
+                    cr_assert(fabs(w - want) < 1e-12, "%s: attn_weight(%d, %d) %.15g, reference %.15g",
+                              attn_norms[c->kind].name, i, j, w, want);
+                }
+    free(probs), free(o);
+}
+
 static void check_case(const NCase *c) {
     size_t nin = nc_in(c), nout = (size_t)c->B * c->T * c->H * c->d, nl = (size_t)c->B * c->H * c->T;
     size_t n = (size_t)c->B * c->T;
@@ -81,6 +107,7 @@ static void check_case(const NCase *c) {
     Cmp cm = cmp_arrays(o, ref, nout, 1e-6);
     cr_assert(cm.max_abs < 1e-12 * (1 + c->amp * c->amp), "%s T=%d: kernel vs reference max abs %.3g at %zu", name,
               c->T, cm.max_abs, cm.worst);
+    check_weights(c, p, lse, z);
 
     /* backward: dx = J^T r through the kernel and the virtual key */
     Parts d = parts(c, dx);

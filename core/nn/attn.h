@@ -68,4 +68,12 @@ void attn_virtual_backward(real *dq, real *dsink, real *dkstar, int kind, const 
                            const real *dout, const real *o, const real *kstar, const real *q, int sq, int B, int T,
                            int H, int Hk, int d, real scale);
 
+/* The weight p_ij of one (query, key) pair from its scaled score s and the
+ * row's saved statistic lse (attention_forward_norm's), for normaliser kind:
+ * exp(s - lse) for the softmax family (the virtual key is in lse), sigmoid(s
+ * + lse) for sigmoid, max(exp(s - lse) - exp(-lse), 0) for softpick.  For
+ * probes that read weights from the saved statistic (as exp(s - lse) did
+ * for softmax). */
+double attn_weight(int kind, double s, double lse);
+
 #endif

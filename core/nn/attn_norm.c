@@ -71,3 +71,11 @@ void attn_virtual_backward(real *dq, real *dsink, real *dkstar, int kind, const 
             }
         }
 }
+
+double attn_weight(int kind, double s, double lse) {
+    switch (attn_norms[kind].family) {
+    case AF_SIGMOID: return 1 / (1 + exp(-(s + lse)));
+    case AF_SOFTPICK: return s > 0 ? exp(s - lse) - exp(-lse) : 0;
+    default: return exp(s - lse);
+    }
+}

@@ -270,6 +270,13 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
             continue;
         }
         for (int sel = gate ? SEL_GATE : SEL_RANDOM; sel < SEL__COUNT && rc == 0; sel++) {
+            if (sel == SEL_ENTROPY && !attn_norms[m->cfg.attn.normalizer].sums_to_one) {
+                /* infer_attn_entropy reads a softmax row (lse - sum p s) */
+                fprintf(stderr, "gated eval: %s: model.attention.normalizer %s: its rows do not sum to 1, so they "
+                        "have no attention entropy: drop=entropy skipped\n", id,
+                        attn_norms[m->cfg.attn.normalizer].name);
+                continue;
+            }
             infer_reset(&h, m->L, sel);
             h.tau = ds->v;
             for (int l = 0; l < m->L; l++) frac[l] = ds->v;
