@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
 /* ------------------------------------------------------------- attention */
 /*
  * Tiled, flash-attention style kernels.  Each (batch, head) pair is cut into
@@ -21,7 +22,10 @@
  *
  * Forward keeps, per query tile, a running max m, running sum l and an
  * unnormalised output accumulator (online softmax); each key tile costs
- * S = Q K^T, P = exp(scale S - m), O = alpha O + P V.  The score tile is
+ * S = Q K^T, P = exp(scale S - m), O = alpha O + P V.  That is softmax's
+ * path; the other normalisers change only how P, m, l and alpha come from S
+ * and how backward recomputes P and dS (attn_norm.h, one pass over the keys
+ * for every row of the table), never the tiling.  The score tile is
  * held transposed (keys down, queries across the vector lanes), so the row
  * max and sum are lane-wise and never need a horizontal reduction.
  * Backward recomputes P = exp(scale S - lse) tile by tile (queries down,
