@@ -113,6 +113,12 @@ static void info_text(const Info *in) {
     printf("total vs ungated model: %zu vs %zu (%+.2f%%)\n", m->p.total, in->base.p.total,
            100.0 * ((double)m->p.total - (double)in->base.p.total) / (double)in->base.p.total);
     if (c->match_params) printf("match_params: d_ff reduced to %d to offset the gate\n", c->d_ff);
+    const AttnNormDef *an = &attn_norms[c->attn.normalizer];
+    long anp = attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head);
+    printf("\n# attention normaliser: %s  p_ij = %s\n", an->name, an->formula);
+    printf("added parameters per layer: %ld%s%s%s\nadded parameters, all layers: %ld%s\n", anp, an->params ? " (" : "",
+           an->params ? an->params : "", an->params ? ")" : "", model_attn_params(m),
+           model_attn_params(m) == anp * m->L ? "" : "  MISMATCH");
     printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
@@ -156,7 +162,11 @@ static int info_json(const Info *in) {
         printf("%ld,\"paper_formula\":", in->paper), json_fput(in->formula, stdout);
     else
         printf("null,\"paper_formula\":null");
-    printf("},\"match_params_d_ff\":");
+    printf("},\"normalizer\":{\"name\":");
+    json_fput(attn_norms[c->attn.normalizer].name, stdout);
+    printf(",\"added_params_per_layer\":%ld,\"added_params\":%ld}",
+           attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head), model_attn_params(m));
+    printf(",\"match_params_d_ff\":");
     if (c->match_params)
         printf("%d", c->d_ff);
     else
@@ -249,7 +259,8 @@ static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
  * the baseline, gate_covering() (every value of every gate list), each
  * control alone and before a G1 gate, every position under GQA (n_kv_head
  * 2, and 1 with a headwise gate where the position splits into KV heads)
- * and without QK-norm, and match_params. */
+ * and without QK-norm, match_params, and every attention normaliser alone,
+ * under G1 and with grouped KV heads. */
 static void xcheck_list(void) {
     GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
     int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
@@ -290,6 +301,20 @@ static void xcheck_list(void) {
     xcheck_case("", "model.gate.init_bias=2", g);
     g = d, g.position = GP_SDPA, g.control = GC_SCALE, g.control_scale = 1.7;
     xcheck_case("", "model.gate.control_scale=1.7", g);
+    /* every attention normaliser from the table (attn_norms[]): alone, under
+     * a G1 gate, and with grouped KV heads (n_kv_head 2) */
+    for (int a = AN_SOFTMAX + 1; a < AN__COUNT; a++) {
+        char pre[48], set[96];
+        snprintf(pre, sizeof pre, "%s-", attn_norm_names[a]);
+        snprintf(set, sizeof set, "model.attention.normalizer=%s", attn_norm_names[a]);
+        g = d;
+        xcheck_case(pre, set, g);
+        g.position = GP_SDPA;
+        xcheck_case(pre, set, g);
+        snprintf(pre, sizeof pre, "kv2-%s-", attn_norm_names[a]);
+        snprintf(set, sizeof set, "model.n_kv_head=2 model.attention.normalizer=%s", attn_norm_names[a]);
+        xcheck_case(pre, set, d);
+    }
 }
 
 /* The evaluation forward of `xcheck --quant / --drop` (run/infer.h, as

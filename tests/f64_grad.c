@@ -6,7 +6,8 @@
  *     cross-entropy, the gate in each geometry), on all input entries;
  *   - the whole model's loss with respect to every parameter tensor, for
  *     every valid gate variant from gate_enumerate() plus the controls, GQA
- *     and QK-norm on/off.  A failure names the variant, the tensor, the
+ *     and QK-norm on/off, and every attention normaliser (ATTN_NORMALIZERS)
+ *     alone and under a G1 gate.  A failure names the variant, the tensor, the
  *     worst index and both values and errors.
  *
  * Linked with build/libgated_f64.a, so `real` is double here.
@@ -251,7 +252,8 @@ Test(ops_ref, attention_forward_matches_reference) {
 typedef struct {
     GateCfg g;
     int hk, qk, match;
-    char label[112];
+    AttnCfg attn;
+    char label[136];
 } Variant;
 
 #define MAX_VARIANTS 420
@@ -302,10 +304,26 @@ static int make_variants(Variant *v) {
         v[n].qk = extra[i].qk;
         v[n].match = extra[i].match;
     }
+    for (int i = 0; i < n; i++) v[i].attn = attn_default();
+    /* every attention normaliser from the table: ungated (MHA with QK-norm,
+     * GQA without) and under a G1 gate (GQA, and MQA without QK-norm);
+     * sink_logit once more started off its default */
+    for (int an = AN_SOFTMAX + 1; an < AN__COUNT; an++) {
+        const struct {
+            GateCfg g;
+            int hk, qk;
+        } nx[] = {{base, 4, 1}, {base, 2, 0}, {g1, 2, 1}, {g1, 1, 0}};
+        for (size_t i = 0; i < sizeof nx / sizeof nx[0] && n < MAX_VARIANTS; i++, n++) {
+            v[n].g = nx[i].g, v[n].hk = nx[i].hk, v[n].qk = nx[i].qk, v[n].match = 0;
+            v[n].attn = attn_default(), v[n].attn.normalizer = an;
+            if (an == AN_SINK_LOGIT && i == 3) v[n].attn.sink_init = 1.5;
+        }
+    }
     for (int i = 0; i < n; i++) {
         char lab[96];
-        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
-                 v[i].qk ? "qk" : "noqk", v[i].match ? "/matched" : "");
+        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
+                 v[i].qk ? "qk" : "noqk", v[i].match ? "/matched" : "", v[i].attn.normalizer ? "/" : "",
+                 v[i].attn.normalizer ? attn_norm_names[v[i].attn.normalizer] : "");
     }
     return n;
 }
@@ -325,10 +343,11 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
     c.qk_norm = v->qk;
     c.match_params = v->match;
     c.gate = v->g;
+    c.attn = v->attn;
     resolve_or_die(&c);
     Model m;
     cr_assert(cfg_model_init(&m, &c) == 0);
-    Rng r = rng_seed(1000 + v->g.position * 7 + v->g.activation);
+    Rng r = rng_seed(1000 + v->g.position * 7 + v->g.activation + 31 * v->attn.normalizer);
     /* move norm weights and static gates off their init, and scale the
      * weights up so every nonlinearity is exercised away from zero */
     for (int i = 0; i < m.p.n; i++)
@@ -389,6 +408,12 @@ Test(model_fd, coverage) {
     for (int i = 0; i < n; i++) biased[v[i].g.position] += v[i].g.bias;
     for (int p = GP_NONE + 1; p < GP__COUNT; p++)
         cr_assert_gt(biased[p], 0, "no variant with a logit bias at position %s", gate_position_names[p]);
+    int norm[AN__COUNT] = {0}, norm_g1[AN__COUNT] = {0};
+    for (int i = 0; i < n; i++) norm[v[i].attn.normalizer]++, norm_g1[v[i].attn.normalizer] += v[i].g.position == GP_SDPA;
+    for (int a = 0; a < AN__COUNT; a++) {
+        cr_assert_gt(norm[a], 0, "no variant with normalizer %s", attn_norm_names[a]);
+        cr_assert_gt(norm_g1[a], 0, "no variant with normalizer %s under a G1 gate", attn_norm_names[a]);
+    }
     cr_assert_geq(n, 40);
     cr_assert_geq(n, ng);
     for (int p = 0; p < GP__COUNT; p++) cr_assert_gt(pos[p], 0, "no variant at position %s", gate_position_names[p]);

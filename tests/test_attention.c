@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "nn/ops.h"
+#include "nn/variant.h"
 #include "nn/rng.h"
 #include "testutil.h"
 
@@ -249,4 +250,54 @@ Test(attention, bitwise_equal_1_vs_2_threads) {
     check_threads((Shape){2, 128, 4, 4, 32, 0, 1, 0.17677669529663687, 1}, 21); /* the training shape */
     check_threads((Shape){1, 45, 4, 1, 8, 0, 2, 0.35, 1}, 22);                  /* one backward unit */
     check_threads((Shape){5, 200, 2, 2, 20, 1, 1, 0.22, 1}, 23);                /* ragged d and T */
+}
+
+/* -------------------------------------------- every attention normaliser */
+
+/* Each row of ATTN_NORMALIZERS (float kernel) against the library's
+ * materialising reference, with learned-looking virtual-key logits, at a
+ * shape that crosses key tiles; and 1 vs 2 threads bitwise, backward
+ * included.  (Gradients: f64_attn_norm.c.) */
+static void norm_run(const Prob *p, int kind, const real *z, real *o, real *lse, real *dx) {
+    const Shape *s = &p->s;
+    int st = p->st;
+    AttnNorm an = {kind, z};
+    cr_assert(attention_forward_norm(o, lse, Q(p), st, K(p), st, V(p), st, s->B, s->T, s->H, s->Hk, s->d,
+                                     (real)s->scale, &an) == 0);
+    memcpy(dx, p->dx0, sizeof(real) * p->n);
+    cr_assert(attention_backward_norm(dx, dx + s->H * s->d, dx + (s->H + s->Hk) * s->d, p->dout, o, lse, Q(p), st,
+                                      K(p), st, V(p), st, s->B, s->T, s->H, s->Hk, s->d, (real)s->scale, &an) == 0);
+}
+
+Test(attention, every_normalizer_matches_reference_and_threads) {
+    Shape s = {2, 150, 4, 2, 16, 3, 2, 0.25, 1};
+    Prob p = prob_make(s, 30);
+    size_t no = p.nrow * s.H * s.d, nl = (size_t)s.B * s.H * s.T;
+    real *o[2], *lse[2], *dx[2], *ref = malloc(sizeof(real) * no), *z = malloc(sizeof(real) * nl);
+    cr_assert(ref && z);
+    for (int t = 0; t < 2; t++) {
+        o[t] = malloc(sizeof(real) * no), lse[t] = malloc(sizeof(real) * nl), dx[t] = malloc(sizeof(real) * p.n);
+        cr_assert(o[t] && lse[t] && dx[t]);
+    }
+    Rng r = rng_seed(31);
+    for (size_t i = 0; i < nl; i++) z[i] = (real)(1.5 * rng_normal(&r));
+    for (int kind = 0; kind < AN__COUNT; kind++) {
+        const char *name = attn_norms[kind].name;
+        for (int t = 0; t < 2; t++) {
+            omp_set_num_threads(t + 1);
+            norm_run(&p, kind, z, o[t], lse[t], dx[t]);
+        }
+        omp_set_num_threads(1);
+        cr_assert(memcmp(o[0], o[1], sizeof(real) * no) == 0, "%s: o differs between 1 and 2 threads", name);
+        cr_assert(memcmp(dx[0], dx[1], sizeof(real) * p.n) == 0, "%s: dq|dk|dv differ between 1 and 2 threads", name);
+        AttnNorm an = {kind, z};
+        cr_assert(attention_forward_ref_norm(ref, NULL, Q(&p), p.st, K(&p), p.st, V(&p), p.st, s.B, s.T, s.H, s.Hk,
+                                             s.d, (real)s.scale, &an) == 0);
+        Cmp c = cmp_arrays(o[0], ref, no, 1.0);
+        cr_assert(c.max_abs < 2e-5, "%s: fast vs attention_forward_ref_norm: max abs %.3g at %zu", name, c.max_abs,
+                  c.worst);
+    }
+    for (int t = 0; t < 2; t++) free(o[t]), free(lse[t]), free(dx[t]);
+    free(ref), free(z);
+    prob_free(&p);
 }

@@ -102,7 +102,7 @@ Test(bench_yaml, every_kind_of_bad_input_names_file_line_col, .init = mk_tmp, .f
          "s.yaml:6:16: error: cases[0].n_kv_head: must divide n_head (4), got 3"},
         {"cases:\n  - kind: attention\n    pass: forward\n    T: 64\n    n_head: 4\n    d_head: 32\n    dhead: 1\n",
          "s.yaml:7:5: error: cases[0]: unknown key dhead (expected one of: kind, label, pass, T, n_head, n_kv_head, "
-         "d_head, batch, batch_T, ceiling, repetitions, warmup, iterations, min_time)"},
+         "d_head, batch, batch_T, normalizer, ceiling, repetitions, warmup, iterations, min_time)"},
         {"models:\n  m: {set: {model.d_model: 64}}\ncases:\n  - kind: step\n    model: x\n",
          "s.yaml:5:12: error: cases[0].model: unknown model \"x\" (models: m)"},
         {"models:\n  m:\n    set: {model.d_model: -3}\ncases:\n  - kind: step\n    model: m\n",
@@ -805,4 +805,32 @@ Test(bench_peer, rounds_alternate_ours_and_the_peer, .init = mk_tmp, .fini = rm_
     cr_expect(strstr(slurp("err"), "--threads: expected T or T:B (1..256), comma-separated, got \"2:x\""), "%s",
               slurp("err"));
     json_free(j);
+}
+
+/* `normalizer:` expands an attention case over the normaliser table (all:
+ * every row of attn_norms[], in order) and names each case by its row; a
+ * name outside the table is refused at its line and column. */
+Test(bench_yaml, attention_normalizers_from_the_table, .init = mk_tmp, .fini = rm_tmp) {
+    char path[256], e[2048];
+    put("s.yaml",
+        "cases:\n  - kind: attention\n    normalizer: all\n    pass: forward\n    T: 64\n    n_head: 2\n"
+        "    d_head: 8\n  - kind: attention\n    label: x\n    normalizer: [softpick, softmax1]\n    pass: backward\n"
+        "    T: 64\n    n_head: 2\n    d_head: 8\n",
+        path);
+    BenchSuite s;
+    cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(s.n, AN__COUNT + 2);
+    for (int a = 0; a < AN__COUNT; a++) {
+        char want[96];
+        snprintf(want, sizeof want, "attention/%s/forward/T64", attn_norm_names[a]);
+        cr_expect_str_eq(s.c[a].name, want);
+        cr_expect_eq(s.c[a].normalizer, a);
+    }
+    cr_expect_str_eq(s.c[AN__COUNT].name, "attention/x/softpick/backward/T64");
+    cr_expect_eq(s.c[AN__COUNT + 1].normalizer, AN_SOFTMAX1);
+    bench_suite_free(&s);
+    cr_assert_str_eq(load_err("cases:\n  - kind: attention\n    normalizer: [softmax, softmaxx]\n    pass: forward\n"
+                              "    T: 64\n    n_head: 2\n    d_head: 8\n"),
+                     "s.yaml:3:27: error: cases[0].normalizer: expected all or one of softmax, softmax1, sink_logit, "
+                     "kv_bias, sigmoid, softpick, got \"softmaxx\"");
 }

@@ -4,7 +4,8 @@
  * gate positions read wherever a position is (--set, a YAML run file,
  * stored JSON), stored as the position's own name (so a run's id does not
  * depend on the spelling), listed beside it in messages; and which keys
- * have an effect in which configs (what `gated export` leaves empty).
+ * have an effect in which configs (what `gated export` leaves empty); and
+ * the attention normaliser's keys.
  */
 #include <criterion/criterion.h>
 
@@ -95,16 +96,18 @@ Test(config_keys, which_keys_have_an_effect) {
     cr_assert_str_eq(idle,
                      "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta model.match_params "
                      "model.gate.granularity model.gate.sharing model.gate.form model.gate.activation "
-                     "model.gate.input model.gate.control_scale model.gate.bias model.gate.init_bias data.bb.tokens "
-                     "data.bb.triggers data.bb.source data.bb.alpha data.bb.first data.bb.seed");
+                     "model.gate.input model.gate.control_scale model.gate.bias model.gate.init_bias "
+                     "model.attention.sink_init data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha "
+                     "data.bb.first data.bb.seed");
     /* a hidden-input G1 gate: every gate key but the bias's start (no bias) and control_scale */
     c = with((const char *[]){"model.gate.position=sdpa", "model.rope_scaling=linear", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_train_len model.yarn_alpha model.yarn_beta model.gate.control_scale "
-                           "model.gate.init_bias data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha "
-                           "data.bb.first data.bb.seed");
+                           "model.gate.init_bias model.attention.sink_init data.bb.tokens data.bb.triggers "
+                           "data.bb.source data.bb.alpha data.bb.first data.bb.seed");
     c = with((const char *[]){"model.gate.position=G1", "model.gate.bias=true", "model.gate.control=scale",
-                              "model.rope_scaling=yarn", "data.corpus=bb", NULL});
+                              "model.rope_scaling=yarn", "data.corpus=bb", "model.attention.normalizer=sink_logit",
+                              NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "data.bb.alpha");
     /* a static gate has no bias; its logits start at init_bias */
@@ -112,5 +115,64 @@ Test(config_keys, which_keys_have_an_effect) {
                               "data.bb.source=random", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta "
-                           "model.gate.control_scale model.gate.bias");
+                           "model.gate.control_scale model.gate.bias model.attention.sink_init");
+}
+
+/* model.attention.*: at their defaults they stay out of the stored JSON (so
+ * every earlier run keeps its id); set, they enter it and read back; an
+ * unknown normaliser is refused at FILE:LINE:COL, and sink_init without
+ * sink_logit with the reason. */
+Test(config, attention_normalizer_keys) {
+    Config c;
+    ConfigError e;
+    char buf[4096], path[64], want[256];
+    config_defaults(&c);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+    cr_assert_null(strstr(buf, "model.attention."), "defaults are left out: %s", buf);
+    cr_assert_eq(config_model(&c).attn.normalizer, AN_SOFTMAX);
+
+    for (int a = 0; a < AN__COUNT; a++) {
+        char set[96];
+        config_defaults(&c);
+        snprintf(set, sizeof set, "model.attention.normalizer=%s", attn_norm_names[a]);
+        cr_assert_eq(config_set(&c, set, &e), 0, "%s", e.msg);
+        if (a == AN_SINK_LOGIT) cr_assert_eq(config_set(&c, "model.attention.sink_init=-2", &e), 0, "%s", e.msg);
+        cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+        cr_assert_eq(config_model(&c).attn.normalizer, a);
+        cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+        snprintf(want, sizeof want, "\"model.attention.normalizer\":\"%s\"", attn_norm_names[a]);
+        cr_assert((a == AN_SOFTMAX) == !strstr(buf, want), "%s: %s", attn_norm_names[a], buf);
+        Config back;
+        config_defaults(&back);
+        cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
+        cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
+        char buf2[4096];
+        cr_assert_gt(config_to_json(&back, buf2, sizeof buf2), 0);
+        cr_assert_str_eq(buf2, buf);
+        cr_assert_eq(back.attn.sink_init, a == AN_SINK_LOGIT ? -2.0 : 0.0);
+    }
+
+    config_defaults(&c);
+    strcpy(path, "/tmp/test_config_keys_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "model:\n  attention:\n    normalizer: softmax2\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    cr_assert_eq(close(fd), 0);
+    int rc = config_load_file(&c, path, &e);
+    unlink(path);
+    cr_assert_neq(rc, 0);
+    snprintf(want, sizeof want,
+             "%s:3:17: error: model.attention.normalizer: expected one of softmax, softmax1, sink_logit, kv_bias, "
+             "sigmoid, softpick, got \"softmax2\"",
+             path);
+    cr_assert_str_eq(e.msg, want);
+
+    config_defaults(&c);
+    cr_assert_eq(config_set(&c, "model.attention.sink_init=1", &e), 0, "%s", e.msg);
+    cr_assert_neq(config_resolve(&c, &e), 0);
+    cr_assert_not_null(strstr(e.msg, "model.attention.sink_init: has no effect unless model.attention.normalizer is "
+                                     "sink_logit"),
+                       "%s", e.msg);
 }

@@ -514,3 +514,49 @@ Test(variants, covering_has_every_value) {
         cr_expect(found, "%s is not cross-checked", gate_label(&all[j], lab, sizeof lab));
     }
 }
+
+/* ------------------------------------- the attention normalisers (modelcfg.h) */
+
+/* Every normaliser has a name, a row with its formula and family, and lays
+ * out exactly the parameters its row's formula counts, as untouched-by-RNG
+ * tensors starting where configured; every other tensor starts as with
+ * softmax. */
+Test(variants, attention_normalizers_rows_params_and_init) {
+    check_names(attn_norm_names, AN__COUNT, "attn_norm_names");
+    Config cb = tiny_config(32, 32, 3, 4, 2, 40, 8, 1);
+    resolve_or_die(&cb);
+    Model mb;
+    cr_assert(cfg_model_init(&mb, &cb) == 0);
+    for (int a = 0; a < AN__COUNT; a++) {
+        const AttnNormDef *r = &attn_norms[a];
+        cr_expect_str_eq(r->name, attn_norm_names[a]);
+        cr_expect(r->formula && r->formula[0], "%s: no formula", r->name);
+        cr_expect(r->sums_to_one == (a == AN_SOFTMAX), "%s: sums_to_one", r->name);
+        Config c = cb;
+        c.resolved = 0;
+        c.attn.normalizer = a;
+        if (a == AN_SINK_LOGIT) c.attn.sink_init = 1.25;
+        resolve_or_die(&c);
+        Model m;
+        cr_assert(cfg_model_init(&m, &c) == 0);
+        long per = attn_norm_params(&c.attn, c.n_head, c.n_kv_head, c.d_head);
+        cr_expect_eq((long)(m.p.total - mb.p.total), 3 * per, "%s", r->name);
+        cr_expect_eq(model_attn_params(&m), 3 * per, "%s", r->name);
+        cr_expect_eq(per, a == AN_SINK_LOGIT ? 4 : a == AN_KV_BIAS ? 2 * 8 : 0, "%s", r->name);
+        for (int i = 0, j = 0; i < m.p.n; i++) {
+            const Tensor *t = &m.p.t[i];
+            const char *base = strrchr(t->name, '.');
+            base = base ? base + 1 : t->name;
+            int own = strcmp(base, "sink_logit") == 0 || strcmp(base, "kv_bias") == 0;
+            for (size_t k = 0; k < t->n; k++) {
+                real want = !own ? mb.p.w[mb.p.t[j].off + k] : strcmp(base, "sink_logit") == 0 ? 1.25 : 0;
+                cr_assert(m.p.w[t->off + k] == want, "%s: %s[%zu] = %g, want %g", r->name, t->name, k,
+                          (double)m.p.w[t->off + k], (double)want);
+            }
+            cr_expect(!own || !t->decay, "%s: %s is weight-decayed", r->name, t->name);
+            j += !own;
+        }
+        model_free(&m);
+    }
+    model_free(&mb);
+}

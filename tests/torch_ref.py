@@ -60,6 +60,10 @@ FORMS = ("multiplicative", "additive")
 ACTIVATIONS = ("sigmoid", "silu", "tanh", "none", "ns_sigmoid")
 INPUTS = ("hidden", "static")
 CONTROLS = ("none", "silu", "rmsnorm", "scale")
+# The attention normalisers (model.attention.normalizer), each written from
+# its paper's formula in attention_weights() below.
+NORMALIZERS = ("softmax", "softmax1", "sink_logit", "kv_bias", "sigmoid", "softpick")
+SOFTPICK_EPS = 1e-6
 
 
 class Malformed(Exception):
@@ -232,6 +236,7 @@ def model_config(cfg):
         "control": _variant(cfg, "model.gate.control", CONTROLS, "none"),
         "control_scale": _get(cfg, "model.gate.control_scale", float, 0.5),
         "bias": _get(cfg, "model.gate.bias", _bool, False),
+        "normalizer": _variant(cfg, "model.attention.normalizer", NORMALIZERS, "softmax"),
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -287,6 +292,10 @@ def expected_params(m):
             ps[p + "k_norm"] = (dh,)
         if m["control"] == "rmsnorm":
             ps[p + "sdpa_norm"] = (dh,)
+        if m["normalizer"] == "sink_logit":
+            ps[p + "sink_logit"] = (H,)
+        if m["normalizer"] == "kv_bias":
+            ps[p + "kv_bias"] = (Hk, dh)
         ps[p + "wo"] = (C, H * dh)
         ps[p + "ln2"] = (C,)
         ps[p + "w_gate"] = (Fd, C)
@@ -337,8 +346,38 @@ def rope(x, cos, sin):
     return x * c + rot * s
 
 
-def causal_attention(q, k, v):
-    """q: (B,T,H,dh), k/v: (B,T,Hk,dh) -> (B,T,H,dh)."""
+def attention_weights(scores, mask, norm, extra=None):
+    """(B,H,T,T) masked scores -> weights over the real keys, from each
+    normaliser's formula.  extra (B,H,T,1): the logit of the extra key with
+    value 0 (sink_logit, kv_bias)."""
+    T = scores.shape[-1]
+    if norm == "softmax":
+        return torch.softmax(scores, dim=-1)
+    if norm in ("softmax1", "sink_logit", "kv_bias"):
+        # softmax1 (Miller 2023): exp(s) / (1 + sum exp(s)), a key of logit 0;
+        # sink_logit as Hugging Face's GptOss eager_attention_forward: the
+        # sink logit joins the row, the softmax runs, its column is dropped;
+        # kv_bias (Gu et al. 2024): a key k* with value v* = 0.
+        if extra is None:
+            extra = torch.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype)
+        combined = torch.cat([scores, extra], dim=-1)
+        combined = combined - combined.max(dim=-1, keepdim=True).values
+        return torch.softmax(combined, dim=-1)[..., :T]
+    if norm == "sigmoid":
+        # Ramapuram et al. 2024: sigmoid(s + b), b = -log(n), n the keys the row sees
+        n = torch.arange(1, T + 1, dtype=scores.dtype).reshape(1, 1, T, 1)
+        return torch.where(mask, torch.sigmoid(scores - torch.log(n)), torch.zeros_like(scores))
+    if norm == "softpick":
+        # Zuhri et al. 2025: relu(e^s - 1) / (sum |e^s - 1| + eps), in float64 directly
+        e = torch.where(mask, torch.expm1(torch.where(mask, scores, torch.zeros_like(scores))),
+                        torch.zeros_like(scores))
+        return torch.relu(e) / (e.abs().sum(dim=-1, keepdim=True) + SOFTPICK_EPS)
+    raise ValueError(norm)
+
+
+def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
+    """q: (B,T,H,dh), k/v: (B,T,Hk,dh) -> (B,T,H,dh); sink (H,) for
+    sink_logit, kstar (Hk, dh) for kv_bias."""
     B, T, H, dh = q.shape
     Hk = k.shape[2]
     rep = H // Hk
@@ -351,7 +390,13 @@ def causal_attention(q, k, v):
     scores = qt @ kt.transpose(-1, -2) / math.sqrt(dh)        # (B,H,T,T)
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     scores = scores.masked_fill(~mask, float("-inf"))
-    att = torch.softmax(scores, dim=-1)
+    extra = None
+    if norm == "sink_logit":
+        extra = sink.reshape(1, H, 1, 1).expand(B, H, T, 1)
+    elif norm == "kv_bias":
+        ks = kstar.repeat_interleave(rep, dim=0)              # (H, dh)
+        extra = (qt * ks.reshape(1, H, 1, dh)).sum(-1, keepdim=True) / math.sqrt(dh)
+    att = attention_weights(scores, mask, norm, extra)
     o = att @ vt                                              # (B,H,T,dh)
     return o.permute(0, 2, 1, 3)
 
@@ -419,7 +464,7 @@ def forward(m, P, tokens, targets, ev=None):
             v = apply_gate(m, v, gl)
         q = rope(q, cos, sin)
         k = rope(k, cos, sin)
-        o = causal_attention(q, k, v)
+        o = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"))
         if m["control"] == "silu":
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
@@ -1024,6 +1069,11 @@ SELF_TEST_VARIANTS = [
     ("value_head_bias", {"gate__position": "value", "gate__granularity": "headwise", "gate__bias": "true"}),
     ("noqk_sdpa_mha", {"qk_norm": "false", "n_kv_head": "4"}),
 ]
+# Every normaliser alone and under the G1 gate: run after the rest, from a
+# generator of their own, so the draws of the checks above stay as they were.
+NORM_SELF_TEST_VARIANTS = [("norm_" + n, {"gate__position": "none", "attention__normalizer": n})
+                           for n in NORMALIZERS[1:]] + [("sdpa_" + n, {"attention__normalizer": n})
+                                                         for n in NORMALIZERS[1:]]
 
 
 def _naive_check(gen):
@@ -1196,6 +1246,29 @@ def _self_test_eval(gen):
     return failures
 
 
+def _self_test_variant(label, over, gen, B, T):
+    """Autograd against central differences and gradcheck for one variant;
+    [] or [label]."""
+    cfg = _tiny_cfg(**over)
+    m = model_config(cfg)
+    P32 = _random_params(m, gen)
+    tok = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
+    tgt = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
+    worst, where = _fd_check(m, P32, tok, tgt, gen)
+    ok = worst <= 1e-6
+    gc_names = [n for n in P32 if n.endswith(("gate_p", "gate_b", "sdpa_norm", "q_norm", "ln_f", "sink_logit",
+                                              "kv_bias"))
+                or n == "l1.wg"]
+    gc_ok = all(_gradcheck_param(m, P32, tok, tgt, n) for n in gc_names)
+    status = "OK" if (ok and gc_ok) else "FAIL"
+    print("  self-test %-22s fd worst rel %.2e  gradcheck %s (%s)  : %s"
+          % (label, worst, "ok" if gc_ok else "FAILED", ",".join(gc_names), status))
+    if status != "OK":
+        print("    worst entry: %s" % where)
+        return [label]
+    return []
+
+
 def self_test():
     import tempfile
     gen = torch.Generator().manual_seed(1234)
@@ -1208,22 +1281,7 @@ def self_test():
         failures.append("naive_loops")
     B, T = 2, 6
     for label, over in SELF_TEST_VARIANTS:
-        cfg = _tiny_cfg(**over)
-        m = model_config(cfg)
-        P32 = _random_params(m, gen)
-        tok = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
-        tgt = torch.randint(0, m["V"], (B, T), generator=gen).numpy().astype(np.int32)
-        worst, where = _fd_check(m, P32, tok, tgt, gen)
-        ok = worst <= 1e-6
-        gc_names = [n for n in P32 if n.endswith(("gate_p", "gate_b", "sdpa_norm", "q_norm", "ln_f"))
-                    or n == "l1.wg"]
-        gc_ok = all(_gradcheck_param(m, P32, tok, tgt, n) for n in gc_names)
-        status = "OK" if (ok and gc_ok) else "FAIL"
-        print("  self-test %-22s fd worst rel %.2e  gradcheck %s (%s)  : %s"
-              % (label, worst, "ok" if gc_ok else "FAILED", ",".join(gc_names), status))
-        if status != "OK":
-            print("    worst entry: %s" % where)
-            failures.append(label)
+        failures += _self_test_variant(label, over, gen, B, T)
 
     # Dump round trip: a dump carrying the reference's own outputs (rounded to
     # float32) must pass; a corrupted one must fail; a truncated one is malformed.
@@ -1290,11 +1348,14 @@ def self_test():
         failures.append("dump_roundtrip")
 
     failures += _self_test_eval(gen)
+    ngen = torch.Generator().manual_seed(4321)
+    for label, over in NORM_SELF_TEST_VARIANTS:
+        failures += _self_test_variant(label, over, ngen, B, T)
 
     if failures:
         print("XCHECK self-test : FAIL (%s)" % ", ".join(failures))
         return 1
-    print("XCHECK self-test : OK (%d variants)" % len(SELF_TEST_VARIANTS))
+    print("XCHECK self-test : OK (%d variants)" % (len(SELF_TEST_VARIANTS) + len(NORM_SELF_TEST_VARIANTS)))
     return 0
 
 

@@ -35,6 +35,8 @@
  *       d_head: 32
  *       batch: 1                      #   sequences at T = batch_T; elsewhere
  *       batch_T: 512                  #   batch * (batch_T / T)^2, so every T does equal work
+ *       normalizer: all               #   model.attention.normalizer names (one or a list), or
+ *                                     #   all (every row of attn_norms[]); default softmax, unnamed
  *     - kind: step                    # forward, backward, AdamW on random tokens
  *       model: ref                    #   a name under models (train.batch x model.seq_len tokens)
  *       variants:                     #   default: one variant, label baseline
@@ -54,7 +56,8 @@
  *
  * Case names (what --filter matches and JSON / the store key on):
  *   gate/LABEL/SHAPE           SHAPE = the shape's label, else nN_hH_dD
- *   attention/PASS/T<T>        with `label: X`: attention/X/PASS/T<T>
+ *   attention/PASS/T<T>        with `label: X`: attention/X/PASS/T<T>; with
+ *                              normalizer: attention/[X/]NORM/PASS/T<T>
  *   step/MODEL/LABEL  and  sgemm/MODEL/LABEL
  *   op/OP/nN_wW
  * Two cases with one name are an error.
@@ -99,6 +102,7 @@ typedef struct {
     int tokens, heads, width;
     /* attention (B, T, H, Hk, d); rope uses T, heads, width */
     int B, T, H, Hk, d;
+    int normalizer;       /* attention: AttnNormalizer (0 = softmax) */
     /* op */
     int op;
     /* step / sgemm: a resolved config (train.batch x model.seq_len tokens) */

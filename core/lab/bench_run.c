@@ -181,6 +181,7 @@ typedef struct {
     real *y, *L, *out, *S, *dy, *dL, *G, *dout;
     /* attention and ops */
     real *q, *k, *v, *o, *lse, *dq, *dk, *dv, *x, *w, *dx, *dw, *rstd, *cos_t, *sin_t;
+    real *z, *sink, *kstar, *dsink, *dkstar; /* the normaliser's virtual key (attn.h) */
     int *tok, *tgt;
     /* step */
     Model m;
@@ -245,6 +246,27 @@ static void setup_gate(St *s, const BenchCase *c) {
     s->dout = st_real(s, n * W, 1);
 }
 
+/* One attention pass with the case's normaliser, its virtual key
+ * included (the logits from the parameters before the forward, their
+ * gradients after the backward): what a model layer runs.  0 or -1 (out of
+ * memory). */
+static int attention_pass(St *s, const BenchCase *c, int kind) {
+    int nq = c->H * c->d, nk = c->Hk * c->d;
+    real scale = 1 / sqrt((real)c->d);
+    AttnNorm an = {c->normalizer, s->z};
+    if (kind == BK_ATTN_FWD) {
+        attn_virtual_logits(s->z, an.kind, s->sink, s->kstar, s->q, nq, c->B, c->T, c->H, c->Hk, c->d, scale);
+        return attention_forward_norm(s->o, s->lse, s->q, nq, s->k, nk, s->v, nk, c->B, c->T, c->H, c->Hk, c->d,
+                                      scale, &an);
+    }
+    if (attention_backward_norm(s->dq, s->dk, s->dv, s->dout, s->o, s->lse, s->q, nq, s->k, nk, s->v, nk, c->B, c->T,
+                                c->H, c->Hk, c->d, scale, &an))
+        return -1;
+    attn_virtual_backward(s->dq, s->dsink, s->dkstar, an.kind, s->z, s->lse, s->dout, s->o, s->kstar, s->q, nq, c->B,
+                          c->T, c->H, c->Hk, c->d, scale);
+    return 0;
+}
+
 /* q, k, v and the outputs; for the backward pass also its gradients and
  * one forward pass, whose o and lse it reads. */
 static void setup_attention(St *s, const BenchCase *c) {
@@ -254,14 +276,19 @@ static void setup_attention(St *s, const BenchCase *c) {
     s->v = st_real(s, n * nk, 1);
     s->o = st_real(s, n * nq, 0);
     s->lse = st_real(s, (size_t)c->B * c->H * c->T, 0);
-    if (c->kind != BK_ATTN_BWD) return;
-    s->dq = st_real(s, n * nq, 0);
-    s->dk = st_real(s, n * nk, 0);
-    s->dv = st_real(s, n * nk, 0);
-    s->dout = st_real(s, n * nq, 1);
-    if (!s->oom && attention_forward(s->o, s->lse, s->q, (int)nq, s->k, (int)nk, s->v, (int)nk, c->B, c->T, c->H,
-                                     c->Hk, c->d, 1 / sqrt((real)c->d)))
-        s->oom = 1;
+    if (c->kind == BK_ATTN_BWD) {
+        s->dq = st_real(s, n * nq, 0);
+        s->dk = st_real(s, n * nk, 0);
+        s->dv = st_real(s, n * nk, 0);
+        s->dout = st_real(s, n * nq, 1);
+    }
+    /* the normaliser's, after the draws above (which stay as they were) */
+    s->z = st_real(s, (size_t)c->B * c->H * c->T, 0);
+    s->sink = st_real(s, (size_t)c->H, 1);
+    s->kstar = st_real(s, nk, 1);
+    s->dsink = st_real(s, (size_t)c->H, 0);
+    s->dkstar = st_real(s, nk, 0);
+    if (c->kind == BK_ATTN_BWD && !s->oom && attention_pass(s, c, BK_ATTN_FWD)) s->oom = 1;
 }
 
 /* One op's inputs, outputs and gradients. */
@@ -384,13 +411,7 @@ static int st_iter(St *s, char *err, size_t cap) {
     }
     case BK_ATTN_FWD:
     case BK_ATTN_BWD: {
-        int nq = c->H * c->d, nk = c->Hk * c->d;
-        real scale = 1 / sqrt((real)c->d);
-        int rc = c->kind == BK_ATTN_FWD
-                     ? attention_forward(s->o, s->lse, s->q, nq, s->k, nk, s->v, nk, c->B, c->T, c->H, c->Hk, c->d, scale)
-                     : attention_backward(s->dq, s->dk, s->dv, s->dout, s->o, s->lse, s->q, nq, s->k, nk, s->v, nk, c->B,
-                                          c->T, c->H, c->Hk, c->d, scale);
-        if (rc) {
+        if (attention_pass(s, c, c->kind)) {
             snprintf(err, cap, "%s: out of memory for the attention work area", c->name);
             return -1;
         }

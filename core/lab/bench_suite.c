@@ -568,9 +568,41 @@ static int parse_gate_case(BL *L, const yaml_node_t *item, int idx, const char *
     return rc ? -1 : finish_item(L, item, where, first);
 }
 
+/* An attention case's normalizers: absent (softmax, not named in the case
+ * name), a name or a list of names from attn_norm_names[], or `all` (every
+ * row of the table, in its order). */
+static int parse_normalizers(BL *L, yaml_node_t *v, const char *where, int *out, int *n, int *named) {
+    char w[320];
+    *n = 0, *named = v != NULL;
+    if (!v) return out[(*n)++] = AN_SOFTMAX, 0;
+    sub(w, sizeof w, where, "normalizer");
+    if (v->type == YAML_SCALAR_NODE && strcmp(scalar(v), "all") == 0) {
+        for (int a = 0; a < AN__COUNT; a++) out[(*n)++] = a;
+        return 0;
+    }
+    yaml_node_t *its[AN__COUNT];
+    int ni = 0;
+    if (items(L, v, w, its, AN__COUNT, &ni)) return -1;
+    for (int i = 0; i < ni; i++) {
+        if (want_scalar(L, its[i], w)) return -1;
+        int a = name_index(attn_norm_names, scalar(its[i]));
+        if (a < 0) {
+            char list[256] = "";
+            for (int k = 0; attn_norm_names[k]; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", attn_norm_names[k]);
+            return berr(L, its[i], w, "expected all or one of %s, got \"%s\"", list + 2, scalar(its[i]));
+        }
+        for (int j = 0; j < *n; j++)
+            if (out[j] == a) return berr(L, its[i], w, "\"%s\" is listed twice", scalar(its[i]));
+        out[(*n)++] = a;
+    }
+    return 0;
+}
+
 static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
-    static const char *const keys[] = {"kind",  "label", "pass",    "T",       "n_head", "n_kv_head", "d_head",
-                                       "batch", "batch_T", "ceiling", TIMING_KEYS, NULL};
+    static const char *const keys[] = {"kind",    "label",   "pass",       "T",         "n_head", "n_kv_head",
+                                       "d_head",  "batch",   "batch_T",    "normalizer", "ceiling", TIMING_KEYS,
+                                       NULL};
     if (check_keys(L, item, where, keys)) return -1;
     char w[320], label[64] = "";
     yaml_node_t *v;
@@ -626,21 +658,25 @@ static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const c
         sub(w, sizeof w, where, "batch_T");
         if (parse_int(L, v, w, 1, 1 << 20, &bT)) return -1;
     }
+    int norms[AN__COUNT], nn = 0, named = 0;
+    if (parse_normalizers(L, get(L, item, "normalizer"), where, norms, &nn, &named)) return -1;
     int first = L->s->n;
-    for (int p = 0; p < np; p++)
-        for (int i = 0; i < nT; i++) {
-            BenchCase *c = new_case(L, item, idx, pk[p]);
-            if (!c) return -1;
-            double r = (double)bT / T[i];
-            double B = floor(batch * r * r + 0.5);
-            c->B = B < 1 ? 1 : B > (1 << 24) ? (1 << 24) : (int)B;
-            c->T = T[i];
-            c->H = H;
-            c->Hk = Hk;
-            c->d = d;
-            snprintf(c->name, sizeof c->name, "attention/%s%s%s/T%d", label, *label ? "/" : "",
-                     pk[p] == BK_ATTN_FWD ? "forward" : "backward", T[i]);
-        }
+    for (int u = 0; u < nn * np * nT; u++) {
+        int a = u / (np * nT), p = u / nT % np, i = u % nT;
+        BenchCase *c = new_case(L, item, idx, pk[p]);
+        if (!c) return -1;
+        c->normalizer = norms[a];
+        double r = (double)bT / T[i];
+        double B = floor(batch * r * r + 0.5);
+        c->B = B < 1 ? 1 : B > (1 << 24) ? (1 << 24) : (int)B;
+        c->T = T[i];
+        c->H = H;
+        c->Hk = Hk;
+        c->d = d;
+        snprintf(c->name, sizeof c->name, "attention/%s%s%s%s%s/T%d", label, *label ? "/" : "",
+                 named ? attn_norm_names[norms[a]] : "", named ? "/" : "",
+                 pk[p] == BK_ATTN_FWD ? "forward" : "backward", T[i]);
+    }
     return finish_item(L, item, where, first);
 }
 

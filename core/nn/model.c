@@ -84,6 +84,10 @@ int model_layout(Model *m, const ModelCfg *cfg) {
             p->k_norm = add(m, l, "k_norm", 0, 1, m->dh, 0);
         }
         if (g->control == GC_RMSNORM) p->sdpa_norm = add(m, l, "sdpa_norm", 0, 1, m->dh, 0);
+        /* the normaliser's parameters (no weight decay, no RNG draw: the
+         * other tensors start the same as with softmax) */
+        if (attn_norms[cfg->attn.normalizer].vkey == AV_HEAD) p->sink = add(m, l, "sink_logit", 0, 1, m->H, 0);
+        if (attn_norms[cfg->attn.normalizer].vkey == AV_KEY) p->kstar = add(m, l, "kv_bias", 0, 2, m->Hk, m->dh);
         p->wo = add(m, l, "wo", 1, 2, C, m->nq);
         p->ln2 = add(m, l, "ln2", 0, 1, C, 0);
         p->w_gate = add(m, l, "w_gate", 1, 2, m->F, C);
@@ -120,6 +124,10 @@ void model_init_params(Model *m, uint64_t seed) {
         } else if (strcmp(base, "gate_p") == 0 || strcmp(base, "gate_b") == 0) {
             /* gate logits start at init_bias (0 unless configured) */
             for (size_t j = 0; j < t->n; j++) w[j] = (real)m->cfg.gate.init_bias;
+        } else if (strcmp(base, "sink_logit") == 0 || strcmp(base, "kv_bias") == 0) {
+            /* sink logits at model.attention.sink_init, k* at 0 (the extra key starts as softmax1's) */
+            real v0 = strcmp(base, "sink_logit") == 0 ? (real)m->cfg.attn.sink_init : 0;
+            for (size_t j = 0; j < t->n; j++) w[j] = v0;
         } else {
             for (size_t j = 0; j < t->n; j++) w[j] = 1;
         }
@@ -141,6 +149,15 @@ void model_free(Model *m) {
 void model_zero_grad(Model *m) { memset(m->p.g, 0, sizeof(real) * m->p.total); }
 
 long model_gate_params(const Model *m) { return m->gs.wg_params * (long)m->L; }
+
+long model_attn_params(const Model *m) {
+    long n = 0;
+    for (int l = 0; l < m->L; l++) {
+        if (m->lp[l].sink >= 0) n += (long)m->p.t[m->lp[l].sink].n;
+        if (m->lp[l].kstar >= 0) n += (long)m->p.t[m->lp[l].kstar].n;
+    }
+    return n;
+}
 
 /* ------------------------------------------------------ activation memory */
 
@@ -171,6 +188,7 @@ static size_t layout_acts(Model *m, real *base, int B, int T) {
         a->kr = carve(base, &c, n * m->nkv);
         a->o = carve(base, &c, n * m->nq);
         a->lse = carve(base, &c, (size_t)B * m->H * T);
+        a->z = attn_norms[m->cfg.attn.normalizer].vkey ? carve(base, &c, (size_t)B * m->H * T) : NULL;
         a->oc = ctl ? carve(base, &c, n * m->nq) : NULL;
         a->ro = ctl == GC_RMSNORM ? carve(base, &c, n * m->H) : NULL;
         a->og = carve(base, &c, n * m->nq);
@@ -277,6 +295,16 @@ void model_set_linear_hook(Model *m, LinearInputHook hook, void *ctx) {
 
 /* The input of linear layer `site` of layer l: x, or what the hook gives
  * (its stride into *ld); NULL when the hook ran out of memory. */
+/* The layer's normaliser, its virtual-key logits computed (from the
+ * post-RoPE queries, so after a->qr is written). */
+static AttnNorm attn_of(const Model *m, const LayerParams *p, LayerActs *a, int B, int T, real scale) {
+    AttnNorm an = {m->cfg.attn.normalizer, a->z};
+    if (a->z)
+        attn_virtual_logits(a->z, an.kind, p->sink >= 0 ? AW(&m->p, p->sink) : NULL,
+                            p->kstar >= 0 ? AW(&m->p, p->kstar) : NULL, a->qr, m->nq, B, T, m->H, m->Hk, m->dh, scale);
+    return an;
+}
+
 static const real *lin_input(const Model *m, int l, LinearSite site, const real *x, int *ld, int n, int k) {
     return m->lin_hook ? m->lin_hook(m->lin_ctx, m, l, site, x, n, k, ld) : x;
 }
@@ -327,7 +355,9 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         }
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
-        if (attention_forward(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale)) goto oom;
+        AttnNorm an = attn_of(m, p, a, B, T, scale);
+        if (attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
+            goto oom;
 
         const real *o = a->o;
         if (m->cfg.gate.control == GC_SILU) {
@@ -461,11 +491,16 @@ int model_backward(Model *m, const int *tokens) {
 
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
-        if (attention_backward(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B, T,
-                               H, Hk, dh, scale)) {
+        AttnNorm an = {m->cfg.attn.normalizer, a->z};
+        if (attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B,
+                                    T, H, Hk, dh, scale, &an)) {
             errno = ENOMEM;
             return -1;
         }
+        if (a->z)
+            attn_virtual_backward(dqr, p->sink >= 0 ? AG(A, p->sink) : NULL, p->kstar >= 0 ? AG(A, p->kstar) : NULL,
+                                  an.kind, a->z, a->lse, dO, a->o, p->kstar >= 0 ? AW(A, p->kstar) : NULL, a->qr,
+                                  m->nq, B, T, H, Hk, dh, scale);
         if (pos == GP_VALUE)
             gate_backward(&m->gop, dP + m->nq + m->nkv, m->Np, dL, sdl, s1, dv, m->nkv, a->S, gin, sgin, gi.L, gi.sl,
                           n);

@@ -21,6 +21,7 @@
 /* Parameter indices of one layer in the arena (-1 when absent). */
 typedef struct {
     int ln1, wq, wk, wv, wg, gate_b, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
+    int sink, kstar; /* the normaliser's: sink_logit's b (n_head), kv_bias's k* (n_kv_head x d_head) */
 } LayerParams;
 
 /* Saved activations of one layer (pointers into Model.actmem). */
@@ -29,6 +30,7 @@ typedef struct {
     real *qn, *rq, *kn, *rk;  /* QK-norm outputs and their rstd */
     real *gy, *S;             /* gated tensor and its scores (position != none) */
     real *qr, *kr, *o, *lse;
+    real *z;                  /* the virtual key's logit per row (B, H, T; normalisers with one) */
     real *oc, *ro;            /* control output (silu / rmsnorm) and rstd */
     real *og, *a, *ag, *x_mid, *rstd2, *h2, *U, *hs;
 } LayerActs;
@@ -134,6 +136,8 @@ const real *model_attn_values(const Model *m, int l, int *sv);
 
 /* Gate parameters added per layer and in total. */
 long model_gate_params(const Model *m);
+/* The attention normaliser's parameters, all layers. */
+long model_attn_params(const Model *m);
 
 /* FLOPs per token: forward and training (forward + backward) at length T. */
 void model_flops(const Model *m, int T, double *fwd, double *train);

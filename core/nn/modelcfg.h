@@ -91,6 +91,62 @@ typedef struct {
 /* No padding: tests and `gated xcheck --list` compare GateCfgs with memcmp. */
 _Static_assert(sizeof(GateCfg) == 8 * sizeof(int) + 2 * sizeof(double), "GateCfg has padding");
 
+/* The attention normalisers (model.attention.normalizer): how a query's
+ * scores s_ij = scale q_i.k_j over its visible keys j <= i become the
+ * weights p_ij of o_i = sum_j p_ij v_j.  Like the gate lists, the one source
+ * of the enum (AN_SOFTMAX ...), the names (attn_norm_names[], variant.c) and
+ * the table rows (attn_norms[], variant.c); the math of each row is in
+ * attn_norm.h (kernel, by family) and attn_ref.c (reference).  Append new rows at the end.
+ *
+ *   X(ID, "name", family, virtual key, rows sum to 1,
+ *     parameters per layer (a formula over n_head, n_kv_head, d_head, or
+ *     NULL), the weights in one line)
+ *
+ * family: how the tiled kernel computes it (AF_SOFTMAX: online softmax;
+ * AF_SIGMOID: no normalisation; AF_SOFTPICK: online rescaled softpick).
+ * virtual key: AV_NONE, or a key with value 0 that every query also sees,
+ * whose logit z is AV_ZERO (0), AV_HEAD (a learned b_h per query head) or
+ * AV_KEY (scale q_i.k*_h, k* a learned key per KV head).
+ *
+ * Sources:
+ *  softmax    Vaswani et al. 2017, "Attention is all you need" (today's).
+ *  softmax1   E. Miller, "Attention is off by one" (blog post, 2023):
+ *             p_ij = exp(s_ij) / (1 + sum_j exp(s_ij)).
+ *  sink_logit gpt-oss (OpenAI 2025); Hugging Face transformers
+ *             models/gpt_oss/modeling_gpt_oss.py eager_attention_forward:
+ *             a learned logit per head ("sinks") joins the row's softmax and
+ *             its column is dropped: p_ij = exp(s_ij) / (exp(b_h) + sum_j exp(s_ij)).
+ *  kv_bias    Gu et al. 2024, "When attention sink emerges in language
+ *             models" (arXiv 2410.10781), section 7: a learned key k* per KV
+ *             head with value v* = 0 that every query sees (no RoPE on it).
+ *  sigmoid    Ramapuram et al. 2024, "Theory, analysis, and best practices
+ *             for sigmoid self-attention" (arXiv 2409.04431):
+ *             p_ij = sigmoid(s_ij + b), b = -log(n), n the keys row i sees.
+ *  softpick   Zuhri et al. 2025, "Softpick: no attention sink, no massive
+ *             activations with rectified softmax" (arXiv 2504.20966):
+ *             p_ij = relu(exp(s_ij) - 1) / (sum_j |exp(s_ij) - 1| + eps). */
+#define ATTN_NORMALIZERS(X)                                                                                   \
+    X(SOFTMAX, "softmax", AF_SOFTMAX, AV_NONE, 1, NULL, "exp(s_ij) / sum_j exp(s_ij)")                        \
+    X(SOFTMAX1, "softmax1", AF_SOFTMAX, AV_ZERO, 0, NULL, "exp(s_ij) / (1 + sum_j exp(s_ij))")                \
+    X(SINK_LOGIT, "sink_logit", AF_SOFTMAX, AV_HEAD, 0, "n_head", "exp(s_ij) / (exp(b_h) + sum_j exp(s_ij))") \
+    X(KV_BIAS, "kv_bias", AF_SOFTMAX, AV_KEY, 0, "n_kv_head x d_head",                                        \
+      "exp(s_ij) / (exp(scale q_i.k*) + sum_j exp(s_ij)), v* = 0")                                           \
+    X(SIGMOID, "sigmoid", AF_SIGMOID, AV_NONE, 0, NULL, "sigmoid(s_ij - log(i + 1))")                         \
+    X(SOFTPICK, "softpick", AF_SOFTPICK, AV_NONE, 0, NULL, "relu(exp(s_ij) - 1) / (sum_j |exp(s_ij) - 1| + eps)")
+
+typedef enum { AF_SOFTMAX, AF_SIGMOID, AF_SOFTPICK } AttnFamily;
+typedef enum { AV_NONE, AV_ZERO, AV_HEAD, AV_KEY } AttnVirtualKey;
+#define ATTN_ENUM_AN_(id, ...) AN_##id,
+typedef enum { ATTN_NORMALIZERS(ATTN_ENUM_AN_) AN__COUNT } AttnNormalizer;
+
+/* softpick's eps (in the row's unscaled sums; see attn_norm.h). */
+#define ATTN_SOFTPICK_EPS 1e-6
+
+typedef struct {
+    int normalizer;   /* AttnNormalizer */
+    double sink_init; /* sink_logit: every b_h's initial value */
+} AttnCfg;
+
 typedef enum { ROPE_NONE, ROPE_LINEAR, ROPE_NTK, ROPE_YARN, ROPE__COUNT } RopeScalingKind;
 
 typedef struct {
@@ -110,6 +166,7 @@ typedef struct {
     int64_t seed;       /* parameter initialisation */
     GateCfg gate;
     RopeScaling rope;   /* the frequencies the model starts with (model_set_rope changes them) */
+    AttnCfg attn;       /* the attention normaliser (last: zero = softmax where a literal leaves it out) */
 } ModelCfg;
 
 #endif

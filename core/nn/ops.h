@@ -21,6 +21,7 @@
 #define GATED_OPS_H
 
 #include <stddef.h>
+#include "nn/attn.h"
 #include "nn/real.h"
 
 /* Output tile of gemm: part of the numerics (see ops.c), not a tuning knob
@@ -66,23 +67,6 @@ void rope_forward(real *out, const real *x, int s, const real *cos_t, const real
 /* dx (stride sdx) += R^T dout. */
 void rope_backward(real *dx, int sdx, const real *dout, const real *cos_t, const real *sin_t, int n, int T,
                    int h, int d);
-
-/* Causal softmax attention, B sequences of T tokens, H query heads of width
- * d, Hk key/value heads (head h reads kv head h / (H/Hk)).  q/k/v are token-
- * strided (sq, sk, sv); o is contiguous (B*T, H, d).  lse (B, H, T) is the
- * per-row log-sum-exp saved for backward; probabilities are recomputed
- * there, never stored.  scale is usually 1/sqrt(d). */
-int attention_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
-                      int B, int T, int H, int Hk, int d, real scale);
-/* dq/dk/dv (same strides as q/k/v) += ...  Both return 0, or -1 when their
- * per-thread work area cannot be allocated (nothing written then). */
-int attention_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
-                       const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
-                       int Hk, int d, real scale);
-/* Plain reference: materialises probs (B, H, T, T), which it writes if
- * non-NULL.  For tests, probes and small T only. */
-int attention_forward_ref(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
-                          int sv, int B, int T, int H, int Hk, int d, real scale);
 
 /* SwiGLU: out (n, F) = silu(u[:, :F]) * u[:, F:2F], u (n, 2F). */
 void swiglu_forward(real *out, const real *u, int n, int F);

@@ -146,6 +146,24 @@ int gate_covering(GateCfg *out, int cap) {
     return n;
 }
 
+/* A formula "n_head x d_head" over the model's dimensions, evaluated with
+ * val = {d_model, n_head, n_kv_head, d_head}; -1 for a factor that is not
+ * one of them. */
+static long dims_product(const char *f, const long *val) {
+    static const char *const dims[] = {"d_model", "n_head", "n_kv_head", "d_head", NULL};
+    long r = 1;
+    for (const char *s = f;;) {
+        const char *e = strstr(s, " x ");
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        int k = 0;
+        while (dims[k] && (strlen(dims[k]) != len || strncmp(dims[k], s, len) != 0)) k++;
+        if (!dims[k]) return -1;
+        r *= val[k];
+        if (!e) return r;
+        s = e + 3;
+    }
+}
+
 long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_head, long d_head,
                        const char **formula) {
     if (g->position <= GP_NONE || g->position >= GP__COUNT) {
@@ -160,18 +178,8 @@ long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_he
     const char *f = g->granularity == GG_HEADWISE ? p->paper_head : p->paper_elem;
     *formula = f ? f : "no paper formula";
     if (!f) return -1;
-    static const char *const dims[] = {"d_model", "n_head", "n_kv_head", "d_head", NULL};
-    long val[] = {d_model, n_head, n_kv_head, d_head}, r = 1;
-    for (const char *s = f;;) {
-        const char *e = strstr(s, " x ");
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        int k = 0;
-        while (dims[k] && (strlen(dims[k]) != len || strncmp(dims[k], s, len) != 0)) k++;
-        if (!dims[k]) return -1; /* a factor that is not a dimension */
-        r *= val[k];
-        if (!e) return r;
-        s = e + 3;
-    }
+    long val[] = {d_model, n_head, n_kv_head, d_head};
+    return dims_product(f, val);
 }
 
 /* "+silu", "+scale0.5" or "" for the control; "+bias4" or "" for the logit
@@ -201,4 +209,39 @@ const char *gate_label(const GateCfg *g, char *buf, size_t cap) {
              gate_form_labels[g->form], gate_activation_names[g->activation],
              gate_input_names[g->input], bias, ctl);
     return buf;
+}
+
+/* ------------------------------------------------ attention normalisers */
+
+#define ANAME_(id, name, ...) name,
+const char *const attn_norm_names[] = {ATTN_NORMALIZERS(ANAME_) NULL};
+#undef ANAME_
+#define AROW_(id, name, fam, vkey, one, params, formula) [AN_##id] = {name, fam, vkey, one, params, formula},
+const AttnNormDef attn_norms[AN__COUNT] = {ATTN_NORMALIZERS(AROW_)};
+#undef AROW_
+
+AttnCfg attn_default(void) {
+    AttnCfg a = {AN_SOFTMAX, 0};
+    return a;
+}
+
+long attn_norm_params(const AttnCfg *a, long n_head, long n_kv_head, long d_head) {
+    if (a->normalizer < 0 || a->normalizer >= AN__COUNT || !attn_norms[a->normalizer].params) return 0;
+    long val[] = {0, n_head, n_kv_head, d_head};
+    return dims_product(attn_norms[a->normalizer].params, val);
+}
+
+const char *attn_validate(const AttnCfg *a, const GateCfg *g, const char **key) {
+    (void)g; /* every gate row is defined with every normaliser: the gates act outside the normaliser */
+    *key = NULL;
+    if (a->normalizer < 0 || a->normalizer >= AN__COUNT) {
+        *key = "model.attention.normalizer";
+        return "is not a known normaliser";
+    }
+    if (a->normalizer != AN_SINK_LOGIT && a->sink_init != attn_default().sink_init) {
+        *key = "model.attention.sink_init";
+        return "has no effect unless model.attention.normalizer is sink_logit (the only normaliser with a learned "
+               "sink logit)";
+    }
+    return NULL;
 }

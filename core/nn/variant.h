@@ -94,4 +94,32 @@ const char *gate_label(const GateCfg *g, char *buf, size_t cap);
 /* Index of name in a NULL-terminated list, or -1. */
 int name_index(const char *const *names, const char *name);
 
+/* ------------------------------------------------ attention normalisers */
+
+/* One row per normaliser, from ATTN_NORMALIZERS (modelcfg.h). */
+typedef struct {
+    const char *name;    /* config value */
+    AttnFamily family;   /* kernel path */
+    AttnVirtualKey vkey; /* the value-0 key every query sees, if any */
+    int sums_to_one;     /* rows of p sum to 1 (probes: mass on nothing = 0) */
+    const char *params;  /* parameters per layer, a formula over n_head, n_kv_head, d_head; NULL: none */
+    const char *formula; /* p_ij in one line */
+} AttnNormDef;
+/* NULL-terminated names and the rows, indexed by AttnNormalizer.  To
+ * enumerate: for (int i = 0; i < AN__COUNT; i++) attn_norms[i] ...; or walk
+ * attn_norm_names[] to its NULL. */
+extern const char *const attn_norm_names[];
+extern const AttnNormDef attn_norms[AN__COUNT];
+
+/* The default: softmax, sink_init 0. */
+AttnCfg attn_default(void);
+
+/* Parameters the normaliser adds per layer (the row's formula evaluated;
+ * model.c lays out exactly this many). */
+long attn_norm_params(const AttnCfg *a, long n_head, long n_kv_head, long d_head);
+
+/* NULL when a is valid (with gate g); otherwise the reason, and *key the
+ * dotted key at fault. */
+const char *attn_validate(const AttnCfg *a, const GateCfg *g, const char **key);
+
 #endif

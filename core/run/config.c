@@ -734,6 +734,12 @@ int config_resolve(Config *c, ConfigError *err) {
         return fail_key(err, gi, "%s", gmsg);
     }
 
+    const char *amsg = attn_validate(&r.attn, &r.gate, &gkey);
+    if (amsg) {
+        const ConfigKey *ak = config_find(gkey);
+        return fail_key(err, ak ? (int)(ak - config_schema) : key_index("model.attention.normalizer"), "%s", amsg);
+    }
+
     if (!(r.min_lr <= r.lr)) {
         char a[32], b[32];
         format_double(r.min_lr, a, sizeof a, 0);
@@ -882,6 +888,6 @@ BBCfg config_bb(const Config *c) {
 
 ModelCfg config_model(const Config *c) {
     ModelCfg m = {c->vocab_size, c->d_model, c->n_layer, c->n_head, c->n_kv_head, c->d_head, c->d_ff,
-                  c->seq_len, c->qk_norm, c->norm_eps, c->init_std, c->seed, c->gate, rope_of_config(c)};
+                  c->seq_len, c->qk_norm, c->norm_eps, c->init_std, c->seed, c->gate, rope_of_config(c), c->attn};
     return m;
 }

@@ -44,6 +44,7 @@ typedef struct {
     double init_std;
     int match_params; /* bool: shrink d_ff so the total matches the ungated model */
     GateCfg gate;
+    AttnCfg attn;     /* model.attention.* */
 
     /* train */
     int steps;
@@ -158,7 +159,7 @@ typedef struct {
     int (*applies)(const Config *c);
 } ConfigKey;
 /* The rows of config_schema (config_schema.c). */
-enum { CONFIG_NKEYS = 55 };
+enum { CONFIG_NKEYS = 57 };
 extern const ConfigKey config_schema[CONFIG_NKEYS];
 extern const int config_schema_len;
 const ConfigKey *config_find(const char *key);

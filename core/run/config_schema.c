@@ -32,6 +32,7 @@ static int gate_init_bias_applies(const Config *c) {
     return gated(c) && (c->gate.input == GI_STATIC || c->gate.bias);
 }
 static int control_scale_applies(const Config *c) { return c->gate.control == GC_SCALE; }
+static int sink_logit(const Config *c) { return c->attn.normalizer == AN_SINK_LOGIT; }
 static int rope_scaled(const Config *c) { return c->rope_scaling != ROPE_NONE; }
 static int rope_yarn(const Config *c) { return c->rope_scaling == ROPE_YARN; }
 static int corpus_bb(const Config *c) { return c->corpus == CORPUS_BB; }
@@ -96,6 +97,12 @@ const ConfigKey config_schema[] = {
     KNW(gate_init_bias_applies, "model.gate.init_bias", CT_FLOAT, gate.init_bias, -100, 100, "0", NONAMES,
        "initial gate logit offset: the bias's start (needs model.gate.bias) or, with static input, the static "
        "logits' start; e.g. 4 starts a sigmoid gate open at 0.982"),
+    KN("model.attention.normalizer", CT_ENUM, attn.normalizer, 0, 0, "softmax", attn_norm_names,
+       "how attention scores become weights (nn/modelcfg.h, docs/model.md): softmax, softmax1 (+1 in the "
+       "denominator), sink_logit (a learned logit per head), kv_bias (a learned key per KV head with value 0), "
+       "sigmoid (sigmoid(s - log n), no normalisation), softpick (rectified softmax)"),
+    KNW(sink_logit, "model.attention.sink_init", CT_FLOAT, attn.sink_init, -100, 100, "0", NONAMES,
+       "sink_logit: the initial value of every head's sink logit"),
     K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
     K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
     K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),

@@ -205,6 +205,16 @@ static void infer_reset(InferHook *h, int L, int sel) {
     memset(h->tok_n, 0, sizeof h->tok_n);
 }
 
+/* The drop=entropy control reads a softmax row (infer_attn_entropy: lse -
+ * sum p s): refused, with a note, where rows do not sum to 1. */
+static int no_entropy(const Model *m, const char *id) {
+    const AttnNormDef *a = &attn_norms[m->cfg.attn.normalizer];
+    if (a->sums_to_one) return 0;
+    fprintf(stderr, "gated eval: %s: model.attention.normalizer %s: its rows do not sum to 1, so they have no "
+            "attention entropy: drop=entropy skipped\n", id, a->name);
+    return 1;
+}
+
 /* One split at length L under every quantization scheme and drop rule of
  * o (infer.h).  0, or the exit code. */
 static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, long steps, const TokenSplit *sp,
@@ -272,6 +282,7 @@ static int infer_length(Model *m, Store *st, const Config *cfg, const char *id, 
             continue;
         }
         for (int sel = gate ? SEL_GATE : SEL_RANDOM; sel < SEL__COUNT && rc == 0; sel++) {
+            if (sel == SEL_ENTROPY && no_entropy(m, id)) continue;
             infer_reset(&h, m->L, sel);
             h.tau = ds->v;
             for (int l = 0; l < m->L; l++) frac[l] = ds->v;
