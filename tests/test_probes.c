@@ -12,21 +12,25 @@
 #include <string.h>
 
 #include "nn/model.h"
+#include "nn/variant.h"
 #include "run/probes.h"
 #include "run/train.h"
 #include "testutil.h"
 
 /* A model of L layers and H query heads (2 KV heads), T = 4, after one
  * forward of fixed tokens. */
-static void rows_model(Model *m, int L, int H) {
+static void rows_model_norm(Model *m, int L, int H, int normalizer) {
     set_threads(1);
     Config c = tiny_config(8, 8, L, H, 2, 8, 4, 1);
     c.qk_norm = 0;
+    c.attn.normalizer = normalizer;
     resolve_or_die(&c);
     cr_assert_eq(cfg_model_init(m, &c), 0);
     int tok[4] = {1, 2, 3, 4}, tgt[4] = {2, 3, 4, 5};
     cr_assert(isfinite(model_forward(m, tok, tgt, 1, 4)));
 }
+
+static void rows_model(Model *m, int L, int H) { rows_model_norm(m, L, H, AN_SOFTMAX); }
 
 /* Hand-made 4 x 4 weights (row i: query i; the 9s above the diagonal must
  * not be read).  A: rows sum to less than 1 (softmax1, sink_logit, kv_bias
@@ -151,6 +155,37 @@ Test(probes_rows, real_forward_agrees_with_f_attn) {
     probes_free(&q);
     probes_free(&p);
     model_free(&m);
+}
+
+/* Every normaliser: F-Attn, read from the kernel's saved row statistic
+ * (attn_weight), is the mass on 0 read from the reference's weights; rows
+ * that need not sum to 1 leave a mass on nothing (at initialisation the
+ * virtual key of softmax1, sink_logit and kv_bias has logit 0, and
+ * sigmoid's rows are far from 1), rows that do leave none.  Tolerance 1e-4:
+ * in float, softpick's e^s - e^-m cancels at the small scores of an
+ * initial model (the kernel's and the reference's roundings differ by
+ * ~5e-6 here), the other rows agree to ~1e-7. */
+Test(probes_rows, every_normaliser_f_attn_is_the_mass_on_0) {
+    for (int a = 0; a < AN__COUNT; a++) {
+        Model m;
+        rows_model_norm(&m, 2, 4, a);
+        Probes p;
+        cr_assert_eq(probes_init(&p, &m), 0);
+        probes_accumulate(&p, &m);
+        cr_assert_eq(probes_rows_accumulate(&p, &m, NULL), 0);
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 4; h++) {
+                double f = probe_fattn_head(&p, l, h), m0 = probe_mass0(&p, l, h), none = probe_mass_none(&p, l, h);
+                cr_assert(fabs(m0 - f) < 1e-4, "%s layer %d head %d: mass on 0 %.8f, F-Attn %.8f", attn_norms[a].name,
+                          l, h, m0, f);
+                if (attn_norms[a].sums_to_one)
+                    cr_assert(fabs(none) < 1e-6, "%s: mass on nothing %.3g", attn_norms[a].name, none);
+                else
+                    cr_assert(fabs(none) > 1e-3, "%s: mass on nothing %.3g", attn_norms[a].name, none);
+            }
+        probes_free(&p);
+        model_free(&m);
+    }
 }
 
 /* The number of rows of key at context ctx (GLOB) at step, in db. */

@@ -293,8 +293,6 @@ void model_set_linear_hook(Model *m, LinearInputHook hook, void *ctx) {
     m->lin_ctx = hook ? ctx : NULL;
 }
 
-/* The input of linear layer `site` of layer l: x, or what the hook gives
- * (its stride into *ld); NULL when the hook ran out of memory. */
 /* The layer's normaliser, its virtual-key logits computed (from the
  * post-RoPE queries, so after a->qr is written). */
 static AttnNorm attn_of(const Model *m, const LayerParams *p, LayerActs *a, int B, int T, real scale) {
@@ -305,6 +303,8 @@ static AttnNorm attn_of(const Model *m, const LayerParams *p, LayerActs *a, int 
     return an;
 }
 
+/* The input of linear layer `site` of layer l: x, or what the hook gives
+ * (its stride into *ld); NULL when the hook ran out of memory. */
 static const real *lin_input(const Model *m, int l, LinearSite site, const real *x, int *ld, int n, int k) {
     return m->lin_hook ? m->lin_hook(m->lin_ctx, m, l, site, x, n, k, ld) : x;
 }

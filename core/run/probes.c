@@ -82,7 +82,7 @@ void probes_accumulate(Probes *p, const Model *m) {
                 for (int i = 1; i < T; i++) {
                     const real *qi = a->qr + (size_t)(b * T + i) * m->nq + (size_t)h * dh;
                     double lse = a->lse[((size_t)b * H + h) * T + i];
-                    hs += exp(scale * dot(qi, k0, dh) - lse);
+                    hs += attn_weight(m->cfg.attn.normalizer, scale * dot(qi, k0, dh), lse);
                 }
                 lp->n_fattn += T - 1;
                 p->fattn_head[(size_t)l * H + h] += hs;
@@ -224,10 +224,12 @@ static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
     const LayerActs *a = &m->la[l];
     int T = m->T, dh = m->dh, g = h / (m->H / m->Hk), sv;
     const real *v = model_attn_values(m, l, &sv);
-    return attention_forward_ref(o, P, a->qr + (size_t)b * T * m->nq + (size_t)h * dh, m->nq,
-                                 a->kr + (size_t)b * T * m->nkv + (size_t)g * dh, m->nkv,
-                                 v + (size_t)b * T * sv + (size_t)g * dh, sv, 1, T, 1, 1, dh,
-                                 1 / sqrt((real)dh));
+    /* z (B, H, T): the virtual key's logits of this window and head, where the normaliser has one */
+    AttnNorm nm = {m->cfg.attn.normalizer, a->z ? a->z + ((size_t)b * m->H + h) * T : NULL};
+    return attention_forward_ref_norm(o, P, a->qr + (size_t)b * T * m->nq + (size_t)h * dh, m->nq,
+                                      a->kr + (size_t)b * T * m->nkv + (size_t)g * dh, m->nkv,
+                                      v + (size_t)b * T * sv + (size_t)g * dh, sv, 1, T, 1, 1, dh,
+                                      1 / sqrt((real)dh), &nm);
 }
 
 int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
@@ -350,10 +352,11 @@ void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
                 for (int i = 1; i < T; i++) {
                     const real *qi = a->qr + (size_t)(bi * T + i) * m->nq + (size_t)h * dh;
                     double lse = a->lse[((size_t)bi * H + h) * T + i];
-                    double p0 = exp(scale * dot(qi, kb, dh) - lse);
+                    double p0 = attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb, dh), lse);
                     if (query_type(b, w, i) == BB_TRIGGER) {
                         *bos += p0;
-                        b->prev[(size_t)l * H + h] += exp(scale * dot(qi, kb + (size_t)(i - 1) * m->nkv, dh) - lse);
+                        b->prev[(size_t)l * H + h] +=
+                            attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb + (size_t)(i - 1) * m->nkv, dh), lse);
                     } else {
                         *bos1 += p0;
                     }
