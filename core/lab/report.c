@@ -221,7 +221,47 @@ static int load_sweeps(R *r, char **names, int nnames) {
     }
     if (r->ref && !ref_found(r)) return REPORT_BADINPUT;
     if (rep_families(r) || rep_budget_find(r)) return REPORT_RUNTIME;
+    for (int i = 0; i < r->nsw; i++)
+        if (rep_rank_sweep(r, &r->sw[i])) return REPORT_RUNTIME;
     return REPORT_OK;
+}
+
+/* R.mx_m: the largest Holm family of the matrix database
+ * (ReportOpts.matrix_db, loaded as a report of its own that writes
+ * nothing), else of this one.  REPORT_OK, or the matrix's error. */
+static int matrix_family(R *r) {
+    for (int i = 0; i < r->nsw; i++)
+        if (r->sw[i].fam_m > r->mx_m) r->mx_m = r->sw[i].fam_m;
+    if (!r->o->matrix_db) return REPORT_OK;
+    r->mx_other = 1;
+    char *a = realpath(r->o->db_path, NULL), *b = realpath(r->o->matrix_db, NULL);
+    int same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    if (same) return REPORT_OK;
+    ReportOpts mo = *r->o;
+    mo.db_path = r->o->matrix_db;
+    mo.sweep = mo.ref = mo.matrix_db = NULL;
+    R m = {0};
+    m.o = &mo;
+    m.err = r->err;
+    m.errcap = r->errcap;
+    m.log = r->log;
+    m.margin = r->margin;
+    char **names = NULL;
+    int nnames = 0, code = open_db(&m);
+    if (code == REPORT_OK) code = rep_list_sweeps(&m, &names, &nnames) ? REPORT_RUNTIME : load_sweeps(&m, names, nnames);
+    r->mx_m = 0;
+    for (int i = 0; code == REPORT_OK && i < m.nsw; i++)
+        if (m.sw[i].fam_m > r->mx_m) r->mx_m = m.sw[i].fam_m;
+    for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    rep_budget_free(&m);
+    for (int i = 0; i < m.nsw; i++) rep_free_sweep(&m.sw[i]);
+    free(m.sw);
+    store_close(m.st);
+    r->failed |= m.failed;
+    return code;
 }
 
 /* plots/gnuplot.log holds this report's gnuplot messages only: every plot
@@ -298,7 +338,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     }
     code = REPORT_RUNTIME;
     if (rep_list_sweeps(&r, &names, &nnames)) goto out;
-    if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK) goto out;
+    if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK || (code = matrix_family(&r)) != REPORT_OK) goto out;
     code = REPORT_RUNTIME;
     if (mkdir_p(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
     if (r.gp_fail) {

@@ -216,6 +216,11 @@ void rep_family_text(const R *r, FILE *f, const RSweep *s, int md) {
         fprintf(f, ", whose baseline rows are the same runs (a contrast shown in several of their tables is counted "
                    "once).");
     }
+    if (s->fam_m >= 1 && s->fam_m < r->mx_m)
+        fprintf(f, " A small family: Holm adjusts over %d contrast%s here, %s over %d, so a `differs` here is weaker "
+                   "evidence than one there.",
+                s->fam_m, s->fam_m == 1 ? "" : "s", r->mx_other ? "the committed matrix" : "this database's largest family",
+                r->mx_m);
     if (s->mde_rows == 0) {
         fprintf(f, " Minimum detectable effect: none (no row is paired by seed with 2 or more pairs).");
         return;

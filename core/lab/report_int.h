@@ -24,6 +24,9 @@
  *                     variant and lr divergences and loss spikes, the
  *                     edges, Fisher and exact stratified p; the table
  *                     across sweeps that differ in clipping and warmup
+ *   report_rank.c     the section "Ranking and all pairs": which row is best
+ *                     and how sure, every pair's test in a Holm family of its
+ *                     own; the small-family notes; the tok/s spread and load
  *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
  *                     loading, per-row statistics, the sections
  *                     "Quantization" and "Gate-sparse heads" (md, tex,
@@ -158,6 +161,9 @@ typedef struct {
     double inf_float;       /* infer_ppl at quant=float at that length; NAN if absent */
     double inf_outlier[INF_NSITES]; /* infer_in_outlier per site at that length; NAN if absent */
     char kernel[32];        /* the OpenBLAS core it ran on (rep_kernel_of), "" when not recorded */
+    double load_start, load_end; /* summary load_start / load_end: the 1-minute load average when its
+                                    training loop started and ended; NAN when not recorded */
+    int threads;            /* runs.threads (0 when unknown) */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
@@ -222,6 +228,10 @@ typedef struct {
     double bb_m[BB_NV], bb_sd[BB_NV]; /* mean and sample std of RRun.bbv over them */
     char kernels[128];    /* the kernels of its finished and diverged runs: "Haswell", or
                              "Haswell 2, SkylakeX 1" when they differ (rep_row_kernels) */
+    /* report_rank.c */
+    double tps_min, tps_max; /* tokens_per_s over the finished runs; NAN when none has it */
+    int n_load, n_busy;   /* finished runs with a load recorded; of them, those beside other jobs */
+    int rank;             /* 0: the lowest mean val loss; -1: not ranked (no finished run) */
 } RVar;
 
 /* One sweep: its runs, rows and plots. */
@@ -266,7 +276,28 @@ typedef struct {
     long long inf_len; /* the length of every run's results; -1 when they differ or there are none */
     int has_quant;    /* a scheme other than float: the section "Quantization" */
     int has_drop;     /* drop results: the section "Gate-sparse heads" */
+    /* the ranking and its contrasts (report_rank.c) */
+    int *order;       /* the ranked rows, by ascending mean val loss */
+    int nrank;
+    struct RPair *pairs; /* all pairs of ranked rows, or (more than REP_PAIRS_MAX rows) the best against each */
+    int npairs, pair_m;  /* pair_m: the pairs with a p, the Holm family of the ranking */
 } RSweep;
+
+/* Ranked rows up to which every pair is tested; above, the best row
+ * against each other row. */
+enum { REP_PAIRS_MAX = 8 };
+#define REP_PAIRS_MAX_TEXT "8"
+
+/* Two ranked rows of a sweep (report_rank.c): a ranked above b, Δ = b − a
+ * in val loss (positive: a is lower), paired by seed when they share 2 or
+ * more seeds, else Welch, as the main table's test. */
+typedef struct RPair {
+    int a, b;         /* indices into RSweep.vars */
+    int have_test, paired, n_pairs;
+    double delta;
+    TTest t;
+    double p_holm, p_tost; /* Holm over the sweep's pairs (pair_m); TOST within ±R.margin */
+} RPair;
 
 /* A budget series (report_budget.c): sweeps with the same rows at
  * different training budgets. */
@@ -309,6 +340,9 @@ typedef struct {
     int nsw, sw_cap;
     double margin;  /* the TOST margin in nats (ReportOpts.margin, or REPORT_MARGIN) */
     char *ref;      /* ReportOpts.ref escaped as labels are (rep_esc), to compare; NULL: none */
+    int mx_m;       /* the largest Holm family of the matrix database (ReportOpts.matrix_db), else of this
+                       one: the small-family notes compare with it; 0: none */
+    int mx_other;   /* mx_m is the matrix database's (ReportOpts.matrix_db) */
     RBudget *bud;
     int nbud, bud_cap;
     RSize *size;
@@ -735,6 +769,31 @@ void rep_cap_label(FILE *f, int md, const char *s);
 char *rep_fmt_count(R *r, double v, const char *miss);
 /* mean ± std (rep_cell_ms) as a table cell. */
 char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec);
+/* ------------------------------------------------------------------ */
+/* report_rank.c                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Sweep s's ranking, its pairs and their Holm family, and each row's tok/s
+ * spread and load (after rep_families).  -1 when out of memory. */
+int rep_rank_sweep(R *r, RSweep *s);
+/* Whether s gets the section "Ranking and all pairs": 3 or more ranked rows. */
+int rep_has_rank(const RSweep *s);
+/* The section in markdown (md) or TeX, and DIR/SWEEP-pairs.csv. */
+int rep_rank_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
+int rep_rank_csv(R *r, FILE *f, const RSweep *s);
+/* The verdict of a test: "differs" (p Holm < 0.05), "equivalent" (p TOST
+ * < 0.05) or "inconclusive". */
+const char *rep_verdict_p(double p_holm, double p_tost);
+/* "; 1 contrast in this family; the committed matrix adjusts over 23" when
+ * a family of m contrasts is smaller than R.mx_m, else "" (into buf). */
+void rep_small_family(const R *r, int m, char *buf, size_t cap);
+/* The tok/s cell: "mean (min–max)", and a dagger when a run ran beside
+ * other jobs (dash: the format's range dash). */
+void rep_tps_cell(char *buf, size_t cap, const RVar *v, const char *dash, const char *dagger, const char *miss);
+/* The sentence under the cost table of s: what tok/s is, and the runs
+ * beside other jobs (md: markdown, else a TeX comment's text). */
+void rep_tps_note(FILE *f, const RSweep *s, int md);
+
 /* What the per-head sink numbers of sweep s measure (probes.h: the sink
  * test reads F-Attn, or for Bigram-Backcopy the attention on BOS from
  * other queries). */

@@ -37,7 +37,8 @@
  *                Fisher's exact two-sided p against ref's counts
  *   F-Attn, M-Act, gate   metrics f_attn / m_act / gate_mean, context '',
  *                at each run's last step, mean ± std over runs
- *   spikes, tok/s         summary spikes / tokens_per_s, mean
+ *   spikes, tok/s         summary spikes / tokens_per_s, mean (tok/s: with its spread and the
+ *                         runs' load, summary load_start / load_end: report_rank.c)
  *   +params      summary gate_params (the first run that has it)
  * (The paper's columns are looked up when the table is written.)
  *
@@ -654,13 +655,13 @@ static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
  * train.eval_every and train.checkpoint_every, which the budget key leaves
  * out with train.seed and train.steps.  Columns: run_id, label, seed, idx,
  * is_baseline, status, heartbeat_at, the config key, lr, seq_len, steps,
- * batch, the budget key, openblas_version. */
+ * batch, the budget key, openblas_version, threads. */
 static const char RUNS_SQL[] =
     "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?2, ?3, ?4) ELSE r.config_json END,"
     " " CFG_NUM("?2") ", " CFG_NUM("?5") ", " CFG_NUM("?6") ", " CFG_NUM("?7") ","
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?4, ?6, ?8, ?9) ELSE r.config_json END,"
-    " r.openblas_version"
+    " r.openblas_version, r.threads"
     " FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id";
 
 /* The OpenBLAS core named in a run's openblas_version (openblas_get_config():
@@ -715,6 +716,7 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->inf_len = -1;
     u->inf_float = NAN;
     kernel_of(sqlite3_column_type(st, 13) == SQLITE_TEXT ? rep_col_text(st, 13) : NULL, u->kernel, sizeof u->kernel);
+    u->threads = sqlite3_column_int(st, 14);
     return 0;
 }
 
@@ -776,6 +778,7 @@ static int load_rows(R *r, RSweep *s) {
             q_summary(r, u->run_id, "spikes", &u->spikes) ||
             q_summary(r, u->run_id, "gate_params", &u->gate_params) ||
             q_summary(r, u->run_id, "tokens_per_s", &u->tokens_per_s) ||
+            q_summary(r, u->run_id, "load_start", &u->load_start) || q_summary(r, u->run_id, "load_end", &u->load_end) ||
             q_last_metric(r, u->run_id, "f_attn", &u->f_attn) || q_last_metric(r, u->run_id, "m_act", &u->m_act) ||
             q_last_metric(r, u->run_id, "gate_mean", &u->gate_mean))
             return -1;
@@ -921,6 +924,8 @@ void rep_free_sweep(RSweep *s) {
     }
     free(s->runs);
     free(s->vars);
+    free(s->order);
+    free(s->pairs);
     free(s->plots);
     free(s->seeds);
     free(s->ev);

@@ -451,6 +451,7 @@ static const struct {
     int (*csv)(R *r, FILE *f, const RSweep *s);
     int (*plot)(R *r, RSweep *s); /* its plots (report_plot_sections.c); NULL: none */
 } SECTIONS[] = {
+    {"pairs", rep_has_rank, rep_rank_section, rep_rank_csv, NULL},
     {"sink", has_sink, sink_section, csv_sink, NULL},
     {"fattn-heads", has_sink, heads_section, csv_heads, rep_plot_heads},
     {"bb", has_bb, rep_bb_section, rep_bb_csv, rep_plot_bb},

@@ -199,7 +199,7 @@ void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const cha
 
 /* pm: " ± " between a mean and its std; pm1: the sign alone. */
 static void cells(const R *r, const RSweep *s, int k, const char *pm, const char *pm1, const char *star,
-                  const char *miss, Cells *c) {
+                  const char *miss, int md, Cells *c) {
     const RVar *v = &s->vars[k];
     const size_t cap = sizeof c->buf[0];
     for (int j = 0; j < NCOL; j++) {
@@ -230,10 +230,12 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
         rep_fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
         if (!isnan(v->p_tost)) rep_fmt_p(c->buf[C_PTOST], cap, v->p_tost);
         const char *verdict = rep_verdict(r, v);
+        char note[160] = ""; /* a claim from a small family says so (report_rank.c) */
+        if (strcmp(verdict, "differs") == 0) rep_small_family(r, s->fam_m, note, sizeof note);
         if (strcmp(verdict, "equivalent") == 0)
             snprintf(c->buf[C_VERDICT], cap, "equivalent within %s%g", pm1, r->margin);
         else
-            snprintf(c->buf[C_VERDICT], cap, "%s", verdict);
+            snprintf(c->buf[C_VERDICT], cap, "%s%s", verdict, note);
     }
     snprintf(c->buf[C_DIVTOT], cap, "%d/%d", v->n_div, v->n_div + v->n_fin);
     if (!isnan(v->div_p)) rep_fmt_p(c->buf[C_PDIV], cap, v->div_p);
@@ -244,7 +246,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
     rep_cell_ms(c->buf[C_FREL], cap, v->f_attn_rel, v->f_attn_rel_std, 2, pm, miss);
     cellnum(c->buf[C_SPIKES], cap, v->spikes, "%.1f", miss);
     cellnum(c->buf[C_PARAMS], cap, v->gate_params, "%.0f", miss);
-    cellnum(c->buf[C_TPS], cap, v->tokens_per_s, "%.0f", miss);
+    rep_tps_cell(c->buf[C_TPS], cap, v, md ? "–" : "--", md ? "†" : "$^{\\dagger}$", miss);
     if (v->kernels[0]) c->text[C_KERNEL] = v->kernels;
     const PaperRow *pr = paper_lookup(v->label);
     double nan = NAN;
@@ -308,14 +310,23 @@ static void md_legend(const R *r, FILE *f, int sink) {
             "power at the table's seed count n, (t(0.975, n−1) + t(0.8, n−1)) · σ_d / √n, where σ_d is the "
             "standard deviation of the per-seed differences pooled over the table's paired rows; and the same at "
             "the Holm worst case α/m (m: the family's size). A true effect below it will usually be missed.\n"
+            "- **Ranking and all pairs** (sweeps with 3 or more rows with finished runs): the rows by mean val loss, "
+            "every pair tested as above (up to " REP_PAIRS_MAX_TEXT " rows; above, each row against the best), p (Holm) "
+            "over those pairs as a family of their own, and the best row's line: its Δ to the runner-up with its CI "
+            "and p (Holm), and **how sure** (resolved when the best row differs from every other row). A `differs` "
+            "from a family smaller than the committed matrix's (`gated report --matrix`, default results/gated.db "
+            "when it exists; else this database's largest family) says so beside it: Holm over few contrasts "
+            "adjusts little.\n"
             "- **div/total**, **p (div, Fisher)** (only in sweeps whose rows differ in `train.lr`): diverged runs "
             "out of the runs that finished or diverged, and Fisher's exact two-sided p of that count against the "
             "reference row's (not adjusted for multiple comparisons).\n"
             "- **F-Attn**, **M-Act**, **gate**: the probes at each run's last evaluation, averaged over layers "
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
             "mean ± sample std over seeds.\n"
-            "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
-            "throughput (mean); **kernel**: the OpenBLAS core its finished and diverged runs ran on (from each "
+            "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: the training "
+            "loop's throughput, mean (min–max) over the finished runs: a cost on whatever else the machine ran, not a "
+            "benchmark (`gated bench` is one); `†`: a run of the row ran beside other jobs (its 1-minute load average "
+            "at the end, minus its own threads, was 0.5 or more; runs record it in summary `load_end`); **kernel**: the OpenBLAS core its finished and diverged runs ran on (from each "
             "run's `openblas_version`), with a count per kernel when they differ: results are bitwise "
             "reproducible within one kernel, so a contrast across kernels carries the kernel effect too.\n",
             mg, mg, mg, mg);
@@ -349,7 +360,7 @@ static int write_md_table(const R *r, FILE *f, const RSweep *s, int part) {
     fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(r, s, k, " ± ", "±", "*", "–", &c);
+        cells(r, s, k, " ± ", "±", "*", "–", 1, &c);
         fprintf(f, "|");
         for (int j = 0; j < NCOL; j++) {
             if (!md_col_in(s, j, part)) continue;
@@ -543,6 +554,8 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
         rep_md_code(f, s->vars[s->base].label);
         fprintf(f, ". ");
         rule_text(f, s, rep_md_code, "`", "`");
+        if (rep_has_rank(s)) fprintf(f, " Against another row: `gated report --ref LABEL`; every pair: the section "
+                                        "\"Ranking and all pairs\" below.");
         fprintf(f, "\n\n");
     } else
         fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
@@ -555,6 +568,8 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
     fprintf(f, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n");
     write_md_table(r, f, s, 1);
     fprintf(f, "\n");
+    rep_tps_note(f, s, 1);
+    fprintf(f, "\n\n");
     if (rep_write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
@@ -589,7 +604,8 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
                "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
                "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict,kernels\n",
+               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict,kernels,rank,"
+               "tokens_per_s_min,tokens_per_s_max,n_load_recorded,n_beside_other_jobs,matrix_family_size\n",
             s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
@@ -647,6 +663,13 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         rep_csv_num(f, v->have_test ? r->margin : NAN);
         fprintf(f, "%s,", v->have_test ? rep_verdict(r, v) : "");
         csv_fput_text(v->kernels, f);
+        fputc(',', f);
+        if (v->rank >= 0) fprintf(f, "%d", v->rank + 1);
+        fputc(',', f);
+        rep_csv_num(f, v->tps_min);
+        rep_csv_num(f, v->tps_max);
+        fprintf(f, "%d,%d,", v->n_load, v->n_busy);
+        if (r->mx_m) fprintf(f, "%d", r->mx_m);
         fputc('\n', f);
     }
     return rep_close(r, f, path);
@@ -701,7 +724,7 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     fprintf(f, " \\\\\n\\midrule\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(r, s, k, " $\\pm$ ", "$\\pm$", "$^{*}$", "--", &c);
+        cells(r, s, k, " $\\pm$ ", "$\\pm$", "$^{*}$", "--", 0, &c);
         for (int j = 0, first = 1; j < NCOL; j++) {
             if (!col_on(s, j)) continue;
             if (!first) fputs(" & ", f);
@@ -715,7 +738,9 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
         }
         fprintf(f, " \\\\\n");
     }
-    fprintf(f, "\\bottomrule\n\\end{tabular}\n");
+    fprintf(f, "\\bottomrule\n\\end{tabular}\n%% ");
+    rep_tps_note(f, s, 0);
+    fputc('\n', f);
     if (rep_write_sections(r, f, s, 0)) {
         fclose(f);
         return -1;

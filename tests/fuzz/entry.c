@@ -648,7 +648,7 @@ static void db_readers(const char *out, size_t size) {
     db_path(rep, sizeof rep, "rep");
     static FILE *devnull;
     if (!devnull && !(devnull = fopen("/dev/null", "w"))) abort();
-    ReportOpts ro = {out, NULL, (ReportFormat)(size % 3), rep, 1, NULL, devnull, NULL, 0, NULL};
+    ReportOpts ro = {out, NULL, (ReportFormat)(size % 3), rep, 1, NULL, devnull, NULL, 0, NULL, NULL};
     if (report_run(&ro, err, sizeof err) != REPORT_OK) die("report: %s", err);
     nftw(rep, check_entry, 8, FTW_PHYS);
 }
