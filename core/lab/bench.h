@@ -37,8 +37,9 @@
  *       batch_T: 512                  #   batch * (batch_T / T)^2, so every T does equal work
  *     - kind: step                    # forward, backward, AdamW on random tokens
  *       model: ref                    #   a name under models (train.batch x model.seq_len tokens)
- *       variants:                     #   default: one variant, label baseline
- *         - {label: baseline}
+ *       variants:                     #   default: one variant, label baseline; or
+ *         - {label: baseline}         #   `covering` (bench_step_covering: every position
+ *                                     #   and control of the variant tables, each alone)
  *         - {label: G1-headwise, set: {model.gate.position: sdpa, model.gate.granularity: headwise}}
  *       ceiling: true                 #   also time cblas_gemm at this step's own shapes (default true)
  *     - kind: op                      # one op's forward + backward
@@ -111,6 +112,17 @@ typedef struct {
     BenchCase *c;
     int n, cap;
 } BenchSuite;
+
+/* A step case's `variants: covering` (bench_cover.c): the baseline, then
+ * each value but the default of each axis of the variant tables that a
+ * whole step runs (gate position, no-gate control), alone: label
+ * "position=key", set "model.gate.position=key" ("" for the baseline).
+ * Writes up to cap, returns the total count. */
+typedef struct {
+    char label[48];
+    char set[128];
+} BenchStepVariant;
+int bench_step_covering(BenchStepVariant *out, int cap);
 
 /* Parse and validate a suite file.  0, or -1 with err
  * ("FILE:LINE:COL: error: ...", always NUL-terminated). */
