@@ -29,7 +29,7 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAG
 TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
 PYTHON  ?= /usr/bin/python3
 
-CORE_SRC := $(sort $(wildcard core/*/*.c))
+CORE_SRC := $(sort $(wildcard core/*/*.c core/*/*/*.c core/*/*/*/*.c))
 NN_SRC   := $(sort $(wildcard core/nn/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 T32_SRC  := $(sort $(wildcard tests/test_*.c))
@@ -210,7 +210,7 @@ data:
 	tools/fetch_brown.sh data
 .PHONY: data
 
-# ---- benchmarks and the perf gate (suites in bench/, format in core/lab/bench.h)
+# ---- benchmarks and the perf gate (suites in bench/, format in core/lab/bench/bench.h)
 #
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"

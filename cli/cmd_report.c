@@ -1,6 +1,6 @@
 /*
  * cmd_report.c — `gated report`: tables and plots from the results store
- * (core/lab/report.h says what is written).
+ * (core/lab/report/report.h says what is written).
  *
  * --margin NATS is the equivalence margin of the TOST verdicts (default 0.02).
  * --ref LABEL compares each sweep's rows with its row LABEL instead of its
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "lab/report.h"
+#include "lab/report/report.h"
 
 enum { O_DB, O_SWEEP, O_FORMAT, O_OUT, O_NO_PLOTS, O_MARGIN, O_REF, O_MATRIX, O__COUNT };
 static const CliOpt opts[O__COUNT + 1] = {

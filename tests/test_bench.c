@@ -1,5 +1,5 @@
 /*
- * test_bench.c — `gated bench` and `gated compare` (core/lab/bench.h): the exact
+ * test_bench.c — `gated bench` and `gated compare` (core/lab/bench/bench.h): the exact
  * message of each kind of bad suite file (and exit 2 from the command), the
  * Google-Benchmark JSON a run writes (parsed back, and by Python's json
  * module when it is there), FLOP counts of known
@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "nn/variant.h"
 #include "nn/model.h"
 #include "run/store.h"

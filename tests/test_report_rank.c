@@ -1,6 +1,6 @@
 /*
  * test_report_rank.c — `gated report`'s answer to "which row is best, and
- * how sure" (core/lab/report_rank.c): the ranking, every pair with its
+ * how sure" (core/lab/report/report_rank.c): the ranking, every pair with its
  * test and its Holm family, the best row's line (resolved or not), the
  * small-family notes next to a verdict (against this database's largest
  * family and against a matrix database), and the tok/s spread with the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "run/store.h"
 #include "report_fx.h"
 #include "testutil.h"

@@ -380,8 +380,8 @@ const char *store_path(Store *s);
  * for a read-only open of a file that has none yet. */
 const char *store_db_id(Store *s);
 
-/* The underlying SQLite connection, for queries by the lab (lab/report.c
- * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must
+/* The underlying SQLite connection, for queries by the lab (lab/report/report_run.c
+ * reads, lab/merge/merge.c attaches and copies).  Flushes nothing; callers must
  * bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);

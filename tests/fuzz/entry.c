@@ -17,14 +17,14 @@
 #include <sqlite3.h>
 
 #include "nn/arena.h"
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "lab/export.h"
-#include "lab/merge.h"
-#include "lab/report.h"
+#include "lab/merge/merge.h"
+#include "lab/report/report.h"
 #include "run/checkpoint.h"
 #include "run/config.h"
 #include "run/store.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "util/json.h"
 #include "../../cli/store_show.h" /* gated ls / show (a CLI file, linked in) */
 

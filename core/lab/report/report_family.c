@@ -15,7 +15,7 @@
  * row, or under the lr rule the baseline's line at the row's lr), counted
  * once however many tables show it (the same runs give the same test, so
  * one p).  Holm over the family gives each row its p (Holm).  Every sweep
- * of the database is loaded for this (report.c), --sweep or not, so a
+ * of the database is loaded for this (report_run.c), --sweep or not, so a
  * row's p (Holm) does not depend on which tables are written.
  *
  * Equivalence.  p (TOST) is stats_tost of the row's own test (paired or
@@ -31,7 +31,7 @@
  * case alpha / m (m the family size: the smallest p of the family is
  * compared with alpha / m), power 0.8.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

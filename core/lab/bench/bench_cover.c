@@ -11,7 +11,7 @@
  * that selects it, a short tag for the label, and its NULL-terminated name
  * list with the default first (the lists put the default first).
  */
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 
 #include <stdio.h>
 

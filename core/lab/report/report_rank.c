@@ -31,7 +31,7 @@
  * whatever else ran; at its start (load_start, stored too) it still holds
  * the previous run of a sequential sweep, so the mark reads the end.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  * empty when missing).  The sections after the main table are
  * report_sections.c's.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -29,87 +29,10 @@
 /* quoting                                                             */
 /* ================================================================== */
 
-/* s as a Markdown code span (not inside a table): fenced by one backtick
- * more than its longest run of backticks, padded with a space when it
- * starts or ends with one (CommonMark), control characters as \xNN. */
-void rep_md_code(FILE *f, const char *s) {
-    size_t longest = 0, run = 0, n = strlen(s);
-    for (size_t i = 0; i < n; i++) {
-        run = s[i] == '`' ? run + 1 : 0;
-        if (run > longest) longest = run;
-    }
-    int pad = n && (s[0] == '`' || s[n - 1] == '`');
-    for (size_t i = 0; i <= longest; i++) fputc('`', f);
-    if (pad) fputc(' ', f);
-    store_fput_escaped(f, s);
-    if (pad) fputc(' ', f);
-    for (size_t i = 0; i <= longest; i++) fputc('`', f);
-}
-
-/* rep_md_code's text on the heap (NULL and the error set on failure). */
-char *rep_md_code_str(R *r, const char *s) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return rep_oom(r), NULL;
-    rep_md_code(f, s);
-    if (fclose(f) != 0) {
-        free(buf);
-        return rep_oom(r), NULL;
-    }
-    return buf;
-}
-
-/* Markdown text (a table cell, outside code spans): the characters that
- * could start markup (code, emphasis, links, HTML, strikethrough, math, the
- * cell's end) backslash-escaped, '_' unless inside a word (where it is
- * literal anyway: "seq_len" stays); control characters as \xNN. */
-void rep_md_text(FILE *f, const char *s) {
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\x%02x", c);
-            continue;
-        }
-        int in_word = c == '_' && p > s && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1]);
-        if (strchr("\\`*[]<>|~$", c) || (c == '_' && !in_word)) fputc('\\', f);
-        fputc(c, f);
-    }
-}
-
-/* TeX text with the special characters escaped (a control character as
- * the text \xNN). */
-void rep_tex_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\textbackslash{}x%02x", c);
-            continue;
-        }
-        switch (*s) {
-        case '\\': fputs("\\textbackslash{}", f); break;
-        case '~': fputs("\\textasciitilde{}", f); break;
-        case '^': fputs("\\textasciicircum{}", f); break;
-        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
-            fputc('\\', f);
-            fputc(*s, f);
-            break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 /* A label in a TeX comment: as is, but on one line (a control character
  * as the text \xNN: a line break would end the comment and make the rest
  * TeX input). */
 static void tex_comment_label(FILE *f, const char *s) { store_fput_escaped(f, s); }
-
-/* CSV field: quoted when it holds a comma, quote or newline. */
-/* A number, or nothing when NAN; then the separator sep (',' or '\n'). */
-void rep_csv_val(FILE *f, double v, char sep) {
-    if (!isnan(v)) fprintf(f, "%.10g", v);
-    fputc(sep, f);
-}
 
 /* ================================================================== */
 /* the main table                                                      */
@@ -121,13 +44,6 @@ static void cellnum(char *dst, size_t cap, double v, const char *fmt, const char
         snprintf(dst, cap, "%s", missing);
     else
         snprintf(dst, cap, fmt, v);
-}
-
-void rep_fmt_p(char *buf, size_t cap, double p) {
-    if (p >= 0.001)
-        snprintf(buf, cap, "%.3f", p);
-    else
-        snprintf(buf, cap, "%.1e", p);
 }
 
 /* Table columns (md and tex). */
@@ -186,16 +102,6 @@ typedef struct {
     const char *text[NCOL];
     const char *after[NCOL]; /* written after text, unescaped */
 } Cells;
-
-/* mean ± std with prec decimals; the mean alone when std is NAN. */
-void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss) {
-    if (isnan(m))
-        snprintf(dst, cap, "%s", miss);
-    else if (isnan(sd))
-        snprintf(dst, cap, "%.*f", prec, m);
-    else
-        snprintf(dst, cap, "%.*f%s%.*f", prec, m, pm, prec, sd);
-}
 
 /* pm: " ± " between a mean and its std; pm1: the sign alone. */
 static void cells(const R *r, const RSweep *s, int k, const char *pm, const char *pm1, const char *star,
@@ -502,20 +408,6 @@ static int md_header(R *r, FILE *f) {
     return 0;
 }
 
-void rep_md_plot(const R *r, FILE *f, const PlotEntry *e) {
-    fprintf(f, "**%s**", e->title);
-    if (e->made) {
-        if (r->term_svg && r->term_png)
-            fprintf(f, " ([SVG](plots/%s.svg))\n\n![%s](plots/%s.png)\n\n", e->base, e->base, e->base);
-        else
-            fprintf(f, "\n\n![%s](plots/%s.%s)\n\n", e->base, e->base, r->term_png ? "png" : "svg");
-    } else if (r->gp_ok)
-        fprintf(f, ": gnuplot failed (see `plots/gnuplot.log`); data `plots/%s.dat`, script `plots/%s.gp`\n\n",
-                e->base, e->base);
-    else
-        fprintf(f, ": not drawn; data `plots/%s.dat`, script `plots/%s.gp`\n\n", e->base, e->base);
-}
-
 /* A sweep's "Plots": each plot (image, or why not) and what is not drawn. */
 static void md_plots(const R *r, FILE *f, const RSweep *s) {
     fprintf(f, "### Plots\n\n");
@@ -570,7 +462,7 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
     fprintf(f, "\n");
     rep_tps_note(f, s, 1);
     fprintf(f, "\n\n");
-    if (rep_write_sections(r, f, s, 1)) return -1;
+    if (r->write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
 }
@@ -741,7 +633,7 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     fprintf(f, "\\bottomrule\n\\end{tabular}\n%% ");
     rep_tps_note(f, s, 0);
     fputc('\n', f);
-    if (rep_write_sections(r, f, s, 0)) {
+    if (r->write_sections(r, f, s, 0)) {
         fclose(f);
         return -1;
     }

@@ -6,7 +6,7 @@
  * their sgemm ceilings, ops), step configs resolved through run/config,
  * then names checked unique and `ceiling: NAME` resolved.
  */
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 
 #include <errno.h>
 #include <math.h>
