@@ -98,7 +98,7 @@ static int col_on(const RSweep *s, int c) {
 /* All the table cells of one row, as text for md / tex (missing: miss);
  * text[c] points into buf or at a label (COLS[c].text: to be escaped). */
 typedef struct {
-    char buf[NCOL][96];
+    char buf[NCOL][128];
     const char *text[NCOL];
     const char *after[NCOL]; /* written after text, unescaped */
 } Cells;
@@ -136,7 +136,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
         rep_fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
         if (!isnan(v->p_tost)) rep_fmt_p(c->buf[C_PTOST], cap, v->p_tost);
         const char *verdict = rep_verdict(r, v);
-        char note[160] = ""; /* a claim from a small family says so (report_rank.c) */
+        char note[112] = ""; /* a claim from a small family says so (report_rank.c) */
         if (strcmp(verdict, "differs") == 0) rep_small_family(r, s->fam_m, note, sizeof note);
         if (strcmp(verdict, "equivalent") == 0)
             snprintf(c->buf[C_VERDICT], cap, "equivalent within %s%g", pm1, r->margin);
