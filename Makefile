@@ -227,7 +227,8 @@ data:
 #                       (PERF_BASE, default HEAD~1) built from a git worktree in
 #                       $(PERF_BUILD)-base/ and this tree in $(PERF_BUILD)/, same
 #                       flags; instruction counts (callgrind) of every case of
-#                       bench/perf.yaml, exit 3 naming each case whose head/base
+#                       bench/perf.yaml (the variant cases generated from the
+#                       variant tables), exit 3 naming each case whose head/base
 #                       ratio exceeds 1.03 (PERF_THRESHOLD=3); then an advisory
 #                       wall-clock items/s table, base and head alternated
 #                       process by process (PERF_ROUNDS=9).  Skips only without
@@ -235,7 +236,10 @@ data:
 #   make perf-gate-test the gate's own test (tests/perf_gate_test.sh, builds in
 #                       build-perf-test/): a slowdown planted in one kernel
 #                       (GATED_PERF_PLANT) fails it naming the case, a change
-#                       within the threshold passes.  Run by .ci/run.
+#                       within the threshold passes, and three non-default
+#                       variants made 4x slower (GATED_PERF_PLANT_VARIANTS: the
+#                       SiLU-only control, a tanh gate, the G3 gate) fail it
+#                       naming their generated cases.  Run by .ci/run.
 BENCH_ARGS ?=
 PEER_ARGS ?=
 PEER_JSON ?=
