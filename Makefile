@@ -31,7 +31,7 @@ LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAG
 TEST_LDLIBS := $(LDLIBS) $(shell pkg-config --libs criterion 2>/dev/null)
 PYTHON  ?= /usr/bin/python3
 
-CORE_SRC := $(sort $(wildcard core/*/*.c))
+CORE_SRC := $(sort $(wildcard core/*/*.c core/*/*/*.c core/*/*/*/*.c))
 NN_SRC   := $(sort $(wildcard core/nn/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 T32_SRC  := $(sort $(wildcard tests/test_*.c))
@@ -238,7 +238,7 @@ data:
 	tools/fetch_brown.sh data
 .PHONY: data
 
-# ---- benchmarks and the perf gate (suites in bench/, format in core/lab/bench.h)
+# ---- benchmarks and the perf gate (suites in bench/, format in core/lab/bench/bench.h)
 #
 #   make bench          build/gated bench bench/default.yaml $(BENCH_ARGS), e.g.
 #                       BENCH_ARGS="--filter ^step/ref/ --json out.json --db results/bench.db"
@@ -255,7 +255,8 @@ data:
 #                       (PERF_BASE, default HEAD~1) built from a git worktree in
 #                       $(PERF_BUILD)-base/ and this tree in $(PERF_BUILD)/, same
 #                       flags; instruction counts (callgrind) of every case of
-#                       bench/perf.yaml, exit 3 naming each case whose head/base
+#                       bench/perf.yaml (the variant cases generated from the
+#                       variant tables), exit 3 naming each case whose head/base
 #                       ratio exceeds 1.03 (PERF_THRESHOLD=3); then an advisory
 #                       wall-clock items/s table, base and head alternated
 #                       process by process (PERF_ROUNDS=9).  Skips only without
@@ -263,7 +264,10 @@ data:
 #   make perf-gate-test the gate's own test (tests/perf_gate_test.sh, builds in
 #                       build-perf-test/): a slowdown planted in one kernel
 #                       (GATED_PERF_PLANT) fails it naming the case, a change
-#                       within the threshold passes.  Run by .ci/run.
+#                       within the threshold passes, and three non-default
+#                       variants made 4x slower (GATED_PERF_PLANT_VARIANTS: the
+#                       SiLU-only control, a tanh gate, the G3 gate) fail it
+#                       naming their generated cases.  Run by .ci/run.
 BENCH_ARGS ?=
 PEER_ARGS ?=
 PEER_JSON ?=

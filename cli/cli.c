@@ -208,7 +208,7 @@ char *cli_dir_of(const char *path) {
 /* ------------------------------------------------------------------ */
 
 /* Whether path is a sweep file: a top-level mapping with `base` and
- * `variants` or `parameters` (core/lab/sweep.c's format). */
+ * `variants` or `parameters` (core/lab/sweep/sweep.c's format). */
 static int is_sweep_file(const char *path) {
     yaml_document_t doc;
     ConfigError err;

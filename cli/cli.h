@@ -31,6 +31,8 @@ enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2, EXIT_REGRESSION = 3, EX
  * empty, else this path under the current directory (git ignores .gated/,
  * and `gated train` / `gated sweep` create the directory). */
 #define CLI_DEFAULT_DB ".gated/gated.db"
+/* The committed results (`make results-db`), relative to the repository root. */
+#define CLI_MATRIX_DB "results/gated.db"
 #define CLI_DB_HELP "results database (default: $GATED_DB, else " CLI_DEFAULT_DB ")"
 const char *cli_default_db(void);
 

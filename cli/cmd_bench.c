@@ -2,7 +2,7 @@
  * cmd_bench.c — `gated bench` (run a benchmark suite) and `gated compare`
  * (two Google-Benchmark JSON files; the perf gate's verdict).
  *
- * bench: SUITE defaults to bench/default.yaml (format in core/lab/bench.h).
+ * bench: SUITE defaults to bench/default.yaml (format in core/lab/bench/bench.h).
  * --filter keeps the cases whose name matches the POSIX extended regular
  * expression RE; --repetitions / --min-time override every case; --threads
  * sets OpenBLAS and OpenMP threads once, before anything runs (default: the
@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "util/util.h"
 #include "nn/ops.h"
 #include "commands.h"
@@ -450,7 +450,7 @@ const Command cmd_bench = {
     bench_opts,
     "stdout: the results table (and --list, --env, --json -, --paced's protocol);\n"
     "stderr: progress and errors.\n"
-    "The suite format is in core/lab/bench.h.\n",
+    "The suite format is in core/lab/bench/bench.h.\n",
     run_bench};
 const Command cmd_compare = {
     "compare", "BASE.json HEAD.json", "Compare two Google-Benchmark JSON files, median per case.", compare_opts,

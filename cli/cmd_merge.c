@@ -16,7 +16,7 @@
 
 #include "commands.h"
 #include "run/store.h"
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 
 
 static int run_merge(int all_argc, char **all_argv) {

@@ -110,7 +110,7 @@
 #include "commands.h"
 #include "run/codever.h"
 #include "run/store.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "util/util.h"
 #include "sweep_int.h"
 
@@ -526,7 +526,7 @@ static int run_sweep(int argc, char **argv) {
 
 const Command cmd_sweep = {
     "sweep", "SWEEP.yaml", "The runs of a sweep file (rows x seeds), each a child gated train.", opts,
-    "The format is at the top of core/lab/sweep.c.  A run already finished by the same code is skipped,\n"
+    "The format is at the top of core/lab/sweep/sweep.c.  A run already finished by the same code is skipped,\n"
     "a killed one resumed, a failed one rerun only with --rerun-failed.  --verify-code first re-executes\n"
     "the first steps of a result of other code (or flags) and keeps it when every row is bitwise equal\n"
     "(docs/sweeps.md).  Logs and checkpoints go beside the database (DBDIR/logs, DBDIR/checkpoints).\n"

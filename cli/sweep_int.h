@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "run/store.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 
 
 typedef struct {

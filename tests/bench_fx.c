@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "nn/variant.h"
 #include "nn/model.h"
 #include "run/store.h"

@@ -40,7 +40,7 @@
 
 #include "run/probes.h"
 #include "lab/paper.h"
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "testutil.h"
 #include "lab/stats.h"
 #include "run/store.h"
@@ -194,7 +194,7 @@ int run_report_opts(Fx *fx, ReportFormat fmt, const char *sweep, const char *gnu
                     char **logtext, char *err, size_t cap) {
     FILE *log = tmpfile();
     cr_assert_not_null(log);
-    ReportOpts o = {fx->db, sweep, fmt, fx->out, no_plots, gnuplot, log, NULL, 0, NULL};
+    ReportOpts o = {fx->db, sweep, fmt, fx->out, no_plots, gnuplot, log, NULL, 0, NULL, NULL};
     int rc = report_run(&o, err, cap);
     long n = ftell(log);
     rewind(log);

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "run/store.h"
 
 /* A fixture's directory, database and report output directory. */

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 #include "run/store.h"
 #include "util/sysinfo.h"
 #include "testutil.h"

@@ -28,9 +28,9 @@
 #include "run/codever.h"
 #include "run/config.h"
 #include "run/store.h"
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 #include "testutil.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "util/util.h"
 #include "sweep_fx.h"
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "run/config.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 
 /* A scratch directory. */
 typedef struct {

@@ -1,5 +1,5 @@
 /*
- * test_bench.c — `gated bench` and `gated compare` (core/lab/bench.h): the exact
+ * test_bench.c — `gated bench` and `gated compare` (core/lab/bench/bench.h): the exact
  * message of each kind of bad suite file (and exit 2 from the command), the
  * Google-Benchmark JSON a run writes (parsed back, and by Python's json
  * module when it is there), FLOP counts of known
@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "nn/variant.h"
 #include "nn/model.h"
 #include "run/store.h"
@@ -244,6 +244,72 @@ Test(bench_yaml, gates_from_the_variant_tables, .init = mk_tmp, .fini = rm_tmp) 
     cr_assert_str_eq(load_err("name: t\ncases:\n  - kind: gate\n    gates: some\n    shapes:\n"
                               "      - {tokens: 64, heads: 2, width: 8}\n"),
                      "s.yaml:4:12: error: cases[0].gates: expected a list of gates, covering or all, got \"some\"");
+}
+
+/* `variants: covering` takes a step case's variants from the variant
+ * tables: the baseline, then every position and every no-gate control but
+ * the default, each alone (bench_cover.c); anything else is refused. */
+Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = rm_tmp) {
+    char path[256], e[2048];
+    put("v.yaml",
+        "name: t\nmodels:\n  m: {set: {model.vocab_size: 64, model.d_model: 16, model.n_layer: 1, model.n_head: 2,"
+        " model.d_ff: 32, model.seq_len: 8, train.batch: 2}}\ncases:\n  - kind: step\n    model: m\n"
+        "    variants: covering\n    ceiling: false\n",
+        path);
+    BenchSuite s;
+    cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(s.n, 1 + (GP__COUNT - 1) + (GC__COUNT - 1));
+    cr_expect_str_eq(s.c[0].name, "step/m/baseline");
+    GateCfg d = gate_default();
+    cr_expect_eq(memcmp(&s.c[0].cfg.gate, &d, sizeof d), 0);
+    for (int p = GP_NONE + 1; p < GP__COUNT; p++) {
+        char want[96];
+        snprintf(want, sizeof want, "step/m/position=%s", gate_position_names[p]);
+        int i = bench_find(&s, want);
+        cr_assert(i >= 0, "no case %s", want);
+        cr_expect_eq(s.c[i].cfg.gate.position, p, "%s", want);
+        cr_expect_eq(s.c[i].cfg.gate.control, GC_NONE, "%s", want);
+    }
+    for (int c = GC_NONE + 1; c < GC__COUNT; c++) {
+        char want[96];
+        snprintf(want, sizeof want, "step/m/control=%s", gate_control_names[c]);
+        int i = bench_find(&s, want);
+        cr_assert(i >= 0, "no case %s", want);
+        cr_expect_eq(s.c[i].cfg.gate.control, c, "%s", want);
+        cr_expect_eq(s.c[i].cfg.gate.position, GP_NONE, "%s", want);
+    }
+    bench_suite_free(&s);
+    cr_assert_str_eq(load_err("name: t\nmodels:\n  m: {set: {train.batch: 2}}\ncases:\n  - kind: step\n"
+                              "    model: m\n    variants: some\n"),
+                     "s.yaml:7:15: error: cases[0].variants: expected a list of {label, set} or covering, got \"some\"");
+}
+
+/* The perf gate (bench/perf.yaml) has a case for every value of every
+ * variant list: a gate kernel case for each activation, granularity,
+ * sharing, form and input, and a whole-step case for each position and
+ * no-gate control (docs/performance.md: what it covers). */
+Test(bench_yaml, perf_gate_covers_every_variant_value) {
+    BenchSuite s;
+    char e[2048];
+    cr_assert_eq(bench_load_file(&s, "bench/perf.yaml", e, sizeof e), 0, "%s", e);
+    int act[GA__COUNT] = {0}, gran[GG__COUNT] = {0}, shar[GS__COUNT] = {0}, form[GF__COUNT] = {0},
+        inp[GI__COUNT] = {0}, pos[GP__COUNT] = {0}, ctl[GC__COUNT] = {0};
+    for (int i = 0; i < s.n; i++) {
+        const BenchCase *c = &s.c[i];
+        if (c->kind == BK_GATE) {
+            act[c->gate.activation]++, gran[c->gate.granularity]++, shar[c->gate.sharing]++;
+            form[c->gate.form]++, inp[c->gate.input]++;
+        }
+        if (c->kind == BK_STEP) pos[c->cfg.gate.position]++, ctl[c->cfg.gate.control]++;
+    }
+    for (int v = 0; v < GA__COUNT; v++) cr_expect(act[v], "no gate case with activation %s", gate_activation_names[v]);
+    for (int v = 0; v < GG__COUNT; v++) cr_expect(gran[v], "no gate case with granularity %s", gate_granularity_names[v]);
+    for (int v = 0; v < GS__COUNT; v++) cr_expect(shar[v], "no gate case with sharing %s", gate_sharing_names[v]);
+    for (int v = 0; v < GF__COUNT; v++) cr_expect(form[v], "no gate case with form %s", gate_form_names[v]);
+    for (int v = 0; v < GI__COUNT; v++) cr_expect(inp[v], "no gate case with input %s", gate_input_names[v]);
+    for (int v = 0; v < GP__COUNT; v++) cr_expect(pos[v], "no step case with position %s", gate_position_names[v]);
+    for (int v = 0; v < GC__COUNT; v++) cr_expect(ctl[v], "no step case with control %s", gate_control_names[v]);
+    bench_suite_free(&s);
 }
 
 /* The shipped suites load. */

@@ -1,5 +1,5 @@
 /*
- * test_bench_compare.c — `gated compare` (core/lab/bench.h): its verdicts
+ * test_bench_compare.c — `gated compare` (core/lab/bench/bench.h): its verdicts
  * (a time is a regression -> 3 only when over the threshold and
  * significant in a Mann-Whitney U test over the repetitions; too few
  * repetitions -> "not tested", 0; counters by the threshold alone; missing
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "nn/variant.h"
 #include "nn/model.h"
 #include "run/store.h"

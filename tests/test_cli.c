@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "testutil.h"
 #include "util/util.h"
 

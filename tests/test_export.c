@@ -691,10 +691,12 @@ typedef struct {
 enum { MAX_CODE_KEYS = 512 };
 
 static int code_keys(CodeKey *out) {
-    static const char *const dirs[] = {"core/util", "core/nn", "core/run", "core/lab"};
+    static const char *const dirs[] = {"core/util",  "core/nn",        "core/run",          "core/lab",
+                                       "core/lab/bench", "core/lab/merge", "core/lab/report", "core/lab/report/kit",
+                                       "core/lab/sweep"};
     static const char *const calls[] = {"store_metric(", "store_summary(", "store_histogram("};
     int n = 0;
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < (int)(sizeof dirs / sizeof dirs[0]); d++) {
         DIR *dir = opendir(dirs[d]);
         cr_assert_not_null(dir, "%s: %s (run the tests from the repository root)", dirs[d], strerror(errno));
         struct dirent *e;

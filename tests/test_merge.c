@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 #include "run/store.h"
 #include "testutil.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "report_fx.h"
 #include "run/store.h"
 #include "testutil.h"

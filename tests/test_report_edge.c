@@ -1,6 +1,6 @@
 /*
  * test_report_edge.c — `gated report`'s section "Learning-rate edge"
- * (core/lab/report_edge.c) on tiny synthetic lr sweeps with planted
+ * (core/lab/report/report_edge.c) on tiny synthetic lr sweeps with planted
  * divergences and spikes:
  *
  *   edge_a (grad_clip 0, warmup 10), rows baseline-lrX and G1-lrX at lr
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "lab/stats.h"
 #include "report_fx.h"
 #include "run/store.h"

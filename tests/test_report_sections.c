@@ -26,7 +26,7 @@
 
 #include "run/probes.h"
 #include "lab/paper.h"
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "testutil.h"
 #include "lab/stats.h"
 #include "run/store.h"
@@ -190,7 +190,7 @@ Test(report, holm_family_per_sweep_group) {
     /* a narrower margin (--margin 0.001): near-baseline's 0.002 is no longer inside it */
     FILE *lg = tmpfile();
     cr_assert_not_null(lg);
-    ReportOpts o = {fx.db, "main2", REPORT_MD, fx.out, 1, NULL, lg, NULL, 0.001, NULL};
+    ReportOpts o = {fx.db, "main2", REPORT_MD, fx.out, 1, NULL, lg, NULL, 0.001, NULL, NULL};
     cr_assert_eq(report_run(&o, err, sizeof err), 0, "%s", err);
     fclose(lg);
     md = out_file(&fx, "report.md");
@@ -695,8 +695,9 @@ Test(report, sink_and_context_length_csv_tex) {
     cr_assert_eq(rc, 0, "%s", err);
     char *c = out_file(&fx, "sink.csv");
     assert_has(c, ",paper_f_attn,sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std,"
-                  "holm_family_size,p_tost,tost_margin,verdict,kernels\n");
-    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812,,,,,\n");
+                  "holm_family_size,p_tost,tost_margin,verdict,kernels,rank,tokens_per_s_min,tokens_per_s_max,"
+                  "n_load_recorded,n_beside_other_jobs,matrix_family_size\n");
+    assert_has(c, ",0.467,0.25,0,8.5,0.7071067812,,,,,,2,1000,1000,0,0,1\n");
     free(c);
     c = out_file(&fx, "sink-sink.csv");
     assert_has(c, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,"

@@ -22,7 +22,7 @@
 
 #include "run/probes.h"
 #include "lab/paper.h"
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "testutil.h"
 #include "lab/stats.h"
 #include "run/store.h"

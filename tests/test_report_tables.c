@@ -26,7 +26,7 @@
 
 #include "run/probes.h"
 #include "lab/paper.h"
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "testutil.h"
 #include "lab/stats.h"
 #include "run/store.h"
@@ -81,7 +81,7 @@ Test(report, markdown) {
     assert_has(md, "## Sweep `lr`");
     assert_has(md, "## Sweep `lrv`");
     assert_has(md, "15 runs: 15 finished. Baseline row: `baseline`. Δ: every row against the baseline row "
-                   "`baseline`.\n\n| variant ");
+                   "`baseline`. Against another row: `gated report --ref LABEL`; every pair: the section \"Ranking and all pairs\" below.\n\n| variant ");
     /* under the table: the Holm family (this sweep alone) and the minimum detectable effect */
     assert_has(md, "|\n\nHolm–Bonferroni family: the 4 contrasts with a p of this table (no other sweep has the same "
                    "baseline runs). Minimum detectable effect: with n = 3 seed pairs this table detects |Δ| ≥ ");
@@ -97,7 +97,7 @@ Test(report, markdown) {
                    "F-Attn | M-Act | gate | spikes | +params | tok/s | kernel | paper PPL | paper ΔPPL | paper gate | "
                    "paper M-Act | paper F-Attn |\n|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|\n");
     assert_has(md, "| baseline | 3 | 0 | 1.5200 ± 0.0200 | 4.573 ± 0.091 | (baseline) | – | – | – | – | – | – |\n");
-    assert_has(md, "| baseline | 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 | – | 6.026 | +0.000 | – | 1053 | 0.467 "
+    assert_has(md, "| baseline | 0.3200 ± 0.0200 | 12.00 ± 2.00 | – | 2.0 | 0 | 1010 (1000–1020) | – | 6.026 | +0.000 | – | 1053 | 0.467 "
                    "|\n");
     /* paired: p 0.00274, Holm 4 x 0.00274 = 0.011 < 0.05: `*`, differs; TOST at t = 9 sqrt(3) */
     snprintf(row, sizeof row,
@@ -105,7 +105,7 @@ Test(report, markdown) {
              "| paired (3) | 0.003 | 0.011 | %.3f | differs |\n",
              0.5 + 9 * sqrt(3) / (2 * sqrt(243 + 2)));
     assert_has(md, row);
-    assert_has(md, "| G1-elementwise | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 | – | 5.761 "
+    assert_has(md, "| G1-elementwise | 0.0600 ± 0.0100 | 5.00 ± 1.00 | 0.250 ± 0.050 | 0.0 | 4096 | 1110 (1100–1120) | – | 5.761 "
                    "| -0.265 | 0.116 | 94 | 0.048 |\n");
     /* Δ +0.01, sd_d 0.02: TOST at t = (0.01 - 0.02) / (0.02 / sqrt 3) = -sqrt(3) / 2 */
     snprintf(row, sizeof row,
@@ -113,7 +113,7 @@ Test(report, markdown) {
              "| paired (3) | 0.478 | 0.478 | %.3f | inconclusive |\n",
              0.5 - sqrt(3) / 2 / (2 * sqrt(0.75 + 2)));
     assert_has(md, row);
-    assert_has(md, "| G1-headwise | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 | – | 5.792 | -0.234 "
+    assert_has(md, "| G1-headwise | 0.1100 ± 0.0100 | 8.00 ± 1.00 | 0.350 ± 0.050 | 0.0 | 64 | 1210 (1200–1220) | – | 5.792 | -0.234 "
                    "| 0.172 | 98 | 0.073 |\n");
     /* raw p < 0.05 but not after Holm: no `*`; TOST at t = sqrt(3) */
     snprintf(row, sizeof row,
@@ -129,7 +129,7 @@ Test(report, markdown) {
              "| Welch | 0.038 | 0.105 | %.3f | inconclusive |\n",
              0.5 + 0.75 * xw * (1 - xw * xw / 3));
     assert_has(md, row);
-    assert_has(md, "| more-q-heads | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 | – | 5.953 |");
+    assert_has(md, "| more-q-heads | 0.2600 ± 0.0100 | 12.00 ± 1.00 | – | 0.0 | 8192 | 1410 (1400–1420) | – | 5.953 |");
     assert_lacks(md, "+0.0100*");
     assert_lacks(md, "-0.0300*");
     assert_lacks(md, "| 4.350 ± 0.087 | -0.0500*");
@@ -147,7 +147,7 @@ Test(report, markdown_lr_rule) {
                    "`train.lr`, so Δ is lr-matched: each row against the row with the configuration of the baseline row "
                    "`lr=0.001,position=none` (every key but `train.lr`, `train.min_lr`, `train.seed`) at the row's own "
                    "`train.lr` (column vs; those reference rows are marked `(lr baseline)`); 1 row with no such row "
-                   "(marked `(no lr match)`) is compared with `lr=0.001,position=none` instead.\n");
+                   "(marked `(no lr match)`) is compared with `lr=0.001,position=none` instead. Against another row: `gated report --ref LABEL`; every pair: the section \"Ranking and all pairs\" below.\n");
     /* lr and lrv hold the same runs: one family of the 3 distinct contrasts, not 6 */
     assert_has(md, "Holm–Bonferroni family: 3 distinct contrasts with a p over the sweeps `lr` and `lrv`, whose "
                    "baseline rows are the same runs (a contrast shown in several of their tables is counted once).");
@@ -160,24 +160,25 @@ Test(report, markdown_lr_rule) {
                    "| – | – | – | – | 2/4 | – |");
     assert_has(md, "| lr=0.001,position=sdpa | 4 | 0 | 1.9800 ± 0.0594 | 7.252 ± 0.424 | -0.0950* "
                    "| lr=0.001,position=none | [-0.1255, -0.0645] | paired (4) | 0.002 | 0.007 | ");
-    assert_has(md, " | differs | 0/4 | 1.000 |");
+    assert_has(md, " | differs; 3 contrasts in this family; this database's largest family adjusts over 4 | 0/4 | 1.000 |");
     /* against its own lr's baseline, on the 2 seeds both finished: -0.725, not -0.2 against the baseline row;
      * TOST (df 1, Cauchy: 1/2 + atan(t) / pi) at t = (0.725 - 0.02) / 0.025 */
     snprintf(row, sizeof row,
              "| lr=0.01,position=sdpa | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* "
-             "| lr=0.01,position=none | [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs | 0/4 "
+             "| lr=0.01,position=none | [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs; 3 contrasts in this family; this database's largest family adjusts over 4 | 0/4 "
              "| 0.429 |",
              0.5 + atan(0.705 / 0.025) / M_PI);
     assert_has(md, row);
     assert_has(md, "| lr=0.003,position=sdpa | 4 | 0 | 2.0250 ± 0.0520 | 7.584 ± 0.392 | -0.0500* "
                    "| lr=0.001,position=none (no lr match) | [-0.0725, -0.0275] | paired (4) | 0.006 | 0.012 | ");
-    assert_has(md, " | differs | 0/4 | 1.000 |\n");
+    assert_has(md, " | differs; 3 contrasts in this family; this database's largest family adjusts over 4 | 0/4 | 1.000 |\n");
     assert_has(md, "| lr=0.003,position=sdpa | 0.1000 ± 0.0000 | 5.00 ± 0.00 | 0.500 ± 0.000 | 0.0 | 4096 | 500 | – "
                    "| – | – | – | – |");
     /* the variants-style labels give the same rows */
     snprintf(row, sizeof row,
              "| G1-lr1.0e-2 | 4 | 0 | 1.8750 ± 0.0645 | 6.531 ± 0.421 | -0.7250* | baseline-lr1.0e-2 "
-             "| [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs | 0/4 | 0.429 |",
+             "| [-1.0427, -0.4073] | paired (2) | 0.022 | 0.022 | %.3f | differs; 3 contrasts in this family; this "
+             "database's largest family adjusts over 4 | 0/4 | 0.429 |",
              0.5 + atan(0.705 / 0.025) / M_PI);
     assert_has(md, row);
     assert_has(md, "| baseline-lr1.0e-2 | 2 | 2 | 2.5500 ± 0.0707 | 12.823 ± 0.906 | (lr baseline) |");
@@ -284,14 +285,15 @@ Test(report, csv) {
                   "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,"
                   "p_holm,significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                   "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-                  "paper_gate_mean,paper_m_act,paper_f_attn,holm_family_size,p_tost,tost_margin,verdict,kernels\n");
+                  "paper_gate_mean,paper_m_act,paper_f_attn,holm_family_size,p_tost,tost_margin,verdict,kernels,rank,"
+                  "tokens_per_s_min,tokens_per_s_max,n_load_recorded,n_beside_other_jobs,matrix_family_size\n");
     assert_has(c, "\nmain,baseline,0,1,3,0,3,1.52,0.02,4.572834845,0.09145212439,reference,,,,,,,,,,,,0.32,0.02,12,2,,,"
-                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467,,,,,\n");
+                  "2,0,1010,0.003,3,,6.026,0,,1053,0.467,,,,,,4,1000,1020,0,0,4\n");
     /* paired: t -19.0525588832576502, p 0.00274348939442592404, Holm 0.0109739575777036961 (mpmath) */
     assert_has(c, "\nmain,G1-elementwise,3,0,3,0,3,1.41,0.01,4.096091937,0.04096040737,baseline,baseline,-0.11,"
                   "-0.1348413771,-0.08515862288,paired,3,-19.05255888,2,0.002743489394,0.01097395758,1,0.06,0.01,5,1,"
                   "0.25,0.05,0,4096,1110,0.003,3,,5.761,-0.265,0.116,94,0.048,4,");
-    assert_has(c, ",0.02,differs,\n");
+    assert_has(c, ",0.02,differs,,1,1100,1120,0,0,4\n");
     /* TOST: t CDF of df 2 in closed form at 9 sqrt(3) (see Test(report, markdown)) */
     cr_assert_float_eq(csv_num_of(c, "main,G1-elementwise,", "p_tost"), 0.5 + 9 * sqrt(3) / (2 * sqrt(245)), 1e-9);
     assert_has(c, "\nmain,G1-headwise,6,0,3,0,3,1.53,0.04,4.620640178,0.1847886521,baseline,baseline,0.01,"
@@ -302,7 +304,7 @@ Test(report, csv) {
                   "-0.05484137712,-0.005158622882,paired,3,-5.196152423,2,0.03509871865,0.1052961559,0,0.09,0.01,7,1,"
                   "0.45,0.05,0,4096,1310,0.003,3,,5.822,-0.204,,,,4,");
     cr_assert_float_eq(csv_num_of(c, "main,G1-silu,", "p_tost"), 0.5 + sqrt(3) / (2 * sqrt(5)), 1e-9);
-    assert_has(c, ",0.02,inconclusive,\n");
+    assert_has(c, ",0.02,inconclusive,,3,1300,1320,0,0,4\n");
     /* Welch (no common seed): p 0.0375901115111464697, Holm max(0.1053, 2 x p) = 0.1053 */
     assert_has(c, "\nmain,more-q-heads,12,0,3,0,3,1.47,0.02,4.349815058,0.08699195165,baseline,baseline,-0.05,"
                   "-0.09533915871,-0.004660841289,welch,,-3.061862178,4,0.03759011151,0.1052961559,0,0.26,0.01,12,1,"
@@ -312,7 +314,7 @@ Test(report, csv) {
     /* labels holding a comma are quoted; the lr baseline is a reference; lr-matched Δ against it with
      * Fisher's p 3/7 for 0/4 against 2/4 diverged; the row without a baseline at its lr falls back */
     assert_has(c, "\nlr,\"lr=0.01,position=none\",4,0,2,2,4,2.55,0.07071067812,12.823116,0.9059763733,reference,,,,,,,"
-                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,,,,,,\n");
+                  ",,,,,0.1,0,5,0,,,0,0,500,0.01,4,,,,,,,,,,,,5,500,500,0,0,4\n");
     assert_has(c, "\nlr,\"lr=0.01,position=sdpa\",12,0,4,0,4,1.875,0.06454972244,6.531012252,0.4213819466,lr_matched,"
                   "\"lr=0.01,position=none\",-0.725,-1.042655118,-0.4073448816,paired,2,-29,1,0.02194371123,"
                   "0.02194371123,1,0.1,0,5,0,0.5,0,0,4096,500,0.01,4,0.4285714286,,,,,,3,");
@@ -346,7 +348,7 @@ Test(report, tex_and_one_sweep) {
     snprintf(row, sizeof row,
              "G1-elementwise & 3 & 0 & 1.4100 $\\pm$ 0.0100 & 4.096 $\\pm$ 0.041 & -0.1100$^{*}$ & "
              "[-0.1348, -0.0852] & paired (3) & 0.003 & 0.011 & %.3f & differs & 0.0600 $\\pm$ 0.0100 & "
-             "5.00 $\\pm$ 1.00 & 0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 & -- & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n",
+             "5.00 $\\pm$ 1.00 & 0.250 $\\pm$ 0.050 & 0.0 & 4096 & 1110 (1100--1120) & -- & 5.761 & -0.265 & 0.116 & 94 & 0.048 \\\\\n",
              0.5 + 9 * sqrt(3) / (2 * sqrt(245)));
     assert_has(t, row);
     assert_has(t, "G1-silu & 3 & 0 & 1.4900 $\\pm$ 0.0100 & 4.437 $\\pm$ 0.044 & -0.0300 & [-0.0548, -0.0052] & "
@@ -367,7 +369,7 @@ Test(report, tex_and_one_sweep) {
                   "\\cmidrule(lr){2-22}\\cmidrule(lr){23-27}\n");
     snprintf(row, sizeof row,
              "lr=0.01,position=sdpa & 4 & 0 & 1.8750 $\\pm$ 0.0645 & 6.531 $\\pm$ 0.421 & -0.7250$^{*}$ & "
-             "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & %.3f & differs & 0/4 & "
+             "lr=0.01,position=none & [-1.0427, -0.4073] & paired (2) & 0.022 & 0.022 & %.3f & differs; 3 contrasts in this family; this database's largest family adjusts over 4 & 0/4 & "
              "0.429 & ",
              0.5 + atan(0.705 / 0.025) / M_PI);
     assert_has(t, row);
@@ -412,7 +414,7 @@ Test(report, bad_input) {
     cr_assert_str_eq(err, want);
     /* missing database: not created */
     snprintf(db, sizeof db, "%s/missing.db", fx.dir);
-    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL, 0, NULL};
+    ReportOpts o = {db, NULL, REPORT_MD, fx.out, 1, NULL, NULL, NULL, 0, NULL, NULL};
     cr_assert_eq(report_run(&o, err, sizeof err), REPORT_BADINPUT);
     snprintf(want, sizeof want, "%s: no such database (run a sweep first, or pass --db)", db);
     cr_assert_str_eq(err, want);
@@ -719,7 +721,7 @@ Test(report, ref_replaces_the_baseline_row) {
     fixture(&fx);
     char err[1024];
     FILE *lg = tmpfile();
-    ReportOpts o = {fx.db, NULL, REPORT_MD, fx.out, 1, NULL, lg, NULL, 0, "G1-elementwise"};
+    ReportOpts o = {fx.db, NULL, REPORT_MD, fx.out, 1, NULL, lg, NULL, 0, "G1-elementwise", NULL};
     cr_assert_eq(report_run(&o, err, sizeof err), REPORT_OK, "%s", err);
     char *md = out_file(&fx, "report.md");
     assert_has(md, "- reference row: `G1-elementwise` (`--ref`): Δ, the tests and the budget series are against it in "

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 #include "run/store.h"
 #include "util/sysinfo.h"
 #include "testutil.h"

@@ -27,9 +27,9 @@
 #include "run/codever.h"
 #include "run/config.h"
 #include "run/store.h"
-#include "lab/merge.h"
+#include "lab/merge/merge.h"
 #include "testutil.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "util/util.h"
 #include "sweep_fx.h"
 
@@ -312,14 +312,14 @@ static long long q_two(const char *db, const char *other, const char *sql) {
 /* merged holds what one process wrote into one: the same runs with the same
  * statuses, sweep membership, and metric and histogram rows bitwise (SQL's
  * EXCEPT compares REAL values exactly; t, when recorded, is a wall-clock
- * time and left out), and the final results that do not measure time. */
+ * time and left out), and the final results that do not measure time or the machine's load. */
 static void same_results(const char *one, const char *merged) {
     static const char *const tables[][2] = {
         {"runs", "run_id, name, status, seed, config_json"},
         {"sweep_runs", "sweep, run_id, label, seed, idx, is_baseline"},
         {"metrics", "run_id, key, context, step, value"},
         {"histograms", "run_id, key, context, step, lo, hi, counts"},
-        {"summary", "run_id, key, context, value FROM %s WHERE key NOT IN ('tokens_per_s', 'peak_rss_mib', 'wall_s')"},
+        {"summary", "run_id, key, context, value FROM %s WHERE key NOT IN ('tokens_per_s', 'peak_rss_mib', 'wall_s', 'load_start', 'load_end', 'cpus_online')"},
     };
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         char from[256], cols[512], sql[2048];

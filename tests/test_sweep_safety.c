@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "run/store.h"
 #include "testutil.h"
 #include "util/util.h"

@@ -7,7 +7,7 @@ Sweeps long_context (trained at 128: 1x = 128, 16x = 2048 with RoPE scaling none
 long_context_continued (continued at 512: 1x = 512, 4x = 2048 with none, yarn); rows are
 sweep_runs.label (the baseline first), finished runs only. Perplexity is `gated eval`'s metric
 eval_ppl at context "split=S,len=L,scaling=K,factor=F", each context's value at its latest step
-(a re-evaluation replaces it), as the report does (core/lab/report_load.c); where a run has several
+(a re-evaluation replaces it), as the report does (core/lab/report/report_load.c); where a run has several
 factors at one (L, K), the automatic one, max(1, L / model.seq_len).
 Prints per row: mean +- sample std over seeds at 1x and at the long length per scaling, with the
 ratio of the means (long / 1x); then, paired by seed against the baseline, the difference of the

@@ -92,7 +92,7 @@ RUN_TABLES = [
     ("histograms", "run_id, key, context, step"),
     ("code_attest", "run_id, code_version, cflags"),
 ]
-# what `gated merge` keeps of each table (core/lab/merge.c): rows of stored
+# what `gated merge` keeps of each table (core/lab/merge/merge.c): rows of stored
 # runs; attestations that hold for the stored run
 KEEP = {
     "code_attest": "EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.run_id"

@@ -347,6 +347,11 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
             gate_forward(&m->gop, a->gy, m->nq, a->S, q, sq, gi.L, gi.sl, n);
             q = a->gy, sq = m->nq;
         } else if (pos == GP_KEY) {
+#ifdef GATED_PERF_PLANT_VARIANTS
+            /* the perf gate's own test only (tests/perf_gate_test.sh): the G3
+             * gate's forward four times (the same result each time) */
+            for (int plant = 0; plant < 3; plant++) gate_forward(&m->gop, a->gy, m->nkv, a->S, k, sk, gi.L, gi.sl, n);
+#endif
             gate_forward(&m->gop, a->gy, m->nkv, a->S, k, sk, gi.L, gi.sl, n);
             k = a->gy, sk = m->nkv;
         } else if (pos == GP_VALUE) {

@@ -226,6 +226,15 @@ void swiglu_backward(real *du, const real *dout, const real *u, int n, int F) {
 }
 
 void silu_forward(real *out, const real *x, int n, int w, int s) {
+#ifdef GATED_PERF_PLANT_VARIANTS
+    /* The perf gate's own test only (tests/perf_gate_test.sh): the SiLU-only
+     * control's work three more times, a 4x slowdown of a variant that no
+     * default model runs. */
+    volatile real plant_sink = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < n; i++)
+            for (int c = 0; c < w; c++) plant_sink += x[(size_t)i * s + c] * sigm(x[(size_t)i * s + c]);
+#endif
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < n; i++)
         for (int c = 0; c < w; c++) {

@@ -393,8 +393,8 @@ const char *store_db_id(Store *s);
 #define STORE_MERGED_KEY "merged_db_id:"
 int store_db_knows(Store *s, const char *db_id);
 
-/* The underlying SQLite connection, for queries by the lab (lab/report.c
- * reads, lab/merge.c attaches and copies).  Flushes nothing; callers must
+/* The underlying SQLite connection, for queries by the lab (lab/report/report_run.c
+ * reads, lab/merge/merge.c attaches and copies).  Flushes nothing; callers must
  * bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);

@@ -45,6 +45,7 @@
 #include "nn/optim.h"
 #include "run/probes.h"
 #include "run/store.h"
+#include "util/sysinfo.h"
 #include "util/util.h"
 
 /* Failed writes to the store (a busy or full database): a run that lost
@@ -448,6 +449,7 @@ typedef struct {
     const char *status;  /* finished, failed, diverged or killed */
     long diverged_step;
     double t0, last_beat, last_log, last_loss, last_val;
+    double load_start;   /* the 1-minute load average when the loop started (sysinfo_loadavg) */
     int ckpt_ok, nckpt, evaluated_last;
     char stop_reason[128], fail_reason[256];
     char err[1024];
@@ -778,6 +780,7 @@ static void train_loop(Run *r) {
     r->opt = (AdamW){c->lr, c->beta1, c->beta2, c->adam_eps, c->weight_decay, c->grad_clip};
     r->diverged_step = -1;
     r->t0 = r->last_beat = r->last_log = util_now();
+    r->load_start = sysinfo_loadavg();
     r->last_loss = r->last_val = NAN;
     db_errors = 0;
     r->status = "finished";
@@ -876,6 +879,11 @@ static int finish_summary(Run *r) {
     DB(store_summary(st, id, "tokens_per_s", "", tps, NULL));
     DB(store_summary(st, id, "peak_rss_mib", "", ru.ru_maxrss / 1024.0, NULL));
     DB(store_summary(st, id, "wall_s", "", util_now() - r->t0, NULL)); /* this process only */
+    /* what else ran beside it: tokens_per_s is not a benchmark (the report says so) */
+    double load_end = sysinfo_loadavg();
+    if (!isnan(r->load_start)) DB(store_summary(st, id, "load_start", "", r->load_start, NULL));
+    if (!isnan(load_end)) DB(store_summary(st, id, "load_end", "", load_end, NULL));
+    if (sysinfo_cpus() > 0) DB(store_summary(st, id, "cpus_online", "", (double)sysinfo_cpus(), NULL));
     DB(store_summary(st, id, "params", "", (double)r->m.p.total, NULL));
     DB(store_summary(st, id, "gate_params", "", (double)model_gate_params(&r->m), NULL));
     if (db_errors) return end_db_failed(r);

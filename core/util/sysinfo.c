@@ -3,7 +3,9 @@
  */
 #include "util/sysinfo.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,4 +79,14 @@ int sysinfo_command(const char *cmd, char *out, size_t cap, int *any_output) {
     int st = pclose(p);
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
     return 0;
+}
+
+double sysinfo_loadavg(void) {
+    double l[1];
+    return getloadavg(l, 1) == 1 ? l[0] : NAN;
+}
+
+int sysinfo_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < 1 << 20 ? (int)n : 0;
 }

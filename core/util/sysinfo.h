@@ -21,6 +21,11 @@ const char *sysinfo_compiler(void);
 /* This machine's host name (gethostname), "unknown" when it fails; always
  * NUL-terminated. */
 void sysinfo_host(char *out, size_t cap);
+/* The 1-minute load average (getloadavg): runnable processes, averaged;
+ * NAN when it cannot be read. */
+double sysinfo_loadavg(void);
+/* CPUs online (sysconf), 0 when unknown. */
+int sysinfo_cpus(void);
 /* Cut t's trailing blanks, tabs, CRs and newlines. */
 void sysinfo_trim(char *t);
 /* Run cmd with popen: the first line of its stdout (trimmed) into out, and

@@ -17,17 +17,17 @@
 #include <sqlite3.h>
 
 #include "nn/arena.h"
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "lab/export.h"
-#include "lab/merge.h"
-#include "lab/report.h"
+#include "lab/merge/merge.h"
+#include "lab/report/report.h"
 #include "run/checkpoint.h"
 #include "run/eval.h"
 #include "nn/model.h"
 #include "nn/rope.h"
 #include "run/config.h"
 #include "run/store.h"
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "util/json.h"
 #include "../../cli/store_show.h" /* gated ls / show (a CLI file, linked in) */
 
@@ -767,7 +767,7 @@ static void db_readers(const char *out, size_t size) {
     db_path(rep, sizeof rep, "rep");
     static FILE *devnull;
     if (!devnull && !(devnull = fopen("/dev/null", "w"))) abort();
-    ReportOpts ro = {out, NULL, (ReportFormat)(size % 3), rep, 1, NULL, devnull, NULL, 0, NULL};
+    ReportOpts ro = {out, NULL, (ReportFormat)(size % 3), rep, 1, NULL, devnull, NULL, 0, NULL, NULL};
     if (report_run(&ro, err, sizeof err) != REPORT_OK) die("report: %s", err);
     nftw(rep, check_entry, 8, FTW_PHYS);
 }

@@ -102,7 +102,7 @@ TABLES = [
     ("sweep_runs", "sweep, run_id, label, seed, idx, is_baseline", ""),
     ("metrics", "run_id, key, context, step, value", ""),
     ("histograms", "run_id, key, context, step, lo, hi, counts", ""),
-    ("summary", "run_id, key, context, value", " WHERE key NOT IN ('tokens_per_s', 'peak_rss_mib', 'wall_s')"),
+    ("summary", "run_id, key, context, value", " WHERE key NOT IN ('tokens_per_s', 'peak_rss_mib', 'wall_s', 'load_start', 'load_end', 'cpus_online')"),
 ]
 
 

@@ -5,7 +5,7 @@
  * repetitions timed by wall and process-CPU clocks (or bracketed by
  * callgrind client requests), and the summary statistics.
  */
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 #include "lab/stats.h"
 #include "util/util.h"
 

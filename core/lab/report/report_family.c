@@ -15,7 +15,7 @@
  * row, or under the lr rule the baseline's line at the row's lr), counted
  * once however many tables show it (the same runs give the same test, so
  * one p).  Holm over the family gives each row its p (Holm).  Every sweep
- * of the database is loaded for this (report.c), --sweep or not, so a
+ * of the database is loaded for this (report_run.c), --sweep or not, so a
  * row's p (Holm) does not depend on which tables are written.
  *
  * Equivalence.  p (TOST) is stats_tost of the row's own test (paired or
@@ -31,7 +31,7 @@
  * case alpha / m (m the family size: the smallest p of the family is
  * compared with alpha / m), power 0.8.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -216,6 +216,11 @@ void rep_family_text(const R *r, FILE *f, const RSweep *s, int md) {
         fprintf(f, ", whose baseline rows are the same runs (a contrast shown in several of their tables is counted "
                    "once).");
     }
+    if (s->fam_m >= 1 && s->fam_m < r->mx_m)
+        fprintf(f, " A small family: Holm adjusts over %d contrast%s here, %s over %d, so a `differs` here is weaker "
+                   "evidence than one there.",
+                s->fam_m, s->fam_m == 1 ? "" : "s", r->mx_other ? "the committed matrix" : "this database's largest family",
+                r->mx_m);
     if (s->mde_rows == 0) {
         fprintf(f, " Minimum detectable effect: none (no row is paired by seed with 2 or more pairs).");
         return;

@@ -61,7 +61,7 @@
  * report_budget_plot.c's (the gap); report_budget_size.c groups series by
  * model size.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

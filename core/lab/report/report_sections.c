@@ -38,7 +38,7 @@
  * csv) and plots, is one table (SECTIONS, at the end): report.md,
  * SWEEP.tex, the CSV files and rep_make_plots all walk it in its order.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,97 +51,13 @@
 /* md and tex                                                          */
 /* ================================================================== */
 
-const RepStyle REP_MD_STYLE = {1, " ± ", "–"}, REP_TEX_STYLE = {0, " $\\pm$ ", "--"};
-
-int rep_tab_row(R *r, Tab *t) {
-    if (rep_grow(r, (void **)&t->cell, &t->cap, (t->nrow + 1) * t->ncol, sizeof *t->cell)) return -1;
-    for (int j = 0; j < t->ncol; j++) t->cell[t->nrow * t->ncol + j] = NULL;
-    return t->nrow++;
-}
-
-int rep_tab_init(R *r, Tab *t, int ncol) {
-    *t = (Tab){ncol, 0, 0, NULL};
-    return rep_tab_row(r, t) < 0 ? -1 : 0;
-}
-
-int rep_tab_put(Tab *t, int row, int col, char *text) {
-    if (!text) return -1;
-    free(t->cell[row * t->ncol + col]);
-    t->cell[row * t->ncol + col] = text;
-    return 0;
-}
-
-void rep_tab_free(Tab *t) {
-    for (int i = 0; i < t->nrow * t->ncol; i++) free(t->cell[i]);
-    free(t->cell);
-}
-
-void rep_tab_write(FILE *f, const Tab *t, const RepStyle *y) {
-    if (!y->md) {
-        fprintf(f, "\\begin{tabular}{l");
-        for (int j = 1; j < t->ncol; j++) fputc('r', f);
-        fprintf(f, "}\n\\toprule\n");
-    }
-    for (int i = 0; i < t->nrow; i++) {
-        if (y->md) fputc('|', f);
-        for (int j = 0; j < t->ncol; j++) {
-            const char *c = t->cell[i * t->ncol + j];
-            fputs(y->md ? " " : j ? " & " : "", f);
-            if (i && j)
-                fputs(c ? c : "", f);
-            else if (y->md)
-                rep_md_text(f, c ? c : "");
-            else
-                rep_tex_text(f, c ? c : "");
-            if (y->md) fputs(" |", f);
-        }
-        fputs(y->md ? "\n" : " \\\\\n", f);
-        if (i == 0 && y->md) {
-            fputc('|', f);
-            for (int j = 0; j < t->ncol; j++) fputs(j ? "--:|" : "---|", f);
-            fputc('\n', f);
-        }
-        if (i == 0 && !y->md) fputs("\\midrule\n", f);
-    }
-    fputs(y->md ? "\n" : "\\bottomrule\n\\end{tabular}\n", f);
-}
 
 /* Builds a table of sweep s; arg says which one. */
 typedef int (*TabFn)(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t);
 
-int rep_tab_done(FILE *f, Tab *t, const RepStyle *y, int rc) {
-    if (rc == 0) rep_tab_write(f, t, y);
-    rep_tab_free(t);
-    return rc;
-}
-
 static int emit_tab(R *r, FILE *f, const RSweep *s, const RepStyle *y, TabFn fn, int arg) {
     Tab t = {0};
     return rep_tab_done(f, &t, y, fn(r, s, y, arg, &t));
-}
-
-/* A label inside a caption: `code` in markdown; in a TeX comment as is,
- * but on one line (store_fput_escaped: a line break would end the comment
- * and make the rest TeX input). */
-void rep_cap_label(FILE *f, int md, const char *s) {
-    if (md)
-        rep_md_code(f, s);
-    else
-        store_fput_escaped(f, s);
-}
-
-char *rep_fmt_count(R *r, double v, const char *miss) {
-    static const char *const suffix[] = {"", "k", "M", "B"};
-    int i = 0;
-    if (isnan(v)) return rep_dup(r, miss);
-    while (i < 3 && fabs(v) >= 1000) v /= 1000, i++;
-    return i ? rep_fmt(r, "%.3g%s", v, suffix[i]) : rep_fmt(r, "%.0f", v);
-}
-
-char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec) {
-    char buf[96];
-    rep_cell_ms(buf, sizeof buf, m, sd, prec, y->pm, y->miss);
-    return rep_dup(r, buf);
 }
 
 /* The first step with a sink of row v's run with seed `seed`: "no" if
@@ -238,7 +154,7 @@ static int ppl_tab(R *r, const RSweep *s, const RepStyle *y, int arg, Tab *t) {
     return rc ? -1 : 0;
 }
 
-static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+int rep_sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     if (y->md)
         fprintf(f, "### Sink formation\n\n"
                    "`gated train` tests at every evaluation whether an attention sink has formed: some query head "
@@ -272,7 +188,7 @@ static int sink_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     return emit_tab(r, f, s, y, sink_tab, 0);
 }
 
-static int heads_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+int rep_heads_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     int any = 0;
     for (int k = 0; k < s->nvars; k++) any |= s->vars[k].heads.nl > 0;
     if (!any) return 0;
@@ -309,7 +225,7 @@ static void paper_longctx_md(FILE *f) {
                "past 1x (byte-level perplexity, not RULER accuracy: compare directions only).\n\n");
 }
 
-static int ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
+int rep_ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
     static const char *const splits[2] = {"val", "test"};
     if (y->md)
         fprintf(f, "### Perplexity against context length\n\n"
@@ -337,17 +253,8 @@ static int ppl_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
 /* csv                                                                 */
 /* ================================================================== */
 
-void rep_csv_num(FILE *f, double v) { rep_csv_val(f, v, ','); }
-
-void rep_csv_row_head(FILE *f, const RSweep *s, int k) {
-    csv_fput_text(s->name, f);
-    fputc(',', f);
-    csv_fput_text(s->vars[k].label, f);
-    fputc(',', f);
-}
-
 /* SWEEP-sink.csv: one line per finished run with sink probes. */
-static int csv_sink(R *r, FILE *f, const RSweep *s) {
+int rep_sink_csv(R *r, FILE *f, const RSweep *s) {
     (void)r;
     fprintf(f, "sweep,label,seed,run_id,tokens,seq_len,first_sink_step,max_head_f_attn,max_layer,max_head,f_attn_rel,"
                "sink_head_share,sink_eps_share,attn_mass_none\n");
@@ -378,7 +285,7 @@ static int csv_sink(R *r, FILE *f, const RSweep *s) {
 }
 
 /* SWEEP-fattn-heads.csv: each row's mean per-head F-Attn. */
-static int csv_heads(R *r, FILE *f, const RSweep *s) {
+int rep_heads_csv(R *r, FILE *f, const RSweep *s) {
     (void)r;
     fprintf(f, "sweep,label,runs,layer,head,f_attn_mean\n");
     for (int k = 0; k < s->nvars; k++) {
@@ -393,7 +300,7 @@ static int csv_heads(R *r, FILE *f, const RSweep *s) {
 }
 
 /* SWEEP-ppl.csv: eval_ppl per row, split, series and length. */
-static int csv_ppl(R *r, FILE *f, const RSweep *s) {
+int rep_ppl_csv(R *r, FILE *f, const RSweep *s) {
     static const char *const splits[2] = {"val", "test"};
     size_t cap = (size_t)s->nev + 1;
     long long *lens = malloc(sizeof *lens * cap);
@@ -427,69 +334,5 @@ static int csv_ppl(R *r, FILE *f, const RSweep *s) {
         }
     free(lens);
     free(buf);
-    return 0;
-}
-
-/* Write DIR/SWEEP-suffix.csv with fn. */
-static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FILE *, const RSweep *)) {
-    char *path = rep_fmt(r, "%s/%s-%s.csv", r->o->out_dir, s->fname, suffix);
-    if (!path) return -1;
-    FILE *f = rep_open(r, path);
-    int rc = -1;
-    if (f) {
-        rc = fn(r, f, s);
-        if (rep_close(r, f, path)) rc = -1;
-    }
-    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
-    free(path);
-    return rc;
-}
-
-/* ================================================================== */
-/* the table of sections                                               */
-/* ================================================================== */
-
-static int has_sink(const RSweep *s) { return s->has_sink; }
-static int has_bb(const RSweep *s) { return s->has_bb; }
-static int has_eval(const RSweep *s) { return s->nev > 0; }
-static int has_quant(const RSweep *s) { return s->has_quant; }
-static int has_drop(const RSweep *s) { return s->has_drop; }
-
-/* The sections a sweep gets when its finished runs have their data, one
- * row each, in the order report.md, SWEEP.tex, the CSV files and the plots
- * take them: adding a section is adding a row. */
-static const struct {
-    const char *csv_name; /* DIR/SWEEP-csv_name.csv */
-    int (*has)(const RSweep *s);
-    int (*text)(R *r, FILE *f, const RSweep *s, const RepStyle *y); /* md (report.md) or TeX (SWEEP.tex) */
-    int (*csv)(R *r, FILE *f, const RSweep *s);
-    int (*plot)(R *r, RSweep *s); /* its plots (report_plot_sections.c); NULL: none */
-} SECTIONS[] = {
-    {"sink", has_sink, sink_section, csv_sink, NULL},
-    {"fattn-heads", has_sink, heads_section, csv_heads, rep_plot_heads},
-    {"bb", has_bb, rep_bb_section, rep_bb_csv, rep_plot_bb},
-    {"ppl", has_eval, ppl_section, csv_ppl, rep_plot_ppl},
-    {"quant", has_quant, rep_infer_quant_section, rep_infer_quant_csv, rep_plot_quant},
-    {"drop", has_drop, rep_infer_drop_section, rep_infer_drop_csv, rep_plot_drop},
-    {"edge", rep_has_edge, rep_edge_section, rep_edge_csv, NULL},
-};
-enum { NSECTIONS = (int)(sizeof SECTIONS / sizeof SECTIONS[0]) };
-
-int rep_write_sections(R *r, FILE *f, const RSweep *s, int md) {
-    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
-    for (int i = 0; i < NSECTIONS; i++)
-        if (SECTIONS[i].has(s) && SECTIONS[i].text(r, f, s, y)) return -1;
-    return 0;
-}
-
-int rep_write_csv_sections(R *r, const RSweep *s) {
-    for (int i = 0; i < NSECTIONS; i++)
-        if (SECTIONS[i].has(s) && csv_file(r, s, SECTIONS[i].csv_name, SECTIONS[i].csv)) return -1;
-    return 0;
-}
-
-int rep_section_plots(R *r, RSweep *s) {
-    for (int i = 0; i < NSECTIONS; i++)
-        if (SECTIONS[i].plot && SECTIONS[i].has(s) && SECTIONS[i].plot(r, s)) return -1;
     return 0;
 }

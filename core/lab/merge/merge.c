@@ -9,8 +9,8 @@
  * of schema 1 (run/store.c) is copied as schema 2 reads: its per-update
  * keys and diverged_step one step later, metric timestamps NULL.
  */
-#include "lab/merge.h"
-#include "lab/merge_int.h"
+#include "lab/merge/merge.h"
+#include "lab/merge/merge_int.h"
 
 #include <errno.h>
 #include <sqlite3.h>

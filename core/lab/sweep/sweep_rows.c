@@ -5,7 +5,7 @@
  * validated with config_set as it is read, with the file position of the
  * key at fault.
  */
-#include "lab/sweep_int.h"
+#include "lab/sweep/sweep_int.h"
 
 #include <errno.h>
 #include <stdarg.h>

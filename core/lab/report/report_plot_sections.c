@@ -5,7 +5,7 @@
  * and the plot of a budget series (report_budget.c).  What each draws is
  * listed at the top of report_plot.c.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stddef.h>

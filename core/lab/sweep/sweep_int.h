@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <yaml.h>
 
-#include "lab/sweep.h"
+#include "lab/sweep/sweep.h"
 #include "run/config.h"
 
 /* Grids larger than this are refused (a typo like 1000 values per key). */

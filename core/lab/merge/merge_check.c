@@ -19,7 +19,7 @@
  * fault refuses the whole input, with a message naming the input, the
  * table, the row (rowid and run id) and the rule.
  */
-#include "lab/merge_int.h"
+#include "lab/merge/merge_int.h"
 
 #include <errno.h>
 #include <math.h>

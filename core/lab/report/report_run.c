@@ -1,7 +1,8 @@
 /*
- * report.c — `gated report` (see report.h for what it writes): the driver,
- * and the small helpers that every file of the report shares (report_int.h
- * lists the files and what each does).
+ * report_run.c — `gated report` (see report.h for what it writes): the driver,
+ * above the sections (report_int.h lists the files and what each does):
+ * report_run, and the table of sections (SECTIONS) with what walks it.
+ * The small helpers every file shares are the toolkit's (kit/).
  *
  * The driver opens the database, loads every sweep (report_load.c: the
  * store into RSweep, each statistic computed there; with --sweep the
@@ -29,7 +30,7 @@
  * enough backtick fences), TeX (specials escaped; comments kept to one
  * line), CSV (quoted fields).  File names use [A-Za-z0-9._-] only.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -46,71 +47,6 @@ const char *const report_format_names[] = {"md", "csv", "tex", NULL};
 /* errors, memory, strings, files                                      */
 /* ================================================================== */
 
-__attribute__((format(printf, 2, 3))) int rep_fail(R *r, const char *fmt, ...) {
-    if (!r->failed && r->err && r->errcap) {
-        char raw[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(raw, sizeof raw, fmt, ap);
-        va_end(ap);
-        store_escape(raw, r->err, r->errcap); /* SQLite's messages quote the file's text */
-    }
-    r->failed = 1;
-    return -1;
-}
-
-int rep_oom(R *r) { return rep_fail(r, "out of memory"); }
-
-int rep_grow(R *r, void **p, int *cap, int need, size_t elem) {
-    if (need <= *cap) return 0;
-    int nc = *cap ? *cap * 2 : 8;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * elem);
-    if (!q) return rep_oom(r);
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
-char *rep_dup(R *r, const char *s) {
-    char *d = strdup(s ? s : "");
-    if (!d) rep_oom(r);
-    return d;
-}
-
-char *rep_esc(R *r, const char *s) {
-    char *d = store_escape_dup(s ? s : "");
-    if (!d) rep_oom(r);
-    return d;
-}
-
-__attribute__((format(printf, 2, 3))) char *rep_fmt(R *r, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0) {
-        s = NULL;
-        rep_oom(r);
-    }
-    va_end(ap);
-    return s;
-}
-
-char *rep_safe_name(R *r, const char *s) {
-    char *d = rep_dup(r, s);
-    if (!d) return NULL;
-    for (char *p = d; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-              *p == '-' || *p == '_'))
-            *p = '_';
-    if (!*d || d[0] == '.') {
-        char *e = rep_fmt(r, "_%s", d);
-        free(d);
-        return e;
-    }
-    return d;
-}
-
 /* mkdir -p: dir and its missing parents; an error unless dir is then a
  * directory. */
 /* util_mkdir_p, with the failure in the report's error. */
@@ -121,22 +57,74 @@ static int mkdir_p(R *r, const char *dir) {
     return 0;
 }
 
-FILE *rep_open(R *r, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) rep_fail(r, "%s: cannot write: %s", path, strerror(errno));
-    return f;
-}
-
-int rep_close(R *r, FILE *f, const char *path) {
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad) return rep_fail(r, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
-    return 0;
-}
-
 /* ================================================================== */
 /* driver                                                              */
 /* ================================================================== */
+
+/* Write DIR/SWEEP-suffix.csv with fn. */
+static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FILE *, const RSweep *)) {
+    char *path = rep_fmt(r, "%s/%s-%s.csv", r->o->out_dir, s->fname, suffix);
+    if (!path) return -1;
+    FILE *f = rep_open(r, path);
+    int rc = -1;
+    if (f) {
+        rc = fn(r, f, s);
+        if (rep_close(r, f, path)) rc = -1;
+    }
+    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
+    free(path);
+    return rc;
+}
+
+/* ================================================================== */
+/* the table of sections                                               */
+/* ================================================================== */
+
+static int has_sink(const RSweep *s) { return s->has_sink; }
+static int has_bb(const RSweep *s) { return s->has_bb; }
+static int has_eval(const RSweep *s) { return s->nev > 0; }
+static int has_quant(const RSweep *s) { return s->has_quant; }
+static int has_drop(const RSweep *s) { return s->has_drop; }
+
+/* The sections a sweep gets when its finished runs have their data, one
+ * row each, in the order report.md, SWEEP.tex, the CSV files and the plots
+ * take them: adding a section is adding a row. */
+static const struct {
+    const char *csv_name; /* DIR/SWEEP-csv_name.csv */
+    int (*has)(const RSweep *s);
+    int (*text)(R *r, FILE *f, const RSweep *s, const RepStyle *y); /* md (report.md) or TeX (SWEEP.tex) */
+    int (*csv)(R *r, FILE *f, const RSweep *s);
+    int (*plot)(R *r, RSweep *s); /* its plots (report_plot_sections.c); NULL: none */
+} SECTIONS[] = {
+    {"pairs", rep_has_rank, rep_rank_section, rep_rank_csv, NULL},
+    {"sink", has_sink, rep_sink_section, rep_sink_csv, NULL},
+    {"fattn-heads", has_sink, rep_heads_section, rep_heads_csv, rep_plot_heads},
+    {"bb", has_bb, rep_bb_section, rep_bb_csv, rep_plot_bb},
+    {"ppl", has_eval, rep_ppl_section, rep_ppl_csv, rep_plot_ppl},
+    {"quant", has_quant, rep_infer_quant_section, rep_infer_quant_csv, rep_plot_quant},
+    {"drop", has_drop, rep_infer_drop_section, rep_infer_drop_csv, rep_plot_drop},
+    {"edge", rep_has_edge, rep_edge_section, rep_edge_csv, NULL},
+};
+enum { NSECTIONS = (int)(sizeof SECTIONS / sizeof SECTIONS[0]) };
+
+static int write_sections(R *r, FILE *f, const RSweep *s, int md) {
+    const RepStyle *y = md ? &REP_MD_STYLE : &REP_TEX_STYLE;
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].has(s) && SECTIONS[i].text(r, f, s, y)) return -1;
+    return 0;
+}
+
+static int write_csv_sections(R *r, const RSweep *s) {
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].has(s) && csv_file(r, s, SECTIONS[i].csv_name, SECTIONS[i].csv)) return -1;
+    return 0;
+}
+
+static int section_plots(R *r, RSweep *s) {
+    for (int i = 0; i < NSECTIONS; i++)
+        if (SECTIONS[i].plot && SECTIONS[i].has(s) && SECTIONS[i].plot(r, s)) return -1;
+    return 0;
+}
 
 /* Check the options and open the database: REPORT_OK or REPORT_BADINPUT
  * (the error set). */
@@ -221,7 +209,47 @@ static int load_sweeps(R *r, char **names, int nnames) {
     }
     if (r->ref && !ref_found(r)) return REPORT_BADINPUT;
     if (rep_families(r) || rep_budget_find(r)) return REPORT_RUNTIME;
+    for (int i = 0; i < r->nsw; i++)
+        if (rep_rank_sweep(r, &r->sw[i])) return REPORT_RUNTIME;
     return REPORT_OK;
+}
+
+/* R.mx_m: the largest Holm family of the matrix database
+ * (ReportOpts.matrix_db, loaded as a report of its own that writes
+ * nothing), else of this one.  REPORT_OK, or the matrix's error. */
+static int matrix_family(R *r) {
+    for (int i = 0; i < r->nsw; i++)
+        if (r->sw[i].fam_m > r->mx_m) r->mx_m = r->sw[i].fam_m;
+    if (!r->o->matrix_db) return REPORT_OK;
+    r->mx_other = 1;
+    char *a = realpath(r->o->db_path, NULL), *b = realpath(r->o->matrix_db, NULL);
+    int same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    if (same) return REPORT_OK;
+    ReportOpts mo = *r->o;
+    mo.db_path = r->o->matrix_db;
+    mo.sweep = mo.ref = mo.matrix_db = NULL;
+    R m = {0};
+    m.o = &mo;
+    m.err = r->err;
+    m.errcap = r->errcap;
+    m.log = r->log;
+    m.margin = r->margin;
+    char **names = NULL;
+    int nnames = 0, code = open_db(&m);
+    if (code == REPORT_OK) code = rep_list_sweeps(&m, &names, &nnames) ? REPORT_RUNTIME : load_sweeps(&m, names, nnames);
+    r->mx_m = 0;
+    for (int i = 0; code == REPORT_OK && i < m.nsw; i++)
+        if (m.sw[i].fam_m > r->mx_m) r->mx_m = m.sw[i].fam_m;
+    for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    rep_budget_free(&m);
+    for (int i = 0; i < m.nsw; i++) rep_free_sweep(&m.sw[i]);
+    free(m.sw);
+    store_close(m.st);
+    r->failed |= m.failed;
+    return code;
 }
 
 /* plots/gnuplot.log holds this report's gnuplot messages only: every plot
@@ -246,7 +274,7 @@ static int write_plots(R *r) {
     rep_gp_check(r);
     if (r->failed) return -1;
     for (int i = 0; i < r->nsw; i++)
-        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) return -1;
+        if (!r->sw[i].context && (rep_make_plots(r, &r->sw[i]) || section_plots(r, &r->sw[i]))) return -1;
     for (int i = 0; i < r->nbud; i++)
         if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) return -1;
     for (int i = 0; i < r->nsize; i++)
@@ -274,7 +302,7 @@ static int write_tables(R *r) {
         int rc = o->format == REPORT_CSV ? rep_write_csv(r, &r->sw[i], path) : rep_write_tex(r, &r->sw[i], path);
         if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
         free(path);
-        if (rc || (o->format == REPORT_CSV && rep_write_csv_sections(r, &r->sw[i]))) return -1;
+        if (rc || (o->format == REPORT_CSV && write_csv_sections(r, &r->sw[i]))) return -1;
     }
     return rep_budget_files(r);
 }
@@ -287,6 +315,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     r.log = o->log ? o->log : stderr;
     r.info = o->info;
     r.margin = o->margin > 0 ? o->margin : REPORT_MARGIN;
+    r.write_sections = write_sections;
     if (err && errcap) err[0] = '\0';
     char **names = NULL;
     int nnames = 0;
@@ -298,7 +327,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     }
     code = REPORT_RUNTIME;
     if (rep_list_sweeps(&r, &names, &nnames)) goto out;
-    if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK) goto out;
+    if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK || (code = matrix_family(&r)) != REPORT_OK) goto out;
     code = REPORT_RUNTIME;
     if (mkdir_p(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
     if (r.gp_fail) {

@@ -14,7 +14,7 @@
  * empty when missing).  The sections after the main table are
  * report_sections.c's.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -29,87 +29,10 @@
 /* quoting                                                             */
 /* ================================================================== */
 
-/* s as a Markdown code span (not inside a table): fenced by one backtick
- * more than its longest run of backticks, padded with a space when it
- * starts or ends with one (CommonMark), control characters as \xNN. */
-void rep_md_code(FILE *f, const char *s) {
-    size_t longest = 0, run = 0, n = strlen(s);
-    for (size_t i = 0; i < n; i++) {
-        run = s[i] == '`' ? run + 1 : 0;
-        if (run > longest) longest = run;
-    }
-    int pad = n && (s[0] == '`' || s[n - 1] == '`');
-    for (size_t i = 0; i <= longest; i++) fputc('`', f);
-    if (pad) fputc(' ', f);
-    store_fput_escaped(f, s);
-    if (pad) fputc(' ', f);
-    for (size_t i = 0; i <= longest; i++) fputc('`', f);
-}
-
-/* rep_md_code's text on the heap (NULL and the error set on failure). */
-char *rep_md_code_str(R *r, const char *s) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return rep_oom(r), NULL;
-    rep_md_code(f, s);
-    if (fclose(f) != 0) {
-        free(buf);
-        return rep_oom(r), NULL;
-    }
-    return buf;
-}
-
-/* Markdown text (a table cell, outside code spans): the characters that
- * could start markup (code, emphasis, links, HTML, strikethrough, math, the
- * cell's end) backslash-escaped, '_' unless inside a word (where it is
- * literal anyway: "seq_len" stays); control characters as \xNN. */
-void rep_md_text(FILE *f, const char *s) {
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\x%02x", c);
-            continue;
-        }
-        int in_word = c == '_' && p > s && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1]);
-        if (strchr("\\`*[]<>|~$", c) || (c == '_' && !in_word)) fputc('\\', f);
-        fputc(c, f);
-    }
-}
-
-/* TeX text with the special characters escaped (a control character as
- * the text \xNN). */
-void rep_tex_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\textbackslash{}x%02x", c);
-            continue;
-        }
-        switch (*s) {
-        case '\\': fputs("\\textbackslash{}", f); break;
-        case '~': fputs("\\textasciitilde{}", f); break;
-        case '^': fputs("\\textasciicircum{}", f); break;
-        case '&': case '%': case '$': case '#': case '_': case '{': case '}':
-            fputc('\\', f);
-            fputc(*s, f);
-            break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 /* A label in a TeX comment: as is, but on one line (a control character
  * as the text \xNN: a line break would end the comment and make the rest
  * TeX input). */
 static void tex_comment_label(FILE *f, const char *s) { store_fput_escaped(f, s); }
-
-/* CSV field: quoted when it holds a comma, quote or newline. */
-/* A number, or nothing when NAN; then the separator sep (',' or '\n'). */
-void rep_csv_val(FILE *f, double v, char sep) {
-    if (!isnan(v)) fprintf(f, "%.10g", v);
-    fputc(sep, f);
-}
 
 /* ================================================================== */
 /* the main table                                                      */
@@ -121,13 +44,6 @@ static void cellnum(char *dst, size_t cap, double v, const char *fmt, const char
         snprintf(dst, cap, "%s", missing);
     else
         snprintf(dst, cap, fmt, v);
-}
-
-void rep_fmt_p(char *buf, size_t cap, double p) {
-    if (p >= 0.001)
-        snprintf(buf, cap, "%.3f", p);
-    else
-        snprintf(buf, cap, "%.1e", p);
 }
 
 /* Table columns (md and tex). */
@@ -182,24 +98,14 @@ static int col_on(const RSweep *s, int c) {
 /* All the table cells of one row, as text for md / tex (missing: miss);
  * text[c] points into buf or at a label (COLS[c].text: to be escaped). */
 typedef struct {
-    char buf[NCOL][96];
+    char buf[NCOL][128];
     const char *text[NCOL];
     const char *after[NCOL]; /* written after text, unescaped */
 } Cells;
 
-/* mean ± std with prec decimals; the mean alone when std is NAN. */
-void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const char *pm, const char *miss) {
-    if (isnan(m))
-        snprintf(dst, cap, "%s", miss);
-    else if (isnan(sd))
-        snprintf(dst, cap, "%.*f", prec, m);
-    else
-        snprintf(dst, cap, "%.*f%s%.*f", prec, m, pm, prec, sd);
-}
-
 /* pm: " ± " between a mean and its std; pm1: the sign alone. */
 static void cells(const R *r, const RSweep *s, int k, const char *pm, const char *pm1, const char *star,
-                  const char *miss, Cells *c) {
+                  const char *miss, int md, Cells *c) {
     const RVar *v = &s->vars[k];
     const size_t cap = sizeof c->buf[0];
     for (int j = 0; j < NCOL; j++) {
@@ -230,10 +136,12 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
         rep_fmt_p(c->buf[C_PHOLM], cap, v->p_holm);
         if (!isnan(v->p_tost)) rep_fmt_p(c->buf[C_PTOST], cap, v->p_tost);
         const char *verdict = rep_verdict(r, v);
+        char note[112] = ""; /* a claim from a small family says so (report_rank.c) */
+        if (strcmp(verdict, "differs") == 0) rep_small_family(r, s->fam_m, note, sizeof note);
         if (strcmp(verdict, "equivalent") == 0)
             snprintf(c->buf[C_VERDICT], cap, "equivalent within %s%g", pm1, r->margin);
         else
-            snprintf(c->buf[C_VERDICT], cap, "%s", verdict);
+            snprintf(c->buf[C_VERDICT], cap, "%s%s", verdict, note);
     }
     snprintf(c->buf[C_DIVTOT], cap, "%d/%d", v->n_div, v->n_div + v->n_fin);
     if (!isnan(v->div_p)) rep_fmt_p(c->buf[C_PDIV], cap, v->div_p);
@@ -244,7 +152,7 @@ static void cells(const R *r, const RSweep *s, int k, const char *pm, const char
     rep_cell_ms(c->buf[C_FREL], cap, v->f_attn_rel, v->f_attn_rel_std, 2, pm, miss);
     cellnum(c->buf[C_SPIKES], cap, v->spikes, "%.1f", miss);
     cellnum(c->buf[C_PARAMS], cap, v->gate_params, "%.0f", miss);
-    cellnum(c->buf[C_TPS], cap, v->tokens_per_s, "%.0f", miss);
+    rep_tps_cell(c->buf[C_TPS], cap, v, md ? "–" : "--", md ? "†" : "$^{\\dagger}$", miss);
     if (v->kernels[0]) c->text[C_KERNEL] = v->kernels;
     const PaperRow *pr = paper_lookup(v->label);
     double nan = NAN;
@@ -308,14 +216,23 @@ static void md_legend(const R *r, FILE *f, int sink) {
             "power at the table's seed count n, (t(0.975, n−1) + t(0.8, n−1)) · σ_d / √n, where σ_d is the "
             "standard deviation of the per-seed differences pooled over the table's paired rows; and the same at "
             "the Holm worst case α/m (m: the family's size). A true effect below it will usually be missed.\n"
+            "- **Ranking and all pairs** (sweeps with 3 or more rows with finished runs): the rows by mean val loss, "
+            "every pair tested as above (up to " REP_PAIRS_MAX_TEXT " rows; above, each row against the best), p (Holm) "
+            "over those pairs as a family of their own, and the best row's line: its Δ to the runner-up with its CI "
+            "and p (Holm), and **how sure** (resolved when the best row differs from every other row). A `differs` "
+            "from a family smaller than the committed matrix's (`gated report --matrix`, default results/gated.db "
+            "when it exists; else this database's largest family) says so beside it: Holm over few contrasts "
+            "adjusts little.\n"
             "- **div/total**, **p (div, Fisher)** (only in sweeps whose rows differ in `train.lr`): diverged runs "
             "out of the runs that finished or diverged, and Fisher's exact two-sided p of that count against the "
             "reference row's (not adjusted for multiple comparisons).\n"
             "- **F-Attn**, **M-Act**, **gate**: the probes at each run's last evaluation, averaged over layers "
             "(first-token attention share, maximum |activation| of the residual stream, mean gate score), then "
             "mean ± sample std over seeds.\n"
-            "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: training "
-            "throughput (mean); **kernel**: the OpenBLAS core its finished and diverged runs ran on (from each "
+            "- **spikes**: loss spikes per run (mean); **+params**: parameters the gate adds; **tok/s**: the training "
+            "loop's throughput, mean (min–max) over the finished runs: a cost on whatever else the machine ran, not a "
+            "benchmark (`gated bench` is one); `†`: a run of the row ran beside other jobs (its 1-minute load average "
+            "at the end, minus its own threads, was 0.5 or more; runs record it in summary `load_end`); **kernel**: the OpenBLAS core its finished and diverged runs ran on (from each "
             "run's `openblas_version`), with a count per kernel when they differ: results are bitwise "
             "reproducible within one kernel, so a contrast across kernels carries the kernel effect too.\n",
             mg, mg, mg, mg);
@@ -349,7 +266,7 @@ static int write_md_table(const R *r, FILE *f, const RSweep *s, int part) {
     fprintf(f, "\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(r, s, k, " ± ", "±", "*", "–", &c);
+        cells(r, s, k, " ± ", "±", "*", "–", 1, &c);
         fprintf(f, "|");
         for (int j = 0; j < NCOL; j++) {
             if (!md_col_in(s, j, part)) continue;
@@ -491,20 +408,6 @@ static int md_header(R *r, FILE *f) {
     return 0;
 }
 
-void rep_md_plot(const R *r, FILE *f, const PlotEntry *e) {
-    fprintf(f, "**%s**", e->title);
-    if (e->made) {
-        if (r->term_svg && r->term_png)
-            fprintf(f, " ([SVG](plots/%s.svg))\n\n![%s](plots/%s.png)\n\n", e->base, e->base, e->base);
-        else
-            fprintf(f, "\n\n![%s](plots/%s.%s)\n\n", e->base, e->base, r->term_png ? "png" : "svg");
-    } else if (r->gp_ok)
-        fprintf(f, ": gnuplot failed (see `plots/gnuplot.log`); data `plots/%s.dat`, script `plots/%s.gp`\n\n",
-                e->base, e->base);
-    else
-        fprintf(f, ": not drawn; data `plots/%s.dat`, script `plots/%s.gp`\n\n", e->base, e->base);
-}
-
 /* A sweep's "Plots": each plot (image, or why not) and what is not drawn. */
 static void md_plots(const R *r, FILE *f, const RSweep *s) {
     fprintf(f, "### Plots\n\n");
@@ -543,6 +446,8 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
         rep_md_code(f, s->vars[s->base].label);
         fprintf(f, ". ");
         rule_text(f, s, rep_md_code, "`", "`");
+        if (rep_has_rank(s)) fprintf(f, " Against another row: `gated report --ref LABEL`; every pair: the section "
+                                        "\"Ranking and all pairs\" below.");
         fprintf(f, "\n\n");
     } else
         fprintf(f, "No baseline row (set `baseline:` in the sweep file): no Δ column.\n\n");
@@ -555,7 +460,9 @@ static int md_sweep(R *r, FILE *f, const RSweep *s) {
     fprintf(f, "Probes at the last evaluation, cost, and the paper's figures for the same labels:\n\n");
     write_md_table(r, f, s, 1);
     fprintf(f, "\n");
-    if (rep_write_sections(r, f, s, 1)) return -1;
+    rep_tps_note(f, s, 1);
+    fprintf(f, "\n\n");
+    if (r->write_sections(r, f, s, 1)) return -1;
     if (!r->o->no_plots) md_plots(r, f, s);
     return 0;
 }
@@ -589,7 +496,8 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
                "val_ppl_std,delta_rule,delta_vs,delta_val_loss,delta_ci_lo,delta_ci_hi,test,n_pairs,t,df,p_raw,p_holm,"
                "significant,f_attn_mean,f_attn_std,m_act_mean,m_act_std,gate_mean,gate_mean_std,spikes_mean,"
                "gate_params,tokens_per_s_mean,train_lr,n_ended,div_fisher_p,paper_ppl,paper_delta_ppl,"
-               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict,kernels\n",
+               "paper_gate_mean,paper_m_act,paper_f_attn%s,holm_family_size,p_tost,tost_margin,verdict,kernels,rank,"
+               "tokens_per_s_min,tokens_per_s_max,n_load_recorded,n_beside_other_jobs,matrix_family_size\n",
             s->has_sink ? ",sink_head_share_mean,sink_head_share_std,f_attn_rel_mean,f_attn_rel_std" : "");
     for (int k = 0; k < s->nvars; k++) {
         const RVar *v = &s->vars[k];
@@ -647,6 +555,13 @@ int rep_write_csv(R *r, const RSweep *s, const char *path) {
         rep_csv_num(f, v->have_test ? r->margin : NAN);
         fprintf(f, "%s,", v->have_test ? rep_verdict(r, v) : "");
         csv_fput_text(v->kernels, f);
+        fputc(',', f);
+        if (v->rank >= 0) fprintf(f, "%d", v->rank + 1);
+        fputc(',', f);
+        rep_csv_num(f, v->tps_min);
+        rep_csv_num(f, v->tps_max);
+        fprintf(f, "%d,%d,", v->n_load, v->n_busy);
+        if (r->mx_m) fprintf(f, "%d", r->mx_m);
         fputc('\n', f);
     }
     return rep_close(r, f, path);
@@ -701,7 +616,7 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     fprintf(f, " \\\\\n\\midrule\n");
     for (int k = 0; k < s->nvars; k++) {
         Cells c;
-        cells(r, s, k, " $\\pm$ ", "$\\pm$", "$^{*}$", "--", &c);
+        cells(r, s, k, " $\\pm$ ", "$\\pm$", "$^{*}$", "--", 0, &c);
         for (int j = 0, first = 1; j < NCOL; j++) {
             if (!col_on(s, j)) continue;
             if (!first) fputs(" & ", f);
@@ -715,8 +630,10 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
         }
         fprintf(f, " \\\\\n");
     }
-    fprintf(f, "\\bottomrule\n\\end{tabular}\n");
-    if (rep_write_sections(r, f, s, 0)) {
+    fprintf(f, "\\bottomrule\n\\end{tabular}\n%% ");
+    rep_tps_note(f, s, 0);
+    fputc('\n', f);
+    if (r->write_sections(r, f, s, 0)) {
         fclose(f);
         return -1;
     }

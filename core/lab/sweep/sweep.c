@@ -69,7 +69,7 @@
  * at fault and the run it occurs in).  Messages read
  * "FILE:LINE:COL: error: KEY: reason".
  */
-#include "lab/sweep_int.h"
+#include "lab/sweep/sweep_int.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,48 +1,26 @@
 /*
- * report_int.h — what the files of `gated report` share (report.h says
- * what the report is; this header is internal to core/lab/report*.c).
- *
- *   report.c          the driver (report_run) and the small helpers below:
- *                     errors, memory, strings, output files
- *   report_load.c     the store into RSweep: SQL helpers, runs, rows, their
- *                     statistics (stats.h), sink probes, `gated eval` results
- *   report_family.c   the statistics across sweeps: Holm families of sweep
- *                     groups, equivalence verdicts, minimum detectable effects
- *   report_budget.c   the effect against the training budget: series of
- *                     sweeps, their tables (md, tex, csv)
- *   report_gp.c       gnuplot: finding and running it, the pieces of
- *                     scripts, plot files, the data plots read
- *   report_plot.c     the list of plots; those of the main table
- *   report_plot_sections.c  the plots of the sections and budget series
- *   report_write.c    the main table in md, csv and tex; quoting per format
- *   report_sections.c the sink and context-length sections (md, tex, csv),
- *                     and the text tables (Tab) they and report_budget.c use
- *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
- *                     statistics, their section (md, tex, csv); its plots
- *                     are report_plot_sections.c's
- *   report_edge.c     the section "Learning-rate edge" of lr sweeps: per
- *                     variant and lr divergences and loss spikes, the
- *                     edges, Fisher and exact stratified p; the table
- *                     across sweeps that differ in clipping and warmup
- *   report_infer.c    `gated eval --quant / --drop` results (run/infer.h):
- *                     loading, per-row statistics, the sections
- *                     "Quantization" and "Gate-sparse heads" (md, tex,
- *                     csv); their plots are report_plot_sections.c's
+ * report_kit.h — the toolkit of `gated report` (core/lab/report/kit/): the
+ * data model every part shares (RSweep, RVar, RRun, R ...) and the helpers
+ * below the sections: errors, memory, strings and files (report_kit.c),
+ * SQL with bound parameters and the values of a row's runs
+ * (report_sql.c), quoting, cells and text tables (report_text.c), gnuplot
+ * (report_gp.c).  Nothing here calls a section or the driver
+ * (core/lab/report/report_int.h says which file does what above it).
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
  * message wins, R.failed is set) and returns -1 (or NULL); callers only
  * pass the failure up.  Names with external linkage start with rep_ (or
  * Rep), since these files share the library with the rest of the core.
  */
-#ifndef GATED_REPORT_INT_H
-#define GATED_REPORT_INT_H
+#ifndef GATED_REPORT_KIT_H
+#define GATED_REPORT_KIT_H
 
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "lab/report.h"
+#include "lab/report/report.h"
 #include "lab/stats.h"
 #include "run/store.h"
 #include "util/csv.h"
@@ -161,6 +139,9 @@ typedef struct {
     double inf_float;       /* infer_ppl at quant=float at that length; NAN if absent */
     double inf_outlier[INF_NSITES]; /* infer_in_outlier per site at that length; NAN if absent */
     char kernel[32];        /* the OpenBLAS core it ran on (rep_kernel_of), "" when not recorded */
+    double load_start, load_end; /* summary load_start / load_end: the 1-minute load average when its
+                                    training loop started and ended; NAN when not recorded */
+    int threads;            /* runs.threads (0 when unknown) */
 } RRun;
 
 /* One `gated eval` result: eval_ppl of a finished run at one context. */
@@ -226,6 +207,10 @@ typedef struct {
     double bb_m[BB_NV], bb_sd[BB_NV]; /* mean and sample std of RRun.bbv over them */
     char kernels[128];    /* the kernels of its finished and diverged runs: "Haswell", or
                              "Haswell 2, SkylakeX 1" when they differ (rep_row_kernels) */
+    /* report_rank.c */
+    double tps_min, tps_max; /* tokens_per_s over the finished runs; NAN when none has it */
+    int n_load, n_busy;   /* finished runs with a load recorded; of them, those beside other jobs */
+    int rank;             /* 0: the lowest mean val loss; -1: not ranked (no finished run) */
 } RVar;
 
 /* One sweep: its runs, rows and plots. */
@@ -270,7 +255,28 @@ typedef struct {
     long long inf_len; /* the length of every run's results; -1 when they differ or there are none */
     int has_quant;    /* a scheme other than float: the section "Quantization" */
     int has_drop;     /* drop results: the section "Gate-sparse heads" */
+    /* the ranking and its contrasts (report_rank.c) */
+    int *order;       /* the ranked rows, by ascending mean val loss */
+    int nrank;
+    struct RPair *pairs; /* all pairs of ranked rows, or (more than REP_PAIRS_MAX rows) the best against each */
+    int npairs, pair_m;  /* pair_m: the pairs with a p, the Holm family of the ranking */
 } RSweep;
+
+/* Ranked rows up to which every pair is tested; above, the best row
+ * against each other row. */
+enum { REP_PAIRS_MAX = 8 };
+#define REP_PAIRS_MAX_TEXT "8"
+
+/* Two ranked rows of a sweep (report_rank.c): a ranked above b, Δ = b − a
+ * in val loss (positive: a is lower), paired by seed when they share 2 or
+ * more seeds, else Welch, as the main table's test. */
+typedef struct RPair {
+    int a, b;         /* indices into RSweep.vars */
+    int have_test, paired, n_pairs;
+    double delta;
+    TTest t;
+    double p_holm, p_tost; /* Holm over the sweep's pairs (pair_m); TOST within ±R.margin */
+} RPair;
 
 /* A budget series (report_budget.c): sweeps with the same rows at
  * different training budgets. */
@@ -301,7 +307,7 @@ typedef struct {
 } RSize;
 
 /* The report being written: options, database, sweeps, gnuplot. */
-typedef struct {
+typedef struct R {
     const ReportOpts *o;
     FILE *log, *info;
     Store *st;
@@ -313,6 +319,9 @@ typedef struct {
     int nsw, sw_cap;
     double margin;  /* the TOST margin in nats (ReportOpts.margin, or REPORT_MARGIN) */
     char *ref;      /* ReportOpts.ref escaped as labels are (rep_esc), to compare; NULL: none */
+    int mx_m;       /* the largest Holm family of the matrix database (ReportOpts.matrix_db), else of this
+                       one: the small-family notes compare with it; 0: none */
+    int mx_other;   /* mx_m is the matrix database's (ReportOpts.matrix_db) */
     RBudget *bud;
     int nbud, bud_cap;
     RSize *size;
@@ -324,6 +333,8 @@ typedef struct {
     const char *term_png; /* "pngcairo", "png" or NULL */
     int term_svg;
     char gp_note[256]; /* why plots are missing, for report.md */
+    /* the driver's (report_run.c): the sections of sweep s after its main table, in md or TeX */
+    int (*write_sections)(struct R *r, FILE *f, const RSweep *s, int md);
 } R;
 
 /* How a text table is written: markdown (md) or TeX. */
@@ -336,7 +347,7 @@ extern const RepStyle REP_MD_STYLE, REP_TEX_STYLE;
 static inline int rep_is_finished(const RRun *u) { return strcmp(u->status, "finished") == 0; }
 
 /* ------------------------------------------------------------------ */
-/* report.c: errors, memory, strings, files                            */
+/* report_kit.c: errors, memory, strings, files                        */
 /* ------------------------------------------------------------------ */
 
 /* Set the error message (the first one wins) and R.failed; returns -1. */
@@ -361,9 +372,11 @@ FILE *rep_open(R *r, const char *path);
 int rep_close(R *r, FILE *f, const char *path);
 
 /* ------------------------------------------------------------------ */
-/* report_load.c: SQL helpers and loading                              */
+/* report_sql.c: SQL helpers, per-head maps, the values of a row       */
 /* ------------------------------------------------------------------ */
 
+/* qsort order of long longs, ascending. */
+int rep_ll_cmp(const void *a, const void *b);
 /* Prepare sql and bind parameters 1.. from types: 't' const char *,
  * 'i' long long. */
 int rep_q_prep(R *r, sqlite3_stmt **st, const char *sql, const char *types, ...);
@@ -391,12 +404,6 @@ int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x);
 /* The largest value of m and its place (*l, *h, left alone when m holds none); NAN when none. */
 double rep_headmap_argmax(const HeadMap *m, int *l, int *h);
 
-/* Every sweep name in the database, sorted (heap, as stored: not escaped). */
-int rep_list_sweeps(R *r, char ***names, int *n);
-/* Load sweep s (raw, name and fname set, the rest zero): its runs, rows,
- * statistics, sink probes and `gated eval` results. */
-int rep_load_sweep(R *r, RSweep *s);
-void rep_free_sweep(RSweep *s);
 /* The finished runs of v and w with a value of field off (offsetof(RRun,
  * ...)) and the same seed, as pairs a[i] (v), b[i] (w) in v's order (a, b:
  * cap >= v->nruns); seeds[i] the seed (may be NULL).  0 when a seed occurs
@@ -411,120 +418,6 @@ int rep_eval_lens(const RSweep *s, int j, int sp, long long *lens);
 /* eval_ppl of row k in series j, split sp, at length len: mean and std
  * over the row's finished runs (buf: cap >= nev); returns how many. */
 int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double *buf, double *m, double *sd);
-
-/* ------------------------------------------------------------------ */
-/* report_family.c                                                     */
-/* ------------------------------------------------------------------ */
-
-/* Over every loaded sweep: the sweep groups and their Holm families
- * (RVar.p_holm, RSweep.group, fam_m), each row's TOST p, each table's
- * minimum detectable effect.  -1 when out of memory. */
-int rep_families(R *r);
-/* The verdict of row v: "differs", "equivalent" or "inconclusive"; NULL
- * without a test. */
-const char *rep_verdict(const R *r, const RVar *v);
-/* The sentence under a table in md (or a TeX comment's text, md = 0): the
- * family (its size, the sweeps that share it) and the MDE. */
-void rep_family_text(const R *r, FILE *f, const RSweep *s, int md);
-
-/* ------------------------------------------------------------------ */
-/* report_budget.c                                                     */
-/* ------------------------------------------------------------------ */
-
-/* Find the budget series among the loaded sweeps (R.bud) and read what
- * their tables need (the last-quarter drop of each finished run). */
-int rep_budget_find(R *r);
-/* Groups of the items 0..n-1 that use() accepts (NULL: all): each joins
- * the first group with all of whose items ok() agrees, else starts one.
- * The groups of two items or more into *out (heap, each idx heap, in item
- * order); -1 when out of memory. */
-typedef struct {
-    int *idx;
-    int n, cap;
-} RepGroup;
-int rep_first_fit(R *r, int n, int (*use)(const R *r, int i), int (*ok)(const R *r, int a, int b), RepGroup **out,
-                  int *nout);
-/* Sort the n indices at idx by key, ascending (stable). */
-void rep_sort_by(const R *r, int *idx, int n, double (*key)(const R *r, int i));
-/* The row of sweep s labelled label; -1 if none. */
-int rep_row_of(const RSweep *s, const char *label);
-/* A difference of row k against the sweep's baseline row, paired by seed:
- * n pairs; n >= 2: d the mean difference with its 95% CI [lo, hi] and
- * two-sided p; n = 1: d alone (lo, hi, p NAN); n = 0: all NAN. */
-typedef struct {
-    int n;
-    double d, lo, hi, p;
-} RepDelta;
-/* Field off (offsetof(RRun, ...)) of row k against the baseline; -1 when
- * out of memory. */
-int rep_budget_delta(R *r, const RSweep *s, int k, size_t off, RepDelta *o);
-/* A Δ as a table cell: "Δ [lo, hi] (n)", "Δ (1)" for one pair, miss for none. */
-char *rep_delta_cell(R *r, const RepDelta *d, const RepStyle *y);
-/* Epochs of Brown's training split that `tokens` make when every run of
- * sweep s with a config trains on Brown; NAN otherwise. */
-double rep_budget_epochs(const RSweep *s, double tokens);
-/* The section "Effect against training budget" of report.md. */
-int rep_budget_md(R *r, FILE *f);
-/* DIR/budget.tex, or DIR/budget.csv and DIR/budget-runs.csv, when a series is shown. */
-int rep_budget_files(R *r);
-void rep_budget_free(R *r);
-/* Free n plot entries and their array. */
-void rep_plots_free(PlotEntry *p, int n);
-
-/* ------------------------------------------------------------------ */
-/* report_bb.c                                                         */
-/* ------------------------------------------------------------------ */
-
-/* The metric keys of the BB head's probes, read per step by the plots. */
-extern const char *const REP_BB_BOS_KEYS[2]; /* bb_bos_attn_other, bb_bos_attn_trigger */
-extern const char *const REP_BB_LOSS_KEYS[2]; /* bb_loss_other, bb_loss_trigger */
-extern const char *const REP_BB_GATE_KEYS[2]; /* bb_gate_other, bb_gate_trigger (histograms) */
-/* A finished run's Bigram-Backcopy probes (RRun.has_bb, bb_l, bb_h, bbv). */
-int rep_bb_load_run(R *r, RRun *u);
-/* Row v's BB statistics (RVar.n_bb, bb_where, bb_m, bb_sd; buf: cap >=
- * nruns). */
-void rep_bb_row(const RSweep *s, RVar *v, double *buf);
-/* The section "Bigram-Backcopy probes" in markdown (md) or TeX. */
-int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
-/* DIR/SWEEP-bb.csv: a line per row. */
-int rep_bb_csv(R *r, FILE *f, const RSweep *s);
-
-/* ------------------------------------------------------------------ */
-/* report_infer.c                                                      */
-/* ------------------------------------------------------------------ */
-
-/* Run `run` (finished; its row var) of s: its infer_* metrics on split val
- * at its length (RRun.inf_len, inf_float) into RSweep.inf. */
-int rep_infer_load_run(R *r, RSweep *s, int var, int run);
-/* After every run is loaded: the derived ΔPPL values, the schemes, taus
- * and fractions, the correlations, has_quant / has_drop. */
-int rep_infer_finish(R *r, RSweep *s);
-/* Value x (INF_*) of run `run` at (kind, name, v); NAN when absent (v is
- * ignored for INF_QUANT). */
-double rep_infer_value(const RSweep *s, int run, int kind, const char *name, double v, int x);
-/* Value x over row k's runs that have it at (kind, name, v): its mean and
- * sample std (buf: cap >= the row's runs); returns how many. */
-int rep_infer_stats(const RSweep *s, int k, int kind, const char *name, double v, int x, double *buf, double *m,
-                    double *sd);
-/* The sections "Quantization" and "Gate-sparse heads" in markdown (md) or TeX. */
-int rep_infer_quant_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
-int rep_infer_drop_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
-/* DIR/SWEEP-quant.csv (a line per row and scheme) and DIR/SWEEP-drop.csv
- * (a line per row, rule and tau or F). */
-int rep_infer_quant_csv(R *r, FILE *f, const RSweep *s);
-int rep_infer_drop_csv(R *r, FILE *f, const RSweep *s);
-
-/* ------------------------------------------------------------------ */
-/* report_edge.c                                                       */
-/* ------------------------------------------------------------------ */
-
-/* Whether sweep s gets the section "Learning-rate edge": its runs vary
- * train.lr and two rows differ in nothing else. */
-int rep_has_edge(const RSweep *s);
-/* The section in markdown (md) or TeX, and DIR/SWEEP-edge.csv (a line per
- * variant and lr). */
-int rep_edge_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
-int rep_edge_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
 /* report_gp.c: gnuplot, scripts, plot data                            */
@@ -621,51 +514,7 @@ void rep_gp_item(FILE *gp, int first, const char *base, int index, const char *h
 void rep_gp_title(FILE *gp, const char *text);
 
 /* ------------------------------------------------------------------ */
-/* report_plot.c, report_plot_sections.c                               */
-/* ------------------------------------------------------------------ */
-
-/* The sweep's plots: data files and scripts, and the images when gnuplot
- * is usable; each is listed in s->plots. */
-int rep_make_plots(R *r, RSweep *s);
-/* The plots of the sections (report_plot_sections.c; report_sections.c's
- * table of sections says which sweep gets which), each listed in
- * s->plots: per-head F-Attn, ppl against context length, ΔPPL per
- * quantization scheme and per scheme against M-Act, PPL against heads
- * dropped, the Bigram-Backcopy plots. */
-int rep_plot_heads(R *r, RSweep *s);
-int rep_plot_ppl(R *r, RSweep *s);
-int rep_plot_quant(R *r, RSweep *s);
-int rep_plot_drop(R *r, RSweep *s);
-int rep_plot_bb(R *r, RSweep *s);
-/* The plot of budget series b: Δ against tokens (listed in b->plots). */
-int rep_plot_budget(R *r, RBudget *b);
-/* Finished run u's val_loss - train_loss at each evaluation but the first
- * (the mean train_loss of the steps since the evaluation before it), as
- * (tokens seen, gap) into pts (may be NULL); sets u's q_drop, q_last, gap,
- * min_step and min_rise. */
-int rep_budget_curves(R *r, RRun *u, Pts *pts);
-/* report_budget_plot.c: series b's val - train gap against tokens (its
- * longest budget's runs), and size group z's Δ against training compute,
- * a plot per contrast. */
-int rep_plot_budget_gap(R *r, RBudget *b);
-int rep_plot_size(R *r, RSize *z);
-
-/* ------------------------------------------------------------------ */
-/* report_budget_size.c                                                */
-/* ------------------------------------------------------------------ */
-
-/* The size groups among the series (R.size); after rep_budget_find. */
-int rep_size_find(R *r);
-/* The size tables of the shown groups in style y (md: a subsection). */
-int rep_size_tables(R *r, FILE *f, const RepStyle *y);
-/* DIR/budget-size.csv: a line per group, contrast, series and budget. */
-int rep_size_csv(R *r, FILE *f);
-/* Whether a size group is shown. */
-int rep_size_shown(const R *r);
-void rep_size_free(R *r);
-
-/* ------------------------------------------------------------------ */
-/* report_write.c                                                      */
+/* report_text.c: quoting, cells, plot entries, text tables            */
 /* ------------------------------------------------------------------ */
 
 /* s as a Markdown code span (not inside a table). */
@@ -690,28 +539,6 @@ void rep_cell_ms(char *dst, size_t cap, double m, double sd, int prec, const cha
 void rep_fmt_p(char *buf, size_t cap, double p);
 /* One plot of report.md: its title and image, or why it was not drawn. */
 void rep_md_plot(const R *r, FILE *f, const PlotEntry *e);
-
-/* DIR/report.md: every sweep. */
-int rep_write_md(R *r, const char *path);
-/* DIR/SWEEP.csv and DIR/SWEEP.tex: one sweep's main table (tex: and its
- * sections). */
-int rep_write_csv(R *r, const RSweep *s, const char *path);
-int rep_write_tex(R *r, const RSweep *s, const char *path);
-
-/* ------------------------------------------------------------------ */
-/* report_sections.c                                                   */
-/* ------------------------------------------------------------------ */
-
-/* The sections sweep s has data for (sink formation, per-head F-Attn,
- * Bigram-Backcopy probes, perplexity against context length,
- * quantization, gate-sparse heads) after its
- * main table, in markdown (md: report.md) or TeX (SWEEP.tex). */
-int rep_write_sections(R *r, FILE *f, const RSweep *s, int md);
-/* Their CSV files: SWEEP-sink.csv, SWEEP-fattn-heads.csv, SWEEP-bb.csv,
- * SWEEP-ppl.csv, SWEEP-quant.csv, SWEEP-drop.csv. */
-int rep_write_csv_sections(R *r, const RSweep *s);
-/* Their plots (report_plot_sections.c). */
-int rep_section_plots(R *r, RSweep *s);
 
 /* A table of text cells; row 0 is the header.  The header and column 0
  * (labels) are escaped when written, other cells are written as they are
@@ -742,13 +569,5 @@ char *rep_fmt_count(R *r, double v, const char *miss);
 double rep_zero_if_rounds(double x, int prec);
 /* mean ± std (rep_cell_ms) as a table cell. */
 char *rep_ms_cell(R *r, const RepStyle *y, double m, double sd, int prec);
-/* What the per-head sink numbers of sweep s measure (probes.h: the sink
- * test reads F-Attn, or for Bigram-Backcopy the attention on BOS from
- * other queries). */
-static inline const char *rep_head_measure(const RSweep *s) {
-    if (!s->sink_bb) return "F-Attn";
-    return s->sink_fattn ? "F-Attn (Bigram-Backcopy runs: attention on BOS from other queries)"
-                         : "Attention on BOS from other queries";
-}
 
 #endif

@@ -6,7 +6,7 @@
  * the data the plots read (points aggregated by x, a metric against step,
  * gate-score histograms summed over runs).
  */
-#include "lab/report_int.h"
+#include "lab/report/kit/report_kit.h"
 
 #include <errno.h>
 #include <fcntl.h>

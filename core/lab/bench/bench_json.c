@@ -4,7 +4,7 @@
  * string through util/json.h's json_fput), and `gated compare`, which reads
  * two such files with util/json.h's reader.
  */
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -68,7 +68,7 @@
  * (pngcairo, else png).  Attention heatmaps need per-position attention
  * data, which the store does not hold: the report says so.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -445,5 +445,5 @@ int rep_make_plots(R *r, RSweep *s) {
         if (has && plot_gate_hist(r, s, k)) return -1;
     }
     if (s->lr_plot && plot_lr(r, s)) return -1;
-    return rep_section_plots(r, s);
+    return 0;
 }

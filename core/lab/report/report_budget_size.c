@@ -27,7 +27,7 @@
  * backward), a line per size.  md: a subsection of the budget section;
  * tex: budget.tex; csv: DIR/budget-size.csv.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
  * (attention on BOS and the two losses against step, the gate-score
  * histograms by query type) are report_plot_sections.c's.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

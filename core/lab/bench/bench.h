@@ -39,8 +39,9 @@
  *                                     #   all (every row of attn_norms[]); default softmax, unnamed
  *     - kind: step                    # forward, backward, AdamW on random tokens
  *       model: ref                    #   a name under models (train.batch x model.seq_len tokens)
- *       variants:                     #   default: one variant, label baseline
- *         - {label: baseline}
+ *       variants:                     #   default: one variant, label baseline; or
+ *         - {label: baseline}         #   `covering` (bench_step_covering: every position
+ *                                     #   and control of the variant tables, each alone)
  *         - {label: G1-headwise, set: {model.gate.position: sdpa, model.gate.granularity: headwise}}
  *       ceiling: true                 #   also time cblas_gemm at this step's own shapes (default true)
  *     - kind: op                      # one op's forward + backward
@@ -115,6 +116,17 @@ typedef struct {
     BenchCase *c;
     int n, cap;
 } BenchSuite;
+
+/* A step case's `variants: covering` (bench_cover.c): the baseline, then
+ * each value but the default of each axis of the variant tables that a
+ * whole step runs (gate position, no-gate control), alone: label
+ * "position=key", set "model.gate.position=key" ("" for the baseline).
+ * Writes up to cap, returns the total count. */
+typedef struct {
+    char label[48];
+    char set[128];
+} BenchStepVariant;
+int bench_step_covering(BenchStepVariant *out, int cap);
 
 /* Parse and validate a suite file.  0, or -1 with err
  * ("FILE:LINE:COL: error: ...", always NUL-terminated). */

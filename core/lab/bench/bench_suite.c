@@ -6,7 +6,7 @@
  * their sgemm ceilings, ops), step configs resolved through run/config,
  * then names checked unique and `ceiling: NAME` resolved.
  */
-#include "lab/bench.h"
+#include "lab/bench/bench.h"
 
 #include <errno.h>
 #include <math.h>
@@ -216,7 +216,8 @@ typedef struct {
     int n, cap;
 } OvList;
 
-static int ov_add(BL *L, OvList *l, const char *key, const yaml_node_t *kn, const yaml_node_t *vn) {
+/* Append the override "key=value" text. */
+static int ov_push(BL *L, OvList *l, const char *text, const yaml_node_t *kn, const yaml_node_t *vn) {
     if (l->n == l->cap) {
         int nc = l->cap ? 2 * l->cap : 16;
         Ov *nv = realloc(l->v, sizeof *nv * (size_t)nc);
@@ -225,10 +226,16 @@ static int ov_add(BL *L, OvList *l, const char *key, const yaml_node_t *kn, cons
         l->cap = nc;
     }
     Ov *o = &l->v[l->n++];
-    snprintf(o->text, sizeof o->text, "%s=%s", key, scalar(vn));
+    snprintf(o->text, sizeof o->text, "%s", text);
     o->kn = kn;
     o->vn = vn;
     return 0;
+}
+
+static int ov_add(BL *L, OvList *l, const char *key, const yaml_node_t *kn, const yaml_node_t *vn) {
+    char t[sizeof ((Ov *)0)->text];
+    snprintf(t, sizeof t, "%s=%s", key, scalar(vn));
+    return ov_push(L, l, t, kn, vn);
 }
 
 /* Flatten a `set` mapping (dotted keys and/or nested sections). */
@@ -273,7 +280,7 @@ static int cfg_error(BL *L, const char *msg, const OvList *ovs, const yaml_node_
 
 /* The run config of model `mname` plus a variant's overrides. */
 static int build_config(BL *L, const yaml_node_t *model_node, const char *mname, const yaml_node_t *vset,
-                        const char *vwhere, const yaml_node_t *at, const char *ctx, Config *c) {
+                        const char *extra, const char *vwhere, const yaml_node_t *at, const char *ctx, Config *c) {
     OvList ovs = {0};
     int rc = -1;
     ConfigError e;
@@ -310,6 +317,7 @@ static int build_config(BL *L, const yaml_node_t *model_node, const char *mname,
         if (flatten(L, set, "", w2, &ovs)) goto out;
     }
     if (vset && flatten(L, vset, "", vwhere, &ovs)) goto out;
+    if (extra && *extra && ov_push(L, &ovs, extra, at, at)) goto out; /* a generated variant's (bench_cover.c) */
     for (int i = 0; i < ovs.n; i++)
         if (config_set(c, ovs.v[i].text, &e)) {
             cfg_error(L, e.msg, &ovs, at, ctx);
@@ -710,18 +718,27 @@ static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *
     }
     yaml_node_t *vars = get(L, item, "variants");
     int first = L->s->n;
-    int nv = 0;
+    int nv = 0, ncov = 0;
     yaml_node_item_t *vi = NULL, *ve = NULL;
-    if (vars) {
+    BenchStepVariant cov[64];
+    if (vars && vars->type == YAML_SCALAR_NODE) {
+        sub(w, sizeof w, where, "variants");
+        if (strcmp(scalar(vars), "covering") != 0)
+            return berr(L, vars, w, "expected a list of {label, set} or covering, got \"%s\"", scalar(vars));
+        ncov = bench_step_covering(cov, (int)(sizeof cov / sizeof cov[0]));
+        if (ncov > (int)(sizeof cov / sizeof cov[0])) return berr(L, vars, w, "more than 64 covering variants");
+        vars = NULL;
+    } else if (vars) {
         sub(w, sizeof w, where, "variants");
         if (vars->type != YAML_SEQUENCE_NODE || vars->data.sequence.items.start == vars->data.sequence.items.top)
-            return berr(L, vars, w, "expected a non-empty list of {label, set}");
+            return berr(L, vars, w, "expected a non-empty list of {label, set} or covering");
         vi = vars->data.sequence.items.start;
         ve = vars->data.sequence.items.top;
     }
-    for (int k = 0; vars ? vi + k < ve : k < 1; k++, nv++) {
+    for (int k = 0; vars ? vi + k < ve : k < (ncov ? ncov : 1); k++, nv++) {
         yaml_node_t *vn = vars ? node(L, vi[k]) : NULL;
         char vw[340], label[64] = "baseline";
+        if (ncov) snprintf(label, sizeof label, "%.47s", cov[k].label);
         snprintf(vw, sizeof vw, "%s.variants[%d]", where, k);
         const yaml_node_t *vset = NULL;
         char sw[360];
@@ -739,7 +756,8 @@ static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *
         char ctx[300];
         snprintf(ctx, sizeof ctx, "model %s, variant %s", mname, label);
         Config cfg;
-        if (build_config(L, md->node, mname, vset, sw, vn ? vn : item, ctx, &cfg)) return -1;
+        if (build_config(L, md->node, mname, vset, ncov ? cov[k].set : NULL, sw, vn ? vn : item, ctx, &cfg))
+            return -1;
         BenchCase *c = new_case(L, item, idx, BK_STEP);
         if (!c) return -1;
         c->cfg = cfg;

@@ -14,7 +14,7 @@
  * through rep_gp_str / rep_gp_title (quoted, no control bytes) and a data
  * file only in its '#' comment lines (escaped when loaded).
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -40,7 +40,7 @@
  * (rep_esc); Tab's column 0 and headers are escaped per format, and every
  * other cell is a number this file formats.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <ctype.h>
 #include <math.h>

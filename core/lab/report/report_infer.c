@@ -42,7 +42,7 @@
  * The plots (ΔPPL% per scheme and row, ΔPPL% against M-Act per scheme, PPL
  * against the fraction dropped) are report_plot_sections.c's.
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 
 #include <math.h>
 #include <stdlib.h>

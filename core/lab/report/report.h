@@ -67,6 +67,15 @@
  * paper's Table 5 (paper.h) beside it.  Sweeps without these metrics get
  * none of this.
  *
+ * A sweep with 3 or more rows with finished runs also gets "Ranking and
+ * all pairs" (report_rank.c): the rows by mean val loss, every pair (up to
+ * 8 rows; above, each against the best) tested as above in a Holm family
+ * of its own, and the best row's Δ to the runner-up and how sure.  A
+ * `differs` from a Holm family smaller than the largest family of
+ * ReportOpts.matrix_db (else of this database) says so beside it.  The
+ * tok/s cell is mean (min–max), marked when a run ran beside other jobs
+ * (summary load_end).
+ *
  * Sweeps that form a budget series (report_budget.c: the same rows, whose
  * configs differ only in train.steps, train.eval_every and
  * train.checkpoint_every, at different tokens per run) get the section
@@ -118,6 +127,9 @@ typedef struct {
     const char *ref;       /* a row label: in every sweep that has a row so labelled, Δ, the tests and
                               the budget series are against it instead of the sweep's baseline row
                               (sweeps without one keep theirs); NULL: the baselines */
+    const char *matrix_db; /* the committed matrix's database (results/gated.db), read only for the size of
+                              its largest Holm family, which the notes on small families compare with;
+                              NULL: this database's largest family */
 } ReportOpts;
 
 /* The default equivalence margin: 0.02 nats of final val loss. */

@@ -37,7 +37,8 @@
  *                Fisher's exact two-sided p against ref's counts
  *   F-Attn, M-Act, gate   metrics f_attn / m_act / gate_mean, context '',
  *                at each run's last step, mean ± std over runs
- *   spikes, tok/s         summary spikes / tokens_per_s, mean
+ *   spikes, tok/s         summary spikes / tokens_per_s, mean (tok/s: with its spread and the
+ *                         runs' load, summary load_start / load_end: report_rank.c)
  *   +params      summary gate_params (the first run that has it)
  * (The paper's columns are looked up when the table is written.)
  *
@@ -58,7 +59,7 @@
  *     automatic factor (F = max(1, L / model.seq_len), or the only F used
  *     at that (L, K)); another F at the same (L, K) makes a series "K F=F".
  */
-#include "lab/report_int.h"
+#include "lab/report/report_int.h"
 #include "run/probes.h"
 
 #include <errno.h>
@@ -68,58 +69,10 @@
 #include <string.h>
 #include <time.h>
 
-static int dbfail(R *r, const char *what) {
-    return rep_fail(r, "%s: %s: %s", r->o->db_path, what, sqlite3_errmsg(r->db));
-}
 
 /* ================================================================== */
 /* SQL helpers                                                         */
 /* ================================================================== */
-
-/* Prepare sql and bind parameters 1.. from types: 't' const char *,
- * 'i' long long. */
-int rep_q_prep(R *r, sqlite3_stmt **st, const char *sql, const char *types, ...) {
-    *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, st, NULL) != SQLITE_OK) {
-        rep_fail(r, "%s: prepare \"%.60s\": %s", r->o->db_path, sql, sqlite3_errmsg(r->db));
-        *st = NULL;
-        return -1;
-    }
-    va_list ap;
-    va_start(ap, types);
-    int rc = SQLITE_OK;
-    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
-        if (types[i] == 't')
-            rc = sqlite3_bind_text(*st, i + 1, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
-        else
-            rc = sqlite3_bind_int64(*st, i + 1, (sqlite3_int64)va_arg(ap, long long));
-    }
-    va_end(ap);
-    if (rc != SQLITE_OK) {
-        dbfail(r, "bind");
-        sqlite3_finalize(*st);
-        *st = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* Finish a statement after stepping: rc is the last sqlite3_step result. */
-int rep_q_done(R *r, sqlite3_stmt *st, int rc, const char *what) {
-    int bad = rc != SQLITE_DONE && rc != SQLITE_ROW;
-    if (bad) dbfail(r, what);
-    sqlite3_finalize(st);
-    return bad ? -1 : 0;
-}
-
-double rep_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-const char *rep_col_text(sqlite3_stmt *st, int i) {
-    const char *t = (const char *)sqlite3_column_text(st, i);
-    return t ? t : "";
-}
 
 /* summary value (context '') or NAN. */
 static int q_summary(R *r, const char *run_id, const char *key, double *v) {
@@ -147,30 +100,6 @@ static int q_last_metric(R *r, const char *run_id, const char *key, double *v) {
     return rep_q_done(r, st, rc, "read metrics");
 }
 
-/* Step st to its end, calling fn on every row; finalizes st. */
-int rep_q_rows(R *r, sqlite3_stmt *st, RepRowFn fn, void *arg) {
-    int sr, rc = 0;
-    while (rc == 0 && (sr = sqlite3_step(st)) == SQLITE_ROW) rc = fn(r, arg, st);
-    if (rc) {
-        sqlite3_finalize(st);
-        return -1;
-    }
-    return rep_q_done(r, st, sr, "read metrics");
-}
-
-/* Rows (context, value): for every context of the run's metric `key`, its
- * value at that context's last step. */
-int rep_q_each_context_last(R *r, const char *run_id, const char *key, RepRowFn fn, void *arg) {
-    sqlite3_stmt *st;
-    if (rep_q_prep(r, &st,
-                   "SELECT m.context, m.value FROM metrics m WHERE m.run_id = ?1 AND m.key = ?2 AND"
-                   " m.step = (SELECT max(x.step) FROM metrics x WHERE x.run_id = m.run_id AND"
-                   " x.key = m.key AND x.context = m.context) ORDER BY m.context",
-                   "tt", run_id, key))
-        return -1;
-    return rep_q_rows(r, st, fn, arg);
-}
-
 /* The run's sink_formed metric: how many evaluations have it, and the
  * first step at which it was set (-1: never). */
 static int q_first_formed(R *r, const char *run_id, long long *n, long long *first) {
@@ -193,39 +122,6 @@ static int q_first_formed(R *r, const char *run_id, long long *n, long long *fir
 /* ------------------------------------------------------------------ */
 /* metric contexts                                                     */
 /* ------------------------------------------------------------------ */
-
-/* Decimal digits at *p -> their value (<= 1000000), *p past them; -1 if
- * there are none or too many. */
-static long parse_index(const char **p) {
-    if (**p < '0' || **p > '9') return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(*p, &end, 10);
-    if (errno || v > 1000000) return -1;
-    *p = end;
-    return v;
-}
-
-/* "layer=N" -> N with *head = -1; "layer=N,head=M" -> N with *head = M;
- * else -1. */
-long rep_parse_layer_head(const char *ctx, long *head) {
-    *head = -1;
-    if (strncmp(ctx, "layer=", 6) != 0) return -1;
-    const char *p = ctx + 6;
-    long l = parse_index(&p);
-    if (l < 0) return -1;
-    if (strncmp(p, ",head=", 6) == 0) {
-        p += 6;
-        if ((*head = parse_index(&p)) < 0) return -1;
-    }
-    return *p ? -1 : l;
-}
-
-/* "layer=N" exactly -> N, else -1. */
-long rep_parse_layer(const char *ctx) {
-    long h, l = rep_parse_layer_head(ctx, &h);
-    return h < 0 ? l : -1;
-}
 
 /* "split=S,len=L,scaling=K,factor=F" (S val or test, L > 0, F > 0) into
  * p's split, len, scaling and factor; -1 if it is not one. */
@@ -286,51 +182,6 @@ static double mean_of(const RSweep *s, const RVar *v, size_t off) {
         if (strcmp(u->status, "finished") == 0 && !isnan(x)) sum += x, n++;
     }
     return n ? sum / n : NAN;
-}
-
-int rep_finished_values(const RSweep *s, const RVar *v, size_t off, double *buf) {
-    int n = 0;
-    for (int i = 0; i < v->nruns; i++) {
-        const RRun *u = &s->runs[v->runs[i]];
-        double x = *(const double *)((const char *)u + off);
-        if (strcmp(u->status, "finished") == 0 && !isnan(x)) buf[n++] = x;
-    }
-    return n;
-}
-
-/* Field off of run u when it is finished and has one; else NAN. */
-static double fin_value(const RRun *u, size_t off) {
-    return strcmp(u->status, "finished") == 0 ? *(const double *)((const char *)u + off) : NAN;
-}
-
-int rep_paired_values(const RSweep *s, const RVar *v, const RVar *w, size_t off, double *a, double *b,
-                      long long *seeds) {
-    const RVar *rows[2] = {v, w};
-    for (int q = 0; q < 2; q++)
-        for (int i = 0; i < rows[q]->nruns; i++) {
-            const RRun *x = &s->runs[rows[q]->runs[i]];
-            if (isnan(fin_value(x, off))) continue;
-            for (int j = i + 1; j < rows[q]->nruns; j++) {
-                const RRun *y = &s->runs[rows[q]->runs[j]];
-                if (y->seed == x->seed && !isnan(fin_value(y, off))) return 0;
-            }
-        }
-    int n = 0;
-    for (int i = 0; i < v->nruns; i++) {
-        const RRun *x = &s->runs[v->runs[i]];
-        if (isnan(fin_value(x, off))) continue;
-        for (int j = 0; j < w->nruns; j++) {
-            const RRun *y = &s->runs[w->runs[j]];
-            if (y->seed == x->seed && !isnan(fin_value(y, off))) {
-                a[n] = fin_value(x, off);
-                b[n] = fin_value(y, off);
-                if (seeds) seeds[n] = x->seed;
-                n++;
-                break;
-            }
-        }
-    }
-    return n;
 }
 
 /* Each row's lr, config key and budget key (see RVar), from the runs that
@@ -409,33 +260,6 @@ static void choose_refs(RSweep *s) {
 /* sink probes                                                         */
 /* ------------------------------------------------------------------ */
 
-/* m[l][h] = x, growing m (new cells NAN). */
-int rep_headmap_set(R *r, HeadMap *m, int l, int h, double x) {
-    if (l >= m->nl || h >= m->nh) {
-        int nl = l >= m->nl ? l + 1 : m->nl, nh = h >= m->nh ? h + 1 : m->nh;
-        double *v = malloc(sizeof(double) * (size_t)nl * (size_t)nh);
-        if (!v) return rep_oom(r);
-        for (int i = 0; i < nl * nh; i++) v[i] = NAN;
-        for (int i = 0; i < m->nl; i++)
-            for (int j = 0; j < m->nh; j++) v[i * nh + j] = m->v[i * m->nh + j];
-        free(m->v);
-        *m = (HeadMap){nl, nh, v};
-    }
-    m->v[l * m->nh + h] = x;
-    return 0;
-}
-
-double rep_headmap_argmax(const HeadMap *m, int *l, int *h) {
-    double best = NAN;
-    for (int i = 0; i < m->nl * m->nh; i++)
-        if (!isnan(m->v[i]) && (isnan(best) || m->v[i] > best)) {
-            best = m->v[i];
-            *l = i / m->nh;
-            *h = i % m->nh;
-        }
-    return best;
-}
-
 /* RepRowFn on (context, value): a context layer=L,head=H into the HeadMap arg. */
 static int add_head_cell(R *r, void *arg, sqlite3_stmt *st) {
     long h, l = rep_parse_layer_head(rep_col_text(st, 0), &h);
@@ -507,11 +331,6 @@ static int row_sink(R *r, const RSweep *s, RVar *v, double *buf) {
     return 0;
 }
 
-static int ll_cmp(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
-
 /* RSweep.seeds: the distinct seeds of the runs with sink probes. */
 static int sweep_seeds(R *r, RSweep *s) {
     s->seeds = malloc(sizeof *s->seeds * (size_t)(s->nruns + 1));
@@ -522,7 +341,7 @@ static int sweep_seeds(R *r, RSweep *s) {
         for (int j = 0; j < s->nseeds; j++) dup |= s->seeds[j] == s->runs[i].seed;
         if (!dup) s->seeds[s->nseeds++] = s->runs[i].seed;
     }
-    qsort(s->seeds, (size_t)s->nseeds, sizeof *s->seeds, ll_cmp);
+    qsort(s->seeds, (size_t)s->nseeds, sizeof *s->seeds, rep_ll_cmp);
     return 0;
 }
 
@@ -608,32 +427,6 @@ static int eval_series(R *r, RSweep *s) {
     return 0;
 }
 
-/* The distinct lengths of series j on split sp, ascending, into lens
- * (cap >= nev); returns how many. */
-int rep_eval_lens(const RSweep *s, int j, int sp, long long *lens) {
-    int n = 0;
-    for (int i = 0; i < s->nev; i++) {
-        const EvalPt *p = &s->ev[i];
-        int dup = 0;
-        for (int q = 0; q < n; q++) dup |= lens[q] == p->len;
-        if (p->series == j && p->split == sp && !dup) lens[n++] = p->len;
-    }
-    qsort(lens, (size_t)n, sizeof *lens, ll_cmp);
-    return n;
-}
-
-/* eval_ppl of row k in series j, split sp, at length len: mean and std
- * over the row's finished runs (buf: cap >= nev); returns how many. */
-int rep_eval_stats(const RSweep *s, int k, int j, int sp, long long len, double *buf, double *m, double *sd) {
-    int n = 0;
-    for (int i = 0; i < s->nev; i++) {
-        const EvalPt *p = &s->ev[i];
-        if (p->var == k && p->series == j && p->split == sp && p->len == len) buf[n++] = p->ppl;
-    }
-    stats_mean_std(buf, n, m, sd);
-    return n;
-}
-
 /* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results (context
  * length, quantization, dropped heads); var: its row. */
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
@@ -661,13 +454,13 @@ static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
  * train.eval_every and train.checkpoint_every, which the budget key leaves
  * out with train.seed and train.steps.  Columns: run_id, label, seed, idx,
  * is_baseline, status, heartbeat_at, the config key, lr, seq_len, steps,
- * batch, the budget key, openblas_version. */
+ * batch, the budget key, openblas_version, threads. */
 static const char RUNS_SQL[] =
     "SELECT sr.run_id, sr.label, sr.seed, sr.idx, sr.is_baseline, r.status, r.heartbeat_at,"
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?2, ?3, ?4) ELSE r.config_json END,"
     " " CFG_NUM("?2") ", " CFG_NUM("?5") ", " CFG_NUM("?6") ", " CFG_NUM("?7") ","
     " CASE WHEN json_valid(r.config_json) THEN json_remove(r.config_json, ?4, ?6, ?8, ?9) ELSE r.config_json END,"
-    " r.openblas_version"
+    " r.openblas_version, r.threads"
     " FROM sweep_runs sr LEFT JOIN runs r ON r.run_id = sr.run_id WHERE sr.sweep = ?1 ORDER BY sr.idx, sr.run_id";
 
 /* The OpenBLAS core named in a run's openblas_version (openblas_get_config():
@@ -722,6 +515,7 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->inf_len = -1;
     u->inf_float = NAN;
     kernel_of(sqlite3_column_type(st, 13) == SQLITE_TEXT ? rep_col_text(st, 13) : NULL, u->kernel, sizeof u->kernel);
+    u->threads = sqlite3_column_int(st, 14);
     return 0;
 }
 
@@ -783,6 +577,7 @@ static int load_rows(R *r, RSweep *s) {
             q_summary(r, u->run_id, "spikes", &u->spikes) ||
             q_summary(r, u->run_id, "gate_params", &u->gate_params) ||
             q_summary(r, u->run_id, "tokens_per_s", &u->tokens_per_s) ||
+            q_summary(r, u->run_id, "load_start", &u->load_start) || q_summary(r, u->run_id, "load_end", &u->load_end) ||
             q_last_metric(r, u->run_id, "f_attn", &u->f_attn) || q_last_metric(r, u->run_id, "m_act", &u->m_act) ||
             q_last_metric(r, u->run_id, "gate_mean", &u->gate_mean))
             return -1;
@@ -928,6 +723,8 @@ void rep_free_sweep(RSweep *s) {
     }
     free(s->runs);
     free(s->vars);
+    free(s->order);
+    free(s->pairs);
     free(s->plots);
     free(s->seeds);
     free(s->ev);
