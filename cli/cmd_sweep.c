@@ -111,6 +111,7 @@
 #include "run/codever.h"
 #include "run/store.h"
 #include "lab/sweep.h"
+#include "util/outfile.h"
 #include "util/util.h"
 #include "sweep_int.h"
 
@@ -314,8 +315,9 @@ static int sweep_prepare_children(SweepCtx *x) {
         return sweep_oom();
     snprintf(x->logdir, ll, "%s/logs", x->dbdir);
     snprintf(x->ckptdir, ll, "%s/checkpoints", x->dbdir);
-    if (x->nrun && util_mkdir_p(x->logdir) != 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", x->logdir, strerror(errno));
+    char derr[1024];
+    if (x->nrun && outfile_mkdir(x->logdir, derr, sizeof derr) != 0) { /* logs/ as a link: refused */
+        fprintf(stderr, "gated sweep: %s\n", derr);
         return EXIT_RUNTIME;
     }
     return GO;

@@ -111,29 +111,6 @@ char *rep_safe_name(R *r, const char *s) {
     return d;
 }
 
-/* mkdir -p: dir and its missing parents; an error unless dir is then a
- * directory. */
-/* util_mkdir_p, with the failure in the report's error. */
-static int mkdir_p(R *r, const char *dir) {
-    if (util_mkdir_p(dir) != 0) return rep_fail(r, "%s: cannot create directory: %s", dir, strerror(errno));
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rep_fail(r, "%s: not a directory", dir);
-    return 0;
-}
-
-FILE *rep_open(R *r, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) rep_fail(r, "%s: cannot write: %s", path, strerror(errno));
-    return f;
-}
-
-int rep_close(R *r, FILE *f, const char *path) {
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad) return rep_fail(r, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
-    return 0;
-}
-
 /* ================================================================== */
 /* driver                                                              */
 /* ================================================================== */
@@ -224,34 +201,23 @@ static int load_sweeps(R *r, char **names, int nnames) {
     return REPORT_OK;
 }
 
-/* plots/gnuplot.log holds this report's gnuplot messages only: every plot
- * appends to it, so a rerun into the same directory starts it afresh. */
-static int reset_gp_log(R *r) {
-    char *p = rep_fmt(r, "%s/gnuplot.log", r->plots_dir);
-    if (!p) return -1;
-    int rc = 0;
-    if (unlink(p) != 0 && errno != ENOENT) {
-        rep_fail(r, "cannot remove %s: %s", p, strerror(errno));
-        rc = -1;
-    }
-    free(p);
-    return rc;
-}
-
 /* DIR/plots/: every sweep's plots (not with --no-plots). */
 static int write_plots(R *r) {
     if (r->o->no_plots || r->nsw == 0) return 0;
-    if (!(r->plots_dir = rep_fmt(r, "%s/plots", r->o->out_dir)) || mkdir_p(r, r->plots_dir)) return -1;
-    if (reset_gp_log(r)) return -1;
+    if (!(r->plots_dir = rep_fmt(r, "%s/plots", r->o->out_dir)) || rep_mkdir(r, r->plots_dir)) return -1;
+    if (rep_gp_begin(r)) return -1;
     rep_gp_check(r);
     if (r->failed) return -1;
-    for (int i = 0; i < r->nsw; i++)
-        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) return -1;
-    for (int i = 0; i < r->nbud; i++)
-        if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) return -1;
-    for (int i = 0; i < r->nsize; i++)
-        if (r->size[i].shown && rep_plot_size(r, &r->size[i])) return -1;
-    return 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < r->nsw; i++)
+        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) rc = -1;
+    for (int i = 0; rc == 0 && i < r->nbud; i++)
+        if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) rc = -1;
+    for (int i = 0; rc == 0 && i < r->nsize; i++)
+        if (r->size[i].shown && rep_plot_size(r, &r->size[i])) rc = -1;
+    /* plots/gnuplot.log: this report's gnuplot messages (written when gnuplot ran) */
+    if (rep_gp_write_log(r)) rc = -1;
+    return rc;
 }
 
 /* The tables: DIR/report.md, or DIR/SWEEP.csv (and its sections' files)
@@ -300,7 +266,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     if (rep_list_sweeps(&r, &names, &nnames)) goto out;
     if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK) goto out;
     code = REPORT_RUNTIME;
-    if (mkdir_p(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
+    if (rep_mkdir(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
     if (r.gp_fail) {
         rep_fail(&r, "gnuplot failed on %d plot%s (see %s/gnuplot.log); the tables are written", r.gp_fail,
                  r.gp_fail == 1 ? "" : "s", r.plots_dir);
@@ -313,6 +279,7 @@ out:
     rep_budget_free(&r);
     for (int i = 0; i < r.nsw; i++) rep_free_sweep(&r.sw[i]);
     free(r.sw);
+    rep_files_end(&r);
     free(r.plots_dir);
     free(r.gp_prog);
     free(r.ref);

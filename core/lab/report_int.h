@@ -46,6 +46,7 @@
 #include "lab/stats.h"
 #include "run/store.h"
 #include "util/csv.h"
+#include "util/outfile.h"
 
 /* ------------------------------------------------------------------ */
 /* data model                                                          */
@@ -320,6 +321,13 @@ typedef struct {
     const char *term_png; /* "pngcairo", "png" or NULL */
     int term_svg;
     char gp_note[256]; /* why plots are missing, for report.md */
+    /* report_files.c */
+    OutFile *outs; /* the files being written (rep_open) */
+    int nouts, outs_cap;
+    char *gp_dir;  /* the private folder gnuplot runs in */
+    FILE *gp_logf; /* gnuplot's messages, collected (open_memstream into gp_log) */
+    char *gp_log;
+    size_t gp_log_len;
 } R;
 
 /* How a text table is written: markdown (md) or TeX. */
@@ -351,10 +359,32 @@ __attribute__((format(printf, 2, 3))) char *rep_fmt(R *r, const char *fmt, ...);
 /* A name usable as a file name: [A-Za-z0-9._-], others '_'; '_' in front
  * of an empty name or one that starts with '.'.  Heap. */
 char *rep_safe_name(R *r, const char *s);
-/* fopen(path, "w"), the error set on failure. */
+/* ------------------------------------------------------------------ */
+/* report_files.c: every file the report writes; gnuplot's runs        */
+/* ------------------------------------------------------------------ */
+
+/* An output directory (mkdir -p; a symbolic link there refused), the
+ * error set on failure. */
+int rep_mkdir(R *r, const char *dir);
+/* Start writing path (util/outfile.h: a temporary file beside it), the
+ * error set on failure. */
 FILE *rep_open(R *r, const char *path);
-/* fclose, the error set when writing or closing failed. */
+/* Commit f as path: 0, or -1 with the error set (the old file kept). */
 int rep_close(R *r, FILE *f, const char *path);
+/* Drop f (a rep_open file; NULL is fine): the old file stays. */
+void rep_abort(R *r, FILE *f);
+/* Drop every file still open; remove the gnuplot folder. */
+void rep_files_end(R *r);
+/* Make the private gnuplot folder under plots_dir. */
+int rep_gp_begin(R *r);
+/* Write plots/gnuplot.log from the collected messages. */
+int rep_gp_write_log(R *r);
+/* Run gnuplot with args in the private folder (log: its output into the
+ * collected messages); the exit status, -1 if it could not run. */
+int rep_run_gnuplot(R *r, const char *a1, const char *a2, int log);
+/* Draw plots/BASE.gp: 1 made (the images complete, renamed into plots/),
+ * 0 failed (why says how; the previous images stay), -1 error set. */
+int rep_gp_draw(R *r, const char *base, char *why, size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* report_load.c: SQL helpers and loading                              */

@@ -424,7 +424,10 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
     int rc = -1;
     if (f) {
         rc = fn(r, f, s);
-        if (rep_close(r, f, path)) rc = -1;
+        if (rc)
+            rep_abort(r, f);
+        else if (rep_close(r, f, path))
+            rc = -1;
     }
     if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
     free(path);
