@@ -10,8 +10,10 @@
  *                     groups, equivalence verdicts, minimum detectable effects
  *   report_budget.c   the effect against the training budget: series of
  *                     sweeps, their tables (md, tex, csv)
- *   report_gp.c       gnuplot: finding and running it, the pieces of
- *                     scripts, plot files, the data plots read
+ *   report_gp.c       gnuplot: finding it, the pieces of scripts, plot
+ *                     files, the data plots read
+ *   report_files.c    every file written (util/outfile.h), and gnuplot's
+ *                     runs in a private folder
  *   report_plot.c     the list of plots; those of the main table
  *   report_plot_sections.c  the plots of the sections and budget series
  *   report_write.c    the main table in md, csv and tex; quoting per format
