@@ -329,9 +329,10 @@ static int bench_record(const BenchArgs *a, const char *joined, const BenchSuite
                         const BenchResult *res, const Provenance *pv) {
     char err[2048];
     Store *st;
-    if (store_open(&st, a->db, err, sizeof err)) {
+    int orc = store_open(&st, a->db, err, sizeof err);
+    if (orc) {
         fprintf(stderr, "gated bench: %s\n", err);
-        return 2;
+        return cli_store_exit(orc);
     }
     StoreBenchRow *rows = calloc((size_t)nsel, sizeof *rows);
     if (!rows) {

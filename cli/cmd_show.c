@@ -33,9 +33,10 @@ static int run_store(const Command *cmd, int argc, char **argv) {
     if (cli_require_db(cmd, db)) return EXIT_BADINPUT;
     char err[1024];
     Store *st;
-    if (store_open_ro(&st, db, err, sizeof err)) {
+    int orc = store_open_ro(&st, db, err, sizeof err);
+    if (orc) {
         fprintf(stderr, "gated %s: %s\n", cmd->name, err);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     int rc = show && json ? show_run_json(st, rest[0], stdout, err, sizeof err)
              : show       ? show_run(st, rest[0], stdout, err, sizeof err)

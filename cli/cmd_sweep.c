@@ -253,9 +253,10 @@ static int sweep_select(SweepCtx *x) {
  * database is neither created nor changed).  Returns the exit code. */
 static int sweep_dry_run(SweepCtx *x) {
     char dberr[1024];
-    if (access(x->o->db, F_OK) == 0 && store_open_ro(&x->st, x->o->db, dberr, sizeof dberr)) {
+    int orc = access(x->o->db, F_OK) == 0 ? store_open_ro(&x->st, x->o->db, dberr, sizeof dberr) : 0;
+    if (orc) {
         fprintf(stderr, "gated sweep: %s\n", dberr);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     for (int i = 0; i < x->n; i++)
         plan(&x->jobs[i], x->st, x->code, x->o, x->t0);
@@ -278,9 +279,10 @@ static int sweep_open_store(SweepCtx *x) {
         fprintf(stderr, "gated sweep: %s: %s\n", x->dbdir, strerror(errno));
         return EXIT_RUNTIME;
     }
-    if (store_open(&x->st, o->db, dberr, sizeof dberr)) {
+    int orc = store_open(&x->st, o->db, dberr, sizeof dberr);
+    if (orc) {
         fprintf(stderr, "gated sweep: %s\n", dberr);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     x->rec = calloc((size_t)(x->n ? x->n : 1), sizeof *x->rec);
     if (!x->rec)

@@ -136,9 +136,10 @@ static int open_db(R *r) {
         return REPORT_BADINPUT;
     }
     char serr[1024];
-    if (store_open_ro(&r->st, o->db_path, serr, sizeof serr)) {
+    int orc = store_open_ro(&r->st, o->db_path, serr, sizeof serr);
+    if (orc) {
         rep_fail(r, "%s", serr);
-        return REPORT_BADINPUT;
+        return orc == -2 ? REPORT_BADINPUT : REPORT_RUNTIME;
     }
     r->db = store_db(r->st);
     return REPORT_OK;
