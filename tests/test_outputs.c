@@ -256,3 +256,83 @@ Test(outputs, sweep_log_replaces_a_planted_link, .timeout = 120) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* A sweep whose name is longer than a file name can be (merged from
+ * elsewhere, from before the limit): its files get a cut name and the
+ * report succeeds for every sweep (issue 39, item 11: "File name too
+ * long" sank them all). */
+Test(outputs, a_sweep_name_too_long_for_a_file_name_sinks_nothing, .timeout = 120) {
+    Fx fx;
+    fixture(&fx);
+    char sql[600], err[1024];
+    snprintf(sql, sizeof sql, "UPDATE sweep_runs SET sweep = '%0300d' WHERE sweep = 'lrv'", 0);
+    fx_sql(&fx, sql);
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_report(&fx, REPORT_CSV, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    char *csv = out_file(&fx, "main.csv");
+    free(csv);
+    fx_rm(&fx);
+}
+
+/* One sweep's file cannot be written (lr.csv is a directory): the other
+ * sweeps' files are written, and the report fails naming the sweep. */
+Test(outputs, one_sweep_failing_does_not_sink_the_others, .timeout = 120) {
+    Fx fx;
+    fixture(&fx);
+    char p[256], err[1024], *log = NULL;
+    cr_assert_eq(mkdir(fx.out, 0777), 0);
+    snprintf(p, sizeof p, "%s/lr.csv", fx.out);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    cr_expect_eq(run_report(&fx, REPORT_CSV, NULL, NULL, &log, err, sizeof err), REPORT_RUNTIME, "%s", err);
+    assert_has(err, "1 sweep");
+    assert_has(log, "sweep lr:");
+    snprintf(p, sizeof p, "%s/main.csv", fx.out);
+    cr_expect(exists(p), "main.csv was not written");
+    snprintf(p, sizeof p, "%s/lrv.csv", fx.out);
+    cr_expect(exists(p), "lrv.csv was not written");
+    free(log);
+    fx_rm(&fx);
+}
+
+/* Whether text holds a bidirectional control or U+2028/U+2029 raw. */
+static int raw_bidi(const char *text) {
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (c[0] == 0xe2 && c[1] == 0x80 && ((c[2] >= 0xaa && c[2] <= 0xae) || c[2] == 0xa8 || c[2] == 0xa9))
+            return 1;
+        else if (c[0] == 0xe2 && c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9)
+            return 1;
+    return 0;
+}
+
+/* Names and labels holding U+202E (right-to-left override), U+2066 and
+ * U+2028 (written by raw SQL: the store refuses them) reach neither a
+ * terminal (ls, show, --json, export) nor a report raw (issue 39, item
+ * 12). */
+Test(outputs, bidi_overrides_and_line_separators_are_escaped, .timeout = 120) {
+    Fx fx;
+    fixture(&fx);
+    fx_sql(&fx, "UPDATE runs SET name = name || char(0x202e) || 'gpj.exe' || char(0x2028) || char(0x2066);"
+                "UPDATE sweep_runs SET label = label || char(0x202e) || 'x' WHERE sweep = 'main'");
+    char err[1024], *out = NULL;
+    cr_assert_eq(run_report(&fx, REPORT_MD, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    char *md = out_file(&fx, "report.md");
+    cr_expect(!raw_bidi(md), "report.md holds a raw bidi control");
+    assert_has(md, "\\xe2\\x80\\xae");
+    free(md);
+    cr_assert_eq(run_report(&fx, REPORT_CSV, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
+    char *csv = out_file(&fx, "main.csv");
+    cr_expect(!raw_bidi(csv), "main.csv holds a raw bidi control");
+    free(csv);
+    const char *ls[] = {"ls", "--db", fx.db, NULL};
+    const char *lsj[] = {"ls", "--db", fx.db, "--json", NULL};
+    const char *exp[] = {"export", "--db", fx.db, "--config", "none", NULL};
+    const char *expj[] = {"export", "--db", fx.db, "--format", "jsonl", NULL};
+    const char *const *cmds[] = {ls, lsj, exp, expj};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(test_gated(NULL, cmds[i], NULL, 60, &out), 0, "%s", out);
+        cr_expect(!raw_bidi(out), "gated %s%s printed a raw bidi control", cmds[i][0], i % 2 ? " (json)" : "");
+        cr_expect(strstr(out, i % 2 ? "\\u202e" : "\\xe2\\x80\\xae"), "not escaped visibly: %.300s", out);
+        free(out);
+    }
+    fx_rm(&fx);
+}

@@ -180,3 +180,68 @@ Test(store_guard, a_wal_database_reads_in_a_folder_the_reader_cannot_write, .tim
     cr_assert_eq(chmod(ro, 0755), 0);
     tmp_db_remove(&t);
 }
+
+/* A value that is not a number where one is read (issue 39, item 5): in
+ * runs, summary, histograms and sweep_runs the database is refused at
+ * open, naming the table, run, key and value (exit 2 for ls, show,
+ * export, report); a metric value that is not a number reads as missing
+ * (null in show --json), never 0. */
+Test(store_guard, values_that_are_not_numbers_are_never_read_as_0, .timeout = 120) {
+    static const char *const damage[][2] = {
+        {"UPDATE summary SET value = 'abc' WHERE key = 'val_loss'", "(key val_loss): value is text 'abc'"},
+        {"UPDATE summary SET value = X'0102' WHERE key = 'val_loss'", "(key val_loss): value is blob"},
+        {"UPDATE runs SET seed = 'seven'", "runs row of run"},
+        {"UPDATE runs SET started_at = 'yesterday'", "started_at is text 'yesterday', not a number"},
+    };
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        TmpDb t;
+        tmp_db(&t);
+        char *out = NULL;
+        cr_assert_eq(train_into(t.dir, "s.db", &out), 0, "%s", out);
+        free(out);
+        snprintf(t.db, sizeof t.db, "%s/s.db", t.dir);
+        sqlite3 *db = raw_open(t.db);
+        raw_exec(db, damage[i][0]);
+        raw_close(db);
+        Store *s = NULL;
+        char err[1024];
+        cr_expect_eq(store_open_ro(&s, t.db, err, sizeof err), -2, "%s: read", damage[i][0]);
+        cr_expect(strstr(err, damage[i][1]) && strstr(err, "damaged"), "%s: %s", damage[i][0], err);
+        const char *ls[] = {"ls", "--db", "s.db", NULL};
+        const char *exp[] = {"export", "--db", "s.db", NULL};
+        const char *rep[] = {"report", "--db", "s.db", "--out", "rep", "--no-plots", NULL};
+        const char *const *cmds[] = {ls, exp, rep};
+        for (int c = 0; c < 3; c++) {
+            cr_expect_eq(test_gated(t.dir, cmds[c], NULL, 60, &out), 2, "%s: gated %s: %s", damage[i][0],
+                         cmds[c][0], out);
+            cr_expect(strstr(out, damage[i][1]), "gated %s: %s", cmds[c][0], out);
+            cr_expect(!strstr(out, "0.0000"), "gated %s printed a 0: %s", cmds[c][0], out);
+            free(out);
+        }
+        tmp_db_remove(&t);
+    }
+    /* a metric: missing, not 0 */
+    TmpDb t;
+    tmp_db(&t);
+    char *out = NULL;
+    cr_assert_eq(train_into(t.dir, "s.db", &out), 0, "%s", out);
+    free(out);
+    snprintf(t.db, sizeof t.db, "%s/s.db", t.dir);
+    sqlite3 *db = raw_open(t.db);
+    raw_exec(db, "UPDATE metrics SET value = 'abc' WHERE key = 'val_loss'");
+    char *id = q_text(db, "SELECT run_id FROM runs", NULL);
+    raw_close(db);
+    const char *show[] = {"show", id, "--db", "s.db", "--json", NULL};
+    cr_expect_eq(test_gated(t.dir, show, NULL, 60, &out), 0, "%s", out);
+    const char *v = strstr(out, "\"series\"");
+    cr_assert_not_null(v, "%s", out);
+    v = strstr(v, "\"val_loss\"");
+    cr_assert_not_null(v, "%s", out);
+    const char *lv = strstr(v, "\"last_value\"");
+    cr_assert_not_null(lv, "%s", out);
+    cr_expect(strncmp(lv, "\"last_value\": null", 18) == 0 || strncmp(lv, "\"last_value\":null", 17) == 0,
+              "a metric of 'abc' read as %.30s", lv);
+    free(out);
+    free(id);
+    tmp_db_remove(&t);
+}

@@ -106,6 +106,17 @@ char *rep_safe_name(R *r, const char *s) {
     if (!*d || d[0] == '.') {
         char *e = rep_fmt(r, "_%s", d);
         free(d);
+        if (!e) return NULL;
+        d = e;
+    }
+    /* a name from a merged database may be longer than a file name can be
+     * (with the plot suffixes and a temporary file's): its first bytes and
+     * 8 hex digits of its hash, so distinct names stay distinct */
+    if (strlen(d) > REP_NAME_MAX) {
+        char id[17];
+        store_run_id(s, id);
+        char *e = rep_fmt(r, "%.*s-%.8s", REP_NAME_MAX - 9, d, id);
+        free(d);
         return e;
     }
     return d;
@@ -202,6 +213,20 @@ static int load_sweeps(R *r, char **names, int nnames) {
     return REPORT_OK;
 }
 
+/* Sweep s's files failed (the error set): say so and go on with the other
+ * sweeps', so one sweep's output never sinks the others' (the report then
+ * exits 1 naming how many failed).  -1 when the failure is not the
+ * sweep's own (out of memory). */
+static int sweep_failed(R *r, const RSweep *s) {
+    const char *why = r->err && r->err[0] ? r->err : "failed";
+    if (strcmp(why, "out of memory") == 0) return -1;
+    fprintf(r->log, "gated report: sweep %s: %s; the other sweeps' files are written\n", s->name, why);
+    r->sweeps_failed++;
+    r->failed = 0;
+    if (r->err && r->errcap) r->err[0] = '\0';
+    return 0;
+}
+
 /* DIR/plots/: every sweep's plots (not with --no-plots). */
 static int write_plots(R *r) {
     if (r->o->no_plots || r->nsw == 0) return 0;
@@ -211,7 +236,7 @@ static int write_plots(R *r) {
     if (r->failed) return -1;
     int rc = 0;
     for (int i = 0; rc == 0 && i < r->nsw; i++)
-        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i])) rc = -1;
+        if (!r->sw[i].context && rep_make_plots(r, &r->sw[i]) && sweep_failed(r, &r->sw[i])) rc = -1;
     for (int i = 0; rc == 0 && i < r->nbud; i++)
         if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) rc = -1;
     for (int i = 0; rc == 0 && i < r->nsize; i++)
@@ -241,7 +266,8 @@ static int write_tables(R *r) {
         int rc = o->format == REPORT_CSV ? rep_write_csv(r, &r->sw[i], path) : rep_write_tex(r, &r->sw[i], path);
         if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
         free(path);
-        if (rc || (o->format == REPORT_CSV && rep_write_csv_sections(r, &r->sw[i]))) return -1;
+        if ((rc || (o->format == REPORT_CSV && rep_write_csv_sections(r, &r->sw[i]))) && sweep_failed(r, &r->sw[i]))
+            return -1;
     }
     return rep_budget_files(r);
 }
@@ -268,6 +294,11 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK) goto out;
     code = REPORT_RUNTIME;
     if (rep_mkdir(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
+    if (r.sweeps_failed) {
+        rep_fail(&r, "the files of %d sweep%s could not be written (see above); the others are", r.sweeps_failed,
+                 r.sweeps_failed == 1 ? "" : "s");
+        goto out;
+    }
     if (r.gp_fail) {
         rep_fail(&r, "gnuplot failed on %d plot%s (see %s/gnuplot.log); the tables are written", r.gp_fail,
                  r.gp_fail == 1 ? "" : "s", r.plots_dir);

@@ -323,6 +323,7 @@ typedef struct {
     const char *term_png; /* "pngcairo", "png" or NULL */
     int term_svg;
     char gp_note[256]; /* why plots are missing, for report.md */
+    int sweeps_failed; /* sweeps whose files failed; the others' were written */
     /* report_files.c */
     OutFile *outs; /* the files being written (rep_open) */
     int nouts, outs_cap;
@@ -359,7 +360,9 @@ char *rep_esc(R *r, const char *s);
 /* Formatted string on the heap (NULL and the error set on failure). */
 __attribute__((format(printf, 2, 3))) char *rep_fmt(R *r, const char *fmt, ...);
 /* A name usable as a file name: [A-Za-z0-9._-], others '_'; '_' in front
- * of an empty name or one that starts with '.'.  Heap. */
+ * of an empty name or one that starts with '.'; one longer than
+ * REP_NAME_MAX bytes cut, with 8 hex digits of its hash.  Heap. */
+#define REP_NAME_MAX 64
 char *rep_safe_name(R *r, const char *s);
 /* ------------------------------------------------------------------ */
 /* report_files.c: every file the report writes; gnuplot's runs        */

@@ -113,7 +113,8 @@ int rep_q_done(R *r, sqlite3_stmt *st, int rc, const char *what) {
 }
 
 double rep_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+    int t = sqlite3_column_type(st, i); /* text or a blob is missing, never 0 (issue 39) */
+    return t == SQLITE_FLOAT || t == SQLITE_INTEGER ? sqlite3_column_double(st, i) : NAN;
 }
 
 const char *rep_col_text(sqlite3_stmt *st, int i) {

@@ -581,14 +581,14 @@ static int open_inner(Store *s) {
          * one of schema 1 is read as schema 2; the views come last, as
          * TEMP views over whatever TEMP tables stand in front. */
         if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)) ||
-            sto_ensure_views(s) || read_db_id(s))
+            sto_ensure_views(s) || read_db_id(s) || sto_check_values(s))
             return -1;
     } else {
         if ((has_meta && sto_check_objects(s)) || open_settings(s) || (!has_meta && open_create_schema(s)))
             return -1;
         if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
-        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s) ||
-            sto_ensure_views(s) || ensure_db_id(s))
+        if (sto_check_values(s) || sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) ||
+            sto_ensure_attest_schema(s) || sto_ensure_views(s) || ensure_db_id(s))
             return -1;
         /* (read-only, store_flush refuses with SQLite's own words) */
         if (sto_prep(s, &s->ins_metric,

@@ -133,3 +133,71 @@ char *sto_ro_uri(const char *path) {
     strcpy(o, "?immutable=1");
     return u;
 }
+
+/* The numeric columns readers take as numbers, and what each may hold:
+ * "i" an integer, "n" an integer or a real, a trailing "0" NULL as well.
+ * Each is checked where a reader would otherwise take text or a blob for
+ * 0 (sqlite3_column_double of 'abc'): a summary val_loss of 'abc' made
+ * `report` print 0.0000 and a false significant delta.  The metrics table
+ * (millions of rows) is not scanned here: its readers take a value that
+ * is not a number as missing. */
+static const struct {
+    const char *table, *col, *kinds, *key; /* key: the column naming the row's key, or NULL */
+} NUMERIC[] = {
+    {"runs", "seed", "i", NULL},          {"runs", "threads", "i", NULL},
+    {"runs", "started_at", "n", NULL},    {"runs", "heartbeat_at", "n", NULL},
+    {"runs", "ended_at", "n0", NULL},     {"runs", "diverged_step", "i0", NULL},
+    {"runs", "git_dirty", "i0", NULL},    {"runs", "env_id", "i", NULL},
+    {"summary", "value", "n0", "key"},    {"histograms", "step", "i", "key"},
+    {"histograms", "lo", "n", "key"},     {"histograms", "hi", "n", "key"},
+    {"sweep_runs", "seed", "i", "sweep"}, {"sweep_runs", "idx", "i", "sweep"},
+    {"sweep_runs", "is_baseline", "i", "sweep"},
+};
+
+int sto_check_values(Store *s) {
+    for (size_t i = 0; i < sizeof NUMERIC / sizeof NUMERIC[0]; i++) {
+        const char *k = NUMERIC[i].kinds;
+        int has = sto_has_table(s, NUMERIC[i].table); /* a table an older file lacks has nothing to check */
+        if (has < 0) return -1;
+        if (!has) continue;
+        char sql[400];
+        /* identifiers from the table above; the allowed types bound */
+        snprintf(sql, sizeof sql,
+                 "SELECT run_id, %s, typeof(%s), substr(CAST(%s AS TEXT), 1, 40) FROM %s"
+                 " WHERE typeof(%s) NOT IN (?1, ?2, ?3) LIMIT 1",
+                 NUMERIC[i].key ? NUMERIC[i].key : "''", NUMERIC[i].col, NUMERIC[i].col, NUMERIC[i].table,
+                 NUMERIC[i].col);
+        sqlite3_stmt *st;
+        if (sto_prep_bind(s, &st, sql, "ttt", "integer", k[0] == 'n' ? "real" : "integer",
+                          strchr(k, '0') ? "null" : "integer"))
+            return -1;
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            char run[64], key[96], val[128];
+            store_escape(sto_text_or(st, 0, ""), run, sizeof run);
+            store_escape(sto_text_or(st, 1, ""), key, sizeof key);
+            store_escape(sto_text_or(st, 3, ""), val, sizeof val);
+            const char *type = sto_text_or(st, 2, "");
+            char what[200] = "", got[200];
+            if (NUMERIC[i].key) snprintf(what, sizeof what, " (%s %s)", NUMERIC[i].key, key);
+            if (strcmp(type, "null") == 0)
+                snprintf(got, sizeof got, "NULL");
+            else
+                snprintf(got, sizeof got, "%s '%s'", type, val);
+            s->bad_input = 1;
+            sto_fail(s, "%s: damaged: the %s row of run %s%s: %s is %s, not %s; nothing was read as 0 and the "
+                        "file was not changed (fix or delete the row; gated merge refuses such rows)",
+                     s->path, NUMERIC[i].table, run, what, NUMERIC[i].col, got,
+                     k[0] == 'i' ? "an integer" : "a number");
+            (void)sqlite3_finalize(st);
+            return -1;
+        }
+        if (rc != SQLITE_DONE) {
+            sto_dbfail(s, "check the database's values");
+            (void)sqlite3_finalize(st);
+            return -1;
+        }
+        if (sto_fin(s, st)) return -1;
+    }
+    return 0;
+}

@@ -115,5 +115,9 @@ int sto_ensure_views(Store *s);
 int sto_check_path(Store *s);
 int sto_check_objects(Store *s);
 char *sto_ro_uri(const char *path);
+/* The numeric columns of runs, summary, histograms and sweep_runs hold
+ * numbers (NULL where allowed): a value of another type refused, naming
+ * the table, run, key and value (bad_input). */
+int sto_check_values(Store *s);
 
 #endif
