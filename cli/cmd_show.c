@@ -43,8 +43,9 @@ static int run_store(const Command *cmd, int argc, char **argv) {
              : json       ? show_ls_json(st, stdout, err, sizeof err)
                           : show_ls(st, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "gated %s: %s\n", cmd->name, err);
+    int code = !rc ? EXIT_OK : store_err_runtime(st) ? EXIT_RUNTIME : EXIT_BADINPUT;
     store_close(st);
-    return rc ? EXIT_BADINPUT : EXIT_OK;
+    return code;
 }
 
 static int run_ls(int argc, char **argv) { return run_store(&cmd_ls, argc, argv); }

@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <sqlite3.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,74 @@ Test(outputs, bidi_overrides_and_line_separators_are_escaped, .timeout = 120) {
         cr_expect(!raw_bidi(out), "gated %s%s printed a raw bidi control", cmds[i][0], i % 2 ? " (json)" : "");
         cr_expect(strstr(out, i % 2 ? "\\u202e" : "\\xe2\\x80\\xae"), "not escaped visibly: %.300s", out);
         free(out);
+    }
+    fx_rm(&fx);
+}
+
+/* Whether text holds SQL (what an error about a database must not). */
+static int has_sql(const char *text) {
+    static const char *const words[] = {"SELECT ", "INSERT ", "UPDATE ", "prepare \"", "BEGIN IMMEDIATE", "\"COMMIT\""};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(text, words[i])) return 1;
+    return 0;
+}
+
+/* One exit-code table (docs/cli.md), errors in words (issue 39, item 10):
+ * a damaged database (the metrics table's pages overwritten; the metrics
+ * table dropped) is exit 2 for ls, export and report alike, and no message
+ * quotes SQL. */
+Test(outputs, damaged_databases_exit_2_in_words_for_every_reader, .timeout = 120) {
+    Fx fx;
+    fixture(&fx);
+    char copy[256], cmd[600];
+    snprintf(copy, sizeof copy, "%s/dropped.db", fx.dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", fx.db, copy);
+    cr_assert_eq(system(cmd), 0);
+    /* the pages of metrics and its indexes overwritten */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(fx.db, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE tbl_name = 'metrics' AND rootpage > 0",
+                                    -1, &st, NULL), SQLITE_OK);
+    long pages[8];
+    int np = 0;
+    while (np < 8 && sqlite3_step(st) == SQLITE_ROW) pages[np++] = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    int psz = 4096;
+    cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW) psz = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_assert_geq(np, 2);
+    FILE *f = fopen(fx.db, "r+b");
+    cr_assert_not_null(f);
+    for (int i = 0; i < np; i++) {
+        static const char junk[16] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
+        cr_assert_eq(fseek(f, (pages[i] - 1) * psz, SEEK_SET), 0);
+        cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    }
+    cr_assert_eq(fclose(f), 0);
+    /* another copy: the metrics table gone (its views first) */
+    cr_assert_eq(sqlite3_open(copy, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "DROP VIEW final_metrics; DROP VIEW sweep_metrics; DROP VIEW run_metrics;"
+                                  " DROP TABLE metrics", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    char out_dir[256];
+    snprintf(out_dir, sizeof out_dir, "%s/rep", fx.dir);
+    const char *dbs[2] = {fx.db, copy}, *want[2] = {"damaged", "it has no table metrics"};
+    for (int d = 0; d < 2; d++) {
+        const char *ls[] = {"ls", "--db", dbs[d], NULL};
+        const char *exp[] = {"export", "--db", dbs[d], NULL};
+        const char *rep[] = {"report", "--db", dbs[d], "--out", out_dir, "--no-plots", NULL};
+        const char *const *cmds[] = {ls, exp, rep};
+        for (int c = 0; c < 3; c++) {
+            char *out = NULL;
+            int rc = test_gated(NULL, cmds[c], NULL, 60, &out);
+            cr_expect_eq(rc, 2, "gated %s on %s: exit %d: %s", cmds[c][0], dbs[d], rc, out);
+            cr_expect(strstr(out, want[d]), "gated %s: %s", cmds[c][0], out);
+            cr_expect(!has_sql(out), "gated %s quotes SQL: %s", cmds[c][0], out);
+            free(out);
+        }
     }
     fx_rm(&fx);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,5 +244,50 @@ Test(store_guard, values_that_are_not_numbers_are_never_read_as_0, .timeout = 12
               "a metric of 'abc' read as %.30s", lv);
     free(out);
     free(id);
+    tmp_db_remove(&t);
+}
+
+/* Errors about the output database in words and the exit status of the
+ * table in docs/cli.md (issue 39, item 10): train on a full disk (a tmpfs,
+ * root only) exits 1 saying the disk is full; train while another process
+ * holds the database's write lock exits 1 saying so; merge into OUT of an
+ * IN that is OUT by another name (a hard link) is refused, exit 2, before
+ * any wait; none of them quotes SQL. */
+Test(store_guard, output_database_errors_in_words_with_the_documented_status, .timeout = 120) {
+    TmpDb t;
+    tmp_db(&t);
+    char *out = NULL, mnt[128], p[160];
+    /* locked */
+    cr_assert_eq(train_into(t.dir, "s.db", &out), 0, "%s", out);
+    free(out);
+    snprintf(p, sizeof p, "%s/s.db", t.dir);
+    sqlite3 *db = raw_open(p);
+    raw_exec(db, "BEGIN EXCLUSIVE");
+    const char *again[] = {"train", "t.yaml", "--db", "s.db", "--set", "train.seed=9", NULL};
+    cr_expect_eq(test_gated(t.dir, again, NULL, 60, &out), 1, "%s", out);
+    cr_expect(strstr(out, "locked by another process") && !strstr(out, "BEGIN"), "%s", out);
+    free(out);
+    raw_exec(db, "ROLLBACK");
+    raw_close(db);
+    /* OUT hard-linked as IN */
+    char ln[160];
+    snprintf(ln, sizeof ln, "%s/same.db", t.dir);
+    cr_assert_eq(link(p, ln), 0);
+    const char *merge[] = {"merge", "s.db", "same.db", NULL};
+    cr_expect_eq(test_gated(t.dir, merge, NULL, 60, &out), 2, "%s", out);
+    cr_expect(strstr(out, "is the output database") && !strstr(out, "BEGIN"), "%s", out);
+    free(out);
+    /* a full disk */
+    snprintf(mnt, sizeof mnt, "%s/small", t.dir);
+    cr_assert_eq(mkdir(mnt, 0777), 0);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=96k") != 0) {
+        cr_log_warn("mount tmpfs: %s (needs root): the full-disk case is not run", strerror(errno));
+    } else {
+        const char *full[] = {"train", "t.yaml", "--db", "small/s.db", NULL};
+        cr_expect_eq(test_gated(t.dir, full, NULL, 60, &out), 1, "%s", out);
+        cr_expect(strstr(out, "the disk is full") && !strstr(out, "COMMIT\""), "%s", out);
+        free(out);
+        cr_assert_eq(umount(mnt), 0);
+    }
     tmp_db_remove(&t);
 }

@@ -306,6 +306,7 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     }
     code = REPORT_OK;
 out:
+    if (code == REPORT_RUNTIME && r.bad_db) code = REPORT_BADINPUT;
     for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
     rep_budget_free(&r);

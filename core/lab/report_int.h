@@ -324,6 +324,7 @@ typedef struct {
     int term_svg;
     char gp_note[256]; /* why plots are missing, for report.md */
     int sweeps_failed; /* sweeps whose files failed; the others' were written */
+    int bad_db;        /* a read failed for the file's sake (damaged): REPORT_BADINPUT */
     /* report_files.c */
     OutFile *outs; /* the files being written (rep_open) */
     int nouts, outs_cap;

@@ -69,7 +69,9 @@
 #include <time.h>
 
 static int dbfail(R *r, const char *what) {
-    return rep_fail(r, "%s: %s: %s", r->o->db_path, what, sqlite3_errmsg(r->db));
+    char w[600];
+    r->bad_db |= store_sql_words(r->db, w, sizeof w); /* a damaged file: exit 2 */
+    return rep_fail(r, "%s: %s: %s", r->o->db_path, what, w);
 }
 
 /* ================================================================== */
@@ -81,7 +83,7 @@ static int dbfail(R *r, const char *what) {
 int rep_q_prep(R *r, sqlite3_stmt **st, const char *sql, const char *types, ...) {
     *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, st, NULL) != SQLITE_OK) {
-        rep_fail(r, "%s: prepare \"%.60s\": %s", r->o->db_path, sql, sqlite3_errmsg(r->db));
+        dbfail(r, "cannot read the database");
         *st = NULL;
         return -1;
     }

@@ -280,6 +280,9 @@ void store_fput_escaped(FILE *f, const char *s);
 
 /* The last error's message ("" if none). */
 const char *store_errmsg(Store *s);
+/* Whether the last error was the machine's (locked, disk full, I/O, out
+ * of memory: exit 1) rather than the input's or the file's (exit 2). */
+int store_err_runtime(Store *s);
 
 /* ------------------------------------------------------------------ */
 /* Claims: who is about to run, or is running, a run (run_claims)       */
@@ -392,6 +395,15 @@ const char *store_db_id(Store *s);
  * bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);
+
+/* The last SQLite error on db in words, never its SQL (store_sql.c): "it
+ * is locked by another process (waited 5 s; try again when that one is
+ * done)", "the disk is full ...", "it has no table metrics: damaged, or
+ * not written by gated", "it is damaged (SQLite: ...)", "SQLite: ..." for
+ * the rest.  Into out (always NUL-terminated); 1 when the fault is the
+ * file's (damaged, a table or column missing: bad input, exit 2), 0 when
+ * the machine's (locked, full, I/O, memory: exit 1). */
+int store_sql_words(struct sqlite3 *db, char *out, size_t cap);
 
 
 /* ------------------------------------------------------------------ */

@@ -42,6 +42,7 @@ struct Store {
     int schema;   /* the file's schema_version (a read-only schema-1 file stays 1) */
     char db_id[17]; /* meta db_id (store_db_id); "" when a read-only file has none */
     int bad_input;  /* the open failed for the file's sake, not the machine's (store_open: -2) */
+    int runtime_err; /* the last error was the machine's (store_err_runtime) */
     char err[1024];
 };
 
