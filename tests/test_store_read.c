@@ -504,7 +504,7 @@ Test(store, read_only_open_writes_nothing) {
     /* writing through it fails cleanly */
     Provenance p = test_prov("hostA");
     cr_assert_eq(store_run_begin(s, "ffff000000000000", "w", "{}", 1, 1, &p, NULL), -1);
-    cr_assert(strstr(store_errmsg(s), "readonly"), "%s", store_errmsg(s));
+    cr_assert(strstr(store_errmsg(s), "cannot be written (a read-only"), "%s", store_errmsg(s));
     OK(store_metric(s, RID, "x", NULL, 1, 1.0));
     cr_assert_eq(store_flush(s), -1);
     store_close(s);

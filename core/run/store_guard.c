@@ -23,8 +23,9 @@
  *   user's folder) SQLite cannot read it ("attempt to write a readonly
  *   database").  There, when the file has no -wal with content (every
  *   commit is in the file itself: a copied, merged or results_db.py-built
- *   database), it is opened as immutable=1 (read as it is, no locks, no
- *   side files), which reads exactly what a normal open would.
+ *   database; no -shm, no hot -journal), it is opened as immutable=1
+ *   (read as it is, no locks, no side files), which reads exactly what a
+ *   normal open would.
  *
  * Every refusal is bad input (store_open returns -2; commands exit 2).
  */
@@ -117,7 +118,10 @@ char *sto_ro_uri(const char *path) {
     if (!dir) return NULL;
     int writable = access(dir, W_OK) == 0;
     free(dir);
-    if (writable || side_file(path, "-wal") > 0 || side_file(path, "-shm") >= 0) return NULL;
+    /* a -wal with commits, a -shm (a writer may be at work) or a hot
+     * rollback journal: the normal open, which reads them */
+    if (writable || side_file(path, "-wal") > 0 || side_file(path, "-shm") >= 0 || side_file(path, "-journal") > 0)
+        return NULL;
     /* file:PATH?immutable=1, the path percent-encoded where a URI would
      * read it otherwise */
     size_t n = strlen(path);
