@@ -144,7 +144,15 @@ static char *snapshot(const char *dir, char names[][128], int n) {
 
 /* A full disk: the rerun fails with the file and the cause named, and the
  * previous report is intact, byte for byte (issue 39, item 7). */
-Test(outputs, report_on_a_full_disk_keeps_the_previous_one, .timeout = 120) {
+/* The tmpfs of the test below, unmounted by its fini should an assertion
+ * end the test. */
+static char small_fs[160];
+static void umount_small_fs(void) {
+    if (small_fs[0]) (void)umount(small_fs);
+    small_fs[0] = '\0';
+}
+
+Test(outputs, report_on_a_full_disk_keeps_the_previous_one, .timeout = 120, .fini = umount_small_fs) {
     Fx fx;
     fixture(&fx);
     char mnt[160], err[1024], names[200][128];
@@ -154,6 +162,7 @@ Test(outputs, report_on_a_full_disk_keeps_the_previous_one, .timeout = 120) {
         fx_rm(&fx);
         cr_skip_test("mount tmpfs: %s (needs root): the full-disk case is not run", strerror(errno));
     }
+    snprintf(small_fs, sizeof small_fs, "%s", mnt);
     cr_assert_lt(snprintf(fx.out, sizeof fx.out, "%s/out", mnt), (int)sizeof fx.out);
     cr_assert_eq(run_report(&fx, REPORT_MD, NULL, NULL, NULL, err, sizeof err), 0, "%s", err);
     int n = list_files(fx.out, names, 200);
@@ -175,6 +184,7 @@ Test(outputs, report_on_a_full_disk_keeps_the_previous_one, .timeout = 120) {
     cr_expect_eq(list_files(fx.out, left, 200), n, "files were added or removed");
     free(before), free(after), free(log);
     cr_assert_eq(umount(mnt), 0);
+    small_fs[0] = '\0';
     fx_rm(&fx);
 }
 

@@ -161,7 +161,15 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
  * printed its plan, before its first run can end (a FIFO as that run's log
  * held it before, but a sweep now replaces whatever lies at logs/NAME.log:
  * util/outfile.h); the second run is finished meanwhile by another sweep. */
-Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120) {
+/* The first sweep of the test below: killed by the test's fini should an
+ * assertion end the test while it is stopped. */
+static pid_t held_sweep = -1;
+static void kill_held_sweep(void) {
+    if (held_sweep > 0 && kill(held_sweep, SIGKILL) == 0) waitpid(held_sweep, NULL, 0);
+    held_sweep = -1;
+}
+
+Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120, .fini = kill_held_sweep) {
     const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
@@ -181,6 +189,7 @@ Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 1
         execl(bin, bin, "sweep", "p.yaml", "--db", "r.db", (char *)NULL);
         _exit(127);
     }
+    held_sweep = pid;
     close(pfd[1]);
     FILE *x = fdopen(pfd[0], "r");
     cr_assert_not_null(x);
@@ -225,6 +234,7 @@ Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 1
     fclose(x);
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "exit %d\n%s", ws, all);
     cr_assert_str_eq(last_line(all), "sweep p: 2 runs: 1 finished, 0 diverged, 0 failed, 1 skipped", "%s", all);
     cr_assert_not_null(strstr(all, "skip p-b-s7 (index 1): finished by another worker since this sweep started"),
@@ -572,6 +582,7 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
     kill(pid, SIGINT);
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert_gt(rows, 0, "the run never wrote a metric");
     cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "wait status %d", ws);
     char st[256];
@@ -607,6 +618,7 @@ Test(sweep, a_run_left_by_a_sigkilled_sweep_resumes_at_once, .timeout = 120) {
     cr_assert_eq(kill(-pid, SIGKILL), 0, "%s", strerror(errno)); /* the sweep and its child at once */
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert_gt(rows, 0, "the run wrote no metric, or no checkpoint");
     char st[256];
     db_text(db, "SELECT status FROM runs", st, sizeof st);
