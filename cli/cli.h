@@ -26,6 +26,10 @@
  * stopped by SIGINT or SIGTERM after its cleanup exits 128 + the signal
  * number (130, 143), as a shell reports a process the signal killed. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2, EXIT_REGRESSION = 3, EXIT_SIGNAL_BASE = 128 };
+/* The exit status of a failed store_open / store_open_ro: -2 (the path or
+ * the file refused) EXIT_BADINPUT, else (locked, disk full, I/O)
+ * EXIT_RUNTIME. */
+static inline int cli_store_exit(int rc) { return rc == -2 ? EXIT_BADINPUT : EXIT_RUNTIME; }
 
 /* The database a command uses without --db: $GATED_DB when set and not
  * empty, else this path under the current directory (git ignores .gated/,

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "lab/bench/bench.h"
+#include "util/outfile.h"
 #include "util/util.h"
 #include "nn/ops.h"
 #include "commands.h"
@@ -285,17 +286,20 @@ static void bench_table(const BenchSuite *s, const int *sel, const BenchResult *
 
 /* --json PATH ("-": stdout).  0, or 1. */
 static int bench_write(const BenchArgs *a, const BenchSuite *s, const BenchResult *res, const Provenance *pv) {
-    FILE *f = strcmp(a->json, "-") == 0 ? stdout : fopen(a->json, "w");
-    if (!f) {
-        fprintf(stderr, "gated bench: %s: %s\n", a->json, strerror(errno));
+    int out = strcmp(a->json, "-") == 0;
+    OutFile o = {0}; /* util/outfile.h: the old file stays until the new one is complete */
+    char err[1024];
+    snprintf(err, sizeof err, "%s: write failed", a->json);
+    if (!out && outfile_open(&o, a->json, err, sizeof err)) {
+        fprintf(stderr, "gated bench: %s\n", err);
         return 1;
     }
     BenchContext ctx = {"gated bench", a->suite_path, pv->code_version, pv->cflags, pv->openblas_version,
                         (int)a->threads, pv->git_dirty};
-    int wr = bench_write_json(f, s, res, &ctx);
-    if (f != stdout && fclose(f) != 0) wr = -1;
+    int wr = bench_write_json(out ? stdout : o.f, s, res, &ctx);
+    if (!out && (wr ? (outfile_abort(&o), -1) : outfile_commit(&o, err, sizeof err))) wr = -1;
     if (wr) {
-        fprintf(stderr, "gated bench: %s: write failed\n", a->json);
+        fprintf(stderr, "gated bench: %s\n", err);
         return 1;
     }
     return 0;
@@ -329,9 +333,10 @@ static int bench_record(const BenchArgs *a, const char *joined, const BenchSuite
                         const BenchResult *res, const Provenance *pv) {
     char err[2048];
     Store *st;
-    if (store_open(&st, a->db, err, sizeof err)) {
+    int orc = store_open(&st, a->db, err, sizeof err);
+    if (orc) {
         fprintf(stderr, "gated bench: %s\n", err);
-        return 2;
+        return cli_store_exit(orc);
     }
     StoreBenchRow *rows = calloc((size_t)nsel, sizeof *rows);
     if (!rows) {

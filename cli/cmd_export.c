@@ -106,9 +106,10 @@ static int run_export(int argc, char **argv) {
     if (rc < 0 && cli_require_db(&cmd_export, db)) rc = EXIT_BADINPUT;
     Store *st = NULL;
     char err[1024];
-    if (rc < 0 && store_open_ro(&st, db, err, sizeof err)) {
+    int orc = rc < 0 ? store_open_ro(&st, db, err, sizeof err) : 0;
+    if (orc) {
         fprintf(stderr, "gated export: %s\n", err);
-        rc = EXIT_BADINPUT;
+        rc = cli_store_exit(orc);
     }
     if (rc < 0) {
         eo.runs = runs, eo.keys = keys;

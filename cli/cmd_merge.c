@@ -44,9 +44,10 @@ static int run_merge(int all_argc, char **all_argv) {
     }
     char err[1024];
     Store *st;
-    if (store_open(&st, argv[0], err, sizeof err)) {
+    int orc = store_open(&st, argv[0], err, sizeof err);
+    if (orc) {
         fprintf(stderr, "gated merge: %s\n", err);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     int rc = 0;
     long long before[NT], after[NT];

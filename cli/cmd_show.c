@@ -33,17 +33,19 @@ static int run_store(const Command *cmd, int argc, char **argv) {
     if (cli_require_db(cmd, db)) return EXIT_BADINPUT;
     char err[1024];
     Store *st;
-    if (store_open_ro(&st, db, err, sizeof err)) {
+    int orc = store_open_ro(&st, db, err, sizeof err);
+    if (orc) {
         fprintf(stderr, "gated %s: %s\n", cmd->name, err);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     int rc = show && json ? show_run_json(st, rest[0], stdout, err, sizeof err)
              : show       ? show_run(st, rest[0], stdout, err, sizeof err)
              : json       ? show_ls_json(st, stdout, err, sizeof err)
                           : show_ls(st, stdout, err, sizeof err);
     if (rc) fprintf(stderr, "gated %s: %s\n", cmd->name, err);
+    int code = !rc ? EXIT_OK : store_err_runtime(st) ? EXIT_RUNTIME : EXIT_BADINPUT;
     store_close(st);
-    return rc ? EXIT_BADINPUT : EXIT_OK;
+    return code;
 }
 
 static int run_ls(int argc, char **argv) { return run_store(&cmd_ls, argc, argv); }

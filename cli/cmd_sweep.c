@@ -111,6 +111,7 @@
 #include "run/codever.h"
 #include "run/store.h"
 #include "lab/sweep/sweep.h"
+#include "util/outfile.h"
 #include "util/util.h"
 #include "sweep_int.h"
 
@@ -252,9 +253,10 @@ static int sweep_select(SweepCtx *x) {
  * database is neither created nor changed).  Returns the exit code. */
 static int sweep_dry_run(SweepCtx *x) {
     char dberr[1024];
-    if (access(x->o->db, F_OK) == 0 && store_open_ro(&x->st, x->o->db, dberr, sizeof dberr)) {
+    int orc = access(x->o->db, F_OK) == 0 ? store_open_ro(&x->st, x->o->db, dberr, sizeof dberr) : 0;
+    if (orc) {
         fprintf(stderr, "gated sweep: %s\n", dberr);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     for (int i = 0; i < x->n; i++)
         plan(&x->jobs[i], x->st, x->code, x->o, x->t0);
@@ -277,9 +279,10 @@ static int sweep_open_store(SweepCtx *x) {
         fprintf(stderr, "gated sweep: %s: %s\n", x->dbdir, strerror(errno));
         return EXIT_RUNTIME;
     }
-    if (store_open(&x->st, o->db, dberr, sizeof dberr)) {
+    int orc = store_open(&x->st, o->db, dberr, sizeof dberr);
+    if (orc) {
         fprintf(stderr, "gated sweep: %s\n", dberr);
-        return EXIT_BADINPUT;
+        return cli_store_exit(orc);
     }
     x->rec = calloc((size_t)(x->n ? x->n : 1), sizeof *x->rec);
     if (!x->rec)
@@ -314,8 +317,9 @@ static int sweep_prepare_children(SweepCtx *x) {
         return sweep_oom();
     snprintf(x->logdir, ll, "%s/logs", x->dbdir);
     snprintf(x->ckptdir, ll, "%s/checkpoints", x->dbdir);
-    if (x->nrun && util_mkdir_p(x->logdir) != 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", x->logdir, strerror(errno));
+    char derr[1024];
+    if (x->nrun && outfile_mkdir(x->logdir, derr, sizeof derr) != 0) { /* logs/ as a link: refused */
+        fprintf(stderr, "gated sweep: %s\n", derr);
         return EXIT_RUNTIME;
     }
     return GO;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/outfile.h"
 #include "util/util.h"
 #include "sweep_int.h"
 
@@ -117,9 +118,12 @@ int spawn_train(const SweepRun *r, const Sweep *sw, const char *db, const char *
         argv[argc++] = (char *)extra[i];
     argv[argc] = NULL;
 
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a new file renamed over the log (util/outfile.h): a link or another
+     * file planted as logs/NAME.log is replaced, never truncated or written */
+    char ferr[1024];
+    int fd = outfile_fresh_fd(log, ferr, sizeof ferr);
     if (fd < 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", log, strerror(errno));
+        fprintf(stderr, "gated sweep: %s\n", ferr);
         free(argv);
         return -1;
     }

@@ -816,7 +816,8 @@ static int others_in(const char *dir, const char *a, const char *b) {
 /* --out never removes what the command did not create: a device node or a
  * FIFO is refused (exit 2) and stays; a regular file whose rewrite fails
  * (here: over RLIMIT_FSIZE) keeps its old content; no temporary file is
- * left; a link to a regular file stays a link, its file replaced. */
+ * left; a link at --out is replaced by the new file, the file it points
+ * to untouched. */
 Test(export, out_never_removes_what_it_did_not_create, .timeout = 120) {
     char dir[64], db[128], p[160], q[160];
     test_tmpdir(dir, sizeof dir);
@@ -856,10 +857,19 @@ Test(export, out_never_removes_what_it_did_not_create, .timeout = 120) {
     char *csv = test_read_file(p, NULL);
     cr_expect(strncmp(csv, "run_id,name,status", 18) == 0, "%.40s", csv);
     free(csv);
+    /* a link at --out is replaced by the file; what it points to is never
+     * written (issue 39: a link planted in an output folder) */
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("precious\n", f);
+    fclose(f);
     snprintf(q, sizeof q, "%s/link.csv", dir);
     cr_assert_eq(symlink("keep.csv", q), 0);
     cr_expect_eq(export_out(db, q, 0), 0);
-    cr_expect(lstat(q, &sb) == 0 && S_ISLNK(sb.st_mode), "the link was replaced by a file");
+    cr_expect(lstat(q, &sb) == 0 && S_ISREG(sb.st_mode), "the link was followed, not replaced");
+    kept = test_read_file(p, NULL);
+    cr_expect_str_eq(kept, "precious\n", "the file the link points to was written");
+    free(kept);
     cr_expect_eq(others_in(dir, "keep.csv", "link.csv"), 0, "a temporary file was left");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

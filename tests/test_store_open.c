@@ -103,7 +103,7 @@ Test(store, corrupt_file_is_refused_and_left_unchanged) {
 
     Store *s = (Store *)0x1;
     char err[512];
-    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -1);
+    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -2);
     cr_assert_null(s);
     char want[256];
     snprintf(want, sizeof want, "%s: not a gated database (file is not a database)", t.db);
@@ -131,7 +131,7 @@ Test(store, foreign_sqlite_database_is_refused) {
     unsigned char *before = read_all(t.db, &n0);
     Store *s = NULL;
     char err[512];
-    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -1);
+    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -2);
     char want[256];
     snprintf(want, sizeof want, "%s: not a gated database (no meta table)", t.db);
     cr_assert_str_eq(err, want);
@@ -159,7 +159,7 @@ Test(store, newer_schema_version_is_refused) {
     unsigned char *before = read_all(t.db, &n0);
     Store *s = NULL;
     char err[512];
-    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -1);
+    cr_assert_eq(store_open(&s, t.db, err, sizeof err), -2);
     cr_assert_null(s);
     cr_assert(strstr(err, t.db) == err, "message names the path: %s", err);
     snprintf(want, sizeof want, "schema version %d is newer than this build supports (%d)", STORE_SCHEMA_VERSION + 1,
@@ -181,7 +181,7 @@ Test(store, newer_schema_version_is_refused) {
 Test(store, open_errors_name_the_path) {
     Store *s = NULL;
     char err[512];
-    cr_assert_eq(store_open(&s, "/nonexistent-dir-xyz/results.db", err, sizeof err), -1);
+    cr_assert_eq(store_open(&s, "/nonexistent-dir-xyz/results.db", err, sizeof err), -2);
     cr_assert(strncmp(err, "/nonexistent-dir-xyz/results.db: ", 33) == 0, "%s", err);
     cr_assert_null(s);
 }

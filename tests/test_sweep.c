@@ -157,24 +157,41 @@ Test(sweep, concurrent_identical_sweeps_train_each_run_once, .timeout = 120) {
 }
 
 /* A sweep that planned a run as new does not start it when another worker
- * finished it meanwhile.  The sweep is held (deterministically) before its
- * first run: that run's log is a FIFO, whose opening blocks until this test
- * reads it; the second run is finished meanwhile by another sweep. */
-Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120) {
+ * finished it meanwhile.  The sweep is stopped (SIGSTOP) as soon as it has
+ * printed its plan, before its first run can end (a FIFO as that run's log
+ * held it before, but a sweep now replaces whatever lies at logs/NAME.log:
+ * util/outfile.h); the second run is finished meanwhile by another sweep. */
+/* The first sweep of the test below: killed by the test's fini should an
+ * assertion end the test while it is stopped. */
+static pid_t held_sweep = -1;
+static void kill_held_sweep(void) {
+    if (held_sweep > 0 && kill(held_sweep, SIGKILL) == 0) waitpid(held_sweep, NULL, 0);
+    held_sweep = -1;
+}
+
+Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 120, .fini = kill_held_sweep) {
     const char *bin = sweep_gated_bin();
     Tmp t;
     tmp_dir(&t);
-    char path[128], cmd[PATH_MAX + 256], out[16384], db[160], fifo[160];
+    char path[128], out[16384], db[160];
     snprintf(db, sizeof db, "%s/r.db", t.dir);
     write_file(&t, "p.yaml", "name: p\nbase: base.yaml\nvariants: [{label: a}, {label: b, set: {train.lr: 0.002}}]\n",
                path);
-    snprintf(fifo, sizeof fifo, "%s/logs", t.dir);
-    cr_assert_eq(mkdir(fifo, 0777), 0);
-    snprintf(fifo, sizeof fifo, "%s/logs/p-a-s7.log", t.dir);
-    cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
-
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' sweep p.yaml --db r.db 2>&1", t.dir, bin);
-    FILE *x = popen(cmd, "r");
+    /* the first sweep, its output through a pipe */
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (chdir(t.dir) != 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0) _exit(126);
+        close(pfd[0]);
+        execl(bin, bin, "sweep", "p.yaml", "--db", "r.db", (char *)NULL);
+        _exit(127);
+    }
+    held_sweep = pid;
+    close(pfd[1]);
+    FILE *x = fdopen(pfd[0], "r");
     cr_assert_not_null(x);
     char line[1024], all[8192] = "";
     int planned = 0;
@@ -182,7 +199,25 @@ Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 1
         strncat(all, line, sizeof all - strlen(all) - 1);
         planned = strncmp(line, "sweep p: 2 of 2 runs selected, 2 to run", 39) == 0;
     }
+    /* held right after its plan, at a moment it holds no write lock on the
+     * database (else continued and stopped again): run a (a child process,
+     * at least 0.1 s of training) may go on, the sweep cannot reach b */
     cr_assert(planned, "the sweep did not plan both runs:\n%s", all);
+    for (int tries = 0;; tries++) {
+        int st;
+        cr_assert_eq(kill(pid, SIGSTOP), 0);
+        cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+        cr_assert(WIFSTOPPED(st), "the sweep ended early:\n%s", all);
+        sqlite3 *h;
+        cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+        int rc = sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close(h);
+        if (rc == SQLITE_OK) break;
+        cr_assert_lt(tries, 2000, "the database stayed locked");
+        cr_assert_eq(kill(pid, SIGCONT), 0);
+        usleep(1000);
+    }
 
     /* the other worker: run b (index 1) to the end */
     cr_assert_eq(gated(bin, &t, "sweep p.yaml --db r.db --index 1", out, sizeof out), 0, "%s", out);
@@ -192,15 +227,14 @@ Test(sweep, run_finished_elsewhere_after_planning_is_not_restarted, .timeout = 1
                " WHERE m.run_id = r.run_id) FROM runs r WHERE name = 'p-b-s7'",
            before, sizeof before);
 
-    /* let the first sweep go on: it trains a, and must leave b alone */
-    FILE *f = fopen(fifo, "r");
-    cr_assert_not_null(f, "%s: %s", fifo, strerror(errno));
-    while (fgets(line, sizeof line, f)) {
-    }
-    fclose(f);
+    /* let the first sweep go on: it must leave b alone */
+    cr_assert_eq(kill(pid, SIGCONT), 0);
     while (fgets(line, sizeof line, x))
         strncat(all, line, sizeof all - strlen(all) - 1);
-    int ws = pclose(x);
+    fclose(x);
+    int ws;
+    cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "exit %d\n%s", ws, all);
     cr_assert_str_eq(last_line(all), "sweep p: 2 runs: 1 finished, 0 diverged, 0 failed, 1 skipped", "%s", all);
     cr_assert_not_null(strstr(all, "skip p-b-s7 (index 1): finished by another worker since this sweep started"),
@@ -548,6 +582,7 @@ Test(sweep, sigint_exits_130_with_the_run_killed, .timeout = 120) {
     kill(pid, SIGINT);
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert_gt(rows, 0, "the run never wrote a metric");
     cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "wait status %d", ws);
     char st[256];
@@ -585,6 +620,7 @@ Test(sweep, a_run_left_by_a_sigkilled_sweep_resumes_at_once, .timeout = 120) {
     cr_assert_eq(kill(-pid, SIGKILL), 0, "%s", strerror(errno)); /* the sweep and its child at once */
     int ws;
     cr_assert_eq(waitpid(pid, &ws, 0), pid);
+    held_sweep = -1;
     cr_assert_gt(rows, 0, "the run wrote no metric, or no checkpoint");
     char st[256];
     db_text(db, "SELECT status FROM runs", st, sizeof st);
@@ -731,7 +767,7 @@ Test(sweep, store_sweep_record_and_merge_api) {
     cr_assert_str_eq(store_run_code_version(s, A, buf, sizeof buf), "c0de");
     cr_assert_eq(store_metric(s, A, "k", NULL, 0, 1.5), 0);
     cr_assert_eq(merge_from(s, p1, err, sizeof err), -2);
-    cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database");
+    cr_assert_str_eq(strstr(err, "1.db"), "1.db: is the output database (the same file)");
     store_close(s);
 
     cr_assert_eq(store_open(&s, p2, err, sizeof err), 0, "%s", err);

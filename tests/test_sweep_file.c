@@ -502,3 +502,48 @@ Test(sweep, cli_exits_2_with_the_message) {
     cr_assert_neq(access(db, F_OK), 0, "a failed sweep created the database");
     tmp_rm(&t);
 }
+
+/* What cannot make a file name or is cut by C strings is refused when the
+ * sweep is loaded, at its place (issue 39, items 11 and 12): "\0" in a
+ * string (the name "sw\0../../etc" was read as "sw", labels "a\0b" and
+ * "a\0c" both as "a"), a sweep name or label over SWEEP_NAME_MAX bytes, a
+ * run name over SWEEP_RUN_NAME_MAX, a right-to-left override or a line
+ * separator in a label. */
+Test(sweep, nul_bidi_and_names_too_long_for_a_file_name_are_refused) {
+    Tmp t;
+    tmp_dir(&t);
+    char long_name[400], long_label[400], long_run[400];
+    snprintf(long_name, sizeof long_name, "name: %0300d\nbase: base.yaml\nvariants: [{label: a}]\n", 0);
+    snprintf(long_label, sizeof long_label, "name: s\nbase: base.yaml\nvariants: [{label: l%070d}]\n", 0);
+    snprintf(long_run, sizeof long_run, "name: s\nbase: base.yaml\nrun_name: \"{label}-%0130d\"\nvariants: [{label: a}]\n", 0);
+    const char *const cases[][2] = {
+        {"name: \"sw\\0../../etc\"\nbase: base.yaml\nvariants: [{label: a}]\n", "s.yaml:1:7: error: a NUL character"},
+        {"name: s\nbase: base.yaml\nvariants:\n  - {label: \"a\\0b\"}\n  - {label: \"a\\0c\"}\n",
+         "s.yaml:4:13: error: a NUL character"},
+        {"name: s\nbase: base.yaml\nvariants: [{label: a}]\nset: {data.corpus: \"syn\\0x\"}\n",
+         "s.yaml:4:20: error: a NUL character"},
+        {long_name, "s.yaml:1:7: error: name: \"00000"},
+        {long_label, "is 71 bytes long; at most 64"},
+        {long_run, "which is 132 bytes long; at most 128"},
+        {"name: s\nbase: base.yaml\nvariants: [{label: \"a\\u202Egpj\"}]\n", "(\\xe2\\x80\\xae at byte 2)"},
+        {"name: s\nbase: base.yaml\nvariants: [{label: \"a\\u2028b\"}]\n", "(\\xe2\\x80\\xa8 at byte 2)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Sweep s;
+        ConfigError e;
+        char path[128];
+        cr_expect_neq(load_text(&t, cases[i][0], &s, &e, path), 0, "loaded:\n%s", cases[i][0]);
+        cr_expect(strstr(e.msg, cases[i][1]), "%s\nwant: %s", e.msg, cases[i][1]);
+    }
+    /* the command: exit 2, FILE:LINE:COL */
+    const char *bin = sweep_gated_bin();
+    char out[2048], p[128];
+    write_file(&t, "n.yaml", cases[0][0], p);
+    cr_expect_eq(gated(bin, &t, "sweep n.yaml --dry-run", out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "n.yaml:1:7: error: a NUL character"), "%s", out);
+    /* a run file too */
+    write_file(&t, "r.yaml", "model: {d_model: 32}\ndata: {corpus: \"synthetic\\0x\"}\n", p);
+    cr_expect_eq(gated(bin, &t, "info r.yaml", out, sizeof out), 2, "%s", out);
+    cr_expect(strstr(out, "r.yaml:2:16: error: a NUL character"), "%s", out);
+    tmp_rm(&t);
+}

@@ -649,6 +649,8 @@ def cmd_unpack(a):
                     say(b)
                 say("the merged parts do not verify: %s not made" % esc(a.db))
                 return 1
+            # rollback-journal mode: the built file needs no -wal/-shm beside it (a read-only folder reads it)
+            sqlite3.connect(out).execute("PRAGMA journal_mode=DELETE").connection.close()
             os.replace(out, a.db)
         finally:
             for f in (out, out + "-journal", out + "-wal", out + "-shm"):

@@ -59,6 +59,7 @@ typedef struct {
     int nruns;
     XCol *cols;
     int ncols, has_t;
+    int bad_db; /* a read failed for the file's sake */
     char *err;
     size_t cap;
 } X;
@@ -75,7 +76,9 @@ static int xfail(X *x, int rc, const char *fmt, ...) {
 }
 
 static int dbfail(X *x, const char *what) {
-    return xfail(x, -1, "%s: export: %s: %s", store_path(x->s), what, sqlite3_errmsg(x->db));
+    char w[600];
+    x->bad_db |= store_sql_words(x->db, w, sizeof w); /* a damaged file: export_metrics returns -2 */
+    return xfail(x, -1, "%s: export: %s: %s", store_path(x->s), what, w);
 }
 
 static int oom(X *x) { return xfail(x, -1, "%s: export: out of memory", store_path(x->s)); }
@@ -389,5 +392,5 @@ int export_metrics(Store *s, const ExportOpts *o, FILE *f, long long *rows, char
     for (int i = 0; i < x.ncols; i++) free(x.cols[i].name);
     free(x.cols);
     if (rows) *rows = n;
-    return rc;
+    return rc == -1 && x.bad_db ? -2 : rc;
 }

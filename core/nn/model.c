@@ -309,6 +309,17 @@ static const real *lin_input(const Model *m, int l, LinearSite site, const real 
     return m->lin_hook ? m->lin_hook(m->lin_ctx, m, l, site, x, n, k, ld) : x;
 }
 
+/* The gate's bias b (model.gate.bias) onto its logits in the fused
+ * projection output a->P, where the gate has one. */
+static void add_gate_bias(const Model *m, const LayerParams *p, LayerActs *a, int n) {
+    if (p->gate_b < 0) return;
+    const real *b = AW(&m->p, p->gate_b);
+    for (int t = 0; t < n; t++) {
+        real *L = a->P + (size_t)t * m->Np + m->nq + 2 * m->nkv;
+        for (int j = 0; j < m->ng; j++) L[j] += b[j];
+    }
+}
+
 double model_forward(Model *m, const int *tokens, const int *targets, int B, int T) {
     if (ensure_acts(m, B, T)) return NAN;
     int n = B * T, C = m->C, H = m->H, Hk = m->Hk, dh = m->dh, pos = m->cfg.gate.position;
@@ -327,13 +338,7 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         const real *in = lin_input(m, l, LIN_QKV, a->h, &ld, n, C);
         if (!in) goto oom;
         linear_forward(a->P, m->Np, in, ld, AW(A, p->wq), n, m->Np, C, 0);
-        if (p->gate_b >= 0) {
-            const real *b = AW(A, p->gate_b);
-            for (int t = 0; t < n; t++) {
-                real *L = a->P + (size_t)t * m->Np + m->nq + 2 * m->nkv;
-                for (int j = 0; j < m->ng; j++) L[j] += b[j];
-            }
-        }
+        add_gate_bias(m, p, a, n);
         GateIn gi = gate_in(m, p, a);
 
         const real *q = a->P, *k = a->P + m->nq, *v = a->P + m->nq + m->nkv;

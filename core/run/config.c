@@ -23,6 +23,7 @@
  */
 #include "run/config.h"
 #include "util/json.h"
+#include "util/util.h"
 #include "nn/variant.h"
 #include "run/yamlfile.h"
 
@@ -146,6 +147,8 @@ static void clip(const char *s, size_t n, size_t keep, int quote, char *out, siz
         while (end > 0 && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
     }
     size_t i = 0;
+    unsigned cp;
+    int k;
     for (; i < end && o + 5 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (quote && (ch == '"' || ch == '\\')) {
@@ -153,6 +156,11 @@ static void clip(const char *s, size_t n, size_t keep, int quote, char *out, siz
             out[o++] = (char)ch;
         } else if (ch < 0x20 || ch == 0x7f) {
             o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+        } else if (ch >= 0x80 && (k = util_utf8_char((const unsigned char *)s + i, &cp)) > 0 && i + (size_t)k <= end &&
+                   util_cp_unsafe(cp)) { /* C1, a bidi override, U+2028/9: each byte as \xNN */
+            for (int b = 0; b < k && o + 5 < cap; b++)
+                o += (size_t)snprintf(out + o, cap - o, "\\x%02x", (unsigned char)s[i + (size_t)b]);
+            i += (size_t)k - 1;
         } else {
             out[o++] = (char)ch;
         }

@@ -1,6 +1,7 @@
 /* dump.c — see dump.h. */
 #include "run/dump.h"
 #include "util/json.h"
+#include "util/outfile.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -29,8 +30,13 @@ static void put_tensor(FILE *f, const char *name, const char *type, int ndim, co
  * dump (its cfg lines, no grads, out.dropped). */
 static int write_dump(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets,
                       const DumpEval *ev) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
+    OutFile o; /* util/outfile.h: a temporary beside path, renamed over it when complete */
+    char oerr[512];
+    if (outfile_open(&o, path, oerr, sizeof oerr)) {
+        errno = errno ? errno : EIO;
+        return -1;
+    }
+    FILE *f = o.f;
     fprintf(f, "GATED-DUMP 1\n");
     char json[8192];
     config_to_json(c, json, sizeof json);
@@ -39,7 +45,7 @@ static int write_dump(const char *path, const Config *c, const Model *m, const i
     Json *j = json_parse(json, NULL, 0);
     if (!j || j->type != JSON_OBJ) {
         json_free(j);
-        fclose(f);
+        outfile_abort(&o);
         return -1;
     }
     for (int i = 0; i < j->n; i++) {
@@ -66,7 +72,7 @@ static int write_dump(const char *path, const Config *c, const Model *m, const i
     if (ev && ev->drop && ev->dropped) {
         int nl[1] = {m->L}, *cnt = malloc(sizeof *cnt * (size_t)m->L);
         if (!cnt) {
-            fclose(f);
+            outfile_abort(&o);
             errno = ENOMEM;
             return -1;
         }
@@ -75,7 +81,11 @@ static int write_dump(const char *path, const Config *c, const Model *m, const i
         free(cnt);
     }
     fprintf(f, "end\n");
-    return fclose(f) ? -1 : 0;
+    if (outfile_commit(&o, oerr, sizeof oerr)) {
+        errno = errno ? errno : EIO;
+        return -1;
+    }
+    return 0;
 }
 
 int dump_write(const char *path, const Config *c, const Model *m, const int *tokens, const int *targets) {

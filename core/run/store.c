@@ -340,12 +340,17 @@ static int open_connection(Store *s) {
     const char *path = s->path;
     if (s->readonly) {
         struct stat sb;
-        if (stat(path, &sb) != 0)
+        if (stat(path, &sb) != 0) {
+            s->bad_input = errno == ENOENT;
             return sto_fail(s, "%s: %s", path, errno == ENOENT ? "no such database" : strerror(errno));
-        if (S_ISDIR(sb.st_mode)) return sto_fail(s, "%s: %s", path, strerror(EISDIR));
+        }
     }
     int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
+    /* read-only in a folder it cannot write: immutable=1 (store_guard.c) */
+    char *uri = s->readonly ? sto_ro_uri(path) : NULL;
+    int rc = sqlite3_open_v2(uri ? uri : path, &s->db, flags | (uri ? SQLITE_OPEN_URI : 0), NULL);
+    free(uri);
+    s->bad_input = (rc & 0xff) == SQLITE_CANTOPEN; /* a missing folder, no permission: the path's fault */
     if (rc != SQLITE_OK)
         return sto_fail(s, "%s: cannot open (%s)", path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
     if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK) return sto_dbfail(s, "extended result codes");
@@ -376,6 +381,7 @@ static int open_probe(Store *s, int *has_meta) {
     }
     if (rc != SQLITE_OK) {
         int code = sqlite3_errcode(s->db) & 0xff;
+        s->bad_input = code == SQLITE_NOTADB || code == SQLITE_CORRUPT;
         if (code == SQLITE_NOTADB)
             sto_fail(s, "%s: not a gated database (%s)", path, sqlite3_errmsg(s->db));
         else
@@ -385,6 +391,7 @@ static int open_probe(Store *s, int *has_meta) {
     }
     if (sto_fin(s, st)) return -1;
     *has_meta = meta != 0;
+    s->bad_input = 1; /* what follows is about the file */
     if (ntables > 0 && !meta) return sto_fail(s, "%s: not a gated database (no meta table)", path);
     if (s->readonly && !meta) return sto_fail(s, "%s: not a gated database (empty)", path);
     if (meta) {
@@ -395,6 +402,7 @@ static int open_probe(Store *s, int *has_meta) {
         if (check_version(s, v)) return -1;
         s->schema = (int)v;
     }
+    s->bad_input = 0;
     return 0;
 }
 
@@ -566,20 +574,21 @@ bad:
 
 static int open_inner(Store *s) {
     int has_meta = 0;
-    if (open_connection(s) || open_probe(s, &has_meta)) return -1;
+    if (sto_check_path(s) || open_connection(s) || open_probe(s, &has_meta)) return -1;
     if (s->readonly) {
         /* Reading only: no journal-mode switch, no schema; a database from
          * before sweep_runs gets an empty TEMP one, so readers need no case;
          * one of schema 1 is read as schema 2; the views come last, as
          * TEMP views over whatever TEMP tables stand in front. */
         if (sto_ensure_sweep_schema(s) || sto_ensure_attest_schema(s) || (s->schema == 1 && shadow_v1(s)) ||
-            sto_ensure_views(s) || read_db_id(s))
+            sto_ensure_views(s) || read_db_id(s) || sto_check_values(s))
             return -1;
     } else {
-        if (open_settings(s) || (!has_meta && open_create_schema(s))) return -1;
+        if ((has_meta && sto_check_objects(s)) || open_settings(s) || (!has_meta && open_create_schema(s)))
+            return -1;
         if (s->schema < STORE_SCHEMA_VERSION && migrate_v1(s)) return -1;
-        if (sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) || sto_ensure_attest_schema(s) ||
-            sto_ensure_views(s) || ensure_db_id(s))
+        if (sto_check_values(s) || sto_ensure_sweep_schema(s) || sto_ensure_claims_schema(s) ||
+            sto_ensure_attest_schema(s) || sto_ensure_views(s) || ensure_db_id(s))
             return -1;
         /* (read-only, store_flush refuses with SQLite's own words) */
         if (sto_prep(s, &s->ins_metric,
@@ -615,8 +624,9 @@ static int open_mode(Store **out, const char *path, int readonly, char *err, siz
     s->readonly = readonly;
     if (open_inner(s)) {
         if (err && errcap) snprintf(err, errcap, "%s", s->err);
+        int bad = s->bad_input;
         free_store(s);
-        return -1;
+        return bad ? -2 : -1;
     }
     *out = s;
     return 0;

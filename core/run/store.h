@@ -50,7 +50,12 @@ typedef struct {
  * writing to it, a file that is not a SQLite database, a SQLite database
  * that is not a gated one, or one with a newer schema version; the message
  * (in err, always NUL-terminated) names the path, e.g.
- * "results.db: not a gated database (file is not a database)". */
+ * "results.db: not a gated database (file is not a database)".  Refused
+ * too (store_guard.c): ":memory:", a "file:" URI, a path that is not a
+ * regular file, and a file holding a trigger, view, table or index the
+ * store does not define.  0; -2 when the refusal is about the path or
+ * the file (bad input: exit 2); -1 otherwise (locked, disk full, I/O,
+ * out of memory: exit 1). */
 int store_open(Store **s, const char *path, char *err, size_t errcap);
 /* Open an existing results database for reading only (ls, show, report,
  * eval's look-ups, sweep --dry-run): SQLITE_OPEN_READONLY, nothing created
@@ -59,7 +64,9 @@ int store_open(Store **s, const char *path, char *err, size_t errcap);
  * a read-only file or directory is fine.  The same checks as store_open
  * (not SQLite, not gated, newer schema); an empty SQLite file is "not a
  * gated database (empty)".  Every writing function then fails with SQLite's
- * "attempt to write a readonly database". */
+ * "attempt to write a readonly database".  In a folder this process cannot
+ * write, a file without a -wal of its own is opened immutable (a WAL
+ * database needs its -shm file otherwise).  Returns as store_open. */
 int store_open_ro(Store **s, const char *path, char *err, size_t errcap);
 /* Flush buffered metrics (a failure is printed to stderr) and close. NULL ok. */
 void store_close(Store *s);
@@ -278,6 +285,9 @@ void store_fput_escaped(FILE *f, const char *s);
 
 /* The last error's message ("" if none). */
 const char *store_errmsg(Store *s);
+/* Whether the last error was the machine's (locked, disk full, I/O, out
+ * of memory: exit 1) rather than the input's or the file's (exit 2). */
+int store_err_runtime(Store *s);
 
 /* ------------------------------------------------------------------ */
 /* Claims: who is about to run, or is running, a run (run_claims)       */
@@ -398,6 +408,15 @@ int store_db_knows(Store *s, const char *db_id);
  * bind every value. */
 struct sqlite3;
 struct sqlite3 *store_db(Store *s);
+
+/* The last SQLite error on db in words, never its SQL (store_sql.c): "it
+ * is locked by another process (waited 5 s; try again when that one is
+ * done)", "the disk is full ...", "it has no table metrics: damaged, or
+ * not written by gated", "it is damaged (SQLite: ...)", "SQLite: ..." for
+ * the rest.  Into out (always NUL-terminated); 1 when the fault is the
+ * file's (damaged, a table or column missing: bad input, exit 2), 0 when
+ * the machine's (locked, full, I/O, memory: exit 1). */
+int store_sql_words(struct sqlite3 *db, char *out, size_t cap);
 
 
 /* ------------------------------------------------------------------ */

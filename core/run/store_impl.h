@@ -9,7 +9,8 @@
  * store_sweep.c (sweep_runs, row counts), store_query.c (finding runs and
  * reading them back for ls / show), store_bench.c (the bench table),
  * store_attest.c (code_attest: results verified under other code),
- * store_views.c (the views for the common joins).
+ * store_views.c (the views for the common joins), store_guard.c (what a
+ * database path and file must be).
  *
  * Every helper that fails records the message in s->err (store_errmsg)
  * and returns -1, so callers can `return sto_fail(...)`.
@@ -40,6 +41,8 @@ struct Store {
     int readonly; /* store_open_ro: SQLITE_OPEN_READONLY, nothing written at open */
     int schema;   /* the file's schema_version (a read-only schema-1 file stays 1) */
     char db_id[17]; /* meta db_id (store_db_id); "" when a read-only file has none */
+    int bad_input;  /* the open failed for the file's sake, not the machine's (store_open: -2) */
+    int runtime_err; /* the last error was the machine's (store_err_runtime) */
     char err[1024];
 };
 
@@ -105,5 +108,17 @@ int sto_ensure_attest_schema(Store *s);
  * in the file where missing or different (writers), as TEMP views when
  * read-only; run by store_open after the tables. */
 int sto_ensure_views(Store *s);
+
+/* store_guard.c: the database path is a file name and, when it exists, a
+ * regular file; a writer's file holds only the store's objects; the URI a
+ * read-only open uses in a folder it cannot write (NULL: the plain path).
+ * The first two set bad_input when they refuse. */
+int sto_check_path(Store *s);
+int sto_check_objects(Store *s);
+char *sto_ro_uri(const char *path);
+/* The numeric columns of runs, summary, histograms and sweep_runs hold
+ * numbers (NULL where allowed): a value of another type refused, naming
+ * the table, run, key and value (bad_input). */
+int sto_check_values(Store *s);
 
 #endif

@@ -149,9 +149,12 @@ static int dup_col(Store *s, sqlite3_stmt *st, int i, char **out) {
     return 0;
 }
 
-/* Column i as a double, NaN when it is SQL NULL. */
+/* Column i as a double, NaN when it is SQL NULL, text or a blob (a metric
+ * value of 'abc' is missing, never 0; store_guard.c refuses such values in
+ * the smaller tables at open). */
 static double col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+    int t = sqlite3_column_type(st, i);
+    return t == SQLITE_FLOAT || t == SQLITE_INTEGER ? sqlite3_column_double(st, i) : NAN;
 }
 
 /* Room for one more element in *rows (*cap of them, n used). */

@@ -26,6 +26,7 @@ const char *sto_or_unknown(const char *s) { return s ? s : "unknown"; }
  * file's own text (a malformed schema's token, say), which must not reach
  * a terminal raw; returns -1 so callers can `return sto_fail(...)`. */
 int sto_fail(Store *s, const char *fmt, ...) {
+    s->runtime_err = 0; /* sto_dbfail sets it after */
     char raw[sizeof s->err];
     va_list ap;
     va_start(ap, fmt);
@@ -35,15 +36,48 @@ int sto_fail(Store *s, const char *fmt, ...) {
     return -1;
 }
 
-/* "PATH: WHAT: sqlite message". */
+int store_sql_words(sqlite3 *db, char *out, size_t cap) {
+    const char *msg = db ? sqlite3_errmsg(db) : "out of memory";
+    int code = db ? sqlite3_errcode(db) & 0xff : SQLITE_NOMEM;
+    const char *missing = NULL;
+    if (code == SQLITE_ERROR &&
+        ((missing = strstr(msg, "no such table: ")) || (missing = strstr(msg, "no such column: "))))
+        return snprintf(out, cap, "it has no %s %s: damaged, or not written by gated",
+                        missing[8] == 't' ? "table" : "column", strchr(missing, ':') + 2),
+               1;
+    switch (code) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        snprintf(out, cap, "it is locked by another process (waited 5 s; try again when that one is done)");
+        return 0;
+    case SQLITE_FULL: snprintf(out, cap, "the disk is full (or a file size limit was reached)"); return 0;
+    case SQLITE_READONLY: snprintf(out, cap, "it cannot be written (a read-only file, folder or mount)"); return 0;
+    case SQLITE_IOERR: snprintf(out, cap, "an I/O error (SQLite: %s)", msg); return 0;
+    case SQLITE_NOMEM: snprintf(out, cap, "out of memory"); return 0;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_SCHEMA:
+    case SQLITE_MISMATCH:
+    case SQLITE_CONSTRAINT: snprintf(out, cap, "it is damaged (SQLite: %s)", msg); return 1;
+    default: snprintf(out, cap, "SQLite: %s", msg); return 0;
+    }
+}
+
+/* "PATH: WHAT: the error in words" (store_sql_words; a fault of the file
+ * marks the store's error as bad input). */
 int sto_dbfail(Store *s, const char *what) {
-    return sto_fail(s, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    char w[600];
+    int bad = store_sql_words(s->db, w, sizeof w);
+    sto_fail(s, "%s: %s: %s", s->path, what, w);
+    s->bad_input |= bad;
+    s->runtime_err = !bad;
+    return -1;
 }
 
 int sto_prep(Store *s, sqlite3_stmt **st, const char *sql) {
     *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-        sto_fail(s, "%s: prepare \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        sto_dbfail(s, "cannot read or write the database");
         *st = NULL;
         return -1;
     }
@@ -118,7 +152,7 @@ int sto_run(Store *s, int *changes, const char *sql, const char *types, ...) {
     va_end(ap);
     if (rc) goto bad;
     if (sqlite3_step(st) != SQLITE_DONE) {
-        sto_fail(s, "%s: \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        sto_dbfail(s, "cannot write the database");
         goto bad;
     }
     if (changes) *changes = sqlite3_changes(s->db);
@@ -132,9 +166,11 @@ bad:
 int sto_exec(Store *s, const char *sql) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        sto_fail(s, "%s: \"%.40s\": %s", s->path, sql, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
-        return -1;
+        const char *what = strncmp(sql, "BEGIN", 5) == 0    ? "cannot start writing"
+                           : strncmp(sql, "COMMIT", 6) == 0 ? "cannot commit what was written"
+                                                            : "cannot update the database";
+        return sto_dbfail(s, what);
     }
     return 0;
 }
@@ -168,6 +204,7 @@ const char *sto_effective_status(const char *status, double heartbeat, double no
 }
 
 const char *store_errmsg(Store *s) { return s ? s->err : "no store"; }
+int store_err_runtime(Store *s) { return s && s->runtime_err; }
 
 int sto_has_table(Store *s, const char *name) {
     sqlite3_stmt *st;

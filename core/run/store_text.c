@@ -16,7 +16,7 @@ static int next_char(const unsigned char *p, int *ok) {
     unsigned cp;
     int n = util_utf8_char(p, &cp);
     if (!n) return *ok = 0, 1;
-    *ok = !(cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f));
+    *ok = !util_cp_unsafe(cp);
     return n;
 }
 
@@ -36,11 +36,9 @@ int store_name_check(const char *s, char *why, size_t cap) {
             unsigned cp;
             int valid = util_utf8_char(p, &cp) > 0;
             if (why && cap) {
-                char b[16];
-                if (n == 2)
-                    snprintf(b, sizeof b, "\\x%02x\\x%02x", p[0], p[1]);
-                else
-                    snprintf(b, sizeof b, "\\x%02x", p[0]);
+                char b[24];
+                int bl = 0;
+                for (int i = 0; i < (valid ? n : 1); i++) bl += snprintf(b + bl, sizeof b - (size_t)bl, "\\x%02x", p[i]);
                 snprintf(why, cap, "%s (%s at byte %zu); names and labels must be printable text",
                          valid ? "contains a control character" : "is not valid UTF-8", b,
                          (size_t)(p - (const unsigned char *)s) + 1);

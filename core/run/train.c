@@ -537,9 +537,10 @@ static int open_model(Run *r) {
  * checkpoint's path and the data stream's seed. */
 static int open_store(Run *r) {
     const TrainOpts *o = r->o;
-    if (store_open(&r->st, o->db_path, r->err, sizeof r->err)) {
+    int orc = store_open(&r->st, o->db_path, r->err, sizeof r->err);
+    if (orc) {
         fprintf(stderr, "gated train: %s\n", r->err);
-        return 2;
+        return orc == -2 ? 2 : 1; /* the file refused: bad input; locked, disk full: a runtime failure */
     }
     r->json = store_config_json(r->c, r->id);
     if (!r->json) {

@@ -3,7 +3,9 @@
  * bounds checked before libyaml builds it: libyaml's loader takes time
  * quadratic in the nesting depth and expands aliases without limit, so the
  * text is first walked with the event API and refused, with its place,
- * when it is too big, too deep, or its aliases cycle or expand too far.
+ * when it is too big, too deep, or its aliases cycle or expand too far;
+ * and a string holding a NUL character ("\0" in a quoted scalar), which
+ * every reader would cut there, is refused too.
  */
 #include "run/yamlfile.h"
 
@@ -115,6 +117,12 @@ static int yaml_bounds(const char *path, const unsigned char *text, size_t len, 
         case YAML_STREAM_END_EVENT: done = 1; break;
         case YAML_SCALAR_EVENT:
             nodes++;
+            /* "\0" in a quoted string: C strings would end there ("sw\0../x" read as "sw") */
+            if (memchr(ev.data.scalar.value, 0, ev.data.scalar.length)) {
+                rc = config_fail(err, "%s:%zu:%zu: error: a NUL character (\\0) in a string; no value may hold one",
+                                 path, line, col);
+                break;
+            }
             if (ev.data.scalar.anchor && anchor_put(&anchors, (const char *)ev.data.scalar.anchor, 1))
                 rc = config_fail(err, "%s: error: out of memory", path);
             break;

@@ -12,11 +12,11 @@ int csv_is_formula(const char *s) { return s && *s && strchr("=+-@\t\r", *s) != 
 /* Whether s needs quotes: a separator, a quote or a line break. */
 static int needs_quotes(const char *s) { return strpbrk(s, ",\"\r\n") != NULL; }
 
-/* Whether the character at p (n bytes, code point cp) is a control that
- * must not reach a terminal: C0 but tab and line feed, DEL, C1. */
+/* Whether the character at p (n bytes, code point cp) must not reach a
+ * terminal: util_cp_unsafe's, but tab and line feed (CSV quotes them). */
 static int is_control(const unsigned char *p, int n, unsigned cp) {
-    if (n == 1) return (*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f;
-    return cp >= 0x80 && cp <= 0x9f;
+    if (n == 1 && (*p == '\t' || *p == '\n')) return 0;
+    return util_cp_unsafe(cp);
 }
 
 int csv_fput_text(const char *s, FILE *f) {

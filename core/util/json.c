@@ -79,7 +79,7 @@ int json_fput_text(const char *s, FILE *f) {
         const char *esc = n == 1 ? escape_of(*p, e) : NULL;
         if (n == 0) /* no character starts here: the replacement character, one per byte */
             esc = "\\ufffd", n = 1;
-        if (n == 2 && cp >= 0x80 && cp <= 0x9f) /* a C1 control: escaped as C0 ones are, for terminals */
+        if (n > 1 && util_cp_unsafe(cp)) /* C1, bidi overrides, U+2028/9: escaped as C0 ones are */
             snprintf(e, sizeof e, "\\u%04x", cp), esc = e;
         if (esc ? fputs(esc, f) == EOF : fwrite(p, 1, (size_t)n, f) != (size_t)n) return EOF;
         p += n;

@@ -45,6 +45,11 @@ int util_mkdir_p(const char *dir) {
     return rc;
 }
 
+int util_cp_unsafe(unsigned cp) {
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
+}
+
 int util_parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;

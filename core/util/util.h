@@ -36,4 +36,13 @@ char *util_fmt_double(double v, char *buf, size_t cap);
  * above U+10FFFF are not valid; a NUL inside a sequence ends it). */
 int util_utf8_char(const unsigned char *p, unsigned *cp);
 
+/* Whether code point cp must not reach a terminal or a report as it is
+ * (every escaper asks this one place: store_escape, CSV, JSON text,
+ * config messages): C0 controls, DEL, C1 controls, the bidirectional
+ * embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069
+ * (they reorder the text around them on screen: "abc\u202Efdp.exe"
+ * shows as "abcexe.pdf") and the line and paragraph separators U+2028,
+ * U+2029 (a line break to some terminals and viewers). */
+int util_cp_unsafe(unsigned cp);
+
 #endif

@@ -36,13 +36,15 @@ int mg_fail(Merge *s, const char *fmt, ...) {
 }
 
 int mg_dbfail(Merge *s, const char *what) {
-    return mg_fail(s, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    char w[600];
+    store_sql_words(s->db, w, sizeof w);
+    return mg_fail(s, "%s: %s: %s", s->path, what, w);
 }
 
 int mg_prep(Merge *s, sqlite3_stmt **st, const char *sql) {
     *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-        mg_fail(s, "%s: prepare \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        mg_dbfail(s, "cannot read or write the database");
         *st = NULL;
         return -1;
     }
@@ -84,7 +86,7 @@ static int mg_run(Merge *s, const char *sql, const char *types, ...) {
     va_end(ap);
     if (rc) goto bad;
     if (sqlite3_step(st) != SQLITE_DONE) {
-        mg_fail(s, "%s: \"%.60s\": %s", s->path, sql, sqlite3_errmsg(s->db));
+        mg_dbfail(s, "cannot write the database");
         goto bad;
     }
     return mg_fin(s, st);
@@ -97,9 +99,10 @@ bad:
 static int mg_exec(Merge *s, const char *sql) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        mg_fail(s, "%s: \"%.40s\": %s", s->path, sql, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
-        return -1;
+        return mg_dbfail(s, strncmp(sql, "BEGIN", 5) == 0    ? "cannot start writing"
+                            : strncmp(sql, "COMMIT", 6) == 0 ? "cannot commit the merge"
+                                                             : "cannot update the database");
     }
     return 0;
 }
@@ -274,11 +277,11 @@ static int merge_inner(Merge *s, const char *src) {
     if (stat(src, &st) != 0) return mg_fail(s, "%s: %s", src, strerror(errno)), -2;
     if (S_ISDIR(st.st_mode)) return mg_fail(s, "%s: %s", src, strerror(EISDIR)), -2;
     if (!S_ISREG(st.st_mode)) return mg_fail(s, "%s: not a regular file", src), -2;
-    char *a = realpath(src, NULL), *b = realpath(s->path, NULL);
-    int same = a && b && strcmp(a, b) == 0;
-    free(a);
-    free(b);
-    if (same) return mg_fail(s, "%s: is the output database", src), -2;
+    /* the same file by another name (a link, a hard link) too: its own
+     * read lock would block the write ("database is locked") */
+    struct stat ot;
+    int same = stat(s->path, &ot) == 0 && ot.st_dev == st.st_dev && ot.st_ino == st.st_ino;
+    if (same) return mg_fail(s, "%s: is the output database (the same file)", src), -2;
     if (store_flush(s->dst)) return mg_fail(s, "%s", store_errmsg(s->dst));
     sqlite3_stmt *at;
     if (mg_prep(s, &at, "ATTACH DATABASE ?1 AS merge_src")) return -1;

@@ -816,7 +816,10 @@ static int budget_file(R *r, const char *name, int (*fn)(R *, FILE *)) {
     int rc = -1;
     if (f) {
         rc = fn(r, f);
-        if (rep_close(r, f, path)) rc = -1;
+        if (rc)
+            rep_abort(r, f);
+        else if (rep_close(r, f, path))
+            rc = -1;
     }
     if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
     free(path);

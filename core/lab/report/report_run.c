@@ -47,16 +47,6 @@ const char *const report_format_names[] = {"md", "csv", "tex", NULL};
 /* errors, memory, strings, files                                      */
 /* ================================================================== */
 
-/* mkdir -p: dir and its missing parents; an error unless dir is then a
- * directory. */
-/* util_mkdir_p, with the failure in the report's error. */
-static int mkdir_p(R *r, const char *dir) {
-    if (util_mkdir_p(dir) != 0) return rep_fail(r, "%s: cannot create directory: %s", dir, strerror(errno));
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rep_fail(r, "%s: not a directory", dir);
-    return 0;
-}
-
 /* ================================================================== */
 /* driver                                                              */
 /* ================================================================== */
@@ -69,7 +59,10 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
     int rc = -1;
     if (f) {
         rc = fn(r, f, s);
-        if (rep_close(r, f, path)) rc = -1;
+        if (rc)
+            rep_abort(r, f);
+        else if (rep_close(r, f, path))
+            rc = -1;
     }
     if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
     free(path);
@@ -147,9 +140,10 @@ static int open_db(R *r) {
         return REPORT_BADINPUT;
     }
     char serr[1024];
-    if (store_open_ro(&r->st, o->db_path, serr, sizeof serr)) {
+    int orc = store_open_ro(&r->st, o->db_path, serr, sizeof serr);
+    if (orc) {
         rep_fail(r, "%s", serr);
-        return REPORT_BADINPUT;
+        return orc == -2 ? REPORT_BADINPUT : REPORT_RUNTIME;
     }
     r->db = store_db(r->st);
     return REPORT_OK;
@@ -252,34 +246,39 @@ static int matrix_family(R *r) {
     return code;
 }
 
-/* plots/gnuplot.log holds this report's gnuplot messages only: every plot
- * appends to it, so a rerun into the same directory starts it afresh. */
-static int reset_gp_log(R *r) {
-    char *p = rep_fmt(r, "%s/gnuplot.log", r->plots_dir);
-    if (!p) return -1;
-    int rc = 0;
-    if (unlink(p) != 0 && errno != ENOENT) {
-        rep_fail(r, "cannot remove %s: %s", p, strerror(errno));
-        rc = -1;
-    }
-    free(p);
-    return rc;
+/* Sweep s's files failed (the error set): say so and go on with the other
+ * sweeps', so one sweep's output never sinks the others' (the report then
+ * exits 1 naming how many failed).  -1 when the failure is not the
+ * sweep's own (out of memory). */
+static int sweep_failed(R *r, const RSweep *s) {
+    const char *why = r->err && r->err[0] ? r->err : "failed";
+    if (strcmp(why, "out of memory") == 0) return -1;
+    fprintf(r->log, "gated report: sweep %s: %s; the other sweeps' files are written\n", s->name, why);
+    r->sweeps_failed++;
+    r->failed = 0;
+    if (r->err && r->errcap) r->err[0] = '\0';
+    return 0;
 }
 
 /* DIR/plots/: every sweep's plots (not with --no-plots). */
 static int write_plots(R *r) {
     if (r->o->no_plots || r->nsw == 0) return 0;
-    if (!(r->plots_dir = rep_fmt(r, "%s/plots", r->o->out_dir)) || mkdir_p(r, r->plots_dir)) return -1;
-    if (reset_gp_log(r)) return -1;
+    if (!(r->plots_dir = rep_fmt(r, "%s/plots", r->o->out_dir)) || rep_mkdir(r, r->plots_dir)) return -1;
+    if (rep_gp_begin(r)) return -1;
     rep_gp_check(r);
     if (r->failed) return -1;
-    for (int i = 0; i < r->nsw; i++)
-        if (!r->sw[i].context && (rep_make_plots(r, &r->sw[i]) || section_plots(r, &r->sw[i]))) return -1;
-    for (int i = 0; i < r->nbud; i++)
-        if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) return -1;
-    for (int i = 0; i < r->nsize; i++)
-        if (r->size[i].shown && rep_plot_size(r, &r->size[i])) return -1;
-    return 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < r->nsw; i++)
+        if (!r->sw[i].context && (rep_make_plots(r, &r->sw[i]) || section_plots(r, &r->sw[i])) &&
+            sweep_failed(r, &r->sw[i]))
+            rc = -1;
+    for (int i = 0; rc == 0 && i < r->nbud; i++)
+        if (r->bud[i].shown && (rep_plot_budget(r, &r->bud[i]) || rep_plot_budget_gap(r, &r->bud[i]))) rc = -1;
+    for (int i = 0; rc == 0 && i < r->nsize; i++)
+        if (r->size[i].shown && rep_plot_size(r, &r->size[i])) rc = -1;
+    /* plots/gnuplot.log: this report's gnuplot messages (written when gnuplot ran) */
+    if (rep_gp_write_log(r)) rc = -1;
+    return rc;
 }
 
 /* The tables: DIR/report.md, or DIR/SWEEP.csv (and its sections' files)
@@ -302,7 +301,8 @@ static int write_tables(R *r) {
         int rc = o->format == REPORT_CSV ? rep_write_csv(r, &r->sw[i], path) : rep_write_tex(r, &r->sw[i], path);
         if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
         free(path);
-        if (rc || (o->format == REPORT_CSV && write_csv_sections(r, &r->sw[i]))) return -1;
+        if ((rc || (o->format == REPORT_CSV && write_csv_sections(r, &r->sw[i]))) && sweep_failed(r, &r->sw[i]))
+            return -1;
     }
     return rep_budget_files(r);
 }
@@ -329,7 +329,12 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     if (rep_list_sweeps(&r, &names, &nnames)) goto out;
     if ((code = load_sweeps(&r, names, nnames)) != REPORT_OK || (code = matrix_family(&r)) != REPORT_OK) goto out;
     code = REPORT_RUNTIME;
-    if (mkdir_p(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
+    if (rep_mkdir(&r, o->out_dir) || write_plots(&r) || write_tables(&r)) goto out;
+    if (r.sweeps_failed) {
+        rep_fail(&r, "the files of %d sweep%s could not be written (see above); the others are", r.sweeps_failed,
+                 r.sweeps_failed == 1 ? "" : "s");
+        goto out;
+    }
     if (r.gp_fail) {
         rep_fail(&r, "gnuplot failed on %d plot%s (see %s/gnuplot.log); the tables are written", r.gp_fail,
                  r.gp_fail == 1 ? "" : "s", r.plots_dir);
@@ -337,11 +342,13 @@ int report_run(const ReportOpts *o, char *err, size_t errcap) {
     }
     code = REPORT_OK;
 out:
+    if (code == REPORT_RUNTIME && r.bad_db) code = REPORT_BADINPUT;
     for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
     rep_budget_free(&r);
     for (int i = 0; i < r.nsw; i++) rep_free_sweep(&r.sw[i]);
     free(r.sw);
+    rep_files_end(&r);
     free(r.plots_dir);
     free(r.gp_prog);
     free(r.ref);

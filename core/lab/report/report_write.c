@@ -479,7 +479,7 @@ int rep_write_md(R *r, const char *path) {
     if (rep_budget_md(r, f)) goto bad;
     return rep_close(r, f, path);
 bad:
-    fclose(f);
+    rep_abort(r, f);
     return -1;
 }
 
@@ -634,7 +634,7 @@ int rep_write_tex(R *r, const RSweep *s, const char *path) {
     rep_tps_note(f, s, 0);
     fputc('\n', f);
     if (r->write_sections(r, f, s, 0)) {
-        fclose(f);
+        rep_abort(r, f);
         return -1;
     }
     return rep_close(r, f, path);

@@ -857,7 +857,7 @@ static int name_runs(P *p, Sweep *s, const Doc *d) {
         if (!*run->name)
             return sw_perr(p, d->tl, d->tc, "run_name", "run %d gets an empty name", i);
         char why[200], q[400];
-        if (store_name_check(run->name, why, sizeof why))
+        if (sw_name_ok(run->name, SWEEP_RUN_NAME_MAX, why, sizeof why))
             return sw_perr(p, d->tl, d->tc, "run_name", "run %d gets the name \"%s\", which %s", i,
                         sw_quote_name(run->name, q, sizeof q), why);
     }

@@ -17,6 +17,13 @@
 #include "run/config.h"
 
 typedef enum { SWEEP_VARIANTS, SWEEP_GRID, SWEEP_ZIP } SweepMethod;
+
+/* The longest sweep name and row label, and the longest run name, in
+ * bytes: each becomes part of file names (logs/NAME.log, the report's
+ * SWEEP-...-LABEL.svg, a temporary file's ".NAME.tmp-XXXXXX"), which may
+ * be 255 bytes; a longer one is refused when the sweep is loaded. */
+#define SWEEP_NAME_MAX 64
+#define SWEEP_RUN_NAME_MAX 128
 extern const char *const sweep_method_names[]; /* "variants", "grid", "zip" */
 
 typedef struct {

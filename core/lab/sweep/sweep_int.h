@@ -71,6 +71,8 @@ int sw_parse_set_node(P *p, yaml_node_t *vn, OvList *l, const char *what);
 void sw_rows_free(Row *rows, int n);
 char *sw_quote_name(const char *v, char *out, size_t cap);
 int sw_check_name(P *p, const yaml_node_t *n, const char *key, const char *v);
+/* store_name_check, and at most max bytes: 0, or -1 with why set. */
+int sw_name_ok(const char *v, size_t max, char *why, size_t cap);
 int sw_parse_variants(P *p, yaml_node_t *seq, Row **out, int *nout);
 void sw_params_free(Param *ps, int n);
 int sw_parse_parameters(P *p, yaml_node_t *map, Param **out, int *nout);

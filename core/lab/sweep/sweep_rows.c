@@ -138,9 +138,19 @@ char *sw_quote_name(const char *v, char *out, size_t cap) {
 
 /* Names and labels reach file names, plot scripts and terminals: printable
  * text only (store_name_check), else an error at node n for key. */
+int sw_name_ok(const char *v, size_t max, char *why, size_t cap) {
+    if (store_name_check(v, why, cap)) return -1;
+    size_t n = strlen(v);
+    if (n > max) {
+        snprintf(why, cap, "is %zu bytes long; at most %zu (it becomes part of file names)", n, max);
+        return -1;
+    }
+    return 0;
+}
+
 int sw_check_name(P *p, const yaml_node_t *n, const char *key, const char *v) {
     char why[200], q[400];
-    if (store_name_check(v, why, sizeof why) == 0)
+    if (sw_name_ok(v, SWEEP_NAME_MAX, why, sizeof why) == 0)
         return 0;
     return PERR_NODE(p, n, key, "\"%s\" %s", sw_quote_name(v, q, sizeof q), why);
 }
@@ -504,7 +514,7 @@ int sw_expand_params(P *p, Param *ps, int np, int zip, int line, int col, Row **
             return rc ? -1 : sw_oom(p);
         }
         char why[200], q[400];
-        if (store_name_check(row->label, why, sizeof why)) { /* values are checked text; kept as a guard */
+        if (sw_name_ok(row->label, SWEEP_NAME_MAX, why, sizeof why)) { /* checked text, but maybe too long */
             sw_perr(p, line, col, "parameters", "row %lld gets the label \"%s\", which %s", r,
                  sw_quote_name(row->label, q, sizeof q), why);
             sw_rows_free(rows, (int)nrows);

@@ -9,13 +9,11 @@
 #include "lab/report/kit/report_kit.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 int rep_pts_add(R *r, Pts *v, double x, double y) {
@@ -97,31 +95,6 @@ static char *find_program(R *r, const char *prog) {
     return NULL;
 }
 
-/* Run gnuplot with args (after argv[0]) in dir, output appended to logpath
- * (NULL: /dev/null).  Returns the exit status, or -1 if it could not run. */
-static int run_gnuplot(R *r, const char *a1, const char *a2, const char *dir, const char *logpath) {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        /* open the log before chdir: its path may be relative to the caller */
-        int fd = open(logpath ? logpath : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0666);
-        int in = open("/dev/null", O_RDONLY);
-        if (fd < 0 || in < 0 || chdir(dir) != 0) _exit(126);
-        dup2(in, 0);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        char *argv[4] = {r->gp_prog, (char *)a1, (char *)a2, NULL};
-        execv(r->gp_prog, argv);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
 /* Look for gnuplot and its terminals once; a warning if it is unusable. */
 void rep_gp_check(R *r) {
     if (r->gp_checked) return;
@@ -136,11 +109,11 @@ void rep_gp_check(R *r) {
                  "in `plots/`");
         return;
     }
-    if (run_gnuplot(r, "-e", "set terminal pngcairo", r->plots_dir, NULL) == 0)
+    if (rep_run_gnuplot(r, "-e", "set terminal pngcairo", 0) == 0)
         r->term_png = "pngcairo";
-    else if (run_gnuplot(r, "-e", "set terminal png", r->plots_dir, NULL) == 0)
+    else if (rep_run_gnuplot(r, "-e", "set terminal png", 0) == 0)
         r->term_png = "png";
-    r->term_svg = run_gnuplot(r, "-e", "set terminal svg", r->plots_dir, NULL) == 0;
+    r->term_svg = rep_run_gnuplot(r, "-e", "set terminal svg", 0) == 0;
     if (!r->term_png && !r->term_svg) {
         fprintf(r->log, "gated report: %s has neither a png nor an svg terminal; plots skipped\n", r->gp_prog);
         snprintf(r->gp_note, sizeof r->gp_note,
@@ -275,30 +248,16 @@ static int plot_finish(R *r, PlotEntry **v, int *n, int *cap, const char *base, 
     e->made = 0;
     if (!e->base) return -1;
     if (!r->gp_ok) return 0;
-    char *script = rep_fmt(r, "%s.gp", base);
-    char *logp = rep_fmt(r, "%s/gnuplot.log", r->plots_dir);
-    if (!script || !logp) {
-        free(script), free(logp);
-        return -1;
-    }
-    int st = run_gnuplot(r, script, NULL, r->plots_dir, logp);
-    int ok = st == 0;
-    const char *exts[2] = {r->term_svg ? "svg" : NULL, r->term_png ? "png" : NULL};
-    for (int i = 0; ok && i < 2; i++) {
-        if (!exts[i]) continue;
-        char *img = rep_fmt(r, "%s/%s.%s", r->plots_dir, base, exts[i]);
-        struct stat sb;
-        if (!img || stat(img, &sb) != 0 || sb.st_size == 0) ok = 0;
-        free(img);
-    }
+    char why[512];
+    int ok = rep_gp_draw(r, base, why, sizeof why);
+    if (ok < 0) return -1;
     if (ok)
         e->made = 1;
     else {
         r->gp_fail++;
-        fprintf(r->log, "gated report: gnuplot failed on %s/%s (exit %d; see %s)\n", r->plots_dir, script, st, logp);
+        fprintf(r->log, "gated report: gnuplot failed on %s/%s.gp: %s (see %s/gnuplot.log)\n", r->plots_dir, base,
+                why, r->plots_dir);
     }
-    free(script);
-    free(logp);
     return r->failed ? -1 : 0;
 }
 
@@ -310,17 +269,21 @@ int rep_plot_open(R *r, const char *base, FILE **dat, FILE **gp, char **datp, ch
     if (!*datp || !*gpp) return -1;
     if (!(*dat = rep_open(r, *datp))) return -1;
     if (!(*gp = rep_open(r, *gpp))) {
-        fclose(*dat);
+        rep_abort(r, *dat);
         *dat = NULL;
         return -1;
     }
     return 0;
 }
 
-static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
-    int rc = 0;
-    if (dat && rep_close(r, dat, datp)) rc = -1;
-    if (gp && rep_close(r, gp, gpp)) rc = -1;
+/* Commit a plot's files (rc 0) or drop them (the previous ones stay). */
+static int plot_close(R *r, int rc, FILE *dat, FILE *gp, char *datp, char *gpp) {
+    if (rc == 0 && dat && rep_close(r, dat, datp)) rc = -1;
+    if (rc == 0 && gp && rep_close(r, gp, gpp)) rc = -1;
+    if (rc) {
+        rep_abort(r, dat); /* (nothing once committed) */
+        rep_abort(r, gp);
+    }
     free(datp);
     free(gpp);
     return rc;
@@ -331,7 +294,7 @@ static int plot_close(R *r, FILE *dat, FILE *gp, char *datp, char *gpp) {
  * NULL) in budget series b's.  Returns the new rc. */
 int rep_plot_done(R *r, RSweep *s, RBudget *b, int rc, int any, FILE *dat, FILE *gp, char *datp, char *gpp,
                   const char *base, const char *fmt, ...) {
-    if (plot_close(r, dat, gp, datp, gpp)) rc = -1;
+    if (plot_close(r, rc, dat, gp, datp, gpp)) rc = -1;
     if (rc != 0 || !any) return rc;
     char buf[512];
     va_list ap;

@@ -1,6 +1,6 @@
 /*
  * report_kit.c — `gated report`'s toolkit (report_kit.h): errors, memory,
- * strings and output files, which every part of the report shares.  It
+ * strings (output files: report_files.c), which every part of the report shares.  It
  * calls nothing of the report's sections or driver.
  */
 #include "lab/report/kit/report_kit.h"
@@ -70,20 +70,19 @@ char *rep_safe_name(R *r, const char *s) {
     if (!*d || d[0] == '.') {
         char *e = rep_fmt(r, "_%s", d);
         free(d);
+        if (!e) return NULL;
+        d = e;
+    }
+    /* a name from a merged database may be longer than a file name can be
+     * (with the plot suffixes and a temporary file's): its first bytes and
+     * 8 hex digits of its hash, so distinct names stay distinct */
+    if (strlen(d) > REP_NAME_MAX) {
+        char id[17];
+        store_run_id(s, id);
+        char *e = rep_fmt(r, "%.*s-%.8s", REP_NAME_MAX - 9, d, id);
+        free(d);
         return e;
     }
     return d;
 }
 
-FILE *rep_open(R *r, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) rep_fail(r, "%s: cannot write: %s", path, strerror(errno));
-    return f;
-}
-
-int rep_close(R *r, FILE *f, const char *path) {
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    if (bad) return rep_fail(r, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
-    return 0;
-}

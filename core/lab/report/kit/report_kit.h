@@ -4,7 +4,8 @@
  * below the sections: errors, memory, strings and files (report_kit.c),
  * SQL with bound parameters and the values of a row's runs
  * (report_sql.c), quoting, cells and text tables (report_text.c), gnuplot
- * (report_gp.c).  Nothing here calls a section or the driver
+ * (report_gp.c), every file written and gnuplot's runs in a private
+ * folder (report_files.c, through util/outfile.h).  Nothing here calls a section or the driver
  * (core/lab/report/report_int.h says which file does what above it).
  *
  * Errors: a function that fails sets the message once (rep_fail: the first
@@ -24,6 +25,7 @@
 #include "lab/stats.h"
 #include "run/store.h"
 #include "util/csv.h"
+#include "util/outfile.h"
 
 /* ------------------------------------------------------------------ */
 /* data model                                                          */
@@ -335,6 +337,15 @@ typedef struct R {
     char gp_note[256]; /* why plots are missing, for report.md */
     /* the driver's (report_run.c): the sections of sweep s after its main table, in md or TeX */
     int (*write_sections)(struct R *r, FILE *f, const RSweep *s, int md);
+    int sweeps_failed; /* sweeps whose files failed; the others' were written */
+    int bad_db;        /* a read failed for the file's sake (damaged): REPORT_BADINPUT */
+    /* report_files.c */
+    OutFile *outs; /* the files being written (rep_open) */
+    int nouts, outs_cap;
+    char *gp_dir;  /* the private folder gnuplot runs in */
+    FILE *gp_logf; /* gnuplot's messages, collected (open_memstream into gp_log) */
+    char *gp_log;
+    size_t gp_log_len;
 } R;
 
 /* How a text table is written: markdown (md) or TeX. */
@@ -364,12 +375,36 @@ char *rep_esc(R *r, const char *s);
 /* Formatted string on the heap (NULL and the error set on failure). */
 __attribute__((format(printf, 2, 3))) char *rep_fmt(R *r, const char *fmt, ...);
 /* A name usable as a file name: [A-Za-z0-9._-], others '_'; '_' in front
- * of an empty name or one that starts with '.'.  Heap. */
+ * of an empty name or one that starts with '.'; one longer than
+ * REP_NAME_MAX bytes cut, with 8 hex digits of its hash.  Heap. */
+#define REP_NAME_MAX 64
 char *rep_safe_name(R *r, const char *s);
-/* fopen(path, "w"), the error set on failure. */
+/* ------------------------------------------------------------------ */
+/* report_files.c: every file the report writes; gnuplot's runs        */
+/* ------------------------------------------------------------------ */
+
+/* An output directory (mkdir -p; a symbolic link there refused), the
+ * error set on failure. */
+int rep_mkdir(R *r, const char *dir);
+/* Start writing path (util/outfile.h: a temporary file beside it), the
+ * error set on failure. */
 FILE *rep_open(R *r, const char *path);
-/* fclose, the error set when writing or closing failed. */
+/* Commit f as path: 0, or -1 with the error set (the old file kept). */
 int rep_close(R *r, FILE *f, const char *path);
+/* Drop f (a rep_open file; NULL is fine): the old file stays. */
+void rep_abort(R *r, FILE *f);
+/* Drop every file still open; remove the gnuplot folder. */
+void rep_files_end(R *r);
+/* Make the private gnuplot folder under plots_dir. */
+int rep_gp_begin(R *r);
+/* Write plots/gnuplot.log from the collected messages. */
+int rep_gp_write_log(R *r);
+/* Run gnuplot with args in the private folder (log: its output into the
+ * collected messages); the exit status, -1 if it could not run. */
+int rep_run_gnuplot(R *r, const char *a1, const char *a2, int log);
+/* Draw plots/BASE.gp: 1 made (the images complete, renamed into plots/),
+ * 0 failed (why says how; the previous images stay), -1 error set. */
+int rep_gp_draw(R *r, const char *base, char *why, size_t cap);
 
 /* ------------------------------------------------------------------ */
 /* report_sql.c: SQL helpers, per-head maps, the values of a row       */

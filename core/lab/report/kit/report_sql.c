@@ -19,7 +19,9 @@ int rep_ll_cmp(const void *a, const void *b) {
 }
 
 static int dbfail(R *r, const char *what) {
-    return rep_fail(r, "%s: %s: %s", r->o->db_path, what, sqlite3_errmsg(r->db));
+    char w[600];
+    r->bad_db |= store_sql_words(r->db, w, sizeof w); /* a damaged file: exit 2 */
+    return rep_fail(r, "%s: %s: %s", r->o->db_path, what, w);
 }
 
 /* Prepare sql and bind parameters 1.. from types: 't' const char *,
@@ -27,7 +29,7 @@ static int dbfail(R *r, const char *what) {
 int rep_q_prep(R *r, sqlite3_stmt **st, const char *sql, const char *types, ...) {
     *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, st, NULL) != SQLITE_OK) {
-        rep_fail(r, "%s: prepare \"%.60s\": %s", r->o->db_path, sql, sqlite3_errmsg(r->db));
+        dbfail(r, "cannot read the database");
         *st = NULL;
         return -1;
     }
@@ -59,7 +61,8 @@ int rep_q_done(R *r, sqlite3_stmt *st, int rc, const char *what) {
 }
 
 double rep_col_real(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+    int t = sqlite3_column_type(st, i); /* text or a blob is missing, never 0 (issue 39) */
+    return t == SQLITE_FLOAT || t == SQLITE_INTEGER ? sqlite3_column_double(st, i) : NAN;
 }
 
 const char *rep_col_text(sqlite3_stmt *st, int i) {
