@@ -119,6 +119,12 @@ static void info_text(const Info *in) {
     printf("added parameters per layer: %ld%s%s%s\nadded parameters, all layers: %ld%s\n", anp, an->params ? " (" : "",
            an->params ? an->params : "", an->params ? ")" : "", model_attn_params(m),
            model_attn_params(m) == anp * m->L ? "" : "  MISMATCH");
+    const AttnKvDef *kv = &attn_kvs[c->attn.kv];
+    printf("\n# keys and values: %s  (%s)\n", kv->name, kv->what);
+    if (c->attn.kv == KV_LATENT)
+        printf("d_c %d, d_R %d: score width d_head + d_R = %d\n", c->attn.d_c, c->attn.d_R, c->d_head + c->attn.d_R);
+    printf("KV cache per token per layer: %ld numbers (%s); MHA %d, MQA (n_kv_head 1) %d\n",
+           attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), kv->cache, 2 * c->n_head * c->d_head, 2 * c->d_head);
     printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
@@ -166,6 +172,10 @@ static int info_json(const Info *in) {
     json_fput(attn_norms[c->attn.normalizer].name, stdout);
     printf(",\"added_params_per_layer\":%ld,\"added_params\":%ld}",
            attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head), model_attn_params(m));
+    printf(",\"kv\":{\"name\":");
+    json_fput(attn_kvs[c->attn.kv].name, stdout);
+    printf(",\"cache_per_token_per_layer\":%ld,\"mha_cache_per_token_per_layer\":%d}",
+           attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), 2 * c->n_head * c->d_head);
     printf(",\"match_params_d_ff\":");
     if (c->match_params)
         printf("%d", c->d_ff);
