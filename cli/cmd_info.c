@@ -269,8 +269,8 @@ static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
  * the baseline, gate_covering() (every value of every gate list), each
  * control alone and before a G1 gate, every position under GQA (n_kv_head
  * 2, and 1 with a headwise gate where the position splits into KV heads)
- * and without QK-norm, match_params, and every attention normaliser alone,
- * under G1 and with grouped KV heads. */
+ * and without QK-norm, match_params, every attention normaliser alone,
+ * under G1 and with grouped KV heads, and every KV construction (attn_kvs[]). */
 static void xcheck_list(void) {
     GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
     int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
@@ -324,6 +324,28 @@ static void xcheck_list(void) {
         snprintf(pre, sizeof pre, "kv2-%s-", attn_norm_names[a]);
         snprintf(set, sizeof set, "model.n_kv_head=2 model.attention.normalizer=%s", attn_norm_names[a]);
         xcheck_case(pre, set, d);
+    }
+    /* every KV construction from the table (attn_kvs[]) but heads: alone,
+     * under G1 elementwise and headwise; latent also without the decoupled
+     * RoPE key (alone and under G1), with d_R = d_head and with sink_logit */
+    for (int kv = KV_HEADS + 1; kv < KV__COUNT; kv++) {
+        char pre[48], set[192];
+        snprintf(pre, sizeof pre, "%s-", attn_kv_names[kv]);
+        snprintf(set, sizeof set, "model.qk_norm=false model.attention.kv=%s", attn_kv_names[kv]);
+        g = d;
+        xcheck_case(pre, set, g);
+        g.position = GP_SDPA;
+        xcheck_case(pre, set, g);
+        g.granularity = GG_HEADWISE;
+        xcheck_case(pre, set, g);
+        if (kv != KV_LATENT) continue;
+        xcheck_case("latent-nope-", "model.qk_norm=false model.attention.kv=latent model.attention.d_R=0", d);
+        g = d, g.position = GP_SDPA;
+        xcheck_case("latent-nope-", "model.qk_norm=false model.attention.kv=latent model.attention.d_R=0", g);
+        xcheck_case("latent-c12-r8-sink_logit-",
+                    "model.qk_norm=false model.attention.kv=latent model.attention.d_c=12 model.attention.d_R=8 "
+                    "model.attention.normalizer=sink_logit",
+                    d);
     }
 }
 

@@ -173,3 +173,22 @@ Test(mla, bitwise_at_any_thread_count) {
     }
     for (int t = 0; t < 3; t++) free(g[t]);
 }
+
+/* Every KV name has a row and every row a name; the cache formulas give
+ * 2 n_kv_head d_head (heads) and d_c + d_R (latent). */
+Test(mla, kv_table_rows_and_cache_sizes) {
+    int n = 0;
+    while (attn_kv_names[n]) n++;
+    cr_assert_eq(n, KV__COUNT);
+    for (int i = 0; i < KV__COUNT; i++) {
+        cr_assert_str_eq(attn_kvs[i].name, attn_kv_names[i]);
+        cr_assert_not_null(attn_kvs[i].what);
+    }
+    AttnCfg a = attn_default();
+    cr_assert_eq(attn_kv_cache(&a, 2, 32), 2 * 2 * 32);
+    a.kv = KV_LATENT, a.d_c = 128, a.d_R = 16;
+    cr_assert_eq(attn_kv_cache(&a, 4, 32), 144);
+    a.d_c = 0, a.d_R = -1;
+    attn_kv_resolve(&a, 32);
+    cr_assert(a.d_c == 128 && a.d_R == 16, "resolved d_c %d d_R %d", a.d_c, a.d_R);
+}
