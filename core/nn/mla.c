@@ -81,6 +81,14 @@ const real *mla_values(const Model *m, int l, int *sv) {
     return acts_of(m, l).vC;
 }
 
+void mla_attn_qkv(const Model *m, int l, AttnQKV *out) {
+    MlaDims d = mla_dims(&m->cfg);
+    MlaActs v = acts_of(m, l);
+    out->q = v.qp, out->k = v.kp, out->v = v.vp;
+    out->sq = out->sk = out->sv = d.HD;
+    out->d = d.D, out->hk = d.H;
+}
+
 /* The layer's normaliser with its virtual-key logits (sink_logit's b_h,
  * softmax1's 0; kv_bias is refused with latent KV, so q is not read). */
 static AttnNorm norm_of(const Model *m, int l, const real *q, int sq, int d, real scale) {

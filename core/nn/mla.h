@@ -55,6 +55,9 @@ int mla_backward(Model *m, int l, const real *dO, real *dP);
 
 /* The per-head values v_i = W_UV,i c of layer l (stride *sv). */
 const real *mla_values(const Model *m, int l, int *sv);
+/* model_attn_qkv for a latent layer: the kernel's per-head q, k and
+ * zero-padded v (width d_head + d_R, n_head key heads). */
+void mla_attn_qkv(const Model *m, int l, AttnQKV *out);
 /* The FLOPs per token the latent layer adds to model_flops' count (the
  * up-projections, and the scores over d_h + d_R instead of d_h) at length T. */
 double mla_extra_flops(const Model *m, int T);

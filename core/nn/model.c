@@ -615,6 +615,16 @@ int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **o
     }
 }
 
+void model_attn_qkv(const Model *m, int l, AttnQKV *out) {
+    if (m->cfg.attn.kv == KV_LATENT) {
+        mla_attn_qkv(m, l, out);
+        return;
+    }
+    const LayerActs *a = &m->la[l];
+    out->q = a->qr, out->sq = m->nq, out->k = a->kr, out->sk = m->nkv, out->d = m->dh, out->hk = m->Hk;
+    out->v = model_attn_values(m, l, &out->sv);
+}
+
 const real *model_attn_values(const Model *m, int l, int *sv) {
     /* the G2 gate's output, else the projection */
     const LayerActs *a = &m->la[l];

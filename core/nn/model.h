@@ -141,6 +141,17 @@ int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **o
  * gate's output when the value is gated), token stride *sv. */
 const real *model_attn_values(const Model *m, int l, int *sv);
 
+/* The queries, keys and values attention used in layer l in the last
+ * forward, as the kernel saw them (after RoPE): query head h of token t at
+ * q + t sq + h d, its key head g = h / (n_head / hk) at k + t sk + g d, the
+ * value at v + t sv + g d; scores are q.k / sqrt(d).  d is d_head, or
+ * d_head + d_R with latent KV (whose values are zero-padded to d there). */
+typedef struct {
+    const real *q, *k, *v;
+    int sq, sk, sv, d, hk;
+} AttnQKV;
+void model_attn_qkv(const Model *m, int l, AttnQKV *out);
+
 /* Gate parameters added per layer and in total. */
 long model_gate_params(const Model *m);
 /* The attention normaliser's parameters, all layers. */
