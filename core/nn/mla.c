@@ -55,7 +55,9 @@ typedef struct {
 static size_t views(const MlaDims *d, real *base, size_t n, int T, MlaActs *v) {
     size_t sz[] = {n * d->dc, n, n * d->H * d->dh, n * d->HD, n * d->HD, n * d->HD, n * d->HD, n * d->dR,
                    (size_t)T * (d->dR / 2), (size_t)T * (d->dR / 2)};
-    real **dst[] = {&v->c, &v->rc, &v->vC, &v->qp, &v->kp, &v->vp, &v->op, &v->kR, &v->cosR, &v->sinR};
+    MlaActs count; /* written when only counting (v NULL) */
+    MlaActs *o = v ? v : &count;
+    real **dst[] = {&o->c, &o->rc, &o->vC, &o->qp, &o->kp, &o->vp, &o->op, &o->kR, &o->cosR, &o->sinR};
     size_t off = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
         if (v) *dst[i] = base + off;
@@ -192,6 +194,11 @@ int mla_forward(Model *m, int l, int B, int T) {
     return m->kv_absorbed ? forward_absorbed(m, l, &d, &v) : forward_heads(m, l, &d, &v);
 }
 
+size_t mla_scratch_len(const Model *m, int B, int T) {
+    MlaDims d = mla_dims(&m->cfg);
+    return (size_t)B * T * (4 * (size_t)d.HD + d.dc + (size_t)d.H * d.dh + (size_t)d.H * d.dR + d.dR);
+}
+
 int mla_backward(Model *m, int l, const real *dO, real *dP) {
     MlaDims d = mla_dims(&m->cfg);
     MlaActs v = acts_of(m, l);
@@ -201,7 +208,7 @@ int mla_backward(Model *m, int l, const real *dO, real *dP) {
     int n = m->B * m->T, Hdh = d.H * d.dh, Np = m->Np;
     size_t N = (size_t)n;
     /* dO padded, dq, dk, dv (n, H D); dc (n, d_c); dk^C / dv gathered (n, H dh); dq^R (n, H d_R); dk^R (n, d_R) */
-    real *s = calloc(N * (4 * (size_t)d.HD + d.dc + Hdh + (size_t)d.H * d.dR + d.dR), sizeof(real));
+    real *s = calloc(mla_scratch_len(m, m->B, m->T), sizeof(real));
     if (!s) {
         errno = ENOMEM;
         return -1;

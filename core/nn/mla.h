@@ -44,6 +44,9 @@ void mla_layout_up(Model *m, int l, LayerParams *p);
  * model.c as LayerActs.mla). */
 size_t mla_act_len(const Model *m, int B, int T);
 
+/* Reals mla_backward allocates for its work (and frees) at B x T tokens. */
+size_t mla_scratch_len(const Model *m, int B, int T);
+
 /* Layer l's attention from its projection P to o and the row statistics
  * (lse, the virtual key's z): the training path, or the absorbed one when
  * m->kv_absorbed.  0, or -1 out of memory. */

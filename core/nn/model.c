@@ -240,6 +240,7 @@ int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out) {
     out->params = 4 * sizeof(real) * m.p.total; /* w, g, m, v */
     out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n;
     out->scratch = sizeof(real) * grad_len(&m, n, &big);
+    if (cfg->attn.kv == KV_LATENT) out->scratch += sizeof(real) * mla_scratch_len(&m, B, T); /* mla_backward's */
     out->total = out->params + out->activations + out->scratch;
     model_free(&m);
     return 0;
