@@ -20,7 +20,8 @@
 #include "nn/variant.h"
 #include "run/yamlfile.h"
 
-const char *const bench_kind_names[] = {"gate", "attention_forward", "attention_backward", "step", "sgemm", "op", NULL};
+const char *const bench_kind_names[] = {"gate", "attention_forward", "attention_backward", "step", "sgemm", "op",
+                                        "decode", NULL};
 const char *const bench_op_names[] = {"rmsnorm", "rope", "swiglu", "crossentropy", NULL};
 
 /* ==================================================================== */
@@ -680,10 +681,38 @@ static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const c
     return finish_item(L, item, where, first);
 }
 
+/* A decode case's contexts (`context`, required there; refused on a step). */
+static int decode_contexts(BL *L, const yaml_node_t *item, const char *where, int *ctx, int *n) {
+    char w[320];
+    int decode = strcmp(scalar(get(L, item, "kind")), "decode") == 0;
+    yaml_node_t *v = get(L, item, "context"), *cs[16];
+    sub(w, sizeof w, where, "context");
+    if (!decode) return v ? berr(L, v, w, "only for kind decode") : 0;
+    if (!v) return berr(L, item, where, "missing key context (an integer or a list)");
+    if (items(L, v, w, cs, 16, n)) return -1;
+    for (int i = 0; i < *n; i++)
+        if (parse_int(L, cs[i], w, 1, 1 << 20, &ctx[i])) return -1;
+    return 0;
+}
+
+/* One decode case per context of a model variant. */
+static int add_decode_cases(BL *L, const yaml_node_t *item, int idx, const Config *cfg, const char *mlabel,
+                            const char *label, const int *ctx, int nctx) {
+    for (int i = 0; i < nctx; i++) {
+        BenchCase *c = new_case(L, item, idx, BK_DECODE);
+        if (!c) return -1;
+        c->cfg = *cfg, c->B = 1, c->T = ctx[i];
+        snprintf(c->name, sizeof c->name, "decode/%s/%s/ctx%d", mlabel, label, ctx[i]);
+    }
+    return 0;
+}
+
 static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
-    static const char *const keys[] = {"kind", "model", "variants", "ceiling", TIMING_KEYS, NULL};
+    static const char *const keys[] = {"kind", "model", "variants", "ceiling", "context", TIMING_KEYS, NULL};
     if (check_keys(L, item, where, keys)) return -1;
     char w[320];
+    int ctxs[16], nctx = 0; /* decode cases: their contexts */
+    if (decode_contexts(L, item, where, ctxs, &nctx)) return -1;
     yaml_node_t *mv = get(L, item, "model");
     sub(w, sizeof w, where, "model");
     if (!mv) return berr(L, item, where, "missing key model (a name under models)");
@@ -740,6 +769,8 @@ static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *
         snprintf(ctx, sizeof ctx, "model %s, variant %s", mname, label);
         Config cfg;
         if (build_config(L, md->node, mname, vset, sw, vn ? vn : item, ctx, &cfg)) return -1;
+        if (nctx && add_decode_cases(L, item, idx, &cfg, mlabel, label, ctxs, nctx)) return -1;
+        if (nctx) continue;
         BenchCase *c = new_case(L, item, idx, BK_STEP);
         if (!c) return -1;
         c->cfg = cfg;
@@ -889,7 +920,7 @@ static int load_root(BL *L, yaml_node_t *root) {
         yaml_node_t *k = get(L, item, "kind");
         char w[80];
         sub(w, sizeof w, where, "kind");
-        if (!k) return berr(L, item, where, "missing key kind (gate, attention, step or op)");
+        if (!k) return berr(L, item, where, "missing key kind (gate, attention, step, decode or op)");
         if (want_scalar(L, k, w)) return -1;
         const char *kt = scalar(k);
         int rc;
@@ -897,12 +928,12 @@ static int load_root(BL *L, yaml_node_t *root) {
             rc = parse_gate_case(L, item, idx, where);
         else if (strcmp(kt, "attention") == 0)
             rc = parse_attention_case(L, item, idx, where);
-        else if (strcmp(kt, "step") == 0)
+        else if (strcmp(kt, "step") == 0 || strcmp(kt, "decode") == 0)
             rc = parse_step_case(L, item, idx, where);
         else if (strcmp(kt, "op") == 0)
             rc = parse_op_case(L, item, idx, where);
         else
-            return berr(L, k, w, "expected gate, attention, step or op, got \"%s\"", kt);
+            return berr(L, k, w, "expected gate, attention, step, decode or op, got \"%s\"", kt);
         if (rc) return -1;
     }
     return check_names(L);
