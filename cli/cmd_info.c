@@ -119,6 +119,12 @@ static void info_text(const Info *in) {
     printf("added parameters per layer: %ld%s%s%s\nadded parameters, all layers: %ld%s\n", anp, an->params ? " (" : "",
            an->params ? an->params : "", an->params ? ")" : "", model_attn_params(m),
            model_attn_params(m) == anp * m->L ? "" : "  MISMATCH");
+    const AttnKvDef *kv = &attn_kvs[c->attn.kv];
+    printf("\n# keys and values: %s  (%s)\n", kv->name, kv->what);
+    if (c->attn.kv == KV_LATENT)
+        printf("d_c %d, d_R %d: score width d_head + d_R = %d\n", c->attn.d_c, c->attn.d_R, c->d_head + c->attn.d_R);
+    printf("KV cache per token per layer: %ld numbers (%s); MHA %d, MQA (n_kv_head 1) %d\n",
+           attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), kv->cache, 2 * c->n_head * c->d_head, 2 * c->d_head);
     printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
@@ -166,6 +172,10 @@ static int info_json(const Info *in) {
     json_fput(attn_norms[c->attn.normalizer].name, stdout);
     printf(",\"added_params_per_layer\":%ld,\"added_params\":%ld}",
            attn_norm_params(&c->attn, c->n_head, c->n_kv_head, c->d_head), model_attn_params(m));
+    printf(",\"kv\":{\"name\":");
+    json_fput(attn_kvs[c->attn.kv].name, stdout);
+    printf(",\"cache_per_token_per_layer\":%ld,\"mha_cache_per_token_per_layer\":%d}",
+           attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), 2 * c->n_head * c->d_head);
     printf(",\"match_params_d_ff\":");
     if (c->match_params)
         printf("%d", c->d_ff);
@@ -259,8 +269,8 @@ static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
  * the baseline, gate_covering() (every value of every gate list), each
  * control alone and before a G1 gate, every position under GQA (n_kv_head
  * 2, and 1 with a headwise gate where the position splits into KV heads)
- * and without QK-norm, match_params, and every attention normaliser alone,
- * under G1 and with grouped KV heads. */
+ * and without QK-norm, match_params, every attention normaliser alone,
+ * under G1 and with grouped KV heads, and every KV construction (attn_kvs[]). */
 static void xcheck_list(void) {
     GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
     int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
@@ -314,6 +324,28 @@ static void xcheck_list(void) {
         snprintf(pre, sizeof pre, "kv2-%s-", attn_norm_names[a]);
         snprintf(set, sizeof set, "model.n_kv_head=2 model.attention.normalizer=%s", attn_norm_names[a]);
         xcheck_case(pre, set, d);
+    }
+    /* every KV construction from the table (attn_kvs[]) but heads: alone,
+     * under G1 elementwise and headwise; latent also without the decoupled
+     * RoPE key (alone and under G1), with d_R = d_head and with sink_logit */
+    for (int kv = KV_HEADS + 1; kv < KV__COUNT; kv++) {
+        char pre[48], set[192];
+        snprintf(pre, sizeof pre, "%s-", attn_kv_names[kv]);
+        snprintf(set, sizeof set, "model.qk_norm=false model.attention.kv=%s", attn_kv_names[kv]);
+        g = d;
+        xcheck_case(pre, set, g);
+        g.position = GP_SDPA;
+        xcheck_case(pre, set, g);
+        g.granularity = GG_HEADWISE;
+        xcheck_case(pre, set, g);
+        if (kv != KV_LATENT) continue;
+        xcheck_case("latent-nope-", "model.qk_norm=false model.attention.kv=latent model.attention.d_R=0", d);
+        g = d, g.position = GP_SDPA;
+        xcheck_case("latent-nope-", "model.qk_norm=false model.attention.kv=latent model.attention.d_R=0", g);
+        xcheck_case("latent-c12-r8-sink_logit-",
+                    "model.qk_norm=false model.attention.kv=latent model.attention.d_c=12 model.attention.d_R=8 "
+                    "model.attention.normalizer=sink_logit",
+                    d);
     }
 }
 

@@ -319,11 +319,30 @@ static int make_variants(Variant *v) {
             if (an == AN_SINK_LOGIT && i == 3) v[n].attn.sink_init = 1.5;
         }
     }
+    /* latent KV (MLA, d_head 4): with the decoupled RoPE key (d_R 2, and
+     * d_R = d_head), without it, under G1 elementwise and headwise sigmoid,
+     * with sink_logit and with G5 */
+    GateCfg g1h = g1;
+    g1h.granularity = GG_HEADWISE;
+    GateCfg g5 = base;
+    g5.position = GP_DENSE;
+    const struct {
+        GateCfg g;
+        int d_c, d_R, norm;
+    } lx[] = {{base, 6, 2, AN_SOFTMAX}, {base, 5, 4, AN_SOFTMAX}, {base, 6, 0, AN_SOFTMAX}, {g1, 6, 2, AN_SOFTMAX},
+              {g1h, 6, 2, AN_SOFTMAX},  {g1, 6, 0, AN_SOFTMAX},  {base, 6, 2, AN_SINK_LOGIT}, {g5, 3, 2, AN_SOFTMAX}};
+    for (size_t i = 0; i < sizeof lx / sizeof lx[0] && n < MAX_VARIANTS; i++, n++) {
+        v[n].g = lx[i].g, v[n].hk = 4, v[n].qk = 0, v[n].match = 0;
+        v[n].attn = attn_default(), v[n].attn.kv = KV_LATENT, v[n].attn.d_c = lx[i].d_c, v[n].attn.d_R = lx[i].d_R;
+        v[n].attn.normalizer = lx[i].norm;
+    }
     for (int i = 0; i < n; i++) {
         char lab[96];
-        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
+        char lat[40] = "";
+        if (v[i].attn.kv == KV_LATENT) snprintf(lat, sizeof lat, "/latent_c%d_R%d", v[i].attn.d_c, v[i].attn.d_R);
+        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s%s%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
                  v[i].qk ? "qk" : "noqk", v[i].match ? "/matched" : "", v[i].attn.normalizer ? "/" : "",
-                 v[i].attn.normalizer ? attn_norm_names[v[i].attn.normalizer] : "");
+                 v[i].attn.normalizer ? attn_norm_names[v[i].attn.normalizer] : "", lat);
     }
     return n;
 }
@@ -414,6 +433,16 @@ Test(model_fd, coverage) {
         cr_assert_gt(norm[a], 0, "no variant with normalizer %s", attn_norm_names[a]);
         cr_assert_gt(norm_g1[a], 0, "no variant with normalizer %s under a G1 gate", attn_norm_names[a]);
     }
+    int latent = 0, latent_nor = 0, latent_g1[GG__COUNT] = {0};
+    for (int i = 0; i < n; i++)
+        if (v[i].attn.kv == KV_LATENT) {
+            latent++, latent_nor += v[i].attn.d_R == 0;
+            if (v[i].g.position == GP_SDPA) latent_g1[v[i].g.granularity]++;
+        }
+    cr_assert_gt(latent, 0, "no latent-KV variant");
+    cr_assert_gt(latent_nor, 0, "no latent-KV variant without the RoPE key");
+    for (int g = 0; g < GG__COUNT; g++)
+        cr_assert_gt(latent_g1[g], 0, "no latent-KV variant under a %s G1 gate", gate_granularity_names[g]);
     cr_assert_geq(n, 40);
     cr_assert_geq(n, ng);
     for (int p = 0; p < GP__COUNT; p++) cr_assert_gt(pos[p], 0, "no variant at position %s", gate_position_names[p]);

@@ -92,8 +92,8 @@ Test(bench_yaml, every_kind_of_bad_input_names_file_line_col, .init = mk_tmp, .f
         {"cazes: []\n", "s.yaml:1:1: error: unknown key cazes (expected one of: name, defaults, models, cases)"},
         {"name: x\n", "s.yaml:1:1: error: missing key cases"},
         {"cases: []\n", "s.yaml:1:8: error: cases: expected a non-empty list of cases"},
-        {"cases:\n  - {T: 4}\n", "s.yaml:2:5: error: cases[0]: missing key kind (gate, attention, step or op)"},
-        {"cases:\n  - kind: fft\n", "s.yaml:2:11: error: cases[0].kind: expected gate, attention, step or op, got \"fft\""},
+        {"cases:\n  - {T: 4}\n", "s.yaml:2:5: error: cases[0]: missing key kind (gate, attention, step, decode or op)"},
+        {"cases:\n  - kind: fft\n", "s.yaml:2:11: error: cases[0].kind: expected gate, attention, step, decode or op, got \"fft\""},
         {"cases:\n  - kind: attention\n    pass: forward\n    T: [128, abc]\n    n_head: 4\n    d_head: 32\n",
          "s.yaml:4:14: error: cases[0].T: expected an integer in [1, 1048576], got \"abc\""},
         {"cases:\n  - kind: attention\n    pass: sideways\n    T: 64\n    n_head: 4\n    d_head: 32\n",
@@ -338,7 +338,7 @@ Test(bench_cli, bad_suite_exits_2_with_the_message, .init = mk_tmp, .fini = rm_t
     char line[1024] = "";
     cr_assert_not_null(fgets(line, sizeof line, f));
     fclose(f);
-    cr_expect(strstr(line, "bad.yaml:2:11: error: cases[0].kind: expected gate, attention, step or op"), "%s", line);
+    cr_expect(strstr(line, "bad.yaml:2:11: error: cases[0].kind: expected gate, attention, step, decode or op"), "%s", line);
     /* a filter that matches nothing, a bad regex, bad options: 2 as well */
     const char *args[] = {"--filter 'zzz'", "--filter '('", "--repetitions 0", "--bogus"};
     for (int i = 0; i < 4; i++) {
@@ -899,4 +899,47 @@ Test(bench_yaml, attention_normalizers_from_the_table, .init = mk_tmp, .fini = r
                               "    T: 64\n    n_head: 2\n    d_head: 8\n"),
                      "s.yaml:3:27: error: cases[0].normalizer: expected all or one of softmax, softmax1, sink_logit, "
                      "kv_bias, sigmoid, softpick, got \"softmaxx\"");
+}
+
+/* Decode cases (kind decode): one per variant and context, named
+ * decode/MODEL/LABEL/ctx<N>; each runs (MHA, GQA and latent KV), reports
+ * one token an iteration and the cache's bytes per token (heads 2 n_kv_head
+ * d_head floats a layer, latent d_c + d_R); context is required there and
+ * refused on a step, and a normaliser decoding lacks is a run error. */
+Test(bench_yaml, decode_cases, .init = mk_tmp, .fini = rm_tmp) {
+    set_threads(1);
+    char path[256], e[2048];
+    put("s.yaml",
+        "defaults: {repetitions: 1, iterations: 2, warmup: 1}\n"
+        "models:\n  m: {set: {model.vocab_size: 32, model.d_model: 32, model.n_layer: 2, model.n_head: 4,"
+        " model.d_ff: 32, model.seq_len: 16, model.qk_norm: false}}\n"
+        "cases:\n  - kind: decode\n    model: m\n    context: [8, 32]\n    variants:\n      - {label: mha}\n"
+        "      - {label: gqa, set: {model.n_kv_head: 1}}\n"
+        "      - {label: mla, set: {model.attention.kv: latent, model.attention.d_c: 12, model.attention.d_R: 4}}\n"
+        "      - {label: sig, set: {model.attention.normalizer: sigmoid}}\n",
+        path);
+    BenchSuite s;
+    cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
+    cr_assert_eq(s.n, 8);
+    cr_expect_str_eq(s.c[0].name, "decode/m/mha/ctx8");
+    cr_expect_str_eq(s.c[5].name, "decode/m/mla/ctx32");
+    const double want[] = {2 * 2 * 4 * 8, 2 * 2 * 4 * 8, 2 * 2 * 1 * 8, 2 * 2 * 1 * 8, 2 * 16, 2 * 16};
+    BenchRunOpts o = {0, -1, 0, 0};
+    for (int i = 0; i < 6; i++) {
+        BenchResult r;
+        cr_assert_eq(s.c[i].kind, BK_DECODE);
+        cr_assert_eq(bench_run_case(&s.c[i], &o, &r, e, sizeof e), 0, "%s", e);
+        cr_expect_eq(r.tokens, 1);
+        cr_expect(r.rs.median > 0 && r.flops > 0, "%s", s.c[i].name);
+        cr_expect_eq(r.kv_bytes, want[i] * sizeof(real), "%s: %g bytes per token", s.c[i].name, r.kv_bytes);
+        bench_result_free(&r);
+    }
+    BenchResult r;
+    cr_assert_neq(bench_run_case(&s.c[6], &o, &r, e, sizeof e), 0);
+    cr_expect(strstr(e, "needs model.attention.normalizer softmax"), "%s", e);
+    bench_suite_free(&s);
+    cr_assert_str_eq(load_err("models:\n  m: {set: {model.d_model: 32}}\ncases:\n  - {kind: decode, model: m}\n"),
+                     "s.yaml:4:5: error: cases[0]: missing key context (an integer or a list)");
+    cr_assert_str_eq(load_err("models:\n  m: {set: {model.d_model: 32}}\ncases:\n  - {kind: step, model: m, context: 8}\n"),
+                     "s.yaml:4:37: error: cases[0].context: only for kind decode");
 }

@@ -97,17 +97,17 @@ Test(config_keys, which_keys_have_an_effect) {
                      "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta model.match_params "
                      "model.gate.granularity model.gate.sharing model.gate.form model.gate.activation "
                      "model.gate.input model.gate.control_scale model.gate.bias model.gate.init_bias "
-                     "model.attention.sink_init data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha "
-                     "data.bb.first data.bb.seed");
+                     "model.attention.sink_init model.attention.d_c model.attention.d_R data.bb.tokens data.bb.triggers "
+                     "data.bb.source data.bb.alpha data.bb.first data.bb.seed");
     /* a hidden-input G1 gate: every gate key but the bias's start (no bias) and control_scale */
     c = with((const char *[]){"model.gate.position=sdpa", "model.rope_scaling=linear", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_train_len model.yarn_alpha model.yarn_beta model.gate.control_scale "
-                           "model.gate.init_bias model.attention.sink_init data.bb.tokens data.bb.triggers "
-                           "data.bb.source data.bb.alpha data.bb.first data.bb.seed");
+                           "model.gate.init_bias model.attention.sink_init model.attention.d_c model.attention.d_R "
+                           "data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha data.bb.first data.bb.seed");
     c = with((const char *[]){"model.gate.position=G1", "model.gate.bias=true", "model.gate.control=scale",
                               "model.rope_scaling=yarn", "data.corpus=bb", "model.attention.normalizer=sink_logit",
-                              NULL});
+                              "model.attention.kv=latent", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "data.bb.alpha");
     /* a static gate has no bias; its logits start at init_bias */
@@ -115,7 +115,8 @@ Test(config_keys, which_keys_have_an_effect) {
                               "data.bb.source=random", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta "
-                           "model.gate.control_scale model.gate.bias model.attention.sink_init");
+                           "model.gate.control_scale model.gate.bias model.attention.sink_init model.attention.d_c "
+                           "model.attention.d_R");
 }
 
 /* model.attention.*: at their defaults they stay out of the stored JSON (so
@@ -175,4 +176,100 @@ Test(config, attention_normalizer_keys) {
     cr_assert_not_null(strstr(e.msg, "model.attention.sink_init: has no effect unless model.attention.normalizer is "
                                      "sink_logit"),
                        "%s", e.msg);
+}
+
+/* Load YAML text from a temporary file; the loader's and resolver's rc and
+ * message in *e. */
+static int load_text(Config *c, const char *text, char *path, size_t cap, ConfigError *e) {
+    snprintf(path, cap, "/tmp/test_config_kv_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    cr_assert_eq(close(fd), 0);
+    config_defaults(c);
+    int rc = config_load_file(c, path, e);
+    if (!rc) rc = config_resolve(c, e);
+    unlink(path);
+    return rc;
+}
+
+/* model.attention.kv / d_c / d_R: left out of the stored JSON at their
+ * defaults (every earlier run keeps its id); latent resolves d_c and d_R
+ * (4 d_head, d_head / 2), stores them and reads back; what does not fit
+ * the head layout or is not defined with latent KV is refused at
+ * FILE:LINE:COL of the key at fault, with the reason. */
+Test(config, attention_kv_keys) {
+    Config c;
+    ConfigError e;
+    char buf[4096], path[64], want[512];
+    config_defaults(&c);
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+    cr_assert_null(strstr(buf, "model.attention."), "defaults are left out: %s", buf);
+    cr_assert_eq(config_model(&c).attn.kv, KV_HEADS);
+
+    cr_assert_eq(load_text(&c, "model:\n  qk_norm: false\n  attention:\n    kv: latent\n", path, sizeof path, &e), 0,
+                 "%s", e.msg);
+    cr_assert_eq(c.attn.kv, KV_LATENT);
+    cr_assert_eq(c.attn.d_c, 4 * c.d_head);
+    cr_assert_eq(c.attn.d_R, c.d_head / 2);
+    cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+    snprintf(want, sizeof want, "\"model.attention.kv\":\"latent\",\"model.attention.d_c\":%d,\"model.attention.d_R\":%d",
+             4 * c.d_head, c.d_head / 2);
+    cr_assert_not_null(strstr(buf, want), "%s", buf);
+    Config back;
+    config_defaults(&back);
+    cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
+    char buf2[4096];
+    cr_assert_gt(config_to_json(&back, buf2, sizeof buf2), 0);
+    cr_assert_str_eq(buf2, buf);
+    /* d_R 0: MLA without the RoPE key */
+    cr_assert_eq(load_text(&c, "model:\n  qk_norm: false\n  attention:\n    kv: latent\n    d_R: 0\n", path,
+                           sizeof path, &e),
+                 0, "%s", e.msg);
+    cr_assert_eq(c.attn.d_R, 0);
+    cr_assert_eq(attn_kv_cache(&c.attn, c.n_kv_head, c.d_head), 4 * c.d_head);
+
+    const struct {
+        const char *text, *at, *msg;
+    } bad[] = {
+        {"model:\n  attention:\n    kv: latnt\n", ":3:9: error: model.attention.kv: expected one of heads, latent",
+         NULL},
+        {"model:\n  qk_norm: false\n  attention:\n    kv: latent\n    d_R: 3\n", ":5:5: error: model.attention.d_R: ",
+         "must be even"},
+        {"model:\n  qk_norm: false\n  attention:\n    kv: latent\n    d_R: 34\n",
+         ":5:5: error: model.attention.d_R: ", "to model.d_head (32)"},
+        {"model:\n  qk_norm: false\n  attention:\n    kv: latent\n    d_c: 256\n",
+         ":5:5: error: model.attention.d_c: ", "must be below 2 x model.n_head x model.d_head = 256"},
+        {"model:\n  attention:\n    d_c: 64\n", ":3:5: error: model.attention.d_c: ",
+         "has no effect unless model.attention.kv is latent"},
+        {"model:\n  attention:\n    kv: latent\n", ":3:5: error: model.attention.kv: latent KV needs model.qk_norm: false", "could not be absorbed"},
+        {"model:\n  qk_norm: true\n  attention:\n    kv: latent\n", ":2:3: error: model.qk_norm: latent KV needs", NULL},
+        {"model:\n  qk_norm: false\n  n_kv_head: 2\n  attention:\n    kv: latent\n", ":3:3: error: model.n_kv_head: ",
+         "must equal model.n_head"},
+        {"model:\n  qk_norm: false\n  gate:\n    position: G2\n  attention:\n    kv: latent\n",
+         ":4:5: error: model.gate.position: ", "value (G2) and key (G3) are not defined"},
+        {"model:\n  qk_norm: false\n  gate:\n    position: key\n  attention:\n    kv: latent\n",
+         ":4:5: error: model.gate.position: ", "value (G2) and key (G3) are not defined"},
+        {"model:\n  qk_norm: false\n  gate:\n    position: G4\n  attention:\n    kv: latent\n",
+         ":4:5: error: model.gate.position: ", "query (G4) is not defined"},
+        {"model:\n  qk_norm: false\n  attention:\n    normalizer: kv_bias\n    kv: latent\n",
+         ":4:5: error: model.attention.normalizer: ", "kv_bias is not defined"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_neq(load_text(&c, bad[i].text, path, sizeof path, &e), 0, "%s", bad[i].text);
+        cr_assert_not_null(strstr(e.msg, bad[i].at), "%zu: %s", i, e.msg);
+        cr_assert_eq(strncmp(e.msg, path, strlen(path)), 0, "%zu: names the file: %s", i, e.msg);
+        if (bad[i].msg) cr_assert_not_null(strstr(e.msg, bad[i].msg), "%zu: %s", i, e.msg);
+    }
+    /* G1 and G5 are defined with latent KV */
+    cr_assert_eq(load_text(&c,
+                           "model:\n  qk_norm: false\n  gate:\n    position: G1\n    granularity: headwise\n"
+                           "  attention:\n    kv: latent\n",
+                           path, sizeof path, &e),
+                 0, "%s", e.msg);
+    cr_assert_eq(load_text(&c, "model:\n  qk_norm: false\n  gate:\n    position: G5\n  attention:\n    kv: latent\n",
+                           path, sizeof path, &e),
+                 0, "%s", e.msg);
 }

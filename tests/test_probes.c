@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nn/model.h"
+#include "nn/rng.h"
 #include "nn/variant.h"
 #include "run/probes.h"
 #include "run/train.h"
@@ -182,6 +183,44 @@ Test(probes_rows, every_normaliser_f_attn_is_the_mass_on_0) {
                     cr_assert(fabs(none) < 1e-6, "%s: mass on nothing %.3g", attn_norms[a].name, none);
                 else
                     cr_assert(fabs(none) > 1e-3, "%s: mass on nothing %.3g", attn_norms[a].name, none);
+            }
+        probes_free(&p);
+        model_free(&m);
+    }
+}
+
+/* Latent KV (MLA, d_head 2, d_c 4, d_R 2; softmax and sink_logit): the
+ * probes read the scored queries and keys (width d_head + d_R) and the
+ * zero-padded values, so F-Attn from the kernel's row statistic is the
+ * reference's mass on 0 and softmax rows leave no mass on nothing (reading
+ * the heads layout's q/k, or scaling by 1/sqrt(d_head), breaks both). */
+Test(probes_rows, latent_kv_f_attn_is_the_mass_on_0) {
+    const int norms[] = {AN_SOFTMAX, AN_SINK_LOGIT};
+    for (size_t k = 0; k < sizeof norms / sizeof norms[0]; k++) {
+        set_threads(1);
+        Config c = tiny_config(8, 8, 2, 4, 4, 8, 4, 1);
+        c.qk_norm = 0;
+        c.attn.normalizer = norms[k];
+        c.attn.kv = KV_LATENT, c.attn.d_c = 4, c.attn.d_R = 2;
+        resolve_or_die(&c);
+        Model m;
+        cr_assert_eq(cfg_model_init(&m, &c), 0);
+        Rng r = rng_seed(12);
+        for (int i = 0; i < m.p.n; i++)
+            if (m.p.t[i].decay)
+                for (size_t j = 0; j < m.p.t[i].n; j++) m.p.w[m.p.t[i].off + j] = (real)(0.5 * rng_normal(&r));
+        int tok[4] = {1, 2, 3, 4}, tgt[4] = {2, 3, 4, 5};
+        cr_assert(isfinite(model_forward(&m, tok, tgt, 1, 4)));
+        Probes p;
+        cr_assert_eq(probes_init(&p, &m), 0);
+        probes_accumulate(&p, &m);
+        cr_assert_eq(probes_rows_accumulate(&p, &m, NULL), 0);
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 4; h++) {
+                double f = probe_fattn_head(&p, l, h), m0 = probe_mass0(&p, l, h), none = probe_mass_none(&p, l, h);
+                cr_assert(fabs(m0 - f) < 1e-5, "%s layer %d head %d: mass on 0 %.8f, F-Attn %.8f",
+                          attn_norms[norms[k]].name, l, h, m0, f);
+                if (norms[k] == AN_SOFTMAX) cr_assert(fabs(none) < 1e-6, "mass on nothing %.3g", none);
             }
         probes_free(&p);
         model_free(&m);

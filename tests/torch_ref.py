@@ -64,6 +64,10 @@ CONTROLS = ("none", "silu", "rmsnorm", "scale")
 # its paper's formula in attention_weights() below.
 NORMALIZERS = ("softmax", "softmax1", "sink_logit", "kv_bias", "sigmoid", "softpick")
 SOFTPICK_EPS = 1e-6
+# How keys and values are built (model.attention.kv): heads (MHA/GQA) or
+# latent (multi-head latent attention, DeepSeek-V2, written from its formula
+# in mla_attention() below).
+KVS = ("heads", "latent")
 
 
 class Malformed(Exception):
@@ -237,6 +241,9 @@ def model_config(cfg):
         "control_scale": _get(cfg, "model.gate.control_scale", float, 0.5),
         "bias": _get(cfg, "model.gate.bias", _bool, False),
         "normalizer": _variant(cfg, "model.attention.normalizer", NORMALIZERS, "softmax"),
+        "kv": _variant(cfg, "model.attention.kv", KVS, "heads"),
+        "d_c": _get(cfg, "model.attention.d_c", int, 0),
+        "d_R": _get(cfg, "model.attention.d_R", int, -1),
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -275,9 +282,16 @@ def expected_params(m):
     for i in range(m["L"]):
         p = "l%d." % i
         ps[p + "ln1"] = (C,)
-        ps[p + "wq"] = (H * dh, C)
-        ps[p + "wk"] = (Hk * dh, C)
-        ps[p + "wv"] = (Hk * dh, C)
+        if m["kv"] == "latent":
+            # q^C of every head then q^R; the latent's down-projection; the shared RoPE key
+            ps[p + "wq"] = (H * (dh + m["d_R"]), C)
+            ps[p + "w_dkv"] = (m["d_c"], C)
+            if m["d_R"]:
+                ps[p + "w_kr"] = (m["d_R"], C)
+        else:
+            ps[p + "wq"] = (H * dh, C)
+            ps[p + "wk"] = (Hk * dh, C)
+            ps[p + "wv"] = (Hk * dh, C)
         if m["position"] != "none":
             hpos, d = gate_geometry(m)
             if m["input"] == "hidden":
@@ -296,6 +310,10 @@ def expected_params(m):
             ps[p + "sink_logit"] = (H,)
         if m["normalizer"] == "kv_bias":
             ps[p + "kv_bias"] = (Hk, dh)
+        if m["kv"] == "latent":
+            ps[p + "kv_norm"] = (m["d_c"],)
+            ps[p + "w_uk"] = (H * dh, m["d_c"])
+            ps[p + "w_uv"] = (H * dh, m["d_c"])
         ps[p + "wo"] = (C, H * dh)
         ps[p + "ln2"] = (C,)
         ps[p + "w_gate"] = (Fd, C)
@@ -401,6 +419,53 @@ def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
     return o.permute(0, 2, 1, 3)
 
 
+def heads_attention(m, P, p, h, gl, cos, sin):
+    """Multi-head / grouped-query attention from h (B,T,C) -> o (B,T,H,dh):
+    q, k, v projected from h, QK-norm, the G4/G3/G2 gates, RoPE."""
+    B, T = h.shape[0], h.shape[1]
+    H, Hk, dh, eps, pos = m["H"], m["Hk"], m["dh"], m["eps"], m["position"]
+    q = (h @ P[p + "wq"].t()).reshape(B, T, H, dh)
+    k = (h @ P[p + "wk"].t()).reshape(B, T, Hk, dh)
+    v = (h @ P[p + "wv"].t()).reshape(B, T, Hk, dh)
+    if m["qk_norm"]:
+        q = rmsnorm(q, P[p + "q_norm"], eps)
+        k = rmsnorm(k, P[p + "k_norm"], eps)
+    if pos == "query":
+        q = apply_gate(m, q, gl)
+    elif pos == "key":
+        k = apply_gate(m, k, gl)
+    elif pos == "value":
+        v = apply_gate(m, v, gl)
+    q = rope(q, cos, sin)
+    k = rope(k, cos, sin)
+    return causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"))
+
+
+def mla_attention(m, P, p, h, T):
+    """Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, without
+    query compression) from h (B,T,C) -> o (B,T,H,dh):
+      c = RMSNorm(W_DKV h); k^C_i = W_UK,i c; v_i = W_UV,i c;
+      k^R = RoPE(W_KR h) (d_R, shared by the heads); q_i = [q^C_i; RoPE(q^R_i)];
+      scores [q^C_i; q^R_i].[k^C_i; k^R] / sqrt(d_h + d_R)."""
+    B = h.shape[0]
+    H, dh, dR, eps = m["H"], m["dh"], m["d_R"], m["eps"]
+    c = rmsnorm(h @ P[p + "w_dkv"].t(), P[p + "kv_norm"], eps)
+    kC = (c @ P[p + "w_uk"].t()).reshape(B, T, H, dh)
+    v = (c @ P[p + "w_uv"].t()).reshape(B, T, H, dh)
+    q = h @ P[p + "wq"].t()
+    qC = q[..., :H * dh].reshape(B, T, H, dh)
+    if dR == 0:
+        q, k = qC, kC
+    else:
+        cos, sin = rope_tables(T, dR, m["rope_base"], h.dtype)
+        qR = rope(q[..., H * dh:].reshape(B, T, H, dR), cos, sin)
+        kR = rope((h @ P[p + "w_kr"].t()).reshape(B, T, 1, dR), cos, sin)
+        q = torch.cat([qC, qR], dim=-1)
+        k = torch.cat([kC, kR.expand(B, T, H, dR)], dim=-1)
+    # causal_attention scales by 1/sqrt of q's width: d_h + d_R here
+    return causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), None)
+
+
 def gate_scores(m, gl, hpos, d):
     """Return S broadcastable against (B,T,hpos,d)."""
     a = m["activation"]
@@ -445,26 +510,15 @@ def forward(m, P, tokens, targets, ev=None):
         h = rmsnorm(x, P[p + "ln1"], eps)
         if ev is not None:
             h = ev.linear_input(i, "qkv", h)
-        q = (h @ P[p + "wq"].t()).reshape(B, T, H, dh)
-        k = (h @ P[p + "wk"].t()).reshape(B, T, Hk, dh)
-        v = (h @ P[p + "wv"].t()).reshape(B, T, Hk, dh)
         gl = None
         if pos != "none":
             gl = h @ P[p + "wg"].t() if m["input"] == "hidden" else P[p + "gate_p"]
             if m["input"] == "hidden" and m["bias"]:
                 gl = gl + P[p + "gate_b"]
-        if m["qk_norm"]:
-            q = rmsnorm(q, P[p + "q_norm"], eps)
-            k = rmsnorm(k, P[p + "k_norm"], eps)
-        if pos == "query":
-            q = apply_gate(m, q, gl)
-        elif pos == "key":
-            k = apply_gate(m, k, gl)
-        elif pos == "value":
-            v = apply_gate(m, v, gl)
-        q = rope(q, cos, sin)
-        k = rope(k, cos, sin)
-        o = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"))
+        if m["kv"] == "latent":
+            o = mla_attention(m, P, p, h, T)
+        else:
+            o = heads_attention(m, P, p, h, gl, cos, sin)
         if m["control"] == "silu":
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
@@ -1074,6 +1128,17 @@ SELF_TEST_VARIANTS = [
 NORM_SELF_TEST_VARIANTS = [("norm_" + n, {"gate__position": "none", "attention__normalizer": n})
                            for n in NORMALIZERS[1:]] + [("sdpa_" + n, {"attention__normalizer": n})
                                                          for n in NORMALIZERS[1:]]
+# Latent KV (d_head 4): with the decoupled RoPE key, without it, under G1,
+# and with sink_logit; a generator of their own, after the normalisers.
+_LATENT = {"qk_norm": "false", "n_kv_head": "4", "attention__kv": "latent", "attention__d_c": "6",
+           "attention__d_R": "2"}
+KV_SELF_TEST_VARIANTS = [
+    ("latent", dict(_LATENT, gate__position="none")),
+    ("latent_nope", dict(_LATENT, gate__position="none", attention__d_R="0")),
+    ("latent_sdpa", dict(_LATENT)),
+    ("latent_sdpa_headwise", dict(_LATENT, gate__granularity="headwise")),
+    ("latent_sink_logit", dict(_LATENT, gate__position="none", attention__normalizer="sink_logit")),
+]
 
 
 def _naive_check(gen):
@@ -1351,11 +1416,15 @@ def self_test():
     ngen = torch.Generator().manual_seed(4321)
     for label, over in NORM_SELF_TEST_VARIANTS:
         failures += _self_test_variant(label, over, ngen, B, T)
+    kgen = torch.Generator().manual_seed(8765)
+    for label, over in KV_SELF_TEST_VARIANTS:
+        failures += _self_test_variant(label, over, kgen, B, T)
 
     if failures:
         print("XCHECK self-test : FAIL (%s)" % ", ".join(failures))
         return 1
-    print("XCHECK self-test : OK (%d variants)" % (len(SELF_TEST_VARIANTS) + len(NORM_SELF_TEST_VARIANTS)))
+    print("XCHECK self-test : OK (%d variants)" % (len(SELF_TEST_VARIANTS) + len(NORM_SELF_TEST_VARIANTS)
+                                                   + len(KV_SELF_TEST_VARIANTS)))
     return 0
 
 

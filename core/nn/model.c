@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/mla.h"
 #include "nn/ops.h"
 #include "nn/rng.h"
 
@@ -37,6 +38,10 @@ static int add(Model *m, int l, const char *nm, int decay, int ndim, int d0, int
     else
         snprintf(name, sizeof name, "%s", nm);
     return arena_add(&m->p, name, decay, ndim, d0, d1, 0);
+}
+
+int model_add_param(Model *m, int l, const char *nm, int decay, int ndim, int d0, int d1) {
+    return add(m, l, nm, decay, ndim, d0, d1);
 }
 
 int model_layout(Model *m, const ModelCfg *cfg) {
@@ -57,6 +62,8 @@ int model_layout(Model *m, const ModelCfg *cfg) {
     m->nkv = m->Hk * m->dh;
     m->ng = m->gs.nlogit;
     m->Np = m->nq + 2 * m->nkv + m->ng;
+    int latent = cfg->attn.kv == KV_LATENT;
+    if (latent) m->Np = mla_proj_width(cfg) + m->ng;
 
     int C = m->C;
     m->wte = add(m, -1, "wte", 1, 2, m->V, C);
@@ -67,9 +74,13 @@ int model_layout(Model *m, const ModelCfg *cfg) {
         memset(p, -1, sizeof *p);
         p->ln1 = add(m, l, "ln1", 0, 1, C, 0);
         /* wq, wk, wv, wg back to back: one fused projection matrix */
-        p->wq = add(m, l, "wq", 1, 2, m->nq, C);
-        p->wk = add(m, l, "wk", 1, 2, m->nkv, C);
-        p->wv = add(m, l, "wv", 1, 2, m->nkv, C);
+        if (latent) {
+            mla_layout_proj(m, l, p);
+        } else {
+            p->wq = add(m, l, "wq", 1, 2, m->nq, C);
+            p->wk = add(m, l, "wk", 1, 2, m->nkv, C);
+            p->wv = add(m, l, "wv", 1, 2, m->nkv, C);
+        }
         if (m->ng) p->wg = add(m, l, "wg", 1, 2, m->ng, C);
         if (m->ng && g->bias) p->gate_b = add(m, l, "gate_b", 0, 1, m->ng, 0);
         if (m->gs.nstatic) {
@@ -88,6 +99,7 @@ int model_layout(Model *m, const ModelCfg *cfg) {
          * other tensors start the same as with softmax) */
         if (attn_norms[cfg->attn.normalizer].vkey == AV_HEAD) p->sink = add(m, l, "sink_logit", 0, 1, m->H, 0);
         if (attn_norms[cfg->attn.normalizer].vkey == AV_KEY) p->kstar = add(m, l, "kv_bias", 0, 2, m->Hk, m->dh);
+        if (latent) mla_layout_up(m, l, p);
         p->wo = add(m, l, "wo", 1, 2, C, m->nq);
         p->ln2 = add(m, l, "ln2", 0, 1, C, 0);
         p->w_gate = add(m, l, "w_gate", 1, 2, m->F, C);
@@ -199,6 +211,7 @@ static size_t layout_acts(Model *m, real *base, int B, int T) {
         a->h2 = carve(base, &c, n * m->C);
         a->U = carve(base, &c, n * 2 * m->F);
         a->hs = carve(base, &c, n * m->F);
+        a->mla = m->cfg.attn.kv == KV_LATENT ? carve(base, &c, mla_act_len(m, B, T)) : NULL;
     }
     m->x_out = carve(base, &c, n * m->C);
     m->rstdf = carve(base, &c, n);
@@ -227,6 +240,7 @@ int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out) {
     out->params = 4 * sizeof(real) * m.p.total; /* w, g, m, v */
     out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n;
     out->scratch = sizeof(real) * grad_len(&m, n, &big);
+    if (cfg->attn.kv == KV_LATENT) out->scratch += sizeof(real) * mla_scratch_len(&m, B, T); /* mla_backward's */
     out->total = out->params + out->activations + out->scratch;
     model_free(&m);
     return 0;
@@ -277,7 +291,7 @@ static GateIn gate_in(const Model *m, const LayerParams *p, const LayerActs *a) 
         gi.L = AW(&m->p, p->gate_p);
         gi.sl = 0;
     } else {
-        gi.L = a->P + m->nq + 2 * m->nkv;
+        gi.L = a->P + m->Np - m->ng;
         gi.sl = m->Np;
     }
     return gi;
@@ -315,7 +329,7 @@ static void add_gate_bias(const Model *m, const LayerParams *p, LayerActs *a, in
     if (p->gate_b < 0) return;
     const real *b = AW(&m->p, p->gate_b);
     for (int t = 0; t < n; t++) {
-        real *L = a->P + (size_t)t * m->Np + m->nq + 2 * m->nkv;
+        real *L = a->P + (size_t)t * m->Np + m->Np - m->ng; /* the gate logits end the row */
         for (int j = 0; j < m->ng; j++) L[j] += b[j];
     }
 }
@@ -341,6 +355,9 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         add_gate_bias(m, p, a, n);
         GateIn gi = gate_in(m, p, a);
 
+        int latent = m->cfg.attn.kv == KV_LATENT; /* mla.c: from P to a->o and the row statistics */
+        if (latent && mla_forward(m, l, B, T)) goto oom;
+        if (latent) goto attended;
         const real *q = a->P, *k = a->P + m->nq, *v = a->P + m->nq + m->nkv;
         int sq = m->Np, sk = m->Np, sv = m->Np;
         if (m->cfg.qk_norm) {
@@ -369,6 +386,7 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         if (attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
             goto oom;
 
+    attended:;
         const real *o = a->o;
         if (m->cfg.gate.control == GC_SILU) {
             silu_forward(a->oc, o, n, m->nq, m->nq);
@@ -453,7 +471,7 @@ int model_backward(Model *m, const int *tokens) {
         const real *gin = NULL, *gout = NULL;
         int sgin = 0, sgout = 0;
         model_gate_io(m, l, &gin, &sgin, &gout, &sgout);
-        real *dL = static_gate ? AG(A, p->gate_p) : dP + m->nq + 2 * m->nkv;
+        real *dL = static_gate ? AG(A, p->gate_p) : dP + m->Np - m->ng;
         int sdl = static_gate ? 0 : m->Np;
 
         /* FFN: x_out = x_mid + swiglu(h2 · [w_gate|w_up]^T) · w_down^T */
@@ -496,6 +514,10 @@ int model_backward(Model *m, const int *tokens) {
             for (size_t i = 0; i < N * m->nq; i++) dO[i] = sc * doc[i];
         }
 
+        if (m->cfg.attn.kv == KV_LATENT) {
+            if (mla_backward(m, l, dO, dP)) return -1;
+            goto projected;
+        }
         int sv_att;
         const real *v_att = model_attn_values(m, l, &sv_att);
 
@@ -541,11 +563,12 @@ int model_backward(Model *m, const int *tokens) {
                              AW(A, p->k_norm), a->rk, n, Hk, dh);
         }
 
+    projected:
         /* the logit bias: every token's gate-logit gradient, in token order */
         if (p->gate_b >= 0) {
             real *db = AG(A, p->gate_b);
             for (int t = 0; t < n; t++) {
-                const real *d = dP + (size_t)t * m->Np + m->nq + 2 * m->nkv;
+                const real *d = dP + (size_t)t * m->Np + m->Np - m->ng;
                 for (int j = 0; j < m->ng; j++) db[j] += d[j];
             }
         }
@@ -572,6 +595,7 @@ void model_flops(const Model *m, int T, double *fwd, double *train) {
     per_layer += 2.0 * m->nq * C;            /* wo */
     per_layer += 2.0 * 3.0 * C * m->F;       /* SwiGLU */
     per_layer += 2.0 * 2.0 * m->nq * (T + 1) / 2.0; /* q·k and p·v over the causal half */
+    if (m->cfg.attn.kv == KV_LATENT) per_layer += mla_extra_flops(m, T);
     double f = m->L * per_layer + 2.0 * C * m->V;   /* + tied output layer */
     *fwd = f;
     *train = 3.0 * f;
@@ -602,9 +626,20 @@ int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **o
     }
 }
 
+void model_attn_qkv(const Model *m, int l, AttnQKV *out) {
+    if (m->cfg.attn.kv == KV_LATENT) {
+        mla_attn_qkv(m, l, out);
+        return;
+    }
+    const LayerActs *a = &m->la[l];
+    out->q = a->qr, out->sq = m->nq, out->k = a->kr, out->sk = m->nkv, out->d = m->dh, out->hk = m->Hk;
+    out->v = model_attn_values(m, l, &out->sv);
+}
+
 const real *model_attn_values(const Model *m, int l, int *sv) {
     /* the G2 gate's output, else the projection */
     const LayerActs *a = &m->la[l];
+    if (m->cfg.attn.kv == KV_LATENT) return mla_values(m, l, sv);
     if (m->cfg.gate.position == GP_VALUE) {
         *sv = m->nkv;
         return a->gy;

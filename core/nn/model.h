@@ -22,6 +22,7 @@
 typedef struct {
     int ln1, wq, wk, wv, wg, gate_b, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
     int sink, kstar; /* the normaliser's: sink_logit's b (n_head), kv_bias's k* (n_kv_head x d_head) */
+    int kv_norm, w_uk, w_uv; /* latent KV (mla.h): the latent's norm and the per-head up-projections */
 } LayerParams;
 
 /* Saved activations of one layer (pointers into Model.actmem). */
@@ -33,6 +34,7 @@ typedef struct {
     real *z;                  /* the virtual key's logit per row (B, H, T; normalisers with one) */
     real *oc, *ro;            /* control output (silu / rmsnorm) and rstd */
     real *og, *a, *ag, *x_mid, *rstd2, *h2, *U, *hs;
+    real *mla;                /* latent KV's activations (mla.c lays them out; NULL with kv heads) */
 } LayerActs;
 
 /* The inputs of the linear layers of a block, where an evaluation hook may
@@ -79,6 +81,7 @@ typedef struct Model {
     double loss;
     LinearInputHook lin_hook; /* NULL (the default, and always in training): the float forward */
     void *lin_ctx;
+    int kv_absorbed; /* evaluation: latent layers attend over the cached latent, W_UK and W_UV absorbed (mla.h) */
 } Model;
 
 /* Declare the parameter views of cfg without allocating them (for
@@ -95,6 +98,10 @@ typedef struct {
     size_t params, activations, scratch, total;
 } ModelMemory;
 int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out);
+
+/* Declare parameter l.NAME (NAME alone for l < 0) in m's arena: the
+ * arena index, or -1.  For layouts that live beside model.c (mla.c). */
+int model_add_param(Model *m, int l, const char *nm, int decay, int ndim, int d0, int d1);
 
 /* Build a model from a resolved config (config_resolve already called);
  * parameters initialised from cfg->seed.  0 or -1 (allocation failure). */
@@ -133,6 +140,17 @@ int model_gate_io(const Model *m, int l, const real **y, int *sy, const real **o
 /* The values attention averaged in layer l in the last forward (the G2
  * gate's output when the value is gated), token stride *sv. */
 const real *model_attn_values(const Model *m, int l, int *sv);
+
+/* The queries, keys and values attention used in layer l in the last
+ * forward, as the kernel saw them (after RoPE): query head h of token t at
+ * q + t sq + h d, its key head g = h / (n_head / hk) at k + t sk + g d, the
+ * value at v + t sv + g d; scores are q.k / sqrt(d).  d is d_head, or
+ * d_head + d_R with latent KV (whose values are zero-padded to d there). */
+typedef struct {
+    const real *q, *k, *v;
+    int sq, sk, sv, d, hk;
+} AttnQKV;
+void model_attn_qkv(const Model *m, int l, AttnQKV *out);
 
 /* Gate parameters added per layer and in total. */
 long model_gate_params(const Model *m);

@@ -142,9 +142,37 @@ typedef enum { ATTN_NORMALIZERS(ATTN_ENUM_AN_) AN__COUNT } AttnNormalizer;
 /* softpick's eps (in the row's unscaled sums; see attn_norm.h). */
 #define ATTN_SOFTPICK_EPS 1e-6
 
+/* How a layer's keys and values are built and cached (model.attention.kv),
+ * the same X-macro pattern: the enum (KV_HEADS ...), the names
+ * (attn_kv_names[], variant.c) and the rows (attn_kvs[], variant.c).
+ * Append new rows at the end.
+ *
+ *   X(ID, "name", numbers cached per token per layer (a formula over
+ *     n_kv_head, d_head, d_c, d_R), what it is in one line)
+ *
+ * Sources:
+ *  heads   multi-head attention (Vaswani et al. 2017) and grouped-query
+ *          attention (Ainslie et al. 2023): n_kv_head key and value heads
+ *          projected from h (today's).
+ *  latent  multi-head latent attention, DeepSeek-V2 (arXiv 2405.04434),
+ *          inference/model.py class MLA: c = RMSNorm(W_DKV h) (d_c), per
+ *          head k^C_i = W_UK,i c, v_i = W_UV,i c, a decoupled RoPE key
+ *          k^R = RoPE(W_KR h) (d_R, shared by the heads), queries
+ *          [q^C_i; q^R_i] (no query compression), scores over d_head + d_R;
+ *          the math is in mla.h / mla.c. */
+#define ATTN_KVS(X)                                                                                           \
+    X(HEADS, "heads", "2 x n_kv_head x d_head", "n_kv_head key and value heads projected from h (MHA, GQA)")   \
+    X(LATENT, "latent", "d_c + d_R", "a d_c latent up-projected per head, plus a shared RoPE key of d_R (MLA)")
+
+#define ATTN_ENUM_KV_(id, ...) KV_##id,
+typedef enum { ATTN_KVS(ATTN_ENUM_KV_) KV__COUNT } AttnKv;
+
 typedef struct {
     int normalizer;   /* AttnNormalizer */
     double sink_init; /* sink_logit: every b_h's initial value */
+    int kv;           /* AttnKv (zero: heads) */
+    int d_c, d_R;     /* latent: the latent's width and the decoupled RoPE key's (0: none); before
+                         attn_kv_resolve 0 and -1 mean automatic; unused with heads */
 } AttnCfg;
 
 typedef enum { ROPE_NONE, ROPE_LINEAR, ROPE_NTK, ROPE_YARN, ROPE__COUNT } RopeScalingKind;

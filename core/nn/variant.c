@@ -4,6 +4,7 @@
 #include "nn/variant.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NAME_(id, name, ...) name,
@@ -147,19 +148,27 @@ int gate_covering(GateCfg *out, int cap) {
 }
 
 /* A formula "n_head x d_head" over the model's dimensions, evaluated with
- * val = {d_model, n_head, n_kv_head, d_head}; -1 for a factor that is not
- * one of them. */
+ * val = {d_model, n_head, n_kv_head, d_head, d_c, d_R}: products of those
+ * and integer literals joined by " x ", summed over " + "; -1 for a factor
+ * that is neither. */
 static long dims_product(const char *f, const long *val) {
-    static const char *const dims[] = {"d_model", "n_head", "n_kv_head", "d_head", NULL};
-    long r = 1;
+    static const char *const dims[] = {"d_model", "n_head", "n_kv_head", "d_head", "d_c", "d_R", NULL};
+    long r = 1, sum = 0;
     for (const char *s = f;;) {
-        const char *e = strstr(s, " x ");
+        const char *e = strstr(s, " x "), *plus = strstr(s, " + ");
+        int is_sum = plus && (!e || plus < e);
+        if (is_sum) e = plus;
         size_t len = e ? (size_t)(e - s) : strlen(s);
-        int k = 0;
-        while (dims[k] && (strlen(dims[k]) != len || strncmp(dims[k], s, len) != 0)) k++;
-        if (!dims[k]) return -1;
-        r *= val[k];
-        if (!e) return r;
+        if (len > 0 && strspn(s, "0123456789") >= len) {
+            r *= strtol(s, NULL, 10);
+        } else {
+            int k = 0;
+            while (dims[k] && (strlen(dims[k]) != len || strncmp(dims[k], s, len) != 0)) k++;
+            if (!dims[k]) return -1;
+            r *= val[k];
+        }
+        if (!e || is_sum) sum += r, r = 1;
+        if (!e) return sum;
         s = e + 3;
     }
 }
@@ -178,7 +187,7 @@ long gate_paper_params(const GateCfg *g, long d_model, long n_head, long n_kv_he
     const char *f = g->granularity == GG_HEADWISE ? p->paper_head : p->paper_elem;
     *formula = f ? f : "no paper formula";
     if (!f) return -1;
-    long val[] = {d_model, n_head, n_kv_head, d_head};
+    long val[] = {d_model, n_head, n_kv_head, d_head, 0, 0};
     return dims_product(f, val);
 }
 
@@ -221,13 +230,13 @@ const AttnNormDef attn_norms[AN__COUNT] = {ATTN_NORMALIZERS(AROW_)};
 #undef AROW_
 
 AttnCfg attn_default(void) {
-    AttnCfg a = {AN_SOFTMAX, 0};
+    AttnCfg a = {AN_SOFTMAX, 0, KV_HEADS, 0, -1};
     return a;
 }
 
 long attn_norm_params(const AttnCfg *a, long n_head, long n_kv_head, long d_head) {
     if (a->normalizer < 0 || a->normalizer >= AN__COUNT || !attn_norms[a->normalizer].params) return 0;
-    long val[] = {0, n_head, n_kv_head, d_head};
+    long val[] = {0, n_head, n_kv_head, d_head, 0, 0};
     return dims_product(attn_norms[a->normalizer].params, val);
 }
 
@@ -242,6 +251,100 @@ const char *attn_validate(const AttnCfg *a, const GateCfg *g, const char **key) 
         *key = "model.attention.sink_init";
         return "has no effect unless model.attention.normalizer is sink_logit (the only normaliser with a learned "
                "sink logit)";
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------ key/value construction */
+
+#define KVNAME_(id, name, ...) name,
+const char *const attn_kv_names[] = {ATTN_KVS(KVNAME_) NULL};
+#undef KVNAME_
+#define KVROW_(id, name, cache, what) [KV_##id] = {name, cache, what},
+const AttnKvDef attn_kvs[KV__COUNT] = {ATTN_KVS(KVROW_)};
+#undef KVROW_
+
+void attn_kv_resolve(AttnCfg *a, int d_head) {
+    if (a->kv != KV_LATENT) return;
+    if (a->d_c == 0) a->d_c = 4 * d_head;
+    if (a->d_R == -1) a->d_R = d_head / 2 - (d_head / 2) % 2;
+}
+
+long attn_kv_cache(const AttnCfg *a, long n_kv_head, long d_head) {
+    if (a->kv < 0 || a->kv >= KV__COUNT) return -1;
+    long val[] = {0, 0, n_kv_head, d_head, a->d_c, a->d_R};
+    return dims_product(attn_kvs[a->kv].cache, val);
+}
+
+/* The latent KV's rules (see docs/model.md, "Keys and values").  Gates:
+ * G1 (the SDPA output) and G5 (after W_o) act where the heads' outputs
+ * are, unchanged.  G2 and G3 gate the value/key projection of each KV
+ * head from token j's hidden state: with latent KV the keys and values
+ * are not projected from h but up-projected from the cached latent, and
+ * at inference W_UK and W_UV are absorbed into the query and the output,
+ * so a gate on them would have to be cached beside c (a score per head
+ * and token) and would stop the absorption; they are refused.  G4 gates
+ * the query after QK-norm, which latent KV does not have (below), and its
+ * shape (n_head x d_head) leaves the d_R RoPE part undefined: refused.
+ * QK-norm: a per-head norm of k^C = W_UK,i c is not linear in c, so W_UK
+ * could not be absorbed into the query; MLA normalises c instead.
+ * kv_bias's k* is a key per KV head of width d_head, and latent keys are
+ * d_head + d_R wide per query head: not defined. */
+const char *attn_kv_validate(const AttnCfg *a, const GateCfg *g, int n_head, int n_kv_head, int d_head, int qk_norm,
+                             const char **key) {
+    static char msg[256];
+    *key = NULL;
+    if (a->kv < 0 || a->kv >= KV__COUNT) {
+        *key = "model.attention.kv";
+        return "is not a known key/value construction";
+    }
+    if (a->kv != KV_LATENT) {
+        if (a->d_c != 0) *key = "model.attention.d_c";
+        else if (a->d_R != -1) *key = "model.attention.d_R";
+        return *key ? "has no effect unless model.attention.kv is latent" : NULL;
+    }
+    if (a->d_c < 1) {
+        *key = "model.attention.d_c";
+        return "must be at least 1 (the latent's width)";
+    }
+    if ((long)a->d_c >= 2L * n_head * d_head) {
+        *key = "model.attention.d_c";
+        snprintf(msg, sizeof msg,
+                 "must be below 2 x model.n_head x model.d_head = %ld (the keys and values it is up-projected to; "
+                 "a wider latent caches more than multi-head attention), got %d",
+                 2L * n_head * d_head, a->d_c);
+        return msg;
+    }
+    if (a->d_R < 0 || a->d_R % 2 || a->d_R > d_head) {
+        *key = "model.attention.d_R";
+        snprintf(msg, sizeof msg,
+                 "must be even (RoPE rotates pairs), from 0 (no decoupled RoPE key) to model.d_head (%d), got %d",
+                 d_head, a->d_R);
+        return msg;
+    }
+    if (n_kv_head != n_head) {
+        *key = "model.n_kv_head";
+        return "must equal model.n_head with model.attention.kv latent (every head up-projects its own key and "
+               "value from the shared latent; grouping has no meaning there)";
+    }
+    if (qk_norm) {
+        *key = "model.qk_norm";
+        return "latent KV needs model.qk_norm: false (a per-head norm of the key W_UK c is not linear in the latent "
+               "c, so W_UK could not be absorbed into the query; MLA normalises c instead)";
+    }
+    if (g->position == GP_VALUE || g->position == GP_KEY || g->position == GP_QUERY) {
+        *key = "model.gate.position";
+        return g->position == GP_QUERY
+                   ? "query (G4) is not defined with model.attention.kv latent (it gates the query after QK-norm, "
+                     "which latent KV has not, and its shape leaves the d_R RoPE part out)"
+                   : "value (G2) and key (G3) are not defined with model.attention.kv latent: the values and keys "
+                     "are up-projected from the cached latent and absorbed into the query and output at inference; "
+                     "a gate from token j's hidden state would have to be cached beside it";
+    }
+    if (a->normalizer == AN_KV_BIAS) {
+        *key = "model.attention.normalizer";
+        return "kv_bias is not defined with model.attention.kv latent (its k* is a d_head-wide key per KV head; "
+               "latent keys are d_head + d_R wide per head)";
     }
     return NULL;
 }

@@ -111,7 +111,7 @@ typedef struct {
 extern const char *const attn_norm_names[];
 extern const AttnNormDef attn_norms[AN__COUNT];
 
-/* The default: softmax, sink_init 0. */
+/* The default: softmax, sink_init 0, kv heads (d_c 0, d_R -1: automatic). */
 AttnCfg attn_default(void);
 
 /* Parameters the normaliser adds per layer (the row's formula evaluated;
@@ -121,5 +121,29 @@ long attn_norm_params(const AttnCfg *a, long n_head, long n_kv_head, long d_head
 /* NULL when a is valid (with gate g); otherwise the reason, and *key the
  * dotted key at fault. */
 const char *attn_validate(const AttnCfg *a, const GateCfg *g, const char **key);
+
+/* ------------------------------------------------ key/value construction */
+
+/* One row per KV kind, from ATTN_KVS (modelcfg.h). */
+typedef struct {
+    const char *name;  /* config value */
+    const char *cache; /* numbers cached per token per layer, a formula over n_kv_head, d_head, d_c, d_R */
+    const char *what;  /* one line */
+} AttnKvDef;
+extern const char *const attn_kv_names[];
+extern const AttnKvDef attn_kvs[KV__COUNT];
+
+/* The latent widths' automatic values (DeepSeek-V2's ratios): d_c 0 ->
+ * 4 d_head, d_R -1 -> d_head / 2.  Nothing with kv heads. */
+void attn_kv_resolve(AttnCfg *a, int d_head);
+
+/* NULL when the KV construction of a (resolved) fits the head layout and
+ * the gate g; otherwise the reason, and *key the dotted key at fault. */
+const char *attn_kv_validate(const AttnCfg *a, const GateCfg *g, int n_head, int n_kv_head, int d_head, int qk_norm,
+                             const char **key);
+
+/* Numbers a layer caches per token for decoding (the row's formula
+ * evaluated): 2 n_kv_head d_head for heads, d_c + d_R for latent. */
+long attn_kv_cache(const AttnCfg *a, long n_kv_head, long d_head);
 
 #endif

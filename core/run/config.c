@@ -747,6 +747,13 @@ int config_resolve(Config *c, ConfigError *err) {
         const ConfigKey *ak = config_find(gkey);
         return fail_key(err, ak ? (int)(ak - config_schema) : key_index("model.attention.normalizer"), "%s", amsg);
     }
+    attn_kv_resolve(&r.attn, r.d_head);
+    amsg = attn_kv_validate(&r.attn, &r.gate, r.n_head, r.n_kv_head, r.d_head, r.qk_norm, &gkey);
+    if (amsg) {
+        const ConfigKey *ak = config_find(gkey);
+        int kv = key_index("model.attention.kv"); /* where the key at fault is a default: the kv line */
+        return fail_key(err, blame(ak ? (int)(ak - config_schema) : kv, kv), "%s", amsg);
+    }
 
     if (!(r.min_lr <= r.lr)) {
         char a[32], b[32];

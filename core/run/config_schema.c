@@ -33,6 +33,7 @@ static int gate_init_bias_applies(const Config *c) {
 }
 static int control_scale_applies(const Config *c) { return c->gate.control == GC_SCALE; }
 static int sink_logit(const Config *c) { return c->attn.normalizer == AN_SINK_LOGIT; }
+static int kv_latent(const Config *c) { return c->attn.kv == KV_LATENT; }
 static int rope_scaled(const Config *c) { return c->rope_scaling != ROPE_NONE; }
 static int rope_yarn(const Config *c) { return c->rope_scaling == ROPE_YARN; }
 static int corpus_bb(const Config *c) { return c->corpus == CORPUS_BB; }
@@ -103,6 +104,14 @@ const ConfigKey config_schema[] = {
        "sigmoid (sigmoid(s - log n), no normalisation), softpick (rectified softmax)"),
     KNW(sink_logit, "model.attention.sink_init", CT_FLOAT, attn.sink_init, -100, 100, "0", NONAMES,
        "sink_logit: the initial value of every head's sink logit"),
+    KN("model.attention.kv", CT_ENUM, attn.kv, 0, 0, "heads", attn_kv_names,
+       "how keys and values are built and cached (nn/modelcfg.h, docs/model.md): heads (n_kv_head key and "
+       "value heads: MHA, GQA) or latent (multi-head latent attention: a d_c latent plus a d_R RoPE key)"),
+    KNW(kv_latent, "model.attention.d_c", CT_INT, attn.d_c, 0, 65536, "0", NONAMES,
+       "latent KV: the latent's width (cached per token and layer with d_R); 0 = 4 x model.d_head"),
+    KNW(kv_latent, "model.attention.d_R", CT_INT, attn.d_R, -1, 1024, "-1", NONAMES,
+       "latent KV: the decoupled RoPE key's width, shared by the heads (even, at most model.d_head); 0 = none "
+       "(MLA without the RoPE key); -1 = model.d_head / 2"),
     K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
     K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
     K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),

@@ -128,11 +128,13 @@ void infer_hook_free(InferHook *h) {
 
 double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
     const LayerActs *a = &m->la[l];
-    int T = m->T, dh = m->dh, grp = m->H / m->Hk;
+    AttnQKV sc; /* the scored q and k (width d_head, or d_head + d_R with latent KV) */
+    model_attn_qkv(m, l, &sc);
+    int T = m->T, dh = sc.d, grp = m->H / sc.hk;
     double scale = 1 / sqrt((double)dh), lse = a->lse[((size_t)b * m->H + h) * T + i], ps = 0;
-    const real *q = a->qr + (size_t)(b * T + i) * m->nq + (size_t)h * dh;
+    const real *q = sc.q + (size_t)(b * T + i) * sc.sq + (size_t)h * dh;
     for (int j = 0; j <= i; j++) {
-        const real *k = a->kr + (size_t)(b * T + j) * m->nkv + (size_t)(h / grp) * dh;
+        const real *k = sc.k + (size_t)(b * T + j) * sc.sk + (size_t)(h / grp) * dh;
         double s = 0;
         for (int d = 0; d < dh; d++) s += (double)q[d] * k[d];
         s *= scale;

@@ -68,21 +68,24 @@ static double dot(const real *a, const real *b, int d) {
 }
 
 void probes_accumulate(Probes *p, const Model *m) {
-    int B = m->B, T = m->T, H = m->H, dh = m->dh, grp = m->H / m->Hk, C = m->C;
-    double scale = 1 / sqrt((double)dh);
+    int B = m->B, T = m->T, H = m->H, C = m->C;
     size_t n = (size_t)B * T;
     p->T = T;
     for (int l = 0; l < m->L; l++) {
         const LayerActs *a = &m->la[l];
         LayerProbe *lp = &p->lp[l];
+        AttnQKV sc; /* the scored q and k (width sc.d: d_head, or d_head + d_R with latent KV) */
+        model_attn_qkv(m, l, &sc);
+        int grp = H / sc.hk;
+        double scale = 1 / sqrt((double)sc.d);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
-                const real *k0 = a->kr + (size_t)(b * T) * m->nkv + (size_t)(h / grp) * dh;
+                const real *k0 = sc.k + (size_t)(b * T) * sc.sk + (size_t)(h / grp) * sc.d;
                 double hs = 0;
                 for (int i = 1; i < T; i++) {
-                    const real *qi = a->qr + (size_t)(b * T + i) * m->nq + (size_t)h * dh;
+                    const real *qi = sc.q + (size_t)(b * T + i) * sc.sq + (size_t)h * sc.d;
                     double lse = a->lse[((size_t)b * H + h) * T + i];
-                    hs += attn_weight(m->cfg.attn.normalizer, scale * dot(qi, k0, dh), lse);
+                    hs += attn_weight(m->cfg.attn.normalizer, scale * dot(qi, k0, sc.d), lse);
                 }
                 lp->n_fattn += T - 1;
                 p->fattn_head[(size_t)l * H + h] += hs;
@@ -218,23 +221,25 @@ void probes_kurtosis_add(Probes *p, int l, const real *x, size_t n) {
 }
 
 /* The weights of window b, layer l, query head h into P (T x T), from the
- * reference attention (o: T x dh scratch).  The one place that knows how
- * attention weights are formed. */
+ * reference attention (o: T x (d_head + d_R) scratch).  The one place that
+ * knows how attention weights are formed. */
 static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
     const LayerActs *a = &m->la[l];
-    int T = m->T, dh = m->dh, g = h / (m->H / m->Hk), sv;
-    const real *v = model_attn_values(m, l, &sv);
+    AttnQKV sc;
+    model_attn_qkv(m, l, &sc);
+    int T = m->T, d = sc.d, g = h / (m->H / sc.hk);
     /* z (B, H, T): the virtual key's logits of this window and head, where the normaliser has one */
     AttnNorm nm = {m->cfg.attn.normalizer, a->z ? a->z + ((size_t)b * m->H + h) * T : NULL};
-    return attention_forward_ref_norm(o, P, a->qr + (size_t)b * T * m->nq + (size_t)h * dh, m->nq,
-                                      a->kr + (size_t)b * T * m->nkv + (size_t)g * dh, m->nkv,
-                                      v + (size_t)b * T * sv + (size_t)g * dh, sv, 1, T, 1, 1, dh,
-                                      1 / sqrt((real)dh), &nm);
+    return attention_forward_ref_norm(o, P, sc.q + (size_t)b * T * sc.sq + (size_t)h * d, sc.sq,
+                                      sc.k + (size_t)b * T * sc.sk + (size_t)g * d, sc.sk,
+                                      sc.v + (size_t)b * T * sc.sv + (size_t)g * d, sc.sv, 1, T, 1, 1, d,
+                                      1 / sqrt((real)d), &nm);
 }
 
 int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
     int T = m->T;
-    real *P = malloc(sizeof(real) * (size_t)T * T), *o = malloc(sizeof(real) * (size_t)T * m->dh);
+    int d = m->dh + (m->cfg.attn.kv == KV_LATENT ? m->cfg.attn.d_R : 0); /* a head's score width */
+    real *P = malloc(sizeof(real) * (size_t)T * T), *o = malloc(sizeof(real) * (size_t)T * d);
     int rc = P && o ? 0 : -1;
     for (int b = 0; rc == 0 && b < m->B; b++)
         for (int l = 0; rc == 0 && l < m->L; l++) {
@@ -329,8 +334,7 @@ static int query_type(const BBProbe *b, const int *w, int i) {
 void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
     BBProbe *b = p->bb;
     if (!b) return;
-    int B = m->B, T = m->T, H = m->H, Hk = m->Hk, dh = m->dh, grp = m->H / m->Hk, C = m->C, V = m->V;
-    double scale = 1 / sqrt((double)dh);
+    int B = m->B, T = m->T, H = m->H, Hk = m->Hk, dh = m->dh, C = m->C, V = m->V;
     p->T = T;
     for (int bi = 0; bi < B; bi++) {
         const int *w = tokens + (size_t)bi * T;
@@ -346,17 +350,21 @@ void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
         b->nrest += T - 1;
         for (int l = 0; l < m->L; l++) {
             const LayerActs *a = &m->la[l];
+            AttnQKV sc; /* the scored q and k (width sc.d: d_head, or d_head + d_R with latent KV) */
+            model_attn_qkv(m, l, &sc);
+            int grp = H / sc.hk;
+            double scale = 1 / sqrt((double)sc.d);
             for (int h = 0; h < H; h++) {
-                const real *kb = a->kr + (size_t)(bi * T) * m->nkv + (size_t)(h / grp) * dh;
+                const real *kb = sc.k + (size_t)(bi * T) * sc.sk + (size_t)(h / grp) * sc.d;
                 double *bos = b->bos[0] + (size_t)l * H + h, *bos1 = b->bos[1] + (size_t)l * H + h;
                 for (int i = 1; i < T; i++) {
-                    const real *qi = a->qr + (size_t)(bi * T + i) * m->nq + (size_t)h * dh;
+                    const real *qi = sc.q + (size_t)(bi * T + i) * sc.sq + (size_t)h * sc.d;
                     double lse = a->lse[((size_t)bi * H + h) * T + i];
-                    double p0 = attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb, dh), lse);
+                    double p0 = attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb, sc.d), lse);
                     if (query_type(b, w, i) == BB_TRIGGER) {
                         *bos += p0;
                         b->prev[(size_t)l * H + h] +=
-                            attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb + (size_t)(i - 1) * m->nkv, dh), lse);
+                            attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb + (size_t)(i - 1) * sc.sk, sc.d), lse);
                     } else {
                         *bos1 += p0;
                     }

@@ -44,6 +44,10 @@
  *                                     #   and control of the variant tables, each alone)
  *         - {label: G1-headwise, set: {model.gate.position: sdpa, model.gate.granularity: headwise}}
  *       ceiling: true                 #   also time cblas_gemm at this step's own shapes (default true)
+ *     - kind: decode                  # one token decoded from a KV cache of context - 1
+ *       model: ref                    #   tokens (kvcache.h), as step: a model and variants
+ *       variants: [...]               #   (model.attention.kv latent decodes by the absorbed path)
+ *       context: [512, 2048, 8192]    #   required: an integer or a list
  *     - kind: op                      # one op's forward + backward
  *       op: [rmsnorm, rope, swiglu, crossentropy]
  *       tokens: 256
@@ -60,6 +64,7 @@
  *   attention/PASS/T<T>        with `label: X`: attention/X/PASS/T<T>; with
  *                              normalizer: attention/[X/]NORM/PASS/T<T>
  *   step/MODEL/LABEL  and  sgemm/MODEL/LABEL
+ *   decode/MODEL/LABEL/ctx<N>
  *   op/OP/nN_wW
  * Two cases with one name are an error.
  *
@@ -70,6 +75,8 @@
  *              backward 2.5x forward (recomputed QK^T, dV, dP, dQ, dK)
  *   step       model_flops() training FLOPs per token x B x T
  *   sgemm      sum of 2 M N K over the step's gemm calls
+ *   decode     model_flops() forward FLOPs per token at length 2N - 1 (the
+ *              weights, and attention over N keys; nominal for latent KV)
  *   op         nominal: rmsnorm 3+7, rope 3+3 per value, swiglu 5+9 per
  *              output, crossentropy 4+2 per logit (forward+backward)
  *
@@ -84,7 +91,7 @@
 
 #include "run/config.h"
 
-typedef enum { BK_GATE, BK_ATTN_FWD, BK_ATTN_BWD, BK_STEP, BK_SGEMM, BK_OP, BK__COUNT } BenchKind;
+typedef enum { BK_GATE, BK_ATTN_FWD, BK_ATTN_BWD, BK_STEP, BK_SGEMM, BK_OP, BK_DECODE, BK__COUNT } BenchKind;
 extern const char *const bench_kind_names[]; /* "gate", "attention_forward", ... */
 
 typedef enum { BOP_RMSNORM, BOP_ROPE, BOP_SWIGLU, BOP_CROSSENTROPY, BOP__COUNT } BenchOp;
@@ -167,6 +174,7 @@ typedef struct {
     long *iters;
     BenchStats rs, cs;  /* over real, cpu */
     double flops, tokens;
+    double kv_bytes; /* decode: bytes of KV cache per token, all layers */
     int ran;
 } BenchResult;
 void bench_result_free(BenchResult *r);
@@ -228,7 +236,8 @@ typedef struct {
  * case i with res[i].ran: one "iteration" row per repetition, then
  * "aggregate" rows median, mean, stddev, cv (name NAME_median, ...).
  * real_time / cpu_time per iteration in time_unit; items_per_second =
- * tokens/s for steps; counters gflops (GFLOP/s) and pct_of_ceiling. */
+ * tokens/s for steps and decode cases (one token an iteration); counters
+ * gflops (GFLOP/s), pct_of_ceiling, and kv_bytes_per_token for decode. */
 int bench_write_json(FILE *f, const BenchSuite *s, const BenchResult *res, const BenchContext *ctx);
 
 /* GFLOP/s of case i's median, and its % of its ceiling case (NAN if none). */

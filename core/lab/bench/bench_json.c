@@ -202,6 +202,7 @@ static void row(FILE *f, const BenchSuite *s, const BenchResult *res, int i, int
     opt_num(f, "items_per_second", v.ips);
     opt_num(f, "gflops", v.gf);
     opt_num(f, "pct_of_ceiling", v.pct);
+    opt_num(f, "kv_bytes_per_token", c->kind == BK_DECODE ? r->kv_bytes : NAN);
     fprintf(f, ",\n      \"label\": ");
     json_fput(bench_kind_names[c->kind], f);
     fprintf(f, "\n    }");

@@ -18,6 +18,7 @@
 
 #include "nn/dp.h"
 #include "nn/gate.h"
+#include "nn/kvcache.h"
 #include "nn/model.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
@@ -97,6 +98,15 @@ double bench_case_flops(const BenchCase *c) {
         model_free(&m);
         return tr * c->B * c->T;
     }
+    case BK_DECODE: {
+        Model m;
+        ModelCfg mc = config_model(&c->cfg);
+        if (model_layout(&m, &mc)) return NAN;
+        double f, tr;
+        model_flops(&m, 2 * c->T - 1, &f, &tr);
+        model_free(&m);
+        return f;
+    }
     case BK_SGEMM: {
         int n = bench_step_gemms(&c->cfg, NULL, 0);
         if (n < 0) return NAN;
@@ -121,7 +131,9 @@ double bench_case_flops(const BenchCase *c) {
     }
 }
 
-double bench_case_tokens(const BenchCase *c) { return c->kind == BK_STEP ? (double)c->B * c->T : 0; }
+double bench_case_tokens(const BenchCase *c) {
+    return c->kind == BK_STEP ? (double)c->B * c->T : c->kind == BK_DECODE ? 1 : 0;
+}
 
 /* ==================================================================== */
 /* statistics                                                            */
@@ -189,6 +201,9 @@ typedef struct {
     DataParallel dp; /* the step's micro-batches, as training runs them */
     AdamW opt;
     long t;
+    /* decode */
+    KvCache kv;
+    int have_kv;
     /* sgemm */
     BenchGemm *gm;
     int ngm;
@@ -223,6 +238,8 @@ static int *st_ints(St *s, size_t n, int below) {
 
 static void st_free(St *s) {
     for (int i = 0; i < s->nmem; i++) free(s->mem[i]);
+    if (s->have_kv) kvcache_free(&s->kv), model_free(&s->m);
+    s->have_kv = 0;
     if (s->have_model) dp_free(&s->dp), model_free(&s->m);
     s->nmem = 0;
     s->have_model = 0;
@@ -351,6 +368,29 @@ static int setup_step(St *s, const BenchCase *c, char *err, size_t cap) {
     return 0;
 }
 
+/* The model and a KV cache holding context - 1 positions of random keys and
+ * values (what they hold does not change the work), so each iteration
+ * decodes the token at position context - 1 and takes it back out. */
+static int setup_decode(St *s, const BenchCase *c, char *err, size_t cap) {
+    ModelCfg mc = config_model(&c->cfg);
+    if (model_init(&s->m, &mc)) {
+        snprintf(err, cap, "%s: out of memory for the model", c->name);
+        return -1;
+    }
+    if (kvcache_init(&s->kv, &s->m, c->T)) {
+        snprintf(err, cap, "%s: %s", c->name,
+                 errno == EINVAL ? "KV-cache decoding needs model.attention.normalizer softmax"
+                                 : "out of memory for the KV cache");
+        model_free(&s->m);
+        return -1;
+    }
+    s->have_kv = 1;
+    size_t n = (size_t)s->m.L * c->T * s->kv.width;
+    for (size_t i = 0; i < n; i++) s->kv.mem[i] = (real)(0.5 * rng_normal(&s->rng));
+    s->kv.len = c->T - 1;
+    return 0;
+}
+
 /* The step's gemm list and operands as large as its largest call needs. */
 static int setup_sgemm(St *s, const BenchCase *c, char *err, size_t cap) {
     int n = bench_step_gemms(&c->cfg, NULL, 0);
@@ -389,6 +429,7 @@ static int st_setup(St *s, const BenchCase *c, char *err, size_t cap) {
     case BK_OP: setup_op(s, c); break;
     case BK_STEP: rc = setup_step(s, c, err, cap); break;
     case BK_SGEMM: rc = setup_sgemm(s, c, err, cap); break;
+    case BK_DECODE: rc = setup_decode(s, c, err, cap); break;
     default: break;
     }
     if (rc) return -1;
@@ -454,6 +495,13 @@ static int st_iter(St *s, char *err, size_t cap) {
         adamw_step(&s->m.p, &s->opt, ++s->t);
         break;
     }
+    case BK_DECODE:
+        if (!kvcache_step(&s->kv, &s->m, 1)) {
+            snprintf(err, cap, "%s: the KV cache is full", c->name);
+            return -1;
+        }
+        s->kv.len = c->T - 1;
+        break;
     case BK_SGEMM:
         for (int i = 0; i < s->ngm; i++) {
             const BenchGemm *g = &s->gm[i];
@@ -510,6 +558,7 @@ int bench_case_begin(const BenchCase *c, const BenchRunOpts *o, BenchRun **out, 
         bench_result_free(r);
         return -1;
     }
+    if (c->kind == BK_DECODE) r->kv_bytes = (double)kvcache_bytes_per_token(&b->s.kv, &b->s.m);
     int rc = 0;
     for (int i = 0; i < c->warmup && !rc; i++) rc = st_iter(&b->s, err, cap);
     if (rc) {

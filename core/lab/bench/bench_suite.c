@@ -6,7 +6,7 @@
  * their sgemm ceilings, ops), step configs resolved through run/config,
  * then names checked unique and `ceiling: NAME` resolved.
  */
-#include "lab/bench/bench.h"
+#include "lab/bench/bench_yaml_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,403 +20,9 @@
 #include "nn/variant.h"
 #include "run/yamlfile.h"
 
-const char *const bench_kind_names[] = {"gate", "attention_forward", "attention_backward", "step", "sgemm", "op", NULL};
+const char *const bench_kind_names[] = {"gate", "attention_forward", "attention_backward", "step", "sgemm", "op",
+                                        "decode", NULL};
 const char *const bench_op_names[] = {"rmsnorm", "rope", "swiglu", "crossentropy", NULL};
-
-/* ==================================================================== */
-/* loading                                                               */
-/* ==================================================================== */
-
-typedef struct {
-    const char *name;
-    const yaml_node_t *node; /* the model's mapping */
-} ModelDef;
-
-typedef struct {
-    const char *path;
-    char dir[1024];
-    yaml_document_t *doc;
-    char *err;
-    size_t cap;
-    BenchSuite *s;
-    ModelDef *models;
-    int nmodels;
-    /* suite defaults */
-    int repetitions, warmup;
-    long iterations;
-    double min_time;
-    /* pending `ceiling: NAME` per case (NULL: none), with its node */
-    const char **ceil_name;
-    const yaml_node_t **ceil_node;
-    int *case_item; /* which cases[] item made each case */
-} BL;
-
-__attribute__((format(printf, 4, 5))) static int berr(BL *L, const yaml_node_t *n, const char *where,
-                                                      const char *fmt, ...) {
-    char why[700];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    if (n)
-        snprintf(L->err, L->cap, "%s:%zu:%zu: error: %s%s%s", L->path, n->start_mark.line + 1,
-                 n->start_mark.column + 1, where ? where : "", where ? ": " : "", why);
-    else
-        snprintf(L->err, L->cap, "%s: error: %s%s%s", L->path, where ? where : "", where ? ": " : "", why);
-    return -1;
-}
-
-static const char *kind_text(const yaml_node_t *n) {
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return "a value";
-    default: return "nothing";
-    }
-}
-
-static yaml_node_t *node(BL *L, int id) { return yaml_document_get_node(L->doc, id); }
-
-static const char *scalar(const yaml_node_t *n) {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-/* Check a mapping's keys: scalars, no duplicates, each in allowed (NULL-
- * terminated). */
-static int check_keys(BL *L, const yaml_node_t *map, const char *where, const char *const *allowed) {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node(L, p->key);
-        const char *name = scalar(k);
-        if (!name) return berr(L, k, where, "expected a key name, got %s", k ? kind_text(k) : "nothing");
-        for (yaml_node_pair_t *e = map->data.mapping.pairs.start; e < p; e++) {
-            const char *en = scalar(node(L, e->key));
-            if (en && strcmp(en, name) == 0)
-                return berr(L, k, where, "duplicate key %s (first set at line %zu)", name,
-                            node(L, e->key)->start_mark.line + 1);
-        }
-        int ok = 0;
-        for (int i = 0; allowed[i]; i++) ok |= strcmp(allowed[i], name) == 0;
-        if (!ok) {
-            char list[600] = "";
-            for (int i = 0; allowed[i]; i++) {
-                size_t m = strlen(list);
-                snprintf(list + m, sizeof list - m, "%s%s", i ? ", " : "", allowed[i]);
-            }
-            return berr(L, k, where, "unknown key %s (expected one of: %s)", name, list);
-        }
-    }
-    return 0;
-}
-
-static yaml_node_t *get(BL *L, const yaml_node_t *map, const char *key) {
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        const char *k = scalar(node(L, p->key));
-        if (k && strcmp(k, key) == 0) return node(L, p->value);
-    }
-    return NULL;
-}
-
-/* buf = "WHERE.KEY" (or KEY), truncated to cap. */
-static void sub(char *buf, size_t cap, const char *where, const char *key) {
-    size_t n = 0;
-    const char *parts[3] = {where ? where : "", where && *where ? "." : "", key};
-    for (int i = 0; i < 3; i++)
-        for (const char *p = parts[i]; *p && n + 1 < cap; p++) buf[n++] = *p;
-    buf[n] = '\0';
-}
-
-static int want_scalar(BL *L, const yaml_node_t *v, const char *where) {
-    if (!v || v->type != YAML_SCALAR_NODE || v->data.scalar.length != strlen((const char *)v->data.scalar.value))
-        return berr(L, v, where, "expected a value, got %s", v ? kind_text(v) : "nothing");
-    return 0;
-}
-
-static int parse_long(BL *L, const yaml_node_t *v, const char *where, long lo, long hi, long *out) {
-    if (want_scalar(L, v, where)) return -1;
-    const char *t = scalar(v);
-    char *end;
-    errno = 0;
-    long x = strtol(t, &end, 10);
-    if (!*t || *end || errno || x < lo || x > hi)
-        return berr(L, v, where, "expected an integer in [%ld, %ld], got \"%s\"", lo, hi, t);
-    *out = x;
-    return 0;
-}
-
-static int parse_int(BL *L, const yaml_node_t *v, const char *where, int lo, int hi, int *out) {
-    long x;
-    if (parse_long(L, v, where, lo, hi, &x)) return -1;
-    *out = (int)x;
-    return 0;
-}
-
-static int parse_num(BL *L, const yaml_node_t *v, const char *where, double lo, double hi, double *out) {
-    if (want_scalar(L, v, where)) return -1;
-    const char *t = scalar(v);
-    char *end;
-    double x = strtod(t, &end);
-    if (!*t || *end || !(x >= lo && x <= hi))
-        return berr(L, v, where, "expected a number in [%g, %g], got \"%s\"", lo, hi, t);
-    *out = x;
-    return 0;
-}
-
-static int parse_bool(BL *L, const yaml_node_t *v, const char *where, int *out) {
-    if (want_scalar(L, v, where)) return -1;
-    const char *t = scalar(v);
-    if (strcmp(t, "true") == 0 || strcmp(t, "yes") == 0 || strcmp(t, "on") == 0) return *out = 1, 0;
-    if (strcmp(t, "false") == 0 || strcmp(t, "no") == 0 || strcmp(t, "off") == 0) return *out = 0, 0;
-    return berr(L, v, where, "expected true or false, got \"%s\"", t);
-}
-
-/* A label that can go into a case name: [A-Za-z0-9_.:+=-], 1..48 chars. */
-static int parse_label(BL *L, const yaml_node_t *v, const char *where, char *out, size_t cap) {
-    if (want_scalar(L, v, where)) return -1;
-    const char *t = scalar(v);
-    size_t n = strlen(t);
-    int ok = n > 0 && n <= 48 && n < cap;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= '0' && t[i] <= '9') ||
-             strchr("_.:+=-", t[i]);
-    if (!ok)
-        return berr(L, v, where, "expected a label of 1-48 characters from A-Z a-z 0-9 _ . : + = -, got \"%s\"",
-                    t);
-    snprintf(out, cap, "%s", t);
-    return 0;
-}
-
-/* Items of a value that may be one scalar or a list of scalars. */
-static int items(BL *L, yaml_node_t *v, const char *where, yaml_node_t **out, int cap, int *n) {
-    *n = 0;
-    if (v && v->type == YAML_SEQUENCE_NODE) {
-        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-            if (*n >= cap) return berr(L, v, where, "more than %d values", cap);
-            yaml_node_t *e = node(L, *it);
-            if (want_scalar(L, e, where)) return -1; /* a list of lists or maps is not a list of values */
-            out[(*n)++] = e;
-        }
-        if (*n == 0) return berr(L, v, where, "empty list");
-        return 0;
-    }
-    if (want_scalar(L, v, where)) return -1;
-    out[(*n)++] = v;
-    return 0;
-}
-
-/* ------------------------------------------------------------ run configs */
-
-/* One override "key=value" and where it is written. */
-typedef struct {
-    char text[600];
-    const yaml_node_t *kn, *vn;
-} Ov;
-
-typedef struct {
-    Ov *v;
-    int n, cap;
-} OvList;
-
-/* Append the override "key=value" text. */
-static int ov_push(BL *L, OvList *l, const char *text, const yaml_node_t *kn, const yaml_node_t *vn) {
-    if (l->n == l->cap) {
-        int nc = l->cap ? 2 * l->cap : 16;
-        Ov *nv = realloc(l->v, sizeof *nv * (size_t)nc);
-        if (!nv) return berr(L, NULL, NULL, "out of memory");
-        l->v = nv;
-        l->cap = nc;
-    }
-    Ov *o = &l->v[l->n++];
-    snprintf(o->text, sizeof o->text, "%s", text);
-    o->kn = kn;
-    o->vn = vn;
-    return 0;
-}
-
-static int ov_add(BL *L, OvList *l, const char *key, const yaml_node_t *kn, const yaml_node_t *vn) {
-    char t[sizeof ((Ov *)0)->text];
-    snprintf(t, sizeof t, "%s=%s", key, scalar(vn));
-    return ov_push(L, l, t, kn, vn);
-}
-
-/* Flatten a `set` mapping (dotted keys and/or nested sections). */
-static int flatten(BL *L, const yaml_node_t *map, const char *prefix, const char *where, OvList *l) {
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return berr(L, map, where, "expected a mapping of config keys, got %s", map ? kind_text(map) : "nothing");
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node(L, p->key), *v = node(L, p->value);
-        const char *name = scalar(k);
-        if (!name) return berr(L, k, where, "expected a key name, got %s", k ? kind_text(k) : "nothing");
-        char full[300];
-        snprintf(full, sizeof full, "%s%s%s", prefix, *prefix ? "." : "", name);
-        if (v && v->type == YAML_MAPPING_NODE) {
-            if (flatten(L, v, full, where, l)) return -1;
-        } else {
-            if (!v || v->type != YAML_SCALAR_NODE)
-                return berr(L, v, where, "%s: expected a value, got %s", full, v ? kind_text(v) : "nothing");
-            if (ov_add(L, l, full, k, v)) return -1;
-        }
-    }
-    return 0;
-}
-
-/* Point a config_set / config_resolve message at the suite file. */
-static int cfg_error(BL *L, const char *msg, const OvList *ovs, const yaml_node_t *at, const char *ctx) {
-    if (strncmp(msg, "--set ", 6) == 0)
-        for (int i = ovs->n - 1; i >= 0; i--) {
-            const Ov *o = &ovs->v[i];
-            size_t al = strlen(o->text);
-            if (strncmp(msg + 6, o->text, al) == 0 && strncmp(msg + 6 + al, ": error: ", 9) == 0) {
-                const char *key_end = strchr(o->text, '=');
-                char key[300];
-                snprintf(key, sizeof key, "%.*s", (int)(key_end - o->text), o->text);
-                const yaml_node_t *n = config_find(key) ? o->vn : o->kn;
-                return berr(L, n, NULL, "%s (%s)", msg + 6 + al + 9, ctx);
-            }
-        }
-    if (strncmp(msg, "config: error: ", 15) == 0) return berr(L, at, NULL, "%s (%s)", msg + 15, ctx);
-    snprintf(L->err, L->cap, "%s (%s)", msg, ctx);
-    return -1;
-}
-
-/* The run config of model `mname` plus a variant's overrides. */
-static int build_config(BL *L, const yaml_node_t *model_node, const char *mname, const yaml_node_t *vset,
-                        const char *extra, const char *vwhere, const yaml_node_t *at, const char *ctx, Config *c) {
-    OvList ovs = {0};
-    int rc = -1;
-    ConfigError e;
-    config_defaults(c);
-    char where[300];
-    snprintf(where, sizeof where, "models.%s", mname);
-    if (check_keys(L, model_node, where, (const char *const[]){"config", "set", NULL})) goto out;
-    yaml_node_t *cf = get(L, model_node, "config"), *set = get(L, model_node, "set");
-    if (cf) {
-        char w2[320];
-        sub(w2, sizeof w2, where, "config");
-        if (want_scalar(L, cf, w2)) goto out;
-        char p[2200];
-        const char *f = scalar(cf);
-        if (f[0] == '/')
-            snprintf(p, sizeof p, "%s", f);
-        else
-            snprintf(p, sizeof p, "%s/%s", L->dir, f);
-        if (access(p, R_OK) != 0) {
-            char w3[320];
-            sub(w3, sizeof w3, where, "config");
-            berr(L, cf, w3, "cannot open %s: %s", p, strerror(errno));
-            goto out;
-        }
-        if (config_load_file(c, p, &e)) {
-            snprintf(L->err, L->cap, "%s (%s:%zu:%zu: models.%s.config)", e.msg, L->path, cf->start_mark.line + 1,
-                     cf->start_mark.column + 1, mname);
-            goto out;
-        }
-    }
-    if (set) {
-        char w2[320];
-        sub(w2, sizeof w2, where, "set");
-        if (flatten(L, set, "", w2, &ovs)) goto out;
-    }
-    if (vset && flatten(L, vset, "", vwhere, &ovs)) goto out;
-    if (extra && *extra && ov_push(L, &ovs, extra, at, at)) goto out; /* a generated variant's (bench_cover.c) */
-    for (int i = 0; i < ovs.n; i++)
-        if (config_set(c, ovs.v[i].text, &e)) {
-            cfg_error(L, e.msg, &ovs, at, ctx);
-            goto out;
-        }
-    if (config_resolve(c, &e)) {
-        cfg_error(L, e.msg, &ovs, at, ctx);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(ovs.v);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ cases */
-
-static BenchCase *new_case(BL *L, const yaml_node_t *item, int item_index, int kind) {
-    BenchSuite *s = L->s;
-    if (s->n == s->cap) {
-        int nc = s->cap ? 2 * s->cap : 32;
-        BenchCase *nv = realloc(s->c, sizeof *nv * (size_t)nc);
-        const char **cn = realloc(L->ceil_name, sizeof *cn * (size_t)nc);
-        if (cn) L->ceil_name = cn;
-        const yaml_node_t **cnode = realloc(L->ceil_node, sizeof *cnode * (size_t)nc);
-        if (cnode) L->ceil_node = cnode;
-        int *ci = realloc(L->case_item, sizeof *ci * (size_t)nc);
-        if (ci) L->case_item = ci;
-        if (nv) s->c = nv;
-        if (!nv || !cn || !cnode || !ci) {
-            berr(L, NULL, NULL, "out of memory");
-            return NULL;
-        }
-        s->cap = nc;
-    }
-    BenchCase *c = &s->c[s->n];
-    memset(c, 0, sizeof *c);
-    c->kind = kind;
-    c->line = (int)item->start_mark.line + 1;
-    c->col = (int)item->start_mark.column + 1;
-    c->ceiling = -1;
-    c->repetitions = L->repetitions;
-    c->warmup = L->warmup;
-    c->iterations = L->iterations;
-    c->min_time = L->min_time;
-    L->ceil_name[s->n] = NULL;
-    L->ceil_node[s->n] = NULL;
-    L->case_item[s->n] = item_index;
-    s->n++;
-    return c;
-}
-
-/* Timing keys, in `defaults` or in a case item. */
-static int timing(BL *L, const yaml_node_t *map, const char *where, int *reps, int *warm, long *iters,
-                  double *mt) {
-    char w[320];
-    yaml_node_t *v;
-    if ((v = get(L, map, "repetitions"))) {
-        sub(w, sizeof w, where, "repetitions");
-        if (parse_int(L, v, w, 1, 100000, reps)) return -1;
-    }
-    if ((v = get(L, map, "warmup"))) {
-        sub(w, sizeof w, where, "warmup");
-        if (parse_int(L, v, w, 0, 1000000, warm)) return -1;
-    }
-    if ((v = get(L, map, "iterations"))) {
-        sub(w, sizeof w, where, "iterations");
-        if (parse_long(L, v, w, 0, 1000000000L, iters)) return -1;
-    }
-    if ((v = get(L, map, "min_time"))) {
-        sub(w, sizeof w, where, "min_time");
-        if (parse_num(L, v, w, 0, 3600, mt)) return -1;
-    }
-    return 0;
-}
-
-/* Apply the item's own timing keys and ceiling to the cases [first, n). */
-static int finish_item(BL *L, const yaml_node_t *item, const char *where, int first) {
-    int reps = L->repetitions, warm = L->warmup;
-    long iters = L->iterations;
-    double mt = L->min_time;
-    if (timing(L, item, where, &reps, &warm, &iters, &mt)) return -1;
-    yaml_node_t *ce = get(L, item, "ceiling");
-    char w[320];
-    sub(w, sizeof w, where, "ceiling");
-    for (int i = first; i < L->s->n; i++) {
-        BenchCase *c = &L->s->c[i];
-        c->repetitions = reps;
-        c->warmup = warm;
-        c->iterations = iters;
-        c->min_time = mt;
-        if (ce && c->kind != BK_STEP && c->kind != BK_SGEMM) {
-            if (want_scalar(L, ce, w)) return -1;
-            L->ceil_name[i] = scalar(ce);
-            L->ceil_node[i] = ce;
-        }
-    }
-    return 0;
-}
 
 #define TIMING_KEYS "repetitions", "warmup", "iterations", "min_time"
 
@@ -427,33 +33,33 @@ static int parse_gate(BL *L, const yaml_node_t *gn, const char *gw, char *label,
                                         "activation", "input",    "control",     NULL};
     char w[320];
     if (!gn || gn->type != YAML_MAPPING_NODE)
-        return berr(L, gn, gw, "expected a mapping (label and model.gate keys), got %s",
-                    gn ? kind_text(gn) : "nothing");
-    if (check_keys(L, gn, gw, gkeys)) return -1;
-    yaml_node_t *lab = get(L, gn, "label");
-    sub(w, sizeof w, gw, "label");
-    if (!lab) return berr(L, gn, gw, "missing key label");
-    if (parse_label(L, lab, w, label, lcap)) return -1;
+        return bl_berr(L, gn, gw, "expected a mapping (label and model.gate keys), got %s",
+                    gn ? bl_kind_text(gn) : "nothing");
+    if (bl_check_keys(L, gn, gw, gkeys)) return -1;
+    yaml_node_t *lab = bl_get(L, gn, "label");
+    bl_sub(w, sizeof w, gw, "label");
+    if (!lab) return bl_berr(L, gn, gw, "missing key label");
+    if (bl_parse_label(L, lab, w, label, lcap)) return -1;
     config_defaults(cfg);
     cfg->gate.position = GP_SDPA;
     for (yaml_node_pair_t *p = gn->data.mapping.pairs.start; p < gn->data.mapping.pairs.top; p++) {
-        const char *k = scalar(node(L, p->key));
-        yaml_node_t *v = node(L, p->value);
+        const char *k = bl_scalar(bl_node(L, p->key));
+        yaml_node_t *v = bl_node(L, p->value);
         if (strcmp(k, "label") == 0) continue;
-        sub(w, sizeof w, gw, k);
-        if (want_scalar(L, v, w)) return -1;
+        bl_sub(w, sizeof w, gw, k);
+        if (bl_want_scalar(L, v, w)) return -1;
         char a[400];
-        snprintf(a, sizeof a, "model.gate.%s=%s", k, scalar(v));
+        snprintf(a, sizeof a, "model.gate.%s=%s", k, bl_scalar(v));
         ConfigError e;
         if (config_set(cfg, a, &e)) {
             const char *why = strstr(e.msg, ": error: ");
-            return berr(L, v, NULL, "%s", why ? why + 9 : e.msg);
+            return bl_berr(L, v, NULL, "%s", why ? why + 9 : e.msg);
         }
     }
     const char *bad_key = NULL;
     const char *why = gate_validate(&cfg->gate, &bad_key);
-    if (why) return berr(L, gn, gw, "%s", why);
-    if (cfg->gate.position == GP_NONE) return berr(L, gn, gw, "position none has no gate to time");
+    if (why) return bl_berr(L, gn, gw, "%s", why);
+    if (cfg->gate.position == GP_NONE) return bl_berr(L, gn, gw, "position none has no gate to time");
     return 0;
 }
 
@@ -470,20 +76,20 @@ typedef struct {
 static int gate_items(BL *L, const yaml_node_t *item, yaml_node_t *gates, const char *where, GateItem **out,
                       int *n) {
     char w[320];
-    sub(w, sizeof w, where, "gates");
+    bl_sub(w, sizeof w, where, "gates");
     *out = NULL;
     *n = 0;
     if (gates && gates->type == YAML_SCALAR_NODE) {
-        const char *t = scalar(gates);
+        const char *t = bl_scalar(gates);
         int all = strcmp(t, "all") == 0;
         if (!all && strcmp(t, "covering") != 0)
-            return berr(L, gates, w, "expected a list of gates, covering or all, got \"%s\"", t);
+            return bl_berr(L, gates, w, "expected a list of gates, covering or all, got \"%s\"", t);
         int total = all ? gate_enumerate(NULL, 0) : gate_covering(NULL, 0);
         GateCfg *g = malloc(sizeof *g * (size_t)(total > 0 ? total : 1));
         GateItem *it = malloc(sizeof *it * (size_t)(total > 0 ? total : 1));
         if (!g || !it) {
             free(g), free(it);
-            return berr(L, gates, w, "out of memory");
+            return bl_berr(L, gates, w, "out of memory");
         }
         total = all ? gate_enumerate(g, total) : gate_covering(g, total);
         for (int i = 0; i < total; i++) {
@@ -497,15 +103,15 @@ static int gate_items(BL *L, const yaml_node_t *item, yaml_node_t *gates, const 
         return 0;
     }
     if (!gates || gates->type != YAML_SEQUENCE_NODE || gates->data.sequence.items.start == gates->data.sequence.items.top)
-        return berr(L, gates ? gates : item, w, "expected a non-empty list of gates, covering or all");
+        return bl_berr(L, gates ? gates : item, w, "expected a non-empty list of gates, covering or all");
     int cap = (int)(gates->data.sequence.items.top - gates->data.sequence.items.start);
     GateItem *it = malloc(sizeof *it * (size_t)cap);
-    if (!it) return berr(L, gates, w, "out of memory");
+    if (!it) return bl_berr(L, gates, w, "out of memory");
     for (yaml_node_item_t *g = gates->data.sequence.items.start; g < gates->data.sequence.items.top; g++) {
         char gw[340];
         snprintf(gw, sizeof gw, "%s.gates[%d]", where, *n);
         Config cfg;
-        if (parse_gate(L, node(L, *g), gw, it[*n].label, sizeof it[*n].label, &cfg)) {
+        if (parse_gate(L, bl_node(L, *g), gw, it[*n].label, sizeof it[*n].label, &cfg)) {
             free(it);
             return -1;
         }
@@ -520,38 +126,38 @@ static int parse_gate_shape(BL *L, yaml_node_t *sn, const char *sw, int *t, int 
                             size_t cap) {
     char w[360];
     if (!sn || sn->type != YAML_MAPPING_NODE)
-        return berr(L, sn, sw, "expected a mapping (tokens, heads, width), got %s", sn ? kind_text(sn) : "nothing");
-    if (check_keys(L, sn, sw, (const char *const[]){"label", "tokens", "heads", "width", NULL})) return -1;
+        return bl_berr(L, sn, sw, "expected a mapping (tokens, heads, width), got %s", sn ? bl_kind_text(sn) : "nothing");
+    if (bl_check_keys(L, sn, sw, (const char *const[]){"label", "tokens", "heads", "width", NULL})) return -1;
     const char *need[] = {"tokens", "heads", "width"};
     int *dst[] = {t, h, d};
     int hi[] = {1 << 24, 4096, 65536};
     for (int q = 0; q < 3; q++) {
-        yaml_node_t *v = get(L, sn, need[q]);
-        if (!v) return berr(L, sn, sw, "missing key %s", need[q]);
-        sub(w, sizeof w, sw, need[q]);
-        if (parse_int(L, v, w, 1, hi[q], dst[q])) return -1;
+        yaml_node_t *v = bl_get(L, sn, need[q]);
+        if (!v) return bl_berr(L, sn, sw, "missing key %s", need[q]);
+        bl_sub(w, sizeof w, sw, need[q]);
+        if (bl_parse_int(L, v, w, 1, hi[q], dst[q])) return -1;
     }
-    yaml_node_t *sl = get(L, sn, "label");
+    yaml_node_t *sl = bl_get(L, sn, "label");
     if (!sl) {
         snprintf(slabel, cap, "n%d_h%d_d%d", *t, *h, *d);
         return 0;
     }
-    sub(w, sizeof w, sw, "label");
-    return parse_label(L, sl, w, slabel, cap);
+    bl_sub(w, sizeof w, sw, "label");
+    return bl_parse_label(L, sl, w, slabel, cap);
 }
 
 static int parse_gate_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
     static const char *const keys[] = {"kind", "gates", "shapes", "ceiling", TIMING_KEYS, NULL};
-    if (check_keys(L, item, where, keys)) return -1;
-    yaml_node_t *shapes = get(L, item, "shapes");
+    if (bl_check_keys(L, item, where, keys)) return -1;
+    yaml_node_t *shapes = bl_get(L, item, "shapes");
     char w[320];
     if (!shapes || shapes->type != YAML_SEQUENCE_NODE || shapes->data.sequence.items.start == shapes->data.sequence.items.top) {
-        sub(w, sizeof w, where, "shapes");
-        return berr(L, shapes ? shapes : item, w, "expected a non-empty list of shapes");
+        bl_sub(w, sizeof w, where, "shapes");
+        return bl_berr(L, shapes ? shapes : item, w, "expected a non-empty list of shapes");
     }
     GateItem *gi;
     int ng, first = L->s->n, rc = 0;
-    if (gate_items(L, item, get(L, item, "gates"), where, &gi, &ng)) return -1;
+    if (gate_items(L, item, bl_get(L, item, "gates"), where, &gi, &ng)) return -1;
     for (int g = 0; rc == 0 && g < ng; g++) {
         int si = 0;
         for (yaml_node_item_t *sh = shapes->data.sequence.items.start; rc == 0 && sh < shapes->data.sequence.items.top;
@@ -560,8 +166,8 @@ static int parse_gate_case(BL *L, const yaml_node_t *item, int idx, const char *
             int t = 0, h = 0, d = 0;
             snprintf(sw, sizeof sw, "%s.shapes[%d]", where, si);
             BenchCase *c = NULL;
-            if (parse_gate_shape(L, node(L, *sh), sw, &t, &h, &d, slabel, sizeof slabel) ||
-                !(c = new_case(L, item, idx, BK_GATE))) {
+            if (parse_gate_shape(L, bl_node(L, *sh), sw, &t, &h, &d, slabel, sizeof slabel) ||
+                !(c = bl_new_case(L, item, idx, BK_GATE))) {
                 rc = -1;
                 break;
             }
@@ -573,7 +179,7 @@ static int parse_gate_case(BL *L, const yaml_node_t *item, int idx, const char *
         }
     }
     free(gi);
-    return rc ? -1 : finish_item(L, item, where, first);
+    return rc ? -1 : bl_finish_item(L, item, where, first);
 }
 
 /* An attention case's normalizers: absent (softmax, not named in the case
@@ -583,25 +189,25 @@ static int parse_normalizers(BL *L, yaml_node_t *v, const char *where, int *out,
     char w[320];
     *n = 0, *named = v != NULL;
     if (!v) return out[(*n)++] = AN_SOFTMAX, 0;
-    sub(w, sizeof w, where, "normalizer");
-    if (v->type == YAML_SCALAR_NODE && strcmp(scalar(v), "all") == 0) {
+    bl_sub(w, sizeof w, where, "normalizer");
+    if (v->type == YAML_SCALAR_NODE && strcmp(bl_scalar(v), "all") == 0) {
         for (int a = 0; a < AN__COUNT; a++) out[(*n)++] = a;
         return 0;
     }
     yaml_node_t *its[AN__COUNT];
     int ni = 0;
-    if (items(L, v, w, its, AN__COUNT, &ni)) return -1;
+    if (bl_items(L, v, w, its, AN__COUNT, &ni)) return -1;
     for (int i = 0; i < ni; i++) {
-        if (want_scalar(L, its[i], w)) return -1;
-        int a = name_index(attn_norm_names, scalar(its[i]));
+        if (bl_want_scalar(L, its[i], w)) return -1;
+        int a = name_index(attn_norm_names, bl_scalar(its[i]));
         if (a < 0) {
             char list[256] = "";
             for (int k = 0; attn_norm_names[k]; k++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", attn_norm_names[k]);
-            return berr(L, its[i], w, "expected all or one of %s, got \"%s\"", list + 2, scalar(its[i]));
+            return bl_berr(L, its[i], w, "expected all or one of %s, got \"%s\"", list + 2, bl_scalar(its[i]));
         }
         for (int j = 0; j < *n; j++)
-            if (out[j] == a) return berr(L, its[i], w, "\"%s\" is listed twice", scalar(its[i]));
+            if (out[j] == a) return bl_berr(L, its[i], w, "\"%s\" is listed twice", bl_scalar(its[i]));
         out[(*n)++] = a;
     }
     return 0;
@@ -611,67 +217,67 @@ static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const c
     static const char *const keys[] = {"kind",    "label",   "pass",       "T",         "n_head", "n_kv_head",
                                        "d_head",  "batch",   "batch_T",    "normalizer", "ceiling", TIMING_KEYS,
                                        NULL};
-    if (check_keys(L, item, where, keys)) return -1;
+    if (bl_check_keys(L, item, where, keys)) return -1;
     char w[320], label[64] = "";
     yaml_node_t *v;
-    if ((v = get(L, item, "label"))) {
-        sub(w, sizeof w, where, "label");
-        if (parse_label(L, v, w, label, sizeof label)) return -1;
+    if ((v = bl_get(L, item, "label"))) {
+        bl_sub(w, sizeof w, where, "label");
+        if (bl_parse_label(L, v, w, label, sizeof label)) return -1;
     }
     yaml_node_t *passes[2], *Ts[64];
     int np = 0, nT = 0;
-    v = get(L, item, "pass");
-    sub(w, sizeof w, where, "pass");
-    if (!v) return berr(L, item, where, "missing key pass (forward, backward or a list of them)");
-    if (items(L, v, w, passes, 2, &np)) return -1;
+    v = bl_get(L, item, "pass");
+    bl_sub(w, sizeof w, where, "pass");
+    if (!v) return bl_berr(L, item, where, "missing key pass (forward, backward or a list of them)");
+    if (bl_items(L, v, w, passes, 2, &np)) return -1;
     int pk[2];
     for (int i = 0; i < np; i++) {
-        const char *t = scalar(passes[i]);
+        const char *t = bl_scalar(passes[i]);
         if (strcmp(t, "forward") == 0)
             pk[i] = BK_ATTN_FWD;
         else if (strcmp(t, "backward") == 0)
             pk[i] = BK_ATTN_BWD;
         else
-            return berr(L, passes[i], w, "expected forward or backward, got \"%s\"", t);
+            return bl_berr(L, passes[i], w, "expected forward or backward, got \"%s\"", t);
     }
-    v = get(L, item, "T");
-    sub(w, sizeof w, where, "T");
-    if (!v) return berr(L, item, where, "missing key T (an integer or a list)");
-    if (items(L, v, w, Ts, 64, &nT)) return -1;
+    v = bl_get(L, item, "T");
+    bl_sub(w, sizeof w, where, "T");
+    if (!v) return bl_berr(L, item, where, "missing key T (an integer or a list)");
+    if (bl_items(L, v, w, Ts, 64, &nT)) return -1;
     int T[64], Tmax = 0;
     for (int i = 0; i < nT; i++) {
-        if (parse_int(L, Ts[i], w, 1, 1 << 20, &T[i])) return -1;
+        if (bl_parse_int(L, Ts[i], w, 1, 1 << 20, &T[i])) return -1;
         if (T[i] > Tmax) Tmax = T[i];
     }
     int H = 0, Hk = 0, d = 0, batch = 1, bT = Tmax;
     const char *need[] = {"n_head", "d_head"};
     int *dst[] = {&H, &d};
     for (int q = 0; q < 2; q++) {
-        v = get(L, item, need[q]);
-        if (!v) return berr(L, item, where, "missing key %s", need[q]);
-        sub(w, sizeof w, where, need[q]);
-        if (parse_int(L, v, w, 1, 4096, dst[q])) return -1;
+        v = bl_get(L, item, need[q]);
+        if (!v) return bl_berr(L, item, where, "missing key %s", need[q]);
+        bl_sub(w, sizeof w, where, need[q]);
+        if (bl_parse_int(L, v, w, 1, 4096, dst[q])) return -1;
     }
     Hk = H;
-    if ((v = get(L, item, "n_kv_head"))) {
-        sub(w, sizeof w, where, "n_kv_head");
-        if (parse_int(L, v, w, 1, 4096, &Hk)) return -1;
-        if (H % Hk) return berr(L, v, w, "must divide n_head (%d), got %d", H, Hk);
+    if ((v = bl_get(L, item, "n_kv_head"))) {
+        bl_sub(w, sizeof w, where, "n_kv_head");
+        if (bl_parse_int(L, v, w, 1, 4096, &Hk)) return -1;
+        if (H % Hk) return bl_berr(L, v, w, "must divide n_head (%d), got %d", H, Hk);
     }
-    if ((v = get(L, item, "batch"))) {
-        sub(w, sizeof w, where, "batch");
-        if (parse_int(L, v, w, 1, 1 << 20, &batch)) return -1;
+    if ((v = bl_get(L, item, "batch"))) {
+        bl_sub(w, sizeof w, where, "batch");
+        if (bl_parse_int(L, v, w, 1, 1 << 20, &batch)) return -1;
     }
-    if ((v = get(L, item, "batch_T"))) {
-        sub(w, sizeof w, where, "batch_T");
-        if (parse_int(L, v, w, 1, 1 << 20, &bT)) return -1;
+    if ((v = bl_get(L, item, "batch_T"))) {
+        bl_sub(w, sizeof w, where, "batch_T");
+        if (bl_parse_int(L, v, w, 1, 1 << 20, &bT)) return -1;
     }
     int norms[AN__COUNT], nn = 0, named = 0;
-    if (parse_normalizers(L, get(L, item, "normalizer"), where, norms, &nn, &named)) return -1;
+    if (parse_normalizers(L, bl_get(L, item, "normalizer"), where, norms, &nn, &named)) return -1;
     int first = L->s->n;
     for (int u = 0; u < nn * np * nT; u++) {
         int a = u / (np * nT), p = u / nT % np, i = u % nT;
-        BenchCase *c = new_case(L, item, idx, pk[p]);
+        BenchCase *c = bl_new_case(L, item, idx, pk[p]);
         if (!c) return -1;
         c->normalizer = norms[a];
         double r = (double)bT / T[i];
@@ -685,18 +291,46 @@ static int parse_attention_case(BL *L, const yaml_node_t *item, int idx, const c
                  named ? attn_norm_names[norms[a]] : "", named ? "/" : "",
                  pk[p] == BK_ATTN_FWD ? "forward" : "backward", T[i]);
     }
-    return finish_item(L, item, where, first);
+    return bl_finish_item(L, item, where, first);
+}
+
+/* A decode case's contexts (`context`, required there; refused on a step). */
+static int decode_contexts(BL *L, const yaml_node_t *item, const char *where, int *ctx, int *n) {
+    char w[320];
+    int decode = strcmp(bl_scalar(bl_get(L, item, "kind")), "decode") == 0;
+    yaml_node_t *v = bl_get(L, item, "context"), *cs[16];
+    bl_sub(w, sizeof w, where, "context");
+    if (!decode) return v ? bl_berr(L, v, w, "only for kind decode") : 0;
+    if (!v) return bl_berr(L, item, where, "missing key context (an integer or a list)");
+    if (bl_items(L, v, w, cs, 16, n)) return -1;
+    for (int i = 0; i < *n; i++)
+        if (bl_parse_int(L, cs[i], w, 1, 1 << 20, &ctx[i])) return -1;
+    return 0;
+}
+
+/* One decode case per context of a model variant. */
+static int add_decode_cases(BL *L, const yaml_node_t *item, int idx, const Config *cfg, const char *mlabel,
+                            const char *label, const int *ctx, int nctx) {
+    for (int i = 0; i < nctx; i++) {
+        BenchCase *c = bl_new_case(L, item, idx, BK_DECODE);
+        if (!c) return -1;
+        c->cfg = *cfg, c->B = 1, c->T = ctx[i];
+        snprintf(c->name, sizeof c->name, "decode/%s/%s/ctx%d", mlabel, label, ctx[i]);
+    }
+    return 0;
 }
 
 static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
-    static const char *const keys[] = {"kind", "model", "variants", "ceiling", TIMING_KEYS, NULL};
-    if (check_keys(L, item, where, keys)) return -1;
+    static const char *const keys[] = {"kind", "model", "variants", "ceiling", "context", TIMING_KEYS, NULL};
+    if (bl_check_keys(L, item, where, keys)) return -1;
     char w[320];
-    yaml_node_t *mv = get(L, item, "model");
-    sub(w, sizeof w, where, "model");
-    if (!mv) return berr(L, item, where, "missing key model (a name under models)");
-    if (want_scalar(L, mv, w)) return -1;
-    const char *mname = scalar(mv);
+    int ctxs[16], nctx = 0; /* decode cases: their contexts */
+    if (decode_contexts(L, item, where, ctxs, &nctx)) return -1;
+    yaml_node_t *mv = bl_get(L, item, "model");
+    bl_sub(w, sizeof w, where, "model");
+    if (!mv) return bl_berr(L, item, where, "missing key model (a name under models)");
+    if (bl_want_scalar(L, mv, w)) return -1;
+    const char *mname = bl_scalar(mv);
     const ModelDef *md = NULL;
     for (int i = 0; i < L->nmodels; i++)
         if (strcmp(L->models[i].name, mname) == 0) md = &L->models[i];
@@ -706,66 +340,68 @@ static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *
             size_t m = strlen(list);
             snprintf(list + m, sizeof list - m, "%s%s", i ? ", " : "", L->models[i].name);
         }
-        return berr(L, mv, w, "unknown model \"%s\" (models: %s)", mname, *list ? list : "none defined");
+        return bl_berr(L, mv, w, "unknown model \"%s\" (models: %s)", mname, *list ? list : "none defined");
     }
     char mlabel[64];
-    if (parse_label(L, mv, w, mlabel, sizeof mlabel)) return -1;
+    if (bl_parse_label(L, mv, w, mlabel, sizeof mlabel)) return -1;
     int ceiling = 1;
-    yaml_node_t *ce = get(L, item, "ceiling");
+    yaml_node_t *ce = bl_get(L, item, "ceiling");
     if (ce) {
-        sub(w, sizeof w, where, "ceiling");
-        if (parse_bool(L, ce, w, &ceiling)) return -1;
+        bl_sub(w, sizeof w, where, "ceiling");
+        if (bl_parse_bool(L, ce, w, &ceiling)) return -1;
     }
-    yaml_node_t *vars = get(L, item, "variants");
+    yaml_node_t *vars = bl_get(L, item, "variants");
     int first = L->s->n;
     int nv = 0, ncov = 0;
     yaml_node_item_t *vi = NULL, *ve = NULL;
     BenchStepVariant cov[64];
     if (vars && vars->type == YAML_SCALAR_NODE) {
-        sub(w, sizeof w, where, "variants");
-        if (strcmp(scalar(vars), "covering") != 0)
-            return berr(L, vars, w, "expected a list of {label, set} or covering, got \"%s\"", scalar(vars));
+        bl_sub(w, sizeof w, where, "variants");
+        if (strcmp(bl_scalar(vars), "covering") != 0)
+            return bl_berr(L, vars, w, "expected a list of {label, set} or covering, got \"%s\"", bl_scalar(vars));
         ncov = bench_step_covering(cov, (int)(sizeof cov / sizeof cov[0]));
-        if (ncov > (int)(sizeof cov / sizeof cov[0])) return berr(L, vars, w, "more than 64 covering variants");
+        if (ncov > (int)(sizeof cov / sizeof cov[0])) return bl_berr(L, vars, w, "more than 64 covering variants");
         vars = NULL;
     } else if (vars) {
-        sub(w, sizeof w, where, "variants");
+        bl_sub(w, sizeof w, where, "variants");
         if (vars->type != YAML_SEQUENCE_NODE || vars->data.sequence.items.start == vars->data.sequence.items.top)
-            return berr(L, vars, w, "expected a non-empty list of {label, set} or covering");
+            return bl_berr(L, vars, w, "expected a non-empty list of {label, set} or covering");
         vi = vars->data.sequence.items.start;
         ve = vars->data.sequence.items.top;
     }
     for (int k = 0; vars ? vi + k < ve : k < (ncov ? ncov : 1); k++, nv++) {
-        yaml_node_t *vn = vars ? node(L, vi[k]) : NULL;
+        yaml_node_t *vn = vars ? bl_node(L, vi[k]) : NULL;
         char vw[340], label[64] = "baseline";
         if (ncov) snprintf(label, sizeof label, "%.47s", cov[k].label);
         snprintf(vw, sizeof vw, "%s.variants[%d]", where, k);
         const yaml_node_t *vset = NULL;
         char sw[360];
-        sub(sw, sizeof sw, vw, "set");
+        bl_sub(sw, sizeof sw, vw, "set");
         if (vn) {
             if (vn->type != YAML_MAPPING_NODE)
-                return berr(L, vn, vw, "expected a mapping {label, set}, got %s", kind_text(vn));
-            if (check_keys(L, vn, vw, (const char *const[]){"label", "set", NULL})) return -1;
-            yaml_node_t *lab = get(L, vn, "label");
-            if (!lab) return berr(L, vn, vw, "missing key label");
-            sub(w, sizeof w, vw, "label");
-            if (parse_label(L, lab, w, label, sizeof label)) return -1;
-            vset = get(L, vn, "set");
+                return bl_berr(L, vn, vw, "expected a mapping {label, set}, got %s", bl_kind_text(vn));
+            if (bl_check_keys(L, vn, vw, (const char *const[]){"label", "set", NULL})) return -1;
+            yaml_node_t *lab = bl_get(L, vn, "label");
+            if (!lab) return bl_berr(L, vn, vw, "missing key label");
+            bl_sub(w, sizeof w, vw, "label");
+            if (bl_parse_label(L, lab, w, label, sizeof label)) return -1;
+            vset = bl_get(L, vn, "set");
         }
         char ctx[300];
         snprintf(ctx, sizeof ctx, "model %s, variant %s", mname, label);
         Config cfg;
-        if (build_config(L, md->node, mname, vset, ncov ? cov[k].set : NULL, sw, vn ? vn : item, ctx, &cfg))
+        if (bl_build_config(L, md->node, mname, vset, ncov ? cov[k].set : NULL, sw, vn ? vn : item, ctx, &cfg))
             return -1;
-        BenchCase *c = new_case(L, item, idx, BK_STEP);
+        if (nctx && add_decode_cases(L, item, idx, &cfg, mlabel, label, ctxs, nctx)) return -1;
+        if (nctx) continue;
+        BenchCase *c = bl_new_case(L, item, idx, BK_STEP);
         if (!c) return -1;
         c->cfg = cfg;
         c->B = cfg.batch;
         c->T = cfg.seq_len;
         snprintf(c->name, sizeof c->name, "step/%s/%s", mlabel, label);
         if (ceiling) {
-            BenchCase *g = new_case(L, item, idx, BK_SGEMM);
+            BenchCase *g = bl_new_case(L, item, idx, BK_SGEMM);
             if (!g) return -1;
             c = &L->s->c[L->s->n - 2]; /* new_case may have moved the array */
             g->cfg = cfg;
@@ -775,50 +411,50 @@ static int parse_step_case(BL *L, const yaml_node_t *item, int idx, const char *
             c->ceiling = L->s->n - 1;
         }
     }
-    return finish_item(L, item, where, first);
+    return bl_finish_item(L, item, where, first);
 }
 
 static int parse_op_case(BL *L, const yaml_node_t *item, int idx, const char *where) {
     static const char *const keys[] = {"kind", "op", "tokens", "width", "heads", "T", "ceiling", TIMING_KEYS, NULL};
-    if (check_keys(L, item, where, keys)) return -1;
+    if (bl_check_keys(L, item, where, keys)) return -1;
     char w[320];
     yaml_node_t *ops[BOP__COUNT * 2], *v;
     int nops = 0;
-    v = get(L, item, "op");
-    sub(w, sizeof w, where, "op");
-    if (!v) return berr(L, item, where, "missing key op (rmsnorm, rope, swiglu, crossentropy or a list)");
-    if (items(L, v, w, ops, BOP__COUNT * 2, &nops)) return -1;
+    v = bl_get(L, item, "op");
+    bl_sub(w, sizeof w, where, "op");
+    if (!v) return bl_berr(L, item, where, "missing key op (rmsnorm, rope, swiglu, crossentropy or a list)");
+    if (bl_items(L, v, w, ops, BOP__COUNT * 2, &nops)) return -1;
     int opk[BOP__COUNT * 2];
     for (int i = 0; i < nops; i++) {
-        opk[i] = name_index(bench_op_names, scalar(ops[i]));
+        opk[i] = name_index(bench_op_names, bl_scalar(ops[i]));
         if (opk[i] < 0)
-            return berr(L, ops[i], w, "expected rmsnorm, rope, swiglu or crossentropy, got \"%s\"", scalar(ops[i]));
+            return bl_berr(L, ops[i], w, "expected rmsnorm, rope, swiglu or crossentropy, got \"%s\"", bl_scalar(ops[i]));
     }
     int t = 0, wd = 0, h = 1, T = 0;
     const char *need[] = {"tokens", "width"};
     int *dst[] = {&t, &wd};
     for (int q = 0; q < 2; q++) {
-        v = get(L, item, need[q]);
-        if (!v) return berr(L, item, where, "missing key %s", need[q]);
-        sub(w, sizeof w, where, need[q]);
-        if (parse_int(L, v, w, 1, 1 << 24, dst[q])) return -1;
+        v = bl_get(L, item, need[q]);
+        if (!v) return bl_berr(L, item, where, "missing key %s", need[q]);
+        bl_sub(w, sizeof w, where, need[q]);
+        if (bl_parse_int(L, v, w, 1, 1 << 24, dst[q])) return -1;
     }
-    if ((v = get(L, item, "heads"))) {
-        sub(w, sizeof w, where, "heads");
-        if (parse_int(L, v, w, 1, 4096, &h)) return -1;
+    if ((v = bl_get(L, item, "heads"))) {
+        bl_sub(w, sizeof w, where, "heads");
+        if (bl_parse_int(L, v, w, 1, 4096, &h)) return -1;
     }
     T = t;
-    if ((v = get(L, item, "T"))) {
-        sub(w, sizeof w, where, "T");
-        if (parse_int(L, v, w, 1, 1 << 24, &T)) return -1;
+    if ((v = bl_get(L, item, "T"))) {
+        bl_sub(w, sizeof w, where, "T");
+        if (bl_parse_int(L, v, w, 1, 1 << 24, &T)) return -1;
     }
     int first = L->s->n;
     for (int i = 0; i < nops; i++) {
         if (opk[i] == BOP_ROPE && wd % 2) {
-            sub(w, sizeof w, where, "width");
-            return berr(L, get(L, item, "width"), w, "rope needs an even width (d_head), got %d", wd);
+            bl_sub(w, sizeof w, where, "width");
+            return bl_berr(L, bl_get(L, item, "width"), w, "rope needs an even width (d_head), got %d", wd);
         }
-        BenchCase *c = new_case(L, item, idx, BK_OP);
+        BenchCase *c = bl_new_case(L, item, idx, BK_OP);
         if (!c) return -1;
         c->op = opk[i];
         c->tokens = t;
@@ -827,27 +463,27 @@ static int parse_op_case(BL *L, const yaml_node_t *item, int idx, const char *wh
         c->T = T;
         snprintf(c->name, sizeof c->name, "op/%s/n%d_w%d", bench_op_names[opk[i]], t, wd);
     }
-    return finish_item(L, item, where, first);
+    return bl_finish_item(L, item, where, first);
 }
 
 /* The models mapping: each name (a label) and its mapping, for step cases. */
 static int load_models(BL *L, const yaml_node_t *v) {
     if (v->type != YAML_MAPPING_NODE)
-        return berr(L, v, "models", "expected a mapping of model names, got %s", kind_text(v));
+        return bl_berr(L, v, "models", "expected a mapping of model names, got %s", bl_kind_text(v));
     int n = (int)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
     L->models = calloc((size_t)(n ? n : 1), sizeof *L->models);
-    if (!L->models) return berr(L, NULL, NULL, "out of memory");
+    if (!L->models) return bl_berr(L, NULL, NULL, "out of memory");
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node(L, p->key), *m = node(L, p->value);
+        yaml_node_t *k = bl_node(L, p->key), *m = bl_node(L, p->value);
         char lab[64];
-        if (parse_label(L, k, "models", lab, sizeof lab)) return -1;
+        if (bl_parse_label(L, k, "models", lab, sizeof lab)) return -1;
         for (int i = 0; i < L->nmodels; i++)
-            if (strcmp(L->models[i].name, scalar(k)) == 0) return berr(L, k, "models", "duplicate model %s", lab);
+            if (strcmp(L->models[i].name, bl_scalar(k)) == 0) return bl_berr(L, k, "models", "duplicate model %s", lab);
         char w[200];
         snprintf(w, sizeof w, "models.%s", lab);
         if (!m || m->type != YAML_MAPPING_NODE)
-            return berr(L, m, w, "expected a mapping (config and/or set), got %s", m ? kind_text(m) : "nothing");
-        L->models[L->nmodels].name = scalar(k);
+            return bl_berr(L, m, w, "expected a mapping (config and/or set), got %s", m ? bl_kind_text(m) : "nothing");
+        L->models[L->nmodels].name = bl_scalar(k);
         L->models[L->nmodels].node = m;
         L->nmodels++;
     }
@@ -871,8 +507,8 @@ static int check_names(BL *L) {
         int j = bench_find(s, L->ceil_name[i]);
         char where[64];
         snprintf(where, sizeof where, "cases[%d].ceiling", L->case_item[i]);
-        if (j < 0) return berr(L, L->ceil_node[i], where, "no case named \"%s\" in this suite", L->ceil_name[i]);
-        if (j == i) return berr(L, L->ceil_node[i], where, "a case cannot be its own ceiling");
+        if (j < 0) return bl_berr(L, L->ceil_node[i], where, "no case named \"%s\" in this suite", L->ceil_name[i]);
+        if (j == i) return bl_berr(L, L->ceil_node[i], where, "a case cannot be its own ceiling");
         s->c[i].ceiling = j;
     }
     return 0;
@@ -880,47 +516,47 @@ static int check_names(BL *L) {
 
 static int load_root(BL *L, yaml_node_t *root) {
     if (!root || root->type != YAML_MAPPING_NODE)
-        return berr(L, root, NULL, "expected a mapping with cases at the top level, got %s",
-                    root ? kind_text(root) : "an empty file");
-    if (check_keys(L, root, NULL, (const char *const[]){"name", "defaults", "models", "cases", NULL})) return -1;
+        return bl_berr(L, root, NULL, "expected a mapping with cases at the top level, got %s",
+                    root ? bl_kind_text(root) : "an empty file");
+    if (bl_check_keys(L, root, NULL, (const char *const[]){"name", "defaults", "models", "cases", NULL})) return -1;
     yaml_node_t *v;
-    if ((v = get(L, root, "name"))) {
-        if (parse_label(L, v, "name", L->s->name, sizeof L->s->name)) return -1;
+    if ((v = bl_get(L, root, "name"))) {
+        if (bl_parse_label(L, v, "name", L->s->name, sizeof L->s->name)) return -1;
     }
-    if ((v = get(L, root, "defaults"))) {
-        if (v->type != YAML_MAPPING_NODE) return berr(L, v, "defaults", "expected a mapping, got %s", kind_text(v));
-        if (check_keys(L, v, "defaults", (const char *const[]){TIMING_KEYS, NULL})) return -1;
-        if (timing(L, v, "defaults", &L->repetitions, &L->warmup, &L->iterations, &L->min_time)) return -1;
+    if ((v = bl_get(L, root, "defaults"))) {
+        if (v->type != YAML_MAPPING_NODE) return bl_berr(L, v, "defaults", "expected a mapping, got %s", bl_kind_text(v));
+        if (bl_check_keys(L, v, "defaults", (const char *const[]){TIMING_KEYS, NULL})) return -1;
+        if (bl_timing(L, v, "defaults", &L->repetitions, &L->warmup, &L->iterations, &L->min_time)) return -1;
     }
-    if ((v = get(L, root, "models")) && load_models(L, v)) return -1;
-    yaml_node_t *cases = get(L, root, "cases");
-    if (!cases) return berr(L, root, NULL, "missing key cases");
+    if ((v = bl_get(L, root, "models")) && load_models(L, v)) return -1;
+    yaml_node_t *cases = bl_get(L, root, "cases");
+    if (!cases) return bl_berr(L, root, NULL, "missing key cases");
     if (cases->type != YAML_SEQUENCE_NODE || cases->data.sequence.items.start == cases->data.sequence.items.top)
-        return berr(L, cases, "cases", "expected a non-empty list of cases");
+        return bl_berr(L, cases, "cases", "expected a non-empty list of cases");
     int idx = 0;
     for (yaml_node_item_t *it = cases->data.sequence.items.start; it < cases->data.sequence.items.top; it++, idx++) {
-        yaml_node_t *item = node(L, *it);
+        yaml_node_t *item = bl_node(L, *it);
         char where[64];
         snprintf(where, sizeof where, "cases[%d]", idx);
         if (!item || item->type != YAML_MAPPING_NODE)
-            return berr(L, item, where, "expected a mapping with a kind, got %s", item ? kind_text(item) : "nothing");
-        yaml_node_t *k = get(L, item, "kind");
+            return bl_berr(L, item, where, "expected a mapping with a kind, got %s", item ? bl_kind_text(item) : "nothing");
+        yaml_node_t *k = bl_get(L, item, "kind");
         char w[80];
-        sub(w, sizeof w, where, "kind");
-        if (!k) return berr(L, item, where, "missing key kind (gate, attention, step or op)");
-        if (want_scalar(L, k, w)) return -1;
-        const char *kt = scalar(k);
+        bl_sub(w, sizeof w, where, "kind");
+        if (!k) return bl_berr(L, item, where, "missing key kind (gate, attention, step, decode or op)");
+        if (bl_want_scalar(L, k, w)) return -1;
+        const char *kt = bl_scalar(k);
         int rc;
         if (strcmp(kt, "gate") == 0)
             rc = parse_gate_case(L, item, idx, where);
         else if (strcmp(kt, "attention") == 0)
             rc = parse_attention_case(L, item, idx, where);
-        else if (strcmp(kt, "step") == 0)
+        else if (strcmp(kt, "step") == 0 || strcmp(kt, "decode") == 0)
             rc = parse_step_case(L, item, idx, where);
         else if (strcmp(kt, "op") == 0)
             rc = parse_op_case(L, item, idx, where);
         else
-            return berr(L, k, w, "expected gate, attention, step or op, got \"%s\"", kt);
+            return bl_berr(L, k, w, "expected gate, attention, step, decode or op, got \"%s\"", kt);
         if (rc) return -1;
     }
     return check_names(L);

@@ -1,0 +1,39 @@
+/*
+ * kvcache.h — decoding one token at a time from a KV cache.
+ *
+ * Each layer keeps, per token already seen, what later queries need:
+ *   heads   the key (after QK-norm, a G3 gate and RoPE) and the value (after
+ *           a G2 gate): 2 n_kv_head d_head numbers;
+ *   latent  the latent c and the roped shared key k^R: d_c + d_R numbers,
+ *           attended by the absorbed path (mla.h: W_UK in the query, W_UV
+ *           after attention).
+ * kvcache_step runs the whole model on one new token at the next position
+ * and returns its logits; they equal model_forward's at that position up to
+ * float round-off (tests/test_kvcache.c).  Softmax attention only (the
+ * other normalisers are refused at kvcache_init).  Serial, one sequence.
+ */
+#ifndef GATED_KVCACHE_H
+#define GATED_KVCACHE_H
+
+#include <stddef.h>
+#include "nn/model.h"
+
+typedef struct {
+    int cap, len; /* positions the cache holds, and holds now */
+    int width;    /* numbers per token per layer (attn_kv_cache) */
+    real *mem;    /* L x cap x width */
+    real *cos_t, *sin_t, *cosR, *sinR; /* RoPE at positions < cap: d_head and (latent) d_R */
+    real *buf;    /* per-step scratch */
+} KvCache;
+
+/* A cache of cap positions for m.  0; -1 with errno ENOMEM, or EINVAL when
+ * m's normaliser is not softmax. */
+int kvcache_init(KvCache *c, const Model *m, int cap);
+void kvcache_free(KvCache *c);
+/* Bytes the cache holds per token, all layers. */
+size_t kvcache_bytes_per_token(const KvCache *c, const Model *m);
+/* Run token at position c->len and append it: its logits (V values, valid
+ * until the next call), or NULL when the cache is full (errno ENOSPC). */
+const real *kvcache_step(KvCache *c, const Model *m, int token);
+
+#endif
