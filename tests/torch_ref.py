@@ -63,6 +63,13 @@ CONTROLS = ("none", "silu", "rmsnorm", "scale")
 # The attention normalisers (model.attention.normalizer), each written from
 # its paper's formula in attention_weights() below.
 NORMALIZERS = ("softmax", "softmax1", "sink_logit", "kv_bias", "sigmoid", "softpick")
+# Top-k sparse attention (model.attention.sparse, issue 37): each query t
+# attends to the keys S_t the C model selected (dumped as sparse.l<i>, (B, T,
+# k) positions, -1 past a row's min(k, t + 1)); the softmax runs over S_t.
+# The reference takes the selection as given (it does not redo the indexer or
+# the top-k); it checks that each row is a valid causal set of the right size
+# and, for window, that it is the last k keys.
+SPARSES = ("none", "indexer", "window", "random", "oracle")
 SOFTPICK_EPS = 1e-6
 
 
@@ -237,6 +244,11 @@ def model_config(cfg):
         "control_scale": _get(cfg, "model.gate.control_scale", float, 0.5),
         "bias": _get(cfg, "model.gate.bias", _bool, False),
         "normalizer": _variant(cfg, "model.attention.normalizer", NORMALIZERS, "softmax"),
+        "sparse": _variant(cfg, "model.attention.sparse", SPARSES, "none"),
+        "topk": _get(cfg, "model.attention.topk", int, 64),
+        "idx_heads": _get(cfg, "model.attention.indexer_heads", int, 4),
+        "idx_dim": _get(cfg, "model.attention.indexer_dim", int, 32),
+        "sel": None,  # per layer (B, T, T) bool masks of the selected keys (sparse_masks)
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -302,7 +314,46 @@ def expected_params(m):
         ps[p + "w_up"] = (Fd, C)
         ps[p + "w_down"] = (C, Fd)
     ps["ln_f"] = (C,)
+    if m["sparse"] == "indexer":
+        # after the dense tensors: q_I | k_I | w rows, and k_I's RMSNorm weight
+        hi, di = m["idx_heads"], m["idx_dim"]
+        for i in range(m["L"]):
+            ps["l%d.indexer" % i] = ((hi + 1) * di + hi, C)
+            ps["l%d.indexer_knorm" % i] = (di,)
     return ps
+
+
+def sparse_masks(m, tens, B, T):
+    """Per layer (B, 1, T, T) bool masks of the keys each query attends to,
+    from the dumped selections, or None when the model ran dense (no sparse
+    row, or k >= T)."""
+    if m["sparse"] == "none" or m["topk"] >= T:
+        if any(n.startswith("sparse.") for n in tens):
+            raise Malformed("a dense model's dump has sparse.* selections")
+        return None
+    k = m["topk"]
+    masks = []
+    for i in range(m["L"]):
+        name = "sparse.l%d" % i
+        if name not in tens:
+            raise Malformed("sparse model (k %d < T %d): dump lacks %s" % (k, T, name))
+        sel = tens[name]
+        if sel.dtype.kind != "i" or sel.shape != (B, T, k):
+            raise Malformed("%s must be i32 (B, T, k) = %s, got %s" % (name, (B, T, k), sel.shape))
+        mask = np.zeros((B, 1, T, T), dtype=bool)
+        for b in range(B):
+            for t in range(T):
+                n = min(k, t + 1)
+                row = sel[b, t]
+                if (np.any(row[n:] != -1) or np.any(row[:n] < 0) or np.any(row[:n] > t)
+                        or np.any(np.diff(row[:n]) <= 0)):
+                    raise Mismatch("%s[%d, %d] = %s is not %d increasing keys <= %d then -1"
+                                   % (name, b, t, row.tolist(), n, t))
+                if m["sparse"] == "window" and list(row[:n]) != list(range(t - n + 1, t + 1)):
+                    raise Mismatch("%s[%d, %d] = %s is not the last %d keys" % (name, b, t, row.tolist(), n))
+                mask[b, 0, t, row[:n]] = True
+        masks.append(torch.from_numpy(mask))
+    return masks
 
 
 # --------------------------------------------------------------------------
@@ -375,9 +426,10 @@ def attention_weights(scores, mask, norm, extra=None):
     raise ValueError(norm)
 
 
-def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
+def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None, sel=None):
     """q: (B,T,H,dh), k/v: (B,T,Hk,dh) -> (B,T,H,dh); sink (H,) for
-    sink_logit, kstar (Hk, dh) for kv_bias."""
+    sink_logit, kstar (Hk, dh) for kv_bias; sel (B,1,T,T) bool: the keys
+    each query of a sparse layer attends to (None: every causal key)."""
     B, T, H, dh = q.shape
     Hk = k.shape[2]
     rep = H // Hk
@@ -389,6 +441,8 @@ def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
     vt = vh.permute(0, 2, 1, 3)
     scores = qt @ kt.transpose(-1, -2) / math.sqrt(dh)        # (B,H,T,T)
     mask = torch.ones(T, T, dtype=torch.bool).tril()
+    if sel is not None:
+        mask = sel  # (B, 1, T, T): the selected keys (a subset of the causal ones)
     scores = scores.masked_fill(~mask, float("-inf"))
     extra = None
     if norm == "sink_logit":
@@ -464,7 +518,8 @@ def forward(m, P, tokens, targets, ev=None):
             v = apply_gate(m, v, gl)
         q = rope(q, cos, sin)
         k = rope(k, cos, sin)
-        o = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"))
+        o = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"),
+                             m["sel"][i] if m["sel"] is not None else None)
         if m["control"] == "silu":
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
@@ -908,6 +963,7 @@ def check_dump(path, label=None, tol_grad=TOL_GRAD_REL, out=sys.stdout):
     for n, shp in expect.items():
         if tuple(params[n].shape) != tuple(shp):
             raise Mismatch("param.%s has shape %s, spec says %s" % (n, params[n].shape, shp))
+    m["sel"] = sparse_masks(m, tens, B, T)
     q, tau = eval_spec(cfg)
     if q is not None or tau is not None:
         if grads:

@@ -29,6 +29,7 @@
 
 #include "nn/ops.h"
 #include "nn/rng.h"
+#include "nn/sparse.h"
 
 static int add(Model *m, int l, const char *nm, int decay, int ndim, int d0, int d1) {
     char name[48];
@@ -95,7 +96,7 @@ int model_layout(Model *m, const ModelCfg *cfg) {
         p->w_down = add(m, l, "w_down", 1, 2, C, m->F);
     }
     m->ln_f = add(m, -1, "ln_f", 0, 1, C, 0);
-    if (m->p.failed) {
+    if (sparse_model_layout(m) || m->p.failed) {
         model_free(m);
         return -1;
     }
@@ -135,6 +136,7 @@ void model_init_params(Model *m, uint64_t seed) {
 }
 
 void model_free(Model *m) {
+    sparse_model_free(m);
     arena_free(&m->p);
     free(m->lp);
     free(m->la);
@@ -225,7 +227,8 @@ int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out) {
     size_t n = (size_t)B * T, big;
     out->nparams = (long long)m.p.total;
     out->params = 4 * sizeof(real) * m.p.total; /* w, g, m, v */
-    out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n;
+    out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n +
+                       sparse_model_memory(cfg, B, T);
     out->scratch = sizeof(real) * grad_len(&m, n, &big);
     out->total = out->params + out->activations + out->scratch;
     model_free(&m);
@@ -310,7 +313,7 @@ static const real *lin_input(const Model *m, int l, LinearSite site, const real 
 }
 
 double model_forward(Model *m, const int *tokens, const int *targets, int B, int T) {
-    if (ensure_acts(m, B, T)) return NAN;
+    if (ensure_acts(m, B, T) || (m->sp && sparse_model_ensure(m, B, T))) return NAN;
     int n = B * T, C = m->C, H = m->H, Hk = m->Hk, dh = m->dh, pos = m->cfg.gate.position;
     real eps = (real)m->cfg.norm_eps, scale = 1 / sqrt((real)dh);
     const Arena *A = &m->p;
@@ -356,7 +359,9 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
         AttnNorm an = attn_of(m, p, a, B, T, scale);
-        if (attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
+        if (attn_sparse_active(&m->cfg.attn, T)
+                ? sparse_model_forward(m, l, a->o, a->lse, a->h, a->qr, m->nq, a->kr, m->nkv, v, sv, scale)
+                : attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
             goto oom;
 
         const real *o = a->o;
@@ -492,8 +497,11 @@ int model_backward(Model *m, const int *tokens) {
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
         AttnNorm an = {m->cfg.attn.normalizer, a->z};
-        if (attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B,
-                                    T, H, Hk, dh, scale, &an)) {
+        if (attn_sparse_active(&m->cfg.attn, T)
+                ? sparse_model_backward(m, l, dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,
+                                        sv_att, scale)
+                : attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,
+                                          sv_att, B, T, H, Hk, dh, scale, &an)) {
             errno = ENOMEM;
             return -1;
         }

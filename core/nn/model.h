@@ -22,6 +22,7 @@
 typedef struct {
     int ln1, wq, wk, wv, wg, gate_b, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
     int sink, kstar; /* the normaliser's: sink_logit's b (n_head), kv_bias's k* (n_kv_head x d_head) */
+    int idx_w, idx_kn; /* the sparse indexer's projection and k_I norm weight (sparse.h) */
 } LayerParams;
 
 /* Saved activations of one layer (pointers into Model.actmem). */
@@ -79,6 +80,8 @@ typedef struct Model {
     double loss;
     LinearInputHook lin_hook; /* NULL (the default, and always in training): the float forward */
     void *lin_ctx;
+    struct SparseState *sp; /* model.attention.sparse's state (sparse.c); NULL when dense */
+    long step; /* the optimizer step the next forward belongs to (the random sparse control's seed); 0 */
 } Model;
 
 /* Declare the parameter views of cfg without allocating them (for

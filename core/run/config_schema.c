@@ -33,6 +33,8 @@ static int gate_init_bias_applies(const Config *c) {
 }
 static int control_scale_applies(const Config *c) { return c->gate.control == GC_SCALE; }
 static int sink_logit(const Config *c) { return c->attn.normalizer == AN_SINK_LOGIT; }
+static int sparse(const Config *c) { return c->attn.sparse != AS_NONE; }
+static int indexer(const Config *c) { return attn_sparses[c->attn.sparse].indexer; }
 static int rope_scaled(const Config *c) { return c->rope_scaling != ROPE_NONE; }
 static int rope_yarn(const Config *c) { return c->rope_scaling == ROPE_YARN; }
 static int corpus_bb(const Config *c) { return c->corpus == CORPUS_BB; }
@@ -103,6 +105,19 @@ const ConfigKey config_schema[] = {
        "sigmoid (sigmoid(s - log n), no normalisation), softpick (rectified softmax)"),
     KNW(sink_logit, "model.attention.sink_init", CT_FLOAT, attn.sink_init, -100, 100, "0", NONAMES,
        "sink_logit: the initial value of every head's sink logit"),
+    KN("model.attention.sparse", CT_ENUM, attn.sparse, 0, 0, "none", attn_sparse_names,
+       "top-k sparse attention (nn/modelcfg.h, docs/model.md): none (dense), indexer (DeepSeek's lightning "
+       "indexer picks the keys), window (the last k), random (k seeded keys), oracle (the top k of the dense "
+       "attention); softmax only"),
+    KNW(sparse, "model.attention.topk", CT_INT, attn.topk, 1, 1048576, "64", NONAMES,
+        "sparse: k, the keys each query attends to (a row with <= k keys, and every row when k >= "
+        "model.seq_len, is dense)"),
+    KNW(indexer, "model.attention.indexer_heads", CT_INT, attn.idx_heads, 1, 256, "4", NONAMES,
+        "indexer: H_I, its heads"),
+    KNW(indexer, "model.attention.indexer_dim", CT_INT, attn.idx_dim, 2, 1024, "32", NONAMES,
+        "indexer: d_I, the width of its query heads and of its one key per position (even: RoPE)"),
+    KNW(indexer, "model.attention.indexer_warmup", CT_INT, attn.idx_warmup, 0, 1000000000, "0", NONAMES,
+        "indexer: dense warm-up steps in which only the indexer learns (not implemented yet: 0 only)"),
     K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
     K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
     K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),

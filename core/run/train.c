@@ -675,6 +675,7 @@ static int train_step(Run *r, long step) {
     }
     errno = 0;
     int bad_backward = 0;
+    r->dp.m->step = step; /* seeds the random sparse control (nn/sparse.h) */
     double loss = dp_step(&r->dp, r->tok, r->tgt, T, &bad_backward);
     if (isnan(loss) && errno == ENOMEM) {
         /* not a divergence: the step never ran */

@@ -1,0 +1,118 @@
+/*
+ * sparse.h — top-k sparse attention (model.attention.sparse; the rows are
+ * ATTN_SPARSES in modelcfg.h, the formulas in docs/model.md).
+ *
+ * Each query t of a layer attends only to a set S_t of its visible keys
+ * s <= t, |S_t| = min(k, t + 1) (a row with <= k keys is dense), one set
+ * shared by all heads of the layer:
+ *   o_t = sum_{s in S_t} p_ts v_s,  p_ts = exp(scale q_t.k_s) / sum_{s' in S_t} exp(scale q_t.k_s').
+ * A selection is an int array (B, T, k): row t holds its n_t = min(k, t+1)
+ * key positions in increasing order, then -1 up to k.
+ *
+ * Pieces: the selections (sparse_select.c), the attention over a selection
+ * (sparse_attn.c), the lightning indexer (indexer.c) and the model's hooks
+ * (sparse.c).  Every parallel loop owns its outputs whole (a row, or a
+ * (sequence, KV head) pair), so results do not depend on the thread count.
+ */
+#ifndef GATED_SPARSE_H
+#define GATED_SPARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/modelcfg.h"
+#include "nn/real.h"
+
+/* Keys row t uses: min(k, t + 1). */
+static inline int sparse_nsel(int k, int t) { return t + 1 < k ? t + 1 : k; }
+
+/* ------------------------------------------------------------ selections */
+
+/* The k largest score[b][t][s] over s <= t (score (B, T, T), row-major).
+ * Ties: the lower position wins (a total order, so the set does not depend
+ * on the sort or the threads).  0, or -1 out of memory. */
+int sparse_select_topk(int *sel, const real *score, int B, int T, int k);
+/* The last k keys: max(0, t - k + 1) .. t. */
+void sparse_select_window(int *sel, int B, int T, int k);
+/* k distinct keys of 0..t, drawn (Floyd's algorithm) from a generator
+ * seeded by hash(seed, step, layer, t) alone: the same set for every
+ * sequence of the batch, and no shared stream is advanced. */
+void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long step, int layer);
+/* The oracle's scores: score[b][t][s] = sum_h p_h(t, s), the dense softmax
+ * weights summed over the H query heads (q, k after RoPE; GQA as attn.h).
+ * 0, or -1 out of memory. */
+int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int sk, int B, int T, int H, int Hk,
+                         int d, real scale);
+
+/* ----------------------------------------------- attention over S_t */
+
+/* o (B*T, H, d) and lse (B, H, T): softmax over the selected keys only
+ * (gathered: cost O(T k d), not O(T^2 d)).  0, or -1 out of memory. */
+int sparse_attn_forward(real *o, real *lse, const real *q, int sq, const real *k, int sk, const real *v, int sv,
+                        const int *sel, int kk, int B, int T, int H, int Hk, int d, real scale);
+/* dq, dk, dv (strides as q, k, v) += the gradients through the selected
+ * keys (the selection is constant).  0, or -1 out of memory. */
+int sparse_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
+                         const real *q, int sq, const real *k, int sk, const real *v, int sv, const int *sel, int kk,
+                         int B, int T, int H, int Hk, int d, real scale);
+
+/* ------------------------------------------------------ lightning indexer */
+
+/* One layer's indexer on n = B*T tokens of hidden state h (n, C):
+ *   P   = h . W^T                      W: (H_I d_I + d_I + H_I) x C, rows q_I | k_I | w
+ *   q_I = RoPE(P.q)                     (n, H_I, d_I)
+ *   k_I = RoPE(rmsnorm(P.k) . knw)      (n, d_I), one key per position
+ *   w   = P.w / sqrt(H_I d_I)           (n, H_I)
+ *   I(t, s) = sum_j w(t, j) relu(q_I(t, j) . k_I(s)),  s <= t   (B, T, T; 0 above the diagonal)
+ * The buffers below are the caller's (indexer_acts_len reals carved in
+ * this order). */
+typedef struct {
+    real *P, *rstd, *kn, *qr, *kr, *w, *sc;
+} IndexerActs;
+size_t indexer_acts_len(int B, int T, int HI, int dI);
+void indexer_acts_carve(IndexerActs *a, real *base, int B, int T, int HI, int dI);
+
+/* cos/sin: RoPE tables (T, d_I / 2) (rope_tables at width d_I). */
+void indexer_forward(IndexerActs *a, const real *W, const real *knw, const real *h, int ldh, int B, int T, int C,
+                     int HI, int dI, const real *cos_t, const real *sin_t, real eps);
+/* Given dI (B, T, T; read for s <= t): dW, dknw and dh (stride ldh) +=.
+ * dh may be NULL (the indexer's input detached).  scratch:
+ * indexer_scratch_len reals.  Deterministic: rows and keys each summed in a
+ * fixed order. */
+void indexer_backward(real *dW, real *dknw, real *dh, int ldh, const real *dsc, const IndexerActs *a, const real *W,
+                      const real *knw, const real *h, int B, int T, int C, int HI, int dI, const real *cos_t,
+                      const real *sin_t, real *scratch);
+size_t indexer_scratch_len(int B, int T, int HI, int dI);
+
+/* The score stage alone (for tests): I from q_I (n, H_I, d_I), k_I (n,
+ * d_I), w (n, H_I); its backward adds into dq, dk, dw. */
+void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int B, int T, int HI, int dI);
+void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                             const real *w, int B, int T, int HI, int dI);
+
+/* --------------------------------------------- the model's hooks (sparse.c) */
+
+struct Model;
+/* After the dense model's tensors (so they start as without sparsity):
+ * l<i>.indexer ((H_I + 1) d_I + H_I rows of d_model) and
+ * l<i>.indexer_knorm (d_I) per layer for the indexer row; the state for
+ * every sparse row.  0 or -1. */
+int sparse_model_layout(struct Model *m);
+void sparse_model_free(struct Model *m);
+/* Bytes a forward of B x T adds (selections, indexer and oracle buffers). */
+size_t sparse_model_memory(const ModelCfg *cfg, int B, int T);
+/* Buffers for B x T and the indexer's RoPE tables; 0 or -1 (errno). */
+int sparse_model_ensure(struct Model *m, int B, int T);
+/* Layer l: select its keys (indexer from h, the layer's normed input;
+ * oracle from q, k after RoPE) and attend over them. 0 or -1 (ENOMEM). */
+int sparse_model_forward(struct Model *m, int l, real *o, real *lse, const real *h, const real *q, int sq,
+                         const real *k, int sk, const real *v, int sv, real scale);
+int sparse_model_backward(const struct Model *m, int l, real *dq, real *dk, real *dv, const real *dout,
+                          const real *o, const real *lse, const real *q, int sq, const real *k, int sk, const real *v,
+                          int sv, real scale);
+/* Layer l's selection in the last forward ((B, T, k)), NULL when it was dense. */
+const int *sparse_selection(const struct Model *m, int l);
+/* The indexer's parameters, all layers. */
+long model_indexer_params(const struct Model *m);
+
+#endif
