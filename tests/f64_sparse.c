@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/model.h"
 #include "nn/rng.h"
 #include "nn/rope.h"
 #include "nn/sparse.h"
+#include "nn/variant.h"
+#include "run/config.h"
 #include "testutil.h"
 
 _Static_assert(sizeof(real) == 8, "gradient checks need the double build");
@@ -243,4 +246,110 @@ Test(sparse_select, window_and_random) {
         diff_layer |= memcmp(s, r4 + (size_t)r * KK, sizeof(int) * nt) != 0;
     }
     cr_assert(diff_step && diff_layer);
+}
+
+/* The indexer's KL (indexer_kl.c): its gradient in I against central
+ * differences of its value, over every key (the warm-up) and over a
+ * selection; KL >= 0, and dI is 0 off the set. */
+Test(sparse_fd, indexer_kl_gradient) {
+    set_threads(1);
+    enum { B = 2, T = 7, H = 4, Hk = 2, d = 4, KK = 3 };
+    real q[B * T * H * d], k[B * T * Hk * d], isc[B * T * T], dI[B * T * T], tmp[B * T * T], sc[B * T * T];
+    int sel[B * T * KK];
+    Rng g = rng_seed(12);
+    for (int i = 0; i < B * T * H * d; i++) q[i] = (real)rng_normal(&g);
+    for (int i = 0; i < B * T * Hk * d; i++) k[i] = (real)rng_normal(&g);
+    for (int i = 0; i < B * T * T; i++) isc[i] = (real)rng_normal(&g), sc[i] = (real)rng_normal(&g);
+    cr_assert(sparse_select_topk(sel, sc, B, T, KK) == 0);
+    real scale = 0.5, w = 0.25;
+    for (int pass = 0; pass < 2; pass++) {
+        const int *S = pass ? sel : NULL;
+        double kl = indexer_kl(dI, isc, q, H * d, k, Hk * d, S, KK, B, T, H, Hk, d, scale, w);
+        cr_assert(kl >= 0 && isfinite(kl));
+        int bad = 0;
+        for (int r = 0; r < B * T; r++)
+            for (int s = 0; s < T; s++) {
+                size_t i = (size_t)r * T + s;
+                real keep = isc[i];
+                isc[i] = keep + FD_H;
+                double lp = indexer_kl(tmp, isc, q, H * d, k, Hk * d, S, KK, B, T, H, Hk, d, scale, w);
+                isc[i] = keep - FD_H;
+                double lm = indexer_kl(tmp, isc, q, H * d, k, Hk * d, S, KK, B, T, H, Hk, d, scale, w);
+                isc[i] = keep;
+                double num = w * (lp - lm) / (2 * FD_H);
+                if (fabs(dI[i] - num) > 1e-9 + 1e-6 * fabs(num) && bad++ < 5)
+                    cr_log_error("%s: dI[%d][%d] analytic %.10g numeric %.10g", pass ? "S_t" : "dense", r, s, dI[i],
+                                 num);
+            }
+        cr_assert_eq(bad, 0);
+    }
+}
+
+/* KL of the model's indexer at its current weights: forward, backward (which
+ * computes it), the value; the selections must stay those of sel0. */
+static double model_kl(Model *m, const int *tok, const int *tgt, int B, int T, const int *sel0, size_t nsel) {
+    cr_assert(isfinite(model_forward(m, tok, tgt, B, T)));
+    model_zero_grad(m);
+    cr_assert(model_backward(m, tok) == 0);
+    for (int l = 0; l < m->L && nsel; l++) {
+        const int *s = sparse_selection(m, l);
+        cr_assert(s && memcmp(s, sel0 + l * nsel, sizeof(int) * nsel) == 0, "a perturbation changed a selection");
+    }
+    return sparse_indexer_kl(m);
+}
+
+/* DeepSeek's recipe in the whole model: in the warm-up (step 1 of 3) the
+ * model is dense, only the indexer gets a gradient, and it is the gradient
+ * of the mean KL over every key; after it (step 0: sparse) the indexer's
+ * gradient is the KL's over S_t (its input detached) and the other tensors
+ * get the language-model loss's. */
+Test(sparse_fd, model_indexer_learns_from_the_kl) {
+    set_threads(1);
+    Config c = tiny_config(11, 16, 2, 4, 2, 12, 6, 2);
+    c.attn.sparse = AS_INDEXER, c.attn.topk = 2, c.attn.idx_heads = 2, c.attn.idx_dim = 4, c.attn.idx_warmup = 3;
+    resolve_or_die(&c);
+    Model m;
+    cr_assert(cfg_model_init(&m, &c) == 0);
+    Rng r = rng_seed(321);
+    for (size_t j = 0; j < m.p.total; j++) m.p.w[j] += (real)(0.3 * rng_normal(&r));
+    int B = 2, T = 6, tok[12], tgt[12];
+    for (int i = 0; i < B * T; i++) tok[i] = (int)rng_below(&r, 11), tgt[i] = (int)rng_below(&r, 11);
+    real *ga = malloc(sizeof(real) * m.p.total);
+    int *sel0 = malloc(sizeof(int) * (size_t)m.L * B * T * 2);
+    cr_assert(ga && sel0);
+    for (int phase = 0; phase < 2; phase++) {
+        sparse_set_step(&m, phase == 0 ? 1 : 0);
+        size_t nsel = phase ? (size_t)B * T * 2 : 0;
+        double kl0 = model_kl(&m, tok, tgt, B, T, sel0, 0);
+        cr_assert(kl0 > 0 && isfinite(kl0));
+        cr_assert((sparse_selection(&m, 0) != NULL) == phase, "phase %d: sparse_selection", phase);
+        for (int l = 0; l < m.L && nsel; l++) memcpy(sel0 + l * nsel, sparse_selection(&m, l), sizeof(int) * nsel);
+        memcpy(ga, m.p.g, sizeof(real) * m.p.total);
+        int bad = 0, nz = 0;
+        for (int ti = 0; ti < m.p.n; ti++) {
+            const Tensor *t = &m.p.t[ti];
+            int own = strstr(t->name, ".indexer") != NULL;
+            cr_assert_eq(t->frozen, phase == 0 && !own, "%s frozen", t->name);
+            for (size_t j = 0; j < t->n; j++) nz += !own && ga[t->off + j] != 0;
+            if (!own) continue;
+            for (size_t s = 0; s < t->n; s += 1 + t->n / 40) {
+                real *w = m.p.w + t->off + s, keep = *w;
+                *w = keep + FD_H;
+                double lp = model_kl(&m, tok, tgt, B, T, sel0, nsel);
+                *w = keep - FD_H;
+                double lm = model_kl(&m, tok, tgt, B, T, sel0, nsel);
+                *w = keep;
+                double num = (lp - lm) / (2 * FD_H), an = ga[t->off + s];
+                if (fabs(an - num) > 1e-8 + 1e-5 * fabs(num) && bad++ < 5)
+                    cr_log_error("phase %d %s[%zu]: analytic %.10g numeric %.10g", phase, t->name, s, an, num);
+            }
+        }
+        cr_assert_eq(bad, 0, "phase %d: indexer gradients off", phase);
+        if (phase == 0)
+            cr_assert_eq(nz, 0, "warm-up: %d non-indexer gradients are not 0", nz);
+        else
+            cr_assert_gt(nz, 0, "sparse phase: the language-model loss gave no gradient");
+    }
+    free(ga), free(sel0);
+    model_free(&m);
 }

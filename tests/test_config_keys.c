@@ -209,7 +209,7 @@ static void refused(const char *text, const char *want) {
 /* model.attention.sparse and its keys (issue 37): each row reads back and
  * enters the run id's JSON only when set; k <= 0, a normaliser other than
  * softmax, an odd d_I, the indexer's keys without the indexer, topk without
- * a sparse row and the unbuilt warm-up are refused with FILE:LINE:COL. */
+ * a sparse row and a negative warm-up are refused with FILE:LINE:COL. */
 Test(config_keys, attention_sparse_keys) {
     ConfigError e;
     char buf[4096];
@@ -244,6 +244,6 @@ Test(config_keys, attention_sparse_keys) {
             "model.attention.indexer_heads: has no effect unless model.attention.sparse is indexer");
     refused("model:\n  attention:\n    sparse: indexer\n    indexer_dim: 7\n",
             "model.attention.indexer_dim: must be a positive even number");
-    refused("model:\n  attention:\n    sparse: indexer\n    indexer_warmup: 100\n",
-            "model.attention.indexer_warmup: is not implemented yet");
+    refused("model:\n  attention:\n    sparse: indexer\n    indexer_warmup: -1\n",
+            "model.attention.indexer_warmup: expected integer");
 }

@@ -426,7 +426,7 @@ def attention_weights(scores, mask, norm, extra=None):
     raise ValueError(norm)
 
 
-def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None, sel=None):
+def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None, sel=None, with_weights=False):
     """q: (B,T,H,dh), k/v: (B,T,Hk,dh) -> (B,T,H,dh); sink (H,) for
     sink_logit, kstar (Hk, dh) for kv_bias; sel (B,1,T,T) bool: the keys
     each query of a sparse layer attends to (None: every causal key)."""
@@ -452,7 +452,50 @@ def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None, sel=None):
         extra = (qt * ks.reshape(1, H, 1, dh)).sum(-1, keepdim=True) / math.sqrt(dh)
     att = attention_weights(scores, mask, norm, extra)
     o = att @ vt                                              # (B,H,T,dh)
+    if with_weights:
+        return o.permute(0, 2, 1, 3), att
     return o.permute(0, 2, 1, 3)
+
+
+def check_topk(score, S, k, what, tol=1e-5):
+    """The dumped selection S (B,T,T bool) holds, in each row t >= k, k keys
+    whose scores are at least every left-out key's (ties within tol of the
+    k-th score may go either way; C breaks them to the lower position)."""
+    B, T, _ = score.shape
+    for b in range(B):
+        for t in range(k, T):
+            row, s = score[b, t, :t + 1], S[b, t, :t + 1]
+            if int(s.sum()) != k:
+                raise Mismatch("%s[%d, %d]: %d keys selected, k is %d" % (what, b, t, int(s.sum()), k))
+            if row[~s].numel() and float(row[~s].max()) > float(row[s].min()) + tol:
+                raise Mismatch("%s[%d, %d]: a left-out key scores %.9g above a selected one's %.9g"
+                               % (what, b, t, float(row[~s].max()), float(row[s].min())))
+
+
+def indexer_kl(m, P, p, h, att, sel):
+    """DeepSeek-V3.2-Exp's lightning indexer (inference/model.py class Indexer,
+    as docs/model.md states it for this project: k_I RMS-normed with a learned
+    weight, RoPE on all d_I channels) and its training loss in sparse training:
+    the sum over queries t of KL(p_t || softmax(I_t)) over the selected keys
+    S_t, p_t the layer's attention weights summed over heads / H (a constant
+    target), the indexer reading h detached.  Written from the formulas."""
+    B, T, _ = h.shape
+    hi, di, H = m["idx_heads"], m["idx_dim"], m["H"]
+    z = h.detach() @ P[p + "indexer"].t()                               # (B,T,(hi+1)di+hi)
+    q = z[..., :hi * di].reshape(B, T, hi, di)
+    k = rmsnorm(z[..., hi * di:hi * di + di].reshape(B, T, 1, di), P[p + "indexer_knorm"], m["eps"])
+    w = z[..., hi * di + di:] / math.sqrt(hi * di)                      # (B,T,hi)
+    cos, sin = rope_tables(T, di, m["rope_base"], h.dtype)
+    q, k = rope(q, cos, sin), rope(k, cos, sin)[:, :, 0]               # (B,T,hi,di), (B,T,di)
+    I = (w.unsqueeze(-1) * torch.relu(torch.einsum("btjd,bsd->btjs", q, k))).sum(2)   # (B,T,T)
+    S = sel[:, 0]                                                       # (B,T,T) bool
+    check_topk(I.detach(), S, m["topk"], p + "indexer")
+    logr = torch.log_softmax(I.masked_fill(~S, float("-inf")), dim=-1)
+    target = att.detach().sum(1) / H                                    # (B,T,T), 0 off S_t
+    terms = torch.where(S & (target > 0), target * (torch.log(torch.where(S & (target > 0), target,
+                                                                          torch.ones_like(target))) - logr),
+                        torch.zeros_like(target))
+    return terms.sum()
 
 
 def gate_scores(m, gl, hpos, d):
@@ -491,6 +534,7 @@ def forward(m, P, tokens, targets, ev=None):
     B, T = tokens.shape
     C, H, Hk, dh, eps = m["C"], m["H"], m["Hk"], m["dh"], m["eps"]
     pos = m["position"]
+    m["kl"] = 0.0
     wte = P["wte"]
     cos, sin = rope_tables(T, dh, m["rope_base"], wte.dtype)
     x = wte[tokens]
@@ -518,8 +562,14 @@ def forward(m, P, tokens, targets, ev=None):
             v = apply_gate(m, v, gl)
         q = rope(q, cos, sin)
         k = rope(k, cos, sin)
-        o = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"),
-                             m["sel"][i] if m["sel"] is not None else None)
+        sel = m["sel"][i] if m["sel"] is not None else None
+        o, att = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"), sel,
+                                  with_weights=True)
+        if m["sparse"] == "oracle" and sel is not None:
+            _, dense = causal_attention(q, k, v, with_weights=True)
+            check_topk(dense.detach().sum(1), sel[:, 0], m["topk"], p + "oracle")
+        if m["sparse"] == "indexer" and sel is not None:
+            m["kl"] = m["kl"] + indexer_kl(m, P, p, h, att, sel) / (B * T * m["L"])
         if m["control"] == "silu":
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
@@ -556,7 +606,9 @@ def run_reference(m, P32, tokens, targets):
     tok = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     tgt = torch.from_numpy(np.asarray(targets, dtype=np.int64))
     logits, loss = forward(m, P, tok, tgt)
-    loss.backward()
+    # the sparse indexer's KL joins the objective: its gradient reaches only
+    # the indexer's tensors (its input and target are detached)
+    (loss + m["kl"]).backward()
     grads = {n: t.grad.detach().numpy().copy() if t.grad is not None
              else np.zeros(t.shape, dtype=np.float64) for n, t in P.items()}
     return logits.detach().numpy(), float(loss.item()), grads

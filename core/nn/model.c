@@ -432,6 +432,7 @@ int model_backward(Model *m, const int *tokens) {
     real *dx = m->gradmem, *dh_ = dx + N * C, *dP = dh_ + N * C, *s0 = dP + N * m->Np;
     real *s1 = s0 + N * big, *s2 = s1 + N * big, *s3 = s2 + N * big, *s4 = s3 + N * big, *s5 = s4 + N * big;
     real *dlogits = s5 + N * big;
+    if (m->sp && sparse_warm(m)) return sparse_warm_backward(m); /* the indexer's warm-up: only its KL */
 
     /* head: logits = xf · wte^T, xf = rmsnorm(x_out) · ln_f */
     crossentropy_backward(dlogits, m->probs, m->targets, n, m->V, 1);

@@ -76,13 +76,22 @@ void indexer_acts_carve(IndexerActs *a, real *base, int B, int T, int HI, int dI
 void indexer_forward(IndexerActs *a, const real *W, const real *knw, const real *h, int ldh, int B, int T, int C,
                      int HI, int dI, const real *cos_t, const real *sin_t, real eps);
 /* Given dI (B, T, T; read for s <= t): dW, dknw and dh (stride ldh) +=.
- * dh may be NULL (the indexer's input detached).  scratch:
+ * dh may be NULL (the indexer's input detached; ldh is still h's stride).  scratch:
  * indexer_scratch_len reals.  Deterministic: rows and keys each summed in a
  * fixed order. */
 void indexer_backward(real *dW, real *dknw, real *dh, int ldh, const real *dsc, const IndexerActs *a, const real *W,
                       const real *knw, const real *h, int B, int T, int C, int HI, int dI, const real *cos_t,
                       const real *sin_t, real *scratch);
 size_t indexer_scratch_len(int B, int T, int HI, int dI);
+
+/* The indexer's loss against the layer's attention (indexer_kl.c): per row
+ * t, KL(p_t || softmax(I_t)) over U_t, p_t the heads' softmax weights over
+ * U_t summed and divided by H, U_t every key s <= t (sel NULL: the dense
+ * warm-up) or the selection S_t.  dI (B, T, T) is overwritten: g (r_t - p_t)
+ * on U_t, 0 elsewhere.  Returns the sum of KL_t over the rows (NAN out of
+ * memory). */
+double indexer_kl(real *dI, const real *isc, const real *q, int sq, const real *k, int sk, const int *sel, int kk,
+                  int B, int T, int H, int Hk, int d, real scale, real g);
 
 /* The score stage alone (for tests): I from q_I (n, H_I, d_I), k_I (n,
  * d_I), w (n, H_I); its backward adds into dq, dk, dw. */
@@ -107,11 +116,36 @@ int sparse_model_ensure(struct Model *m, int B, int T);
  * oracle from q, k after RoPE) and attend over them. 0 or -1 (ENOMEM). */
 int sparse_model_forward(struct Model *m, int l, real *o, real *lse, const real *h, const real *q, int sq,
                          const real *k, int sk, const real *v, int sv, real scale);
-int sparse_model_backward(const struct Model *m, int l, real *dq, real *dk, real *dv, const real *dout,
+int sparse_model_backward(struct Model *m, int l, real *dq, real *dk, real *dv, const real *dout,
                           const real *o, const real *lse, const real *q, int sq, const real *k, int sk, const real *v,
                           int sv, real scale);
+/* Training (DeepSeek's recipe, indexer row with model.attention.indexer_warmup
+ * W): steps 1..W are the dense warm-up: the model runs dense, every tensor but
+ * the indexer's is frozen (optimizer), and model_backward computes only the
+ * indexer's gradient, from the KL over every key.  After it (and whenever
+ * the step is 0: evaluation of a loaded model) the model runs sparse, the
+ * language-model loss trains everything but the indexer, and the indexer
+ * learns from the KL over S_t with its input detached.  The KL is averaged
+ * over the rows and layers. */
+/* Set m->step (the step the next forward belongs to) and the frozen flags. */
+void sparse_set_step(struct Model *m, long step);
+/* Whether m is in the dense warm-up (its step and k < its last forward's T). */
+int sparse_warm(const struct Model *m);
+/* model_backward in the warm-up: the indexer's KL gradients only.  0 or -1. */
+int sparse_warm_backward(struct Model *m);
+/* The indexer's mean KL in the last backward (NAN without one). */
+double sparse_indexer_kl(const struct Model *m);
 /* Layer l's selection in the last forward ((B, T, k)), NULL when it was dense. */
 const int *sparse_selection(const struct Model *m, int l);
+/* Whether query t of sequence b attends to key s (s <= t) in layer l in the
+ * last forward: 1 when the layer ran dense, else s in S_t (for probes). */
+int sparse_attends(const struct Model *m, int l, int b, int t, int s);
+/* Restrict one query head's dense weights P (T x T, sequence b of layer l;
+ * a softmax row per query) to what the layer attended to: entries outside
+ * S_t set to 0 and each row renormalised over S_t (softmax over S_t).
+ * Before that, if recall is non-NULL: *recall += sum over rows t >= k of
+ * sum_{s in S_t} P(t, s).  Nothing when the layer ran dense. */
+void sparse_restrict_weights(const struct Model *m, int l, int b, real *P, int T, double *recall);
 /* The indexer's parameters, all layers. */
 long model_indexer_params(const struct Model *m);
 

@@ -274,10 +274,6 @@ static const char *sparse_validate(const AttnCfg *a, const char **key) {
         *key = "model.attention.indexer_dim";
         return "must be a positive even number (RoPE rotates channel pairs)";
     }
-    if (a->idx_warmup != 0) {
-        *key = "model.attention.indexer_warmup";
-        return "is not implemented yet (the indexer's KL training is not built): leave it at 0";
-    }
     return NULL;
 }
 

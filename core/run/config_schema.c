@@ -117,7 +117,8 @@ const ConfigKey config_schema[] = {
     KNW(indexer, "model.attention.indexer_dim", CT_INT, attn.idx_dim, 2, 1024, "32", NONAMES,
         "indexer: d_I, the width of its query heads and of its one key per position (even: RoPE)"),
     KNW(indexer, "model.attention.indexer_warmup", CT_INT, attn.idx_warmup, 0, 1000000000, "0", NONAMES,
-        "indexer: dense warm-up steps in which only the indexer learns (not implemented yet: 0 only)"),
+        "indexer: dense warm-up steps 1..W in which the model runs dense and only the indexer learns (from the KL "
+        "to the attention); then sparse training"),
     K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
     K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
     K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),
