@@ -18,6 +18,7 @@
 #include "nn/sparse.h"
 #include "nn/variant.h"
 #include "run/config.h"
+#include "run/infer.h"
 #include "run/probes.h"
 #include "testutil.h"
 
@@ -48,6 +49,15 @@ Test(sparse, rows_params_and_init) {
         cr_expect_eq(per, attn_sparses[s].indexer ? (3 * 8 + 2) * 32 + 8 : 0, "%s", attn_sparse_names[s]);
         cr_expect_eq((long)(m.p.total - md.p.total), 2 * per, "%s", attn_sparse_names[s]);
         cr_expect_eq(model_indexer_params(&m), 2 * per, "%s", attn_sparse_names[s]);
+        /* FLOPs per token at T 16, k 4: q.k and p.v over a mean of (1 + 2 + 3 + 13 x 4) / 16
+         * keys instead of 17 / 2, plus the indexer's projection and scores, the oracle's q.k */
+        double fd, td, fs, ts, nq = 4.0 * 8, want = 2 * 4 * nq * (58.0 / 16 - 8.5);
+        model_flops(&md, 16, &fd, &td);
+        model_flops(&m, 16, &fs, &ts);
+        if (s == AS_INDEXER) want += 2 * (2.0 * 32 * (3 * 8 + 2) + (2.0 * 2 * 8 + 2 * 2) * 8.5);
+        if (s == AS_ORACLE) want += 2 * 2 * nq * 8.5;
+        cr_expect(fabs(fs - fd - (s ? want : 0)) < 1e-6 * fd, "%s: FLOPs %g vs dense %g (want %+g)",
+                  attn_sparse_names[s], fs, fd, want);
         /* the dense tensors come first and start as the dense model's */
         cr_assert(memcmp(m.p.w, md.p.w, sizeof(real) * md.p.total) == 0, "%s: dense tensors start elsewhere",
                   attn_sparse_names[s]);
@@ -179,6 +189,23 @@ Test(sparse, indexer_warm_up_trains_only_the_indexer, .timeout = 120) {
     cr_assert(l[7] != l[0], "after the warm-up the model did not train");
 }
 
+/* Scaled scores s[u] = q_t.k_u / sqrt(d_head) of query head h, row t of
+ * sequence b in layer l's last forward, for u = lo..t; returns their max. */
+static double row_scores(const Model *m, int l, int b, int h, int t, int lo, double *s) {
+    const LayerActs *a = &m->la[l];
+    int T = m->T;
+    double mx = -INFINITY;
+    for (int u = lo; u <= t; u++) {
+        double x = 0;
+        for (int e = 0; e < m->dh; e++)
+            x += (double)a->qr[(size_t)(b * T + t) * m->nq + h * m->dh + e] *
+                 a->kr[(size_t)(b * T + u) * m->nkv + (h / (m->H / m->Hk)) * m->dh + e];
+        s[u] = x / sqrt((double)m->dh);
+        mx = s[u] > mx ? s[u] : mx;
+    }
+    return mx;
+}
+
 /* The probes of a sparse model (run/probes.h): sparse_recall against the
  * dense softmax computed here, sparse_p0 against the selections, and the
  * row probes reading the weights over S_t (rows sum to 1, no mass on 0
@@ -204,21 +231,12 @@ Test(sparse, probes_recall_and_p0) {
             cr_assert(isnan(probe_sparse_recall(&p, -1)) && isnan(probe_sparse_p0(&p, 0)), "dense: %s", name);
         }
         for (int l = 0; l < m.L && s != AS_NONE; l++) {
-            const LayerActs *a = &m.la[l];
             double rec = 0, p0 = 0, rows = 0, mass0 = 0;
             for (int b = 0; b < B; b++)
                 for (int t = 1; t < T; t++) {
                     if (t >= K) rows++, p0 += sparse_attends(&m, l, b, t, 0);
                     for (int h = 0; h < m.H; h++) {
-                        double sc[T], mx = -INFINITY, sum = 0, in = 0;
-                        for (int u = 0; u <= t; u++) {
-                            double x = 0;
-                            for (int e = 0; e < m.dh; e++)
-                                x += (double)a->qr[(size_t)(b * T + t) * m.nq + h * m.dh + e] *
-                                     a->kr[(size_t)(b * T + u) * m.nkv + (h / (m.H / m.Hk)) * m.dh + e];
-                            sc[u] = x / sqrt((double)m.dh);
-                            mx = sc[u] > mx ? sc[u] : mx;
-                        }
+                        double sc[T], sum = 0, in = 0, mx = row_scores(&m, l, b, h, t, 0, sc);
                         for (int u = 0; u <= t; u++) sum += (sc[u] = exp(sc[u] - mx));
                         for (int u = 0; u <= t; u++) in += sparse_attends(&m, l, b, t, u) ? sc[u] / sum : 0;
                         if (t >= K) rec += in / m.H;
@@ -241,4 +259,38 @@ Test(sparse, probes_recall_and_p0) {
         probes_free(&p);
         model_free(&m);
     }
+}
+
+/* gated eval's drop=entropy reads a sparse row as the softmax over S_t:
+ * infer_attn_entropy against the entropy of the window's weights computed
+ * here, and _rel divided by log of the keys attended to. */
+Test(sparse, attention_entropy_over_the_selection) {
+    set_threads(1);
+    enum { B = 2, T = 10, K = 3 };
+    int tok[B * T], tgt[B * T];
+    batch(tok, tgt, B * T, 6);
+    Config c = sparse_config(AS_WINDOW, K, T);
+    Model m;
+    cr_assert(cfg_model_init(&m, &c) == 0);
+    Rng r = rng_seed(9);
+    for (size_t j = 0; j < m.p.total; j++) m.p.w[j] += (real)(0.5 * rng_normal(&r));
+    cr_assert(isfinite(model_forward(&m, tok, tgt, B, T)));
+    for (int l = 0; l < m.L; l++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < m.H; h++)
+                for (int i = 0; i < T; i++) {
+                    int lo = i - K + 1 > 0 ? i - K + 1 : 0;
+                    double s[T], z = 0, ent = 0, mx = row_scores(&m, l, b, h, i, lo, s);
+                    for (int j = lo; j <= i; j++) z += exp(s[j] - mx);
+                    for (int j = lo; j <= i; j++) {
+                        double p = exp(s[j] - mx) / z;
+                        ent -= p > 0 ? p * log(p) : 0;
+                    }
+                    double got = infer_attn_entropy(&m, l, b, h, i), rel = infer_attn_entropy_rel(&m, l, b, h, i);
+                    cr_assert(fabs(got - ent) < 1e-4, "layer %d row %d head %d: entropy %.6f, over S_t %.6f", l, i, h,
+                              got, ent);
+                    int n = i - lo + 1;
+                    cr_assert(fabs(rel - (n > 1 ? ent / log((double)n) : 0)) < 1e-4, "row %d: relative entropy", i);
+                }
+    model_free(&m);
 }

@@ -571,6 +571,7 @@ void model_flops(const Model *m, int T, double *fwd, double *train) {
     per_layer += 2.0 * m->nq * C;            /* wo */
     per_layer += 2.0 * 3.0 * C * m->F;       /* SwiGLU */
     per_layer += 2.0 * 2.0 * m->nq * (T + 1) / 2.0; /* q·k and p·v over the causal half */
+    per_layer += sparse_flops_delta(&m->cfg, T);      /* top-k sparse attention: 0 when dense */
     double f = m->L * per_layer + 2.0 * C * m->V;   /* + tied output layer */
     *fwd = f;
     *train = 3.0 * f;

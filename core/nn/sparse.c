@@ -245,6 +245,21 @@ void sparse_restrict_weights(const Model *m, int l, int b, real *P, int T, doubl
     }
 }
 
+double sparse_flops_delta(const ModelCfg *c, int T) {
+    const AttnCfg *a = &c->attn;
+    if (!attn_sparse_active(a, T)) return 0;
+    double nq = (double)c->n_head * c->d_head, dense = (T + 1) / 2.0, keys = 0;
+    for (int t = 0; t < T; t++) keys += sparse_nsel(a->topk, t);
+    keys /= T;
+    double d = 2.0 * 2.0 * nq * (keys - dense); /* q.k and p.v */
+    if (attn_sparses[a->sparse].indexer) {
+        double hi = a->idx_heads, di = a->idx_dim;
+        d += 2.0 * c->d_model * ((hi + 1) * di + hi) + (2.0 * hi * di + 2.0 * hi) * dense;
+    }
+    if (a->sparse == AS_ORACLE) d += 2.0 * nq * dense;
+    return d;
+}
+
 long model_indexer_params(const Model *m) {
     long n = 0;
     for (int l = 0; l < m->L; l++)

@@ -146,6 +146,12 @@ int sparse_attends(const struct Model *m, int l, int b, int t, int s);
  * Before that, if recall is non-NULL: *recall += sum over rows t >= k of
  * sum_{s in S_t} P(t, s).  Nothing when the layer ran dense. */
 void sparse_restrict_weights(const struct Model *m, int l, int b, real *P, int T, double *recall);
+/* FLOPs per token of one layer that sparsity adds to the dense model's
+ * count at length T (negative where it saves): q.k and p.v over the mean
+ * min(k, t + 1) keys instead of the mean t + 1; the indexer's projection
+ * and scores (2 H_I d_I + 2 H_I per pair s <= t); the oracle's dense q.k.
+ * 0 when a forward at T is dense. */
+double sparse_flops_delta(const ModelCfg *cfg, int T);
 /* The indexer's parameters, all layers. */
 long model_indexer_params(const struct Model *m);
 

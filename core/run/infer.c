@@ -10,6 +10,7 @@
 
 #include "nn/quant.h"
 #include "nn/rng.h"
+#include "nn/sparse.h"
 #include "run/store.h"
 #include "util/util.h"
 
@@ -132,6 +133,7 @@ double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
     double scale = 1 / sqrt((double)dh), lse = a->lse[((size_t)b * m->H + h) * T + i], ps = 0;
     const real *q = a->qr + (size_t)(b * T + i) * m->nq + (size_t)h * dh;
     for (int j = 0; j <= i; j++) {
+        if (!sparse_attends(m, l, b, i, j)) continue; /* a top-k sparse row: its softmax runs over S_t */
         const real *k = a->kr + (size_t)(b * T + j) * m->nkv + (size_t)(h / grp) * dh;
         double s = 0;
         for (int d = 0; d < dh; d++) s += (double)q[d] * k[d];
@@ -143,7 +145,8 @@ double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
 }
 
 double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i) {
-    return i == 0 ? 0 : infer_attn_entropy(m, l, b, h, i) / log(i + 1.0);
+    int n = sparse_selection(m, l) ? sparse_nsel(m->cfg.attn.topk, i) : i + 1; /* the keys the row attended to */
+    return n <= 1 ? 0 : infer_attn_entropy(m, l, b, h, i) / log((double)n);
 }
 
 /* Mean |gate score| of head h at token t of layer l (G1: scores n x nq). */

@@ -133,7 +133,8 @@ const real *infer_hook(void *ctx, const Model *m, int l, LinearSite site, const 
 /* Attention entropy (nats) of query i (0-based position in its sequence)
  * of head h in layer l of the last forward, sequence b; _rel: divided by
  * log(i + 1), the uniform row's (0 at i = 0), so that late positions,
- * which have more keys, are not "diffuse" for that alone. */
+ * which have more keys, are not "diffuse" for that alone.  A top-k sparse
+ * layer's row is its softmax over S_i, of min(k, i + 1) keys (nn/sparse.h). */
 double infer_attn_entropy(const Model *m, int l, int b, int h, int i);
 double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i);
 
