@@ -261,19 +261,27 @@ Test(sparse, probes_recall_and_p0) {
     }
 }
 
+enum { WB = 2, WT = 10, WK = 3 };
+
+/* A window model at k WK of T WT on a batch of WB (seed bs), its weights
+ * moved off init (peaked rows), one thread. */
+static void window_model(Model *m, int *tok, int *tgt, unsigned bs) {
+    set_threads(1);
+    batch(tok, tgt, WB * WT, bs);
+    Config c = sparse_config(AS_WINDOW, WK, WT);
+    cr_assert(cfg_model_init(m, &c) == 0);
+    Rng r = rng_seed(9);
+    for (size_t j = 0; j < m->p.total; j++) m->p.w[j] += (real)(0.5 * rng_normal(&r));
+}
+
 /* gated eval's drop=entropy reads a sparse row as the softmax over S_t:
  * infer_attn_entropy against the entropy of the window's weights computed
  * here, and _rel divided by log of the keys attended to. */
 Test(sparse, attention_entropy_over_the_selection) {
-    set_threads(1);
-    enum { B = 2, T = 10, K = 3 };
+    enum { B = WB, T = WT, K = WK };
     int tok[B * T], tgt[B * T];
-    batch(tok, tgt, B * T, 6);
-    Config c = sparse_config(AS_WINDOW, K, T);
     Model m;
-    cr_assert(cfg_model_init(&m, &c) == 0);
-    Rng r = rng_seed(9);
-    for (size_t j = 0; j < m.p.total; j++) m.p.w[j] += (real)(0.5 * rng_normal(&r));
+    window_model(&m, tok, tgt, 6);
     cr_assert(isfinite(model_forward(&m, tok, tgt, B, T)));
     for (int l = 0; l < m.L; l++)
         for (int b = 0; b < B; b++)
@@ -292,5 +300,26 @@ Test(sparse, attention_entropy_over_the_selection) {
                     int n = i - lo + 1;
                     cr_assert(fabs(rel - (n > 1 ? ent / log((double)n) : 0)) < 1e-4, "row %d: relative entropy", i);
                 }
+    model_free(&m);
+}
+
+/* gated eval's FLOPs saved by a dropped (token, head) pair count the keys
+ * a sparse row attended to: min(k, i + 1), not i + 1. */
+Test(sparse, dropped_pairs_save_the_selected_keys_flops) {
+    enum { B = WB, T = WT, K = WK };
+    int tok[B * T], tgt[B * T];
+    Model m;
+    window_model(&m, tok, tgt, 7);
+    InferHook h;
+    cr_assert_eq(infer_hook_init(&h, m.L), 0);
+    double one[2] = {1, 1};
+    h.sel = SEL_RANDOM, h.frac = one;
+    model_set_linear_hook(&m, infer_hook, &h);
+    cr_assert(isfinite(model_forward(&m, tok, tgt, B, T)));
+    model_set_linear_hook(&m, NULL, NULL);
+    double wo = 2.0 * m.L * B * T * m.H * m.dh * m.C, att = 0;
+    for (int i = 0; i < T; i++) att += 2.0 * m.L * B * m.H * 2.0 * m.dh * (i + 1 < K ? i + 1 : K);
+    cr_assert(fabs(h.flops_attn - wo - att) < 1e-6 * (wo + att), "FLOPs saved %g, want %g", h.flops_attn, wo + att);
+    infer_hook_free(&h);
     model_free(&m);
 }

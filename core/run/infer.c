@@ -195,7 +195,8 @@ static int drop_pairs(InferHook *h, const Model *m, int l, real *x, int n) {
         int p = h->key[q].idx, t = p / H, i = t % T;
         memset(x + (size_t)t * m->nq + (size_t)(p % H) * dh, 0, sizeof(real) * (size_t)dh);
         h->flops_wo += 2.0 * dh * m->C;
-        h->flops_attn += 2.0 * dh * m->C + 2.0 * 2.0 * dh * (i + 1);
+        int keys = sparse_selection(m, l) ? sparse_nsel(m->cfg.attn.topk, i) : i + 1; /* a top-k sparse row: S_i */
+        h->flops_attn += 2.0 * dh * m->C + 2.0 * 2.0 * dh * keys;
     }
     h->dropped[l] += ndrop;
     h->pairs[l] += np;

@@ -43,7 +43,8 @@
  * FLOPs a dropped pair at position i saves: 2 dh C of wo (infer_flops_wo)
  * and, because a G1 gate score is known from h before attention runs,
  * also 2 * 2 dh (i + 1) of its q.k and p.v (infer_flops_attn, the sum of
- * both), each as a fraction of the forward's FLOPs (model_flops).
+ * both; min(k, i + 1) keys in a top-k sparse layer), each as a fraction of
+ * the forward's FLOPs (model_flops).
  *
  * Stored, per (split, length L, scheme) in context
  * "split=S,len=L,quant=SCHEME" or "split=S,len=L,drop=RULE,tau=T" /
