@@ -109,6 +109,14 @@ Test(sparse, k_at_least_T_runs_dense_bitwise) {
         int nz = 0;
         for (size_t i = md.p.total; i < m.p.total; i++) nz += g[i] != 0;
         cr_assert(nz > 0 || m.p.total == md.p.total, "%s: the indexer got no gradient from its KL", name);
+        /* forced dense (the probes' sparse - dense gap): the dense model's loss bit for bit, then sparse again */
+        sparse_force_dense(&m, 1);
+        double lf = model_forward(&m, tok, tgt, B, T);
+        cr_assert(memcmp(&lf, &ld, sizeof lf) == 0 && !sparse_selection(&m, 0), "%s: forced dense %.9g vs %.9g",
+                  name, lf, ld);
+        sparse_force_dense(&m, 0);
+        double ls = model_forward(&m, tok, tgt, B, T);
+        cr_assert(memcmp(&ls, &l, sizeof ls) == 0 && sparse_selection(&m, 0), "%s: sparse again", name);
         free(g);
         model_free(&m);
     }

@@ -359,7 +359,7 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
         AttnNorm an = attn_of(m, p, a, B, T, scale);
-        if (attn_sparse_active(&m->cfg.attn, T)
+        if (sparse_on(m, T)
                 ? sparse_model_forward(m, l, a->o, a->lse, a->h, a->qr, m->nq, a->kr, m->nkv, v, sv, scale)
                 : attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
             goto oom;
@@ -498,7 +498,7 @@ int model_backward(Model *m, const int *tokens) {
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
         AttnNorm an = {m->cfg.attn.normalizer, a->z};
-        if (attn_sparse_active(&m->cfg.attn, T)
+        if (sparse_on(m, T)
                 ? sparse_model_backward(m, l, dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,
                                         sv_att, scale)
                 : attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,

@@ -30,6 +30,7 @@ typedef struct SparseState {
     real *score;  /* the oracle's head-summed weights (B, T, T) */
     real *cos_t, *sin_t; /* the indexer's RoPE tables (T, d_I / 2) */
     double kl;    /* the indexer's mean KL in the last backward */
+    int dense;    /* sparse_force_dense */
 } SparseState;
 
 static int has_indexer(const ModelCfg *c) { return attn_sparses[c->attn.sparse].indexer; }
@@ -80,7 +81,9 @@ int sparse_model_ensure(Model *m, int B, int T) {
     const AttnCfg *a = &m->cfg.attn;
     if (s->sel && s->B == B && s->T == T) goto tables;
     free(s->sel), free(s->ibuf), free(s->iscr), free(s->score), free(s->cos_t), free(s->sin_t);
+    int dense = s->dense;
     memset(s, 0, sizeof *s);
+    s->dense = dense;
     size_t n = (size_t)B * T;
     int ok = (s->sel = malloc(sizeof(int) * sel_len(&m->cfg, B, T))) != NULL;
     if (has_indexer(&m->cfg)) {
@@ -105,8 +108,14 @@ tables:
     return 0;
 }
 
+int sparse_on(const Model *m, int T) { return m->sp && !m->sp->dense && attn_sparse_active(&m->cfg.attn, T); }
+
+void sparse_force_dense(Model *m, int on) {
+    if (m->sp) m->sp->dense = on;
+}
+
 const int *sparse_selection(const Model *m, int l) {
-    if (!m->sp || !m->sp->sel || !attn_sparse_active(&m->cfg.attn, m->T) || sparse_warm(m)) return NULL;
+    if (!m->sp || !m->sp->sel || !sparse_on(m, m->T) || sparse_warm(m)) return NULL;
     return m->sp->sel + (size_t)l * m->B * m->T * m->cfg.attn.topk;
 }
 
@@ -191,8 +200,7 @@ int sparse_model_backward(Model *m, int l, real *dq, real *dk, real *dv, const r
 
 int sparse_warm(const Model *m) {
     const AttnCfg *a = &m->cfg.attn;
-    return m->sp && has_indexer(&m->cfg) && m->step >= 1 && m->step <= a->idx_warmup &&
-           attn_sparse_active(a, m->T);
+    return m->sp && has_indexer(&m->cfg) && m->step >= 1 && m->step <= a->idx_warmup && sparse_on(m, m->T);
 }
 
 int sparse_warm_backward(Model *m) {

@@ -135,6 +135,13 @@ int sparse_warm(const struct Model *m);
 int sparse_warm_backward(struct Model *m);
 /* The indexer's mean KL in the last backward (NAN without one). */
 double sparse_indexer_kl(const struct Model *m);
+/* Whether a forward of T tokens runs the sparse hooks: a sparse row, k < T,
+ * and not forced dense. */
+int sparse_on(const struct Model *m, int T);
+/* on: the next forwards run dense (the same weights, every key; the
+ * probes' sparse - dense loss gap); off: sparse again.  No effect on a
+ * dense model. */
+void sparse_force_dense(struct Model *m, int on);
 /* Layer l's selection in the last forward ((B, T, k)), NULL when it was dense. */
 const int *sparse_selection(const struct Model *m, int l);
 /* Whether query t of sequence b attends to key s (s <= t) in layer l in the

@@ -274,6 +274,12 @@ static double layer_ratio(const Probes *p, const double *s, const double *n, int
 
 double probe_sparse_recall(const Probes *p, int l) { return layer_ratio(p, p->sp_recall, p->sp_rows, l); }
 double probe_sparse_p0(const Probes *p, int l) { return layer_ratio(p, p->sp_p0, p->sp_rows, l); }
+double probe_sparse_gap(const Probes *p) { return ratio(p->sp_gap, p->sp_gap_n); }
+
+void probes_sparse_gap_add(Probes *p, double sparse_loss, double dense_loss, int nb) {
+    p->sp_gap += (sparse_loss - dense_loss) * nb;
+    p->sp_gap_n += nb;
+}
 
 double probe_mass0(const Probes *p, int l, int h) {
     size_t c = (size_t)l * p->H + h;

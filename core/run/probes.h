@@ -117,6 +117,7 @@ typedef struct {
     /* top-k sparse layers (nn/sparse.h), L sums over the rows t >= k (where S_t is a choice):
      * the dense attention's head-mean mass inside S_t, rows with 0 in S_t, rows */
     double *sp_recall, *sp_p0, *sp_rows;
+    double sp_gap, sp_gap_n; /* sums of (sparse - dense loss) x windows, and windows */
 } Probes;
 
 int probes_init(Probes *p, const Model *m);
@@ -158,6 +159,12 @@ double probe_mass0(const Probes *p, int l, int h);
  * dense model. */
 double probe_sparse_recall(const Probes *p, int l);
 double probe_sparse_p0(const Probes *p, int l);
+/* The sparse - dense loss gap: the mean over windows of the sparse model's
+ * loss minus the loss of the same weights run dense (every key; indexer
+ * and selection unused); NAN for a dense model.  probes_sparse_gap_add
+ * adds nb windows' mean losses of both forwards. */
+double probe_sparse_gap(const Probes *p);
+void probes_sparse_gap_add(Probes *p, double sparse_loss, double dense_loss, int nb);
 double probe_mass_none(const Probes *p, int l, int h);
 double probe_first_alpha(const Probes *p, int l, int h); /* Gu et al.'s alpha_1 */
 /* Sink_1^eps: the share of layer l's heads (l < 0: all heads) whose

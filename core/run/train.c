@@ -83,6 +83,13 @@ static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok,
                 errno = ENOMEM;
                 return -1;
             }
+            if (sparse_selection(m, 0)) { /* a sparse forward: the same weights run dense, for the gap */
+                sparse_force_dense(m, 1);
+                double ld = model_forward(m, tok, tgt, nb, T);
+                sparse_force_dense(m, 0);
+                if (isnan(ld) && errno == ENOMEM) return -1;
+                probes_sparse_gap_add(pr, l, ld, nb);
+            }
         }
     }
     *loss = done ? sum / done : NAN;
@@ -188,6 +195,7 @@ static void store_row_probes(Store *st, const char *id, const Model *m, const Pr
     store_finite(st, id, "sink_eps_share", "", step, probe_sink_eps_share(p, -1));
     store_finite(st, id, "resid_kurtosis", "", step, ksum / m->L);
     /* top-k sparse attention (NAN, so nothing stored, for a dense model) */
+    store_finite(st, id, "sparse_dense_gap", "", step, probe_sparse_gap(p));
     for (int l = -1; l < m->L; l++) {
         if (l < 0)
             ctx[0] = '\0';
