@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "nn/model.h"
+#include "nn/sparse.h"
 #include "nn/rng.h"
 #include "nn/variant.h"
 #include "run/config.h"
@@ -79,6 +80,27 @@ static void shape_text(const Tensor *t, char *buf, size_t cap) {
         snprintf(buf, cap, "[%d, %d]", t->shape[0], t->shape[1]);
 }
 
+/* The sparse-attention axis (model.attention.sparse): what selects the
+ * keys, k, whether a forward at model.seq_len is sparse at all, and the
+ * indexer's parameters. */
+static void info_sparse(const Config *c, const Model *m) {
+    const AttnCfg *a = &c->attn;
+    printf("\n# sparse attention: %s (%s)\n", attn_sparses[a->sparse].name, attn_sparses[a->sparse].how);
+    if (a->sparse == AS_NONE) return;
+    if (attn_sparse_active(a, c->seq_len))
+        printf("k = %d of up to %d keys per query (rows with <= %d keys are dense)\n", a->topk, c->seq_len, a->topk);
+    else
+        printf("k = %d >= model.seq_len %d: every row has <= k keys, so training runs dense (the dense kernel); "
+               "longer contexts (gated eval) are sparse\n",
+               a->topk, c->seq_len);
+    if (!attn_sparses[a->sparse].indexer) return;
+    long per = attn_indexer_params(a, c->d_model);
+    printf("indexer: H_I %d, d_I %d; added parameters per layer: %ld ((H_I + 1) d_I + H_I rows of d_model, + d_I); "
+           "all layers: %ld%s\n",
+           a->idx_heads, a->idx_dim, per, model_indexer_params(m),
+           model_indexer_params(m) == per * m->L ? "" : "  MISMATCH");
+}
+
 /* What info shows, computed once for the text and the JSON. */
 typedef struct {
     const char *path;
@@ -125,6 +147,7 @@ static void info_text(const Info *in) {
         printf("d_c %d, d_R %d: score width d_head + d_R = %d\n", c->attn.d_c, c->attn.d_R, c->d_head + c->attn.d_R);
     printf("KV cache per token per layer: %ld numbers (%s); MHA %d, MQA (n_kv_head 1) %d\n",
            attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), kv->cache, 2 * c->n_head * c->d_head, 2 * c->d_head);
+    info_sparse(c, m);
     printf("\n# FLOPs per token at T = %d\nforward %.4g   training (fwd+bwd) %.4g   (ungated forward %.4g, %+.2f%%)\n",
            c->seq_len, in->fwd, in->train, in->fb, 100.0 * (in->fwd - in->fb) / in->fb);
 }
@@ -176,6 +199,10 @@ static int info_json(const Info *in) {
     json_fput(attn_kvs[c->attn.kv].name, stdout);
     printf(",\"cache_per_token_per_layer\":%ld,\"mha_cache_per_token_per_layer\":%d}",
            attn_kv_cache(&c->attn, c->n_kv_head, c->d_head), 2 * c->n_head * c->d_head);
+    printf(",\"sparse\":{\"name\":");
+    json_fput(attn_sparses[c->attn.sparse].name, stdout);
+    printf(",\"topk\":%d,\"sparse_at_seq_len\":%s,\"indexer_params\":%ld}", c->attn.topk,
+           attn_sparse_active(&c->attn, c->seq_len) ? "true" : "false", model_indexer_params(m));
     printf(",\"match_params_d_ff\":");
     if (c->match_params)
         printf("%d", c->d_ff);
@@ -270,7 +297,28 @@ static void xcheck_case(const char *prefix, const char *sets, GateCfg g) {
  * control alone and before a G1 gate, every position under GQA (n_kv_head
  * 2, and 1 with a headwise gate where the position splits into KV heads)
  * and without QK-norm, match_params, every attention normaliser alone,
- * under G1 and with grouped KV heads, and every KV construction (attn_kvs[]). */
+ * under G1 and with grouped KV heads, every KV construction (attn_kvs[])
+ * and every sparse row (attn_sparses[]). */
+/* every sparse row from the table (attn_sparses[]) at k 3: alone, under a
+ * G1 gate, and with grouped KV heads (the dump carries the selections;
+ * torch_ref.py attends over them) */
+static void xcheck_list_sparse(GateCfg d) {
+    for (int a = AS_NONE + 1; a < AS__COUNT; a++) {
+        char pre[48], set[128];
+        snprintf(pre, sizeof pre, "topk-%s-", attn_sparse_names[a]);
+        snprintf(set, sizeof set, "model.attention.sparse=%s model.attention.topk=3%s", attn_sparse_names[a],
+                 attn_sparses[a].indexer ? " model.attention.indexer_heads=2 model.attention.indexer_dim=8" : "");
+        GateCfg g = d;
+        xcheck_case(pre, set, g);
+        g.position = GP_SDPA;
+        xcheck_case(pre, set, g);
+        snprintf(pre, sizeof pre, "kv2-topk-%s-", attn_sparse_names[a]);
+        char kv[160];
+        snprintf(kv, sizeof kv, "model.n_kv_head=2 %s", set);
+        xcheck_case(pre, kv, d);
+    }
+}
+
 static void xcheck_list(void) {
     GateCfg d = gate_default(), g, cov[GP__COUNT * GG__COUNT * GS__COUNT * GI__COUNT * GF__COUNT * GA__COUNT];
     int n = gate_covering(cov, (int)(sizeof cov / sizeof cov[0]));
@@ -347,6 +395,7 @@ static void xcheck_list(void) {
                     "model.attention.normalizer=sink_logit",
                     d);
     }
+    xcheck_list_sparse(d);
 }
 
 /* The evaluation forward of `xcheck --quant / --drop` (run/infer.h, as

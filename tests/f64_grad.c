@@ -23,6 +23,7 @@
 #include "nn/model.h"
 #include "nn/ops.h"
 #include "nn/rng.h"
+#include "nn/sparse.h"
 #include "testutil.h"
 #include "nn/variant.h"
 
@@ -258,6 +259,24 @@ typedef struct {
 
 #define MAX_VARIANTS 420
 
+/* Every sparse row from the table (ATTN_SPARSES) at k 2 of T 5, so rows
+ * 2..4 are sparse: ungated (MHA with QK-norm, GQA without) and under a G1
+ * gate (GQA), the indexer at H_I 2, d_I 4.  The new count. */
+static int add_sparse_variants(Variant *v, int n, GateCfg base, GateCfg g1) {
+    for (int sp = AS_NONE + 1; sp < AS__COUNT; sp++) {
+        const struct {
+            GateCfg g;
+            int hk, qk;
+        } sx[] = {{base, 4, 1}, {base, 2, 0}, {g1, 2, 1}};
+        for (size_t i = 0; i < sizeof sx / sizeof sx[0] && n < MAX_VARIANTS; i++, n++) {
+            v[n].g = sx[i].g, v[n].hk = sx[i].hk, v[n].qk = sx[i].qk, v[n].match = 0;
+            v[n].attn = attn_default(), v[n].attn.sparse = sp, v[n].attn.topk = 2;
+            if (attn_sparses[sp].indexer) v[n].attn.idx_heads = 2, v[n].attn.idx_dim = 4;
+        }
+    }
+    return n;
+}
+
 static int make_variants(Variant *v) {
     static GateCfg gates[MAX_VARIANTS];
     int ng = gate_enumerate(gates, MAX_VARIANTS), n = 0;
@@ -336,13 +355,15 @@ static int make_variants(Variant *v) {
         v[n].attn = attn_default(), v[n].attn.kv = KV_LATENT, v[n].attn.d_c = lx[i].d_c, v[n].attn.d_R = lx[i].d_R;
         v[n].attn.normalizer = lx[i].norm;
     }
+    n = add_sparse_variants(v, n, base, g1);
     for (int i = 0; i < n; i++) {
         char lab[96];
         char lat[40] = "";
         if (v[i].attn.kv == KV_LATENT) snprintf(lat, sizeof lat, "/latent_c%d_R%d", v[i].attn.d_c, v[i].attn.d_R);
-        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s%s%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
+        snprintf(v[i].label, sizeof v[i].label, "%s/kv%d/%s%s%s%s%s%s%s", gate_label(&v[i].g, lab, sizeof lab), v[i].hk,
                  v[i].qk ? "qk" : "noqk", v[i].match ? "/matched" : "", v[i].attn.normalizer ? "/" : "",
-                 v[i].attn.normalizer ? attn_norm_names[v[i].attn.normalizer] : "", lat);
+                 v[i].attn.normalizer ? attn_norm_names[v[i].attn.normalizer] : "", lat, v[i].attn.sparse ? "/topk-" : "",
+                 v[i].attn.sparse ? attn_sparse_names[v[i].attn.sparse] : "");
     }
     return n;
 }
@@ -353,8 +374,44 @@ ParameterizedTestParameters(model_fd, every_variant) {
     return cr_make_param_array(Variant, v, n);
 }
 
+/* Every layer's sparse selection after the last forward (NULL-safe:
+ * nothing for a dense model), into sel (L x B x T x k ints). */
+static void selections(const Model *m, int *sel) {
+    size_t per = (size_t)m->B * m->T * m->cfg.attn.topk;
+    for (int l = 0; l < m->L; l++) {
+        const int *s = sparse_selection(m, l);
+        if (s) memcpy(sel + l * per, s, sizeof(int) * per);
+    }
+}
+
+/* The selection is piecewise constant in the weights: a central difference
+ * is only a derivative while no perturbed forward selects other keys.  So
+ * the first forward's selections are kept here and every perturbed forward
+ * must give them back (else the check fails, naming the tensor): the step
+ * FD_H is small against the gaps between the k-th and (k+1)-th scores at
+ * these weights, and the test proves it instead of assuming it. */
+static int *fd_sel0, *fd_sel;
+static size_t fd_sel_n;
+
 /* Loss of the model at its current weights on a fixed batch. */
-static double loss_at(Model *m, const int *tok, const int *tgt) { return model_forward(m, tok, tgt, m->B, m->T); }
+static double loss_at(Model *m, const int *tok, const int *tgt) {
+    double l = model_forward(m, tok, tgt, m->B, m->T);
+    if (fd_sel_n) {
+        selections(m, fd_sel);
+        if (memcmp(fd_sel, fd_sel0, sizeof(int) * fd_sel_n)) return NAN;
+    }
+    return l;
+}
+
+/* The sparse indexer's objective (DeepSeek's KL, nn/sparse.h): its tensors'
+ * gradient is that of the mean KL, computed by the backward (the language-
+ * model loss gives them none), so their differences are of it. */
+static double kl_at(Model *m, const int *tok, const int *tgt) {
+    if (isnan(loss_at(m, tok, tgt))) return NAN;
+    model_zero_grad(m);
+    cr_assert(model_backward(m, tok) == 0);
+    return sparse_indexer_kl(m);
+}
 
 ParameterizedTest(Variant *v, model_fd, every_variant) {
     set_threads(1);
@@ -366,7 +423,7 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
     resolve_or_die(&c);
     Model m;
     cr_assert(cfg_model_init(&m, &c) == 0);
-    Rng r = rng_seed(1000 + v->g.position * 7 + v->g.activation + 31 * v->attn.normalizer);
+    Rng r = rng_seed(1000 + v->g.position * 7 + v->g.activation + 31 * v->attn.normalizer + 101 * v->attn.sparse);
     /* move norm weights and static gates off their init, and scale the
      * weights up so every nonlinearity is exercised away from zero */
     for (int i = 0; i < m.p.n; i++)
@@ -377,6 +434,14 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
     for (int i = 0; i < B * T; i++) tok[i] = (int)rng_below(&r, 11), tgt[i] = (int)rng_below(&r, 11);
     double l0 = model_forward(&m, tok, tgt, B, T);
     cr_assert(isfinite(l0));
+    fd_sel_n = v->attn.sparse ? (size_t)m.L * B * T * v->attn.topk : 0;
+    fd_sel0 = fd_sel_n ? calloc(fd_sel_n, sizeof(int)) : NULL;
+    fd_sel = fd_sel_n ? calloc(fd_sel_n, sizeof(int)) : NULL;
+    cr_assert(!fd_sel_n || (fd_sel0 && fd_sel));
+    if (fd_sel_n) {
+        cr_assert(sparse_selection(&m, 0), "%s: the forward was not sparse", v->label);
+        selections(&m, fd_sel0);
+    }
     model_zero_grad(&m);
     cr_assert(model_backward(&m, tok) == 0);
     real *ga = malloc(sizeof(real) * m.p.total);
@@ -393,11 +458,14 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
         for (int s = 0; s < ns; s++) {
             size_t j = t->n <= 24 ? (size_t)s : (size_t)rng_below(&r, t->n);
             real *w = m.p.w + t->off + j, keep = *w;
+            double (*f)(Model *, const int *, const int *) = strstr(t->name, ".indexer") ? kl_at : loss_at;
             *w = keep + FD_H;
-            double lp = loss_at(&m, tok, tgt);
+            double lp = f(&m, tok, tgt);
             *w = keep - FD_H;
-            double lm = loss_at(&m, tok, tgt);
+            double lm = f(&m, tok, tgt);
             *w = keep;
+            cr_assert(!isnan(lp) && !isnan(lm), "%s: tensor %s index %zu: a perturbation of %g changed the sparse "
+                      "selection (a near-tie): pick another seed", v->label, t->name, j, FD_H);
             double num = (lp - lm) / (2 * FD_H), an = ga[t->off + j];
             double err = fabs(an - num), tol = FD_ATOL + FD_RTOL * fabs(num);
             if (err / tol > worst) worst = err / tol, wa = an, wn = num, widx = j, wabs = err;
@@ -410,6 +478,8 @@ ParameterizedTest(Variant *v, model_fd, every_variant) {
     }
     cr_expect(failures == 0, "%s: %d tensor(s) fail the finite-difference check", v->label, failures);
     free(ga);
+    free(fd_sel0), free(fd_sel);
+    fd_sel0 = fd_sel = NULL, fd_sel_n = 0;
     model_free(&m);
 }
 
@@ -443,6 +513,12 @@ Test(model_fd, coverage) {
     cr_assert_gt(latent_nor, 0, "no latent-KV variant without the RoPE key");
     for (int g = 0; g < GG__COUNT; g++)
         cr_assert_gt(latent_g1[g], 0, "no latent-KV variant under a %s G1 gate", gate_granularity_names[g]);
+    int sp[AS__COUNT] = {0}, sp_g1[AS__COUNT] = {0};
+    for (int i = 0; i < n; i++) sp[v[i].attn.sparse]++, sp_g1[v[i].attn.sparse] += v[i].g.position == GP_SDPA;
+    for (int a = 0; a < AS__COUNT; a++) {
+        cr_assert_gt(sp[a], 0, "no variant with sparse %s", attn_sparse_names[a]);
+        cr_assert_gt(sp_g1[a], 0, "no variant with sparse %s under a G1 gate", attn_sparse_names[a]);
+    }
     cr_assert_geq(n, 40);
     cr_assert_geq(n, ng);
     for (int p = 0; p < GP__COUNT; p++) cr_assert_gt(pos[p], 0, "no variant at position %s", gate_position_names[p]);

@@ -50,7 +50,7 @@ static void json_of(const Config *c, char *buf, size_t cap) {
 /* ------------------------------------------------------------------ */
 
 Test(config, schema_rows_are_consistent) {
-    cr_assert_eq(config_schema_len, 60);
+    cr_assert_eq(config_schema_len, 65);
     for (int i = 0; i < config_schema_len; i++) {
         const ConfigKey *k = &config_schema[i];
         cr_assert_eq(config_find(k->key), k, "config_find(%s)", k->key);
@@ -639,7 +639,9 @@ Test(config, print_is_nested_yaml_and_reloads) {
                        text);
     cr_assert_not_null(strstr(text, "\n  match_params: true\n  gate:\n    position: sdpa\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n    control: none\n    control_scale: 0.5\n    bias: false\n    init_bias: 0\n  attention:\n"
-                                     "    normalizer: softmax\n    sink_init: 0\n    kv: heads\n    d_c: 0\n    d_R: -1\ntrain:\n  steps: 200\n"), "%s", text);
+                                     "    normalizer: softmax\n    sink_init: 0\n    kv: heads\n    d_c: 0\n    d_R: -1\n"
+                                     "    sparse: none\n    topk: 64\n    indexer_heads: 4\n"
+                                     "    indexer_dim: 32\n    indexer_warmup: 0\ntrain:\n  steps: 200\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  lr: 0.30000000000000004\n  min_lr: 0.0003\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\n  seed: 9007199254740992\n  init_from: \"\"\n  micro_batch: 0\n  eval_every: 50\n  eval_windows: 32\n  checkpoint_every: 0\n"), "%s", text);
     cr_assert_not_null(strstr(text, "\ndata:\n  corpus: brown\n  bos_start: true\n  bb:\n    tokens: 63\n    triggers: 3\n"

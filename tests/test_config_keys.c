@@ -97,26 +97,41 @@ Test(config_keys, which_keys_have_an_effect) {
                      "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta model.match_params "
                      "model.gate.granularity model.gate.sharing model.gate.form model.gate.activation "
                      "model.gate.input model.gate.control_scale model.gate.bias model.gate.init_bias "
-                     "model.attention.sink_init model.attention.d_c model.attention.d_R data.bb.tokens data.bb.triggers "
-                     "data.bb.source data.bb.alpha data.bb.first data.bb.seed");
+                     "model.attention.sink_init model.attention.d_c model.attention.d_R model.attention.topk "
+                     "model.attention.indexer_heads model.attention.indexer_dim model.attention.indexer_warmup "
+                     "data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha data.bb.first data.bb.seed");
     /* a hidden-input G1 gate: every gate key but the bias's start (no bias) and control_scale */
     c = with((const char *[]){"model.gate.position=sdpa", "model.rope_scaling=linear", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_train_len model.yarn_alpha model.yarn_beta model.gate.control_scale "
                            "model.gate.init_bias model.attention.sink_init model.attention.d_c model.attention.d_R "
-                           "data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha data.bb.first data.bb.seed");
+                           "model.attention.topk model.attention.indexer_heads model.attention.indexer_dim "
+                           "model.attention.indexer_warmup data.bb.tokens data.bb.triggers data.bb.source data.bb.alpha data.bb.first data.bb.seed");
     c = with((const char *[]){"model.gate.position=G1", "model.gate.bias=true", "model.gate.control=scale",
                               "model.rope_scaling=yarn", "data.corpus=bb", "model.attention.normalizer=sink_logit",
                               "model.attention.kv=latent", NULL});
     idle_keys(&c, idle, sizeof idle);
-    cr_assert_str_eq(idle, "data.bb.alpha");
+    cr_assert_str_eq(idle, "model.attention.topk model.attention.indexer_heads model.attention.indexer_dim "
+                           "model.attention.indexer_warmup data.bb.alpha");
     /* a static gate has no bias; its logits start at init_bias */
     c = with((const char *[]){"model.gate.position=value", "model.gate.input=static", "data.corpus=bb",
                               "data.bb.source=random", NULL});
     idle_keys(&c, idle, sizeof idle);
     cr_assert_str_eq(idle, "model.rope_factor model.rope_train_len model.yarn_alpha model.yarn_beta "
                            "model.gate.control_scale model.gate.bias model.attention.sink_init model.attention.d_c "
-                           "model.attention.d_R");
+                           "model.attention.d_R model.attention.topk model.attention.indexer_heads "
+                           "model.attention.indexer_dim model.attention.indexer_warmup");
+    /* a sparse row: topk applies; the indexer's keys only with the indexer */
+    c = with((const char *[]){"model.attention.sparse=window", NULL});
+    idle_keys(&c, idle, sizeof idle);
+    cr_assert_not_null(strstr(idle, "model.attention.sink_init model.attention.d_c model.attention.d_R "
+                                    "model.attention.indexer_heads model.attention.indexer_dim "
+                                    "model.attention.indexer_warmup data.bb"),
+                       "%s", idle);
+    c = with((const char *[]){"model.attention.sparse=indexer", NULL});
+    idle_keys(&c, idle, sizeof idle);
+    cr_assert_not_null(strstr(idle, "model.attention.sink_init model.attention.d_c model.attention.d_R data.bb"), "%s",
+                       idle);
 }
 
 /* model.attention.*: at their defaults they stay out of the stored JSON (so
@@ -272,4 +287,68 @@ Test(config, attention_kv_keys) {
     cr_assert_eq(load_text(&c, "model:\n  qk_norm: false\n  gate:\n    position: G5\n  attention:\n    kv: latent\n",
                            path, sizeof path, &e),
                  0, "%s", e.msg);
+}
+
+/* Refused at FILE:LINE:COL with the key and the reason (config_load_file +
+ * config_resolve, as gated reads a file). */
+static void refused(const char *text, const char *want) {
+    char path[64];
+    Config c;
+    ConfigError e;
+    config_defaults(&c);
+    strcpy(path, "/tmp/test_config_sparse_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    cr_assert_eq(close(fd), 0);
+    int rc = config_load_file(&c, path, &e);
+    if (rc == 0) rc = config_resolve(&c, &e);
+    unlink(path);
+    cr_assert_neq(rc, 0, "accepted: %s", text);
+    cr_assert_eq(strncmp(e.msg, path, strlen(path)), 0, "%s", e.msg);
+    cr_assert_not_null(strstr(e.msg, want), "%s (wanted %s)", e.msg, want);
+}
+
+/* model.attention.sparse and its keys (issue 37): each row reads back and
+ * enters the run id's JSON only when set; k <= 0, a normaliser other than
+ * softmax, an odd d_I, the indexer's keys without the indexer, topk without
+ * a sparse row and a negative warm-up are refused with FILE:LINE:COL. */
+Test(config_keys, attention_sparse_keys) {
+    ConfigError e;
+    char buf[4096];
+    for (int s = 0; s < AS__COUNT; s++) {
+        char set[96];
+        snprintf(set, sizeof set, "model.attention.sparse=%s", attn_sparse_names[s]);
+        Config c = with((const char *[]){set, NULL});
+        cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+        cr_assert_eq(config_model(&c).attn.sparse, s);
+        cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+        cr_assert((s == AS_NONE) == !strstr(buf, "model.attention.sparse"), "%s", buf);
+        cr_assert_null(strstr(buf, "model.attention.topk"), "k at its default is left out: %s", buf);
+    }
+    Config c = with((const char *[]){"model.attention.sparse=indexer", "model.attention.topk=16",
+                                     "model.attention.indexer_heads=2", "model.attention.indexer_dim=8", NULL});
+    cr_assert_eq(config_resolve(&c, &e), 0, "%s", e.msg);
+    cr_assert_gt(config_to_json(&c, buf, sizeof buf), 0);
+    Config back;
+    config_defaults(&back);
+    cr_assert_eq(config_from_json(&back, buf, &e), 0, "%s", e.msg);
+    cr_assert_eq(config_resolve(&back, &e), 0, "%s", e.msg);
+    AttnCfg a = config_model(&back).attn;
+    cr_assert(a.sparse == AS_INDEXER && a.topk == 16 && a.idx_heads == 2 && a.idx_dim == 8, "%s", buf);
+
+    refused("model:\n  attention:\n    sparse: indexer\n    topk: 0\n", ":4:11: error: model.attention.topk: expected integer");
+    refused("model:\n  attention:\n    sparse: window\n    topk: -3\n", "model.attention.topk");
+    refused("model:\n  attention:\n    sparse: topk\n", ":3:13: error: model.attention.sparse: expected one of none, indexer");
+    refused("model:\n  attention:\n    sparse: oracle\n    normalizer: softpick\n",
+            "model.attention.sparse: is defined only with model.attention.normalizer softmax");
+    refused("model:\n  attention:\n    topk: 8\n", "model.attention.topk: has no effect unless model.attention.sparse");
+    refused("model:\n  attention:\n    sparse: random\n    indexer_heads: 2\n",
+            "model.attention.indexer_heads: has no effect unless model.attention.sparse is indexer");
+    refused("model:\n  attention:\n    sparse: indexer\n    indexer_dim: 7\n",
+            "model.attention.indexer_dim: must be a positive even number");
+    refused("model:\n  attention:\n    sparse: indexer\n    indexer_warmup: -1\n",
+            "model.attention.indexer_warmup: expected integer");
+    refused("model:\n  qk_norm: false\n  attention:\n    kv: latent\n    sparse: window\n",
+            ":5:5: error: model.attention.sparse: is not defined with model.attention.kv latent");
 }

@@ -63,6 +63,13 @@ CONTROLS = ("none", "silu", "rmsnorm", "scale")
 # The attention normalisers (model.attention.normalizer), each written from
 # its paper's formula in attention_weights() below.
 NORMALIZERS = ("softmax", "softmax1", "sink_logit", "kv_bias", "sigmoid", "softpick")
+# Top-k sparse attention (model.attention.sparse, issue 37): each query t
+# attends to the keys S_t the C model selected (dumped as sparse.l<i>, (B, T,
+# k) positions, -1 past a row's min(k, t + 1)); the softmax runs over S_t.
+# The reference takes the selection as given (it does not redo the indexer or
+# the top-k); it checks that each row is a valid causal set of the right size
+# and, for window, that it is the last k keys.
+SPARSES = ("none", "indexer", "window", "random", "oracle")
 SOFTPICK_EPS = 1e-6
 # How keys and values are built (model.attention.kv): heads (MHA/GQA) or
 # latent (multi-head latent attention, DeepSeek-V2, written from its formula
@@ -244,6 +251,11 @@ def model_config(cfg):
         "kv": _variant(cfg, "model.attention.kv", KVS, "heads"),
         "d_c": _get(cfg, "model.attention.d_c", int, 0),
         "d_R": _get(cfg, "model.attention.d_R", int, -1),
+        "sparse": _variant(cfg, "model.attention.sparse", SPARSES, "none"),
+        "topk": _get(cfg, "model.attention.topk", int, 64),
+        "idx_heads": _get(cfg, "model.attention.indexer_heads", int, 4),
+        "idx_dim": _get(cfg, "model.attention.indexer_dim", int, 32),
+        "sel": None,  # per layer (B, T, T) bool masks of the selected keys (sparse_masks)
     }
     for k in ("V", "C", "L", "H", "Hk", "dh", "F"):
         if m[k] <= 0:
@@ -320,7 +332,46 @@ def expected_params(m):
         ps[p + "w_up"] = (Fd, C)
         ps[p + "w_down"] = (C, Fd)
     ps["ln_f"] = (C,)
+    if m["sparse"] == "indexer":
+        # after the dense tensors: q_I | k_I | w rows, and k_I's RMSNorm weight
+        hi, di = m["idx_heads"], m["idx_dim"]
+        for i in range(m["L"]):
+            ps["l%d.indexer" % i] = ((hi + 1) * di + hi, C)
+            ps["l%d.indexer_knorm" % i] = (di,)
     return ps
+
+
+def sparse_masks(m, tens, B, T):
+    """Per layer (B, 1, T, T) bool masks of the keys each query attends to,
+    from the dumped selections, or None when the model ran dense (no sparse
+    row, or k >= T)."""
+    if m["sparse"] == "none" or m["topk"] >= T:
+        if any(n.startswith("sparse.") for n in tens):
+            raise Malformed("a dense model's dump has sparse.* selections")
+        return None
+    k = m["topk"]
+    masks = []
+    for i in range(m["L"]):
+        name = "sparse.l%d" % i
+        if name not in tens:
+            raise Malformed("sparse model (k %d < T %d): dump lacks %s" % (k, T, name))
+        sel = tens[name]
+        if sel.dtype.kind != "i" or sel.shape != (B, T, k):
+            raise Malformed("%s must be i32 (B, T, k) = %s, got %s" % (name, (B, T, k), sel.shape))
+        mask = np.zeros((B, 1, T, T), dtype=bool)
+        for b in range(B):
+            for t in range(T):
+                n = min(k, t + 1)
+                row = sel[b, t]
+                if (np.any(row[n:] != -1) or np.any(row[:n] < 0) or np.any(row[:n] > t)
+                        or np.any(np.diff(row[:n]) <= 0)):
+                    raise Mismatch("%s[%d, %d] = %s is not %d increasing keys <= %d then -1"
+                                   % (name, b, t, row.tolist(), n, t))
+                if m["sparse"] == "window" and list(row[:n]) != list(range(t - n + 1, t + 1)):
+                    raise Mismatch("%s[%d, %d] = %s is not the last %d keys" % (name, b, t, row.tolist(), n))
+                mask[b, 0, t, row[:n]] = True
+        masks.append(torch.from_numpy(mask))
+    return masks
 
 
 # --------------------------------------------------------------------------
@@ -393,9 +444,10 @@ def attention_weights(scores, mask, norm, extra=None):
     raise ValueError(norm)
 
 
-def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
+def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None, sel=None, with_weights=False):
     """q: (B,T,H,dh), k/v: (B,T,Hk,dh) -> (B,T,H,dh); sink (H,) for
-    sink_logit, kstar (Hk, dh) for kv_bias."""
+    sink_logit, kstar (Hk, dh) for kv_bias; sel (B,1,T,T) bool: the keys
+    each query of a sparse layer attends to (None: every causal key)."""
     B, T, H, dh = q.shape
     Hk = k.shape[2]
     rep = H // Hk
@@ -407,6 +459,8 @@ def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
     vt = vh.permute(0, 2, 1, 3)
     scores = qt @ kt.transpose(-1, -2) / math.sqrt(dh)        # (B,H,T,T)
     mask = torch.ones(T, T, dtype=torch.bool).tril()
+    if sel is not None:
+        mask = sel  # (B, 1, T, T): the selected keys (a subset of the causal ones)
     scores = scores.masked_fill(~mask, float("-inf"))
     extra = None
     if norm == "sink_logit":
@@ -416,12 +470,57 @@ def causal_attention(q, k, v, norm="softmax", sink=None, kstar=None):
         extra = (qt * ks.reshape(1, H, 1, dh)).sum(-1, keepdim=True) / math.sqrt(dh)
     att = attention_weights(scores, mask, norm, extra)
     o = att @ vt                                              # (B,H,T,dh)
+    if with_weights:
+        return o.permute(0, 2, 1, 3), att
     return o.permute(0, 2, 1, 3)
 
 
-def heads_attention(m, P, p, h, gl, cos, sin):
+def check_topk(score, S, k, what, tol=1e-5):
+    """The dumped selection S (B,T,T bool) holds, in each row t >= k, k keys
+    whose scores are at least every left-out key's (ties within tol of the
+    k-th score may go either way; C breaks them to the lower position)."""
+    B, T, _ = score.shape
+    for b in range(B):
+        for t in range(k, T):
+            row, s = score[b, t, :t + 1], S[b, t, :t + 1]
+            if int(s.sum()) != k:
+                raise Mismatch("%s[%d, %d]: %d keys selected, k is %d" % (what, b, t, int(s.sum()), k))
+            if row[~s].numel() and float(row[~s].max()) > float(row[s].min()) + tol:
+                raise Mismatch("%s[%d, %d]: a left-out key scores %.9g above a selected one's %.9g"
+                               % (what, b, t, float(row[~s].max()), float(row[s].min())))
+
+
+def indexer_kl(m, P, p, h, att, sel):
+    """DeepSeek-V3.2-Exp's lightning indexer (inference/model.py class Indexer,
+    as docs/model.md states it for this project: k_I RMS-normed with a learned
+    weight, RoPE on all d_I channels) and its training loss in sparse training:
+    the sum over queries t of KL(p_t || softmax(I_t)) over the selected keys
+    S_t, p_t the layer's attention weights summed over heads / H (a constant
+    target), the indexer reading h detached.  Written from the formulas."""
+    B, T, _ = h.shape
+    hi, di, H = m["idx_heads"], m["idx_dim"], m["H"]
+    z = h.detach() @ P[p + "indexer"].t()                               # (B,T,(hi+1)di+hi)
+    q = z[..., :hi * di].reshape(B, T, hi, di)
+    k = rmsnorm(z[..., hi * di:hi * di + di].reshape(B, T, 1, di), P[p + "indexer_knorm"], m["eps"])
+    w = z[..., hi * di + di:] / math.sqrt(hi * di)                      # (B,T,hi)
+    cos, sin = rope_tables(T, di, m["rope_base"], h.dtype)
+    q, k = rope(q, cos, sin), rope(k, cos, sin)[:, :, 0]               # (B,T,hi,di), (B,T,di)
+    I = (w.unsqueeze(-1) * torch.relu(torch.einsum("btjd,bsd->btjs", q, k))).sum(2)   # (B,T,T)
+    S = sel[:, 0]                                                       # (B,T,T) bool
+    check_topk(I.detach(), S, m["topk"], p + "indexer")
+    logr = torch.log_softmax(I.masked_fill(~S, float("-inf")), dim=-1)
+    target = att.detach().sum(1) / H                                    # (B,T,T), 0 off S_t
+    terms = torch.where(S & (target > 0), target * (torch.log(torch.where(S & (target > 0), target,
+                                                                          torch.ones_like(target))) - logr),
+                        torch.zeros_like(target))
+    return terms.sum()
+
+
+def heads_attention(m, P, p, h, gl, cos, sin, i):
     """Multi-head / grouped-query attention from h (B,T,C) -> o (B,T,H,dh):
-    q, k, v projected from h, QK-norm, the G4/G3/G2 gates, RoPE."""
+    q, k, v projected from h, QK-norm, the G4/G3/G2 gates, RoPE; a sparse
+    layer (i: the layer's index) attends over the C model's selection, whose
+    oracle sets and indexer KL are checked here."""
     B, T = h.shape[0], h.shape[1]
     H, Hk, dh, eps, pos = m["H"], m["Hk"], m["dh"], m["eps"], m["position"]
     q = (h @ P[p + "wq"].t()).reshape(B, T, H, dh)
@@ -438,7 +537,15 @@ def heads_attention(m, P, p, h, gl, cos, sin):
         v = apply_gate(m, v, gl)
     q = rope(q, cos, sin)
     k = rope(k, cos, sin)
-    return causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"))
+    sel = m["sel"][i] if m["sel"] is not None else None
+    o, att = causal_attention(q, k, v, m["normalizer"], P.get(p + "sink_logit"), P.get(p + "kv_bias"), sel,
+                              with_weights=True)
+    if m["sparse"] == "oracle" and sel is not None:
+        _, dense = causal_attention(q, k, v, with_weights=True)
+        check_topk(dense.detach().sum(1), sel[:, 0], m["topk"], p + "oracle")
+    if m["sparse"] == "indexer" and sel is not None:
+        m["kl"] = m["kl"] + indexer_kl(m, P, p, h, att, sel) / (B * T * m["L"])
+    return o
 
 
 def mla_attention(m, P, p, h, T):
@@ -502,6 +609,7 @@ def forward(m, P, tokens, targets, ev=None):
     B, T = tokens.shape
     C, H, Hk, dh, eps = m["C"], m["H"], m["Hk"], m["dh"], m["eps"]
     pos = m["position"]
+    m["kl"] = 0.0
     wte = P["wte"]
     cos, sin = rope_tables(T, dh, m["rope_base"], wte.dtype)
     x = wte[tokens]
@@ -518,7 +626,7 @@ def forward(m, P, tokens, targets, ev=None):
         if m["kv"] == "latent":
             o = mla_attention(m, P, p, h, T)
         else:
-            o = heads_attention(m, P, p, h, gl, cos, sin)
+            o = heads_attention(m, P, p, h, gl, cos, sin, i)
         if m["control"] == "silu":
             o = o * torch.sigmoid(o)
         elif m["control"] == "rmsnorm":
@@ -555,7 +663,9 @@ def run_reference(m, P32, tokens, targets):
     tok = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     tgt = torch.from_numpy(np.asarray(targets, dtype=np.int64))
     logits, loss = forward(m, P, tok, tgt)
-    loss.backward()
+    # the sparse indexer's KL joins the objective: its gradient reaches only
+    # the indexer's tensors (its input and target are detached)
+    (loss + m["kl"]).backward()
     grads = {n: t.grad.detach().numpy().copy() if t.grad is not None
              else np.zeros(t.shape, dtype=np.float64) for n, t in P.items()}
     return logits.detach().numpy(), float(loss.item()), grads
@@ -962,6 +1072,7 @@ def check_dump(path, label=None, tol_grad=TOL_GRAD_REL, out=sys.stdout):
     for n, shp in expect.items():
         if tuple(params[n].shape) != tuple(shp):
             raise Mismatch("param.%s has shape %s, spec says %s" % (n, params[n].shape, shp))
+    m["sel"] = sparse_masks(m, tens, B, T)
     q, tau = eval_spec(cfg)
     if q is not None or tau is not None:
         if grads:

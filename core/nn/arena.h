@@ -20,6 +20,7 @@ typedef struct {
     size_t off; /* offset in values from the arena start */
     size_t n;   /* number of values */
     int decay;  /* 1: AdamW weight decay applies (matrices), 0: norms, static gates */
+    int frozen; /* 1: adamw_step leaves it (and its moments) alone (the sparse indexer's warm-up) */
 } Tensor;
 
 typedef struct {

@@ -99,6 +99,7 @@ double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, in
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < nmb; i++) {
         Model *w = &d->w[i];
+        w->step = m->step;
         errno = 0; /* thread-local */
         loss[i] = model_forward(w, tokens + (size_t)i * ntok, targets + (size_t)i * ntok, d->mb, T);
         d->status[i] = 0;

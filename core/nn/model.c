@@ -30,6 +30,7 @@
 #include "nn/mla.h"
 #include "nn/ops.h"
 #include "nn/rng.h"
+#include "nn/sparse.h"
 
 static int add(Model *m, int l, const char *nm, int decay, int ndim, int d0, int d1) {
     char name[48];
@@ -107,7 +108,7 @@ int model_layout(Model *m, const ModelCfg *cfg) {
         p->w_down = add(m, l, "w_down", 1, 2, C, m->F);
     }
     m->ln_f = add(m, -1, "ln_f", 0, 1, C, 0);
-    if (m->p.failed) {
+    if (sparse_model_layout(m) || m->p.failed) {
         model_free(m);
         return -1;
     }
@@ -147,6 +148,7 @@ void model_init_params(Model *m, uint64_t seed) {
 }
 
 void model_free(Model *m) {
+    sparse_model_free(m);
     arena_free(&m->p);
     free(m->lp);
     free(m->la);
@@ -238,7 +240,8 @@ int model_memory_estimate(const ModelCfg *cfg, int B, int T, ModelMemory *out) {
     size_t n = (size_t)B * T, big;
     out->nparams = (long long)m.p.total;
     out->params = 4 * sizeof(real) * m.p.total; /* w, g, m, v */
-    out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n;
+    out->activations = sizeof(real) * (layout_acts(&m, NULL, B, T) + (size_t)T * (m.dh / 2) * 2) + sizeof(int) * n +
+                       sparse_model_memory(cfg, B, T);
     out->scratch = sizeof(real) * grad_len(&m, n, &big);
     if (cfg->attn.kv == KV_LATENT) out->scratch += sizeof(real) * mla_scratch_len(&m, B, T); /* mla_backward's */
     out->total = out->params + out->activations + out->scratch;
@@ -334,8 +337,30 @@ static void add_gate_bias(const Model *m, const LayerParams *p, LayerActs *a, in
     }
 }
 
+/* The G4 / G3 / G2 gate on the query, key or value (after QK-norm, before
+ * RoPE), where the layer has one: the gated tensor in a->gy replaces it. */
+static void gate_qkv(Model *m, LayerActs *a, GateIn gi, int n, const real **q, int *sq, const real **k, int *sk,
+                     const real **v, int *sv) {
+    int pos = m->cfg.gate.position;
+    if (pos == GP_QUERY) {
+        gate_forward(&m->gop, a->gy, m->nq, a->S, *q, *sq, gi.L, gi.sl, n);
+        *q = a->gy, *sq = m->nq;
+    } else if (pos == GP_KEY) {
+#ifdef GATED_PERF_PLANT_VARIANTS
+        /* the perf gate's own test only (tests/perf_gate_test.sh): the G3
+         * gate's forward four times (the same result each time) */
+        for (int plant = 0; plant < 3; plant++) gate_forward(&m->gop, a->gy, m->nkv, a->S, *k, *sk, gi.L, gi.sl, n);
+#endif
+        gate_forward(&m->gop, a->gy, m->nkv, a->S, *k, *sk, gi.L, gi.sl, n);
+        *k = a->gy, *sk = m->nkv;
+    } else if (pos == GP_VALUE) {
+        gate_forward(&m->gop, a->gy, m->nkv, a->S, *v, *sv, gi.L, gi.sl, n);
+        *v = a->gy, *sv = m->nkv;
+    }
+}
+
 double model_forward(Model *m, const int *tokens, const int *targets, int B, int T) {
-    if (ensure_acts(m, B, T)) return NAN;
+    if (ensure_acts(m, B, T) || (m->sp && sparse_model_ensure(m, B, T))) return NAN;
     int n = B * T, C = m->C, H = m->H, Hk = m->Hk, dh = m->dh, pos = m->cfg.gate.position;
     real eps = (real)m->cfg.norm_eps, scale = 1 / sqrt((real)dh);
     const Arena *A = &m->p;
@@ -365,25 +390,13 @@ double model_forward(Model *m, const int *tokens, const int *targets, int B, int
             rmsnorm_forward(a->kn, m->nkv, a->rk, k, sk, AW(A, p->k_norm), n, Hk, dh, eps);
             q = a->qn, sq = m->nq, k = a->kn, sk = m->nkv;
         }
-        if (pos == GP_QUERY) {
-            gate_forward(&m->gop, a->gy, m->nq, a->S, q, sq, gi.L, gi.sl, n);
-            q = a->gy, sq = m->nq;
-        } else if (pos == GP_KEY) {
-#ifdef GATED_PERF_PLANT_VARIANTS
-            /* the perf gate's own test only (tests/perf_gate_test.sh): the G3
-             * gate's forward four times (the same result each time) */
-            for (int plant = 0; plant < 3; plant++) gate_forward(&m->gop, a->gy, m->nkv, a->S, k, sk, gi.L, gi.sl, n);
-#endif
-            gate_forward(&m->gop, a->gy, m->nkv, a->S, k, sk, gi.L, gi.sl, n);
-            k = a->gy, sk = m->nkv;
-        } else if (pos == GP_VALUE) {
-            gate_forward(&m->gop, a->gy, m->nkv, a->S, v, sv, gi.L, gi.sl, n);
-            v = a->gy, sv = m->nkv;
-        }
+        gate_qkv(m, a, gi, n, &q, &sq, &k, &sk, &v, &sv);
         rope_forward(a->qr, q, sq, m->cos_t, m->sin_t, n, T, H, dh);
         rope_forward(a->kr, k, sk, m->cos_t, m->sin_t, n, T, Hk, dh);
         AttnNorm an = attn_of(m, p, a, B, T, scale);
-        if (attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
+        if (sparse_on(m, T)
+                ? sparse_model_forward(m, l, a->o, a->lse, a->h, a->qr, m->nq, a->kr, m->nkv, v, sv, scale)
+                : attention_forward_norm(a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v, sv, B, T, H, Hk, dh, scale, &an))
             goto oom;
 
     attended:;
@@ -455,6 +468,7 @@ int model_backward(Model *m, const int *tokens) {
     real *dx = m->gradmem, *dh_ = dx + N * C, *dP = dh_ + N * C, *s0 = dP + N * m->Np;
     real *s1 = s0 + N * big, *s2 = s1 + N * big, *s3 = s2 + N * big, *s4 = s3 + N * big, *s5 = s4 + N * big;
     real *dlogits = s5 + N * big;
+    if (m->sp && sparse_warm(m)) return sparse_warm_backward(m); /* the indexer's warm-up: only its KL */
 
     /* head: logits = xf · wte^T, xf = rmsnorm(x_out) · ln_f */
     crossentropy_backward(dlogits, m->probs, m->targets, n, m->V, 1);
@@ -524,8 +538,11 @@ int model_backward(Model *m, const int *tokens) {
         real *dqr = zeroed(s3, N * m->nq), *dkr = zeroed(s4, N * m->nkv);
         real *dv = pos == GP_VALUE ? zeroed(s5, N * m->nkv) : dP + m->nq + m->nkv;
         AttnNorm an = {m->cfg.attn.normalizer, a->z};
-        if (attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att, sv_att, B,
-                                    T, H, Hk, dh, scale, &an)) {
+        if (sparse_on(m, T)
+                ? sparse_model_backward(m, l, dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,
+                                        sv_att, scale)
+                : attention_backward_norm(dqr, dkr, dv, dO, a->o, a->lse, a->qr, m->nq, a->kr, m->nkv, v_att,
+                                          sv_att, B, T, H, Hk, dh, scale, &an)) {
             errno = ENOMEM;
             return -1;
         }
@@ -596,6 +613,7 @@ void model_flops(const Model *m, int T, double *fwd, double *train) {
     per_layer += 2.0 * 3.0 * C * m->F;       /* SwiGLU */
     per_layer += 2.0 * 2.0 * m->nq * (T + 1) / 2.0; /* q·k and p·v over the causal half */
     if (m->cfg.attn.kv == KV_LATENT) per_layer += mla_extra_flops(m, T);
+    per_layer += sparse_flops_delta(&m->cfg, T);      /* top-k sparse attention: 0 when dense */
     double f = m->L * per_layer + 2.0 * C * m->V;   /* + tied output layer */
     *fwd = f;
     *train = 3.0 * f;

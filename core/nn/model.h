@@ -23,6 +23,7 @@ typedef struct {
     int ln1, wq, wk, wv, wg, gate_b, gate_p, q_norm, k_norm, sdpa_norm, wo, ln2, w_gate, w_up, w_down;
     int sink, kstar; /* the normaliser's: sink_logit's b (n_head), kv_bias's k* (n_kv_head x d_head) */
     int kv_norm, w_uk, w_uv; /* latent KV (mla.h): the latent's norm and the per-head up-projections */
+    int idx_w, idx_kn; /* the sparse indexer's projection and k_I norm weight (sparse.h) */
 } LayerParams;
 
 /* Saved activations of one layer (pointers into Model.actmem). */
@@ -82,6 +83,8 @@ typedef struct Model {
     LinearInputHook lin_hook; /* NULL (the default, and always in training): the float forward */
     void *lin_ctx;
     int kv_absorbed; /* evaluation: latent layers attend over the cached latent, W_UK and W_UV absorbed (mla.h) */
+    struct SparseState *sp; /* model.attention.sparse's state (sparse.c); NULL when dense */
+    long step; /* the optimizer step the next forward belongs to (the random sparse control's seed); 0 */
 } Model;
 
 /* Declare the parameter views of cfg without allocating them (for

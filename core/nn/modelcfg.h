@@ -167,12 +167,38 @@ typedef enum { ATTN_NORMALIZERS(ATTN_ENUM_AN_) AN__COUNT } AttnNormalizer;
 #define ATTN_ENUM_KV_(id, ...) KV_##id,
 typedef enum { ATTN_KVS(ATTN_ENUM_KV_) KV__COUNT } AttnKv;
 
+/* Top-k sparse attention (model.attention.sparse): which keys S_t each
+ * query t attends to, |S_t| = min(k, t + 1), one selection shared by the
+ * layer's heads (softmax over S_t; sparse.h, docs/model.md).  Like the
+ * lists above, the one source of the enum (AS_NONE ...), the names
+ * (attn_sparse_names[], variant.c) and the rows (attn_sparses[]).  Append
+ * new rows at the end.
+ *
+ *   X(ID, "name", has an indexer, how S_t is chosen)
+ *
+ * Sources: indexer: DeepSeek-V3.2-Exp (DSA), inference/model.py class
+ * Indexer: I(t,s) = sum_j w(t,j) relu(q_I(t,j).k_I(s)); window, random and
+ * oracle are this project's controls at the same k. */
+#define ATTN_SPARSES(X)                                                                            \
+    X(NONE, "none", 0, "every key s <= t (dense)")                                                 \
+    X(INDEXER, "indexer", 1, "the k largest lightning-indexer scores I(t,s)")                     \
+    X(WINDOW, "window", 0, "the last k keys t-k+1..t")                                             \
+    X(RANDOM, "random", 0, "k keys drawn from hash(seed, step, layer, t), the same for every sequence") \
+    X(ORACLE, "oracle", 0, "the k largest head-summed dense softmax weights (no indexer)")
+#define ATTN_ENUM_AS_(id, ...) AS_##id,
+typedef enum { ATTN_SPARSES(ATTN_ENUM_AS_) AS__COUNT } AttnSparse;
+
 typedef struct {
     int normalizer;   /* AttnNormalizer */
     double sink_init; /* sink_logit: every b_h's initial value */
     int kv;           /* AttnKv (zero: heads) */
     int d_c, d_R;     /* latent: the latent's width and the decoupled RoPE key's (0: none); before
                          attn_kv_resolve 0 and -1 mean automatic; unused with heads */
+    int sparse;       /* AttnSparse (0: dense) */
+    int topk;         /* k: keys per query (>= 1) */
+    int idx_heads;    /* indexer: H_I */
+    int idx_dim;      /* indexer: d_I (even: RoPE) */
+    int idx_warmup;   /* indexer: dense warm-up steps (0: none) */
 } AttnCfg;
 
 typedef enum { ROPE_NONE, ROPE_LINEAR, ROPE_NTK, ROPE_YARN, ROPE__COUNT } RopeScalingKind;

@@ -35,6 +35,7 @@ double adamw_step(Arena *a, const AdamW *o, long t) {
     real bc1 = (real)(1 - pow(o->beta1, (double)t)), bc2 = (real)(1 - pow(o->beta2, (double)t));
     for (int k = 0; k < a->n; k++) {
         const Tensor *tn = &a->t[k];
+        if (tn->frozen) continue;
         real decay = tn->decay ? (real)(1 - o->lr * o->weight_decay) : 1;
         real *w = a->w + tn->off, *g = a->g + tn->off, *m = a->m + tn->off, *v = a->v + tn->off;
         long n = (long)tn->n;

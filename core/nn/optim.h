@@ -3,7 +3,8 @@
  *
  * Works on the whole parameter arena as flat arrays.  Weight decay applies
  * only to tensors marked `decay` (matrices and the embedding), never to norm
- * weights or static gate parameters.  The update matches torch.optim.AdamW:
+ * weights or static gate parameters; tensors marked `frozen` are skipped
+ * (no update, no decay, moments kept).  The update matches torch.optim.AdamW:
  *   w *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  *   w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
  */

@@ -229,9 +229,66 @@ const char *const attn_norm_names[] = {ATTN_NORMALIZERS(ANAME_) NULL};
 const AttnNormDef attn_norms[AN__COUNT] = {ATTN_NORMALIZERS(AROW_)};
 #undef AROW_
 
+#define SNAME_(id, name, ...) name,
+const char *const attn_sparse_names[] = {ATTN_SPARSES(SNAME_) NULL};
+#undef SNAME_
+#define SROW_(id, name, idx, how) [AS_##id] = {name, idx, how},
+const AttnSparseDef attn_sparses[AS__COUNT] = {ATTN_SPARSES(SROW_)};
+#undef SROW_
+
 AttnCfg attn_default(void) {
-    AttnCfg a = {AN_SOFTMAX, 0, KV_HEADS, 0, -1};
+    AttnCfg a = {AN_SOFTMAX, 0, KV_HEADS, 0, -1, AS_NONE, 64, 4, 32, 0};
     return a;
+}
+
+long attn_indexer_params(const AttnCfg *a, long d_model) {
+    if (a->sparse < 0 || a->sparse >= AS__COUNT || !attn_sparses[a->sparse].indexer) return 0;
+    long hi = a->idx_heads, di = a->idx_dim;
+    return ((hi + 1) * di + hi) * d_model + di;
+}
+
+int attn_sparse_active(const AttnCfg *a, int T) { return a->sparse != AS_NONE && a->topk < T; }
+
+/* The sparse keys' rules (attn_validate). */
+static const char *sparse_validate(const AttnCfg *a, const char **key) {
+    AttnCfg d = attn_default();
+    if (a->sparse < 0 || a->sparse >= AS__COUNT) {
+        *key = "model.attention.sparse";
+        return "is not a known sparse selection";
+    }
+    if (a->sparse == AS_NONE && a->topk != d.topk) {
+        *key = "model.attention.topk";
+        return "has no effect unless model.attention.sparse is set (a row other than none)";
+    }
+    if (!attn_sparses[a->sparse].indexer) {
+        if (a->idx_heads != d.idx_heads) *key = "model.attention.indexer_heads";
+        else if (a->idx_dim != d.idx_dim) *key = "model.attention.indexer_dim";
+        else if (a->idx_warmup != d.idx_warmup) *key = "model.attention.indexer_warmup";
+        if (*key) return "has no effect unless model.attention.sparse is indexer";
+    }
+    if (a->sparse == AS_NONE) return NULL;
+    if (a->topk <= 0) {
+        *key = "model.attention.topk";
+        return "must be at least 1 (the keys each query attends to)";
+    }
+    if (a->normalizer != AN_SOFTMAX) {
+        *key = "model.attention.sparse";
+        return "is defined only with model.attention.normalizer softmax (the softmax runs over the selected keys)";
+    }
+    if (a->kv != KV_HEADS) {
+        *key = "model.attention.sparse";
+        return "is not defined with model.attention.kv latent yet (the sparse kernel gathers keys and values of "
+               "one width; latent KV attends over d_head + d_R)";
+    }
+    if (a->idx_heads <= 0) {
+        *key = "model.attention.indexer_heads";
+        return "must be at least 1";
+    }
+    if (a->idx_dim <= 0 || a->idx_dim % 2) {
+        *key = "model.attention.indexer_dim";
+        return "must be a positive even number (RoPE rotates channel pairs)";
+    }
+    return NULL;
 }
 
 long attn_norm_params(const AttnCfg *a, long n_head, long n_kv_head, long d_head) {
@@ -247,6 +304,8 @@ const char *attn_validate(const AttnCfg *a, const GateCfg *g, const char **key) 
         *key = "model.attention.normalizer";
         return "is not a known normaliser";
     }
+    const char *smsg = sparse_validate(a, key);
+    if (smsg) return smsg;
     if (a->normalizer != AN_SINK_LOGIT && a->sink_init != attn_default().sink_init) {
         *key = "model.attention.sink_init";
         return "has no effect unless model.attention.normalizer is sink_logit (the only normaliser with a learned "

@@ -111,7 +111,26 @@ typedef struct {
 extern const char *const attn_norm_names[];
 extern const AttnNormDef attn_norms[AN__COUNT];
 
-/* The default: softmax, sink_init 0, kv heads (d_c 0, d_R -1: automatic). */
+/* One row per sparse selection, from ATTN_SPARSES (modelcfg.h). */
+typedef struct {
+    const char *name; /* config value */
+    int indexer;      /* has a lightning indexer (parameters) */
+    const char *how;  /* how S_t is chosen, one line */
+} AttnSparseDef;
+extern const char *const attn_sparse_names[];
+extern const AttnSparseDef attn_sparses[AS__COUNT];
+
+/* Parameters the indexer adds per layer: (H_I + 1) d_I + H_I rows of
+ * d_model (q_I | k_I | w) and d_I (k_I's RMSNorm weight); 0 without one. */
+long attn_indexer_params(const AttnCfg *a, long d_model);
+
+/* Whether a forward of T tokens is sparse: a sparse row and k < T (row t
+ * sees t + 1 keys: with k >= T every row is dense, and the model runs the
+ * dense kernel). */
+int attn_sparse_active(const AttnCfg *a, int T);
+
+/* The default: softmax, sink_init 0, kv heads (d_c 0, d_R -1: automatic),
+ * dense (k 64, H_I 4, d_I 32, no warm-up). */
 AttnCfg attn_default(void);
 
 /* Parameters the normaliser adds per layer (the row's formula evaluated;

@@ -159,7 +159,7 @@ typedef struct {
     int (*applies)(const Config *c);
 } ConfigKey;
 /* The rows of config_schema (config_schema.c). */
-enum { CONFIG_NKEYS = 60 };
+enum { CONFIG_NKEYS = 65 };
 extern const ConfigKey config_schema[CONFIG_NKEYS];
 extern const int config_schema_len;
 const ConfigKey *config_find(const char *key);

@@ -34,6 +34,8 @@ static int gate_init_bias_applies(const Config *c) {
 static int control_scale_applies(const Config *c) { return c->gate.control == GC_SCALE; }
 static int sink_logit(const Config *c) { return c->attn.normalizer == AN_SINK_LOGIT; }
 static int kv_latent(const Config *c) { return c->attn.kv == KV_LATENT; }
+static int sparse(const Config *c) { return c->attn.sparse != AS_NONE; }
+static int indexer(const Config *c) { return attn_sparses[c->attn.sparse].indexer; }
 static int rope_scaled(const Config *c) { return c->rope_scaling != ROPE_NONE; }
 static int rope_yarn(const Config *c) { return c->rope_scaling == ROPE_YARN; }
 static int corpus_bb(const Config *c) { return c->corpus == CORPUS_BB; }
@@ -112,6 +114,20 @@ const ConfigKey config_schema[] = {
     KNW(kv_latent, "model.attention.d_R", CT_INT, attn.d_R, -1, 1024, "-1", NONAMES,
        "latent KV: the decoupled RoPE key's width, shared by the heads (even, at most model.d_head); 0 = none "
        "(MLA without the RoPE key); -1 = model.d_head / 2"),
+    KN("model.attention.sparse", CT_ENUM, attn.sparse, 0, 0, "none", attn_sparse_names,
+       "top-k sparse attention (nn/modelcfg.h, docs/model.md): none (dense), indexer (DeepSeek's lightning "
+       "indexer picks the keys), window (the last k), random (k seeded keys), oracle (the top k of the dense "
+       "attention); softmax only"),
+    KNW(sparse, "model.attention.topk", CT_INT, attn.topk, 1, 1048576, "64", NONAMES,
+        "sparse: k, the keys each query attends to (a row with <= k keys, and every row when k >= "
+        "model.seq_len, is dense)"),
+    KNW(indexer, "model.attention.indexer_heads", CT_INT, attn.idx_heads, 1, 256, "4", NONAMES,
+        "indexer: H_I, its heads"),
+    KNW(indexer, "model.attention.indexer_dim", CT_INT, attn.idx_dim, 2, 1024, "32", NONAMES,
+        "indexer: d_I, the width of its query heads and of its one key per position (even: RoPE)"),
+    KNW(indexer, "model.attention.indexer_warmup", CT_INT, attn.idx_warmup, 0, 1000000000, "0", NONAMES,
+        "indexer: dense warm-up steps 1..W in which the model runs dense and only the indexer learns (from the KL "
+        "to the attention); then sparse training"),
     K("train.steps", CT_INT, steps, 0, 1000000000, "200", NONAMES, "optimizer steps"),
     K("train.batch", CT_INT, batch, 1, 65536, "8", NONAMES, "sequences per step"),
     K("train.lr", CT_FLOAT, lr, 0, 10, "3e-3", NONAMES, "peak learning rate"),

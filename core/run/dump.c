@@ -1,5 +1,7 @@
 /* dump.c — see dump.h. */
 #include "run/dump.h"
+
+#include "nn/sparse.h"
 #include "util/json.h"
 #include "util/outfile.h"
 
@@ -69,6 +71,14 @@ static int write_dump(const char *path, const Config *c, const Model *m, const i
     put_tensor(f, "out.logits", "f32", 3, btv, m->logits, (size_t)m->B * m->T * m->V);
     real loss = (real)m->loss;
     put_tensor(f, "out.loss", "f32", 1, one, &loss, 1);
+    /* each sparse layer's selection (nn/sparse.h: (B, T, k) key positions, -1 past a row's n_t) */
+    for (int l = 0; l < m->L; l++) {
+        const int *sel = sparse_selection(m, l);
+        int btk[3] = {m->B, m->T, m->cfg.attn.topk};
+        char name[32];
+        snprintf(name, sizeof name, "sparse.l%d", l);
+        if (sel) put_tensor(f, name, "i32", 3, btk, sel, (size_t)m->B * m->T * m->cfg.attn.topk);
+    }
     if (ev && ev->drop && ev->dropped) {
         int nl[1] = {m->L}, *cnt = malloc(sizeof *cnt * (size_t)m->L);
         if (!cnt) {

@@ -10,6 +10,7 @@
 
 #include "nn/quant.h"
 #include "nn/rng.h"
+#include "nn/sparse.h"
 #include "run/store.h"
 #include "util/util.h"
 
@@ -134,6 +135,7 @@ double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
     double scale = 1 / sqrt((double)dh), lse = a->lse[((size_t)b * m->H + h) * T + i], ps = 0;
     const real *q = sc.q + (size_t)(b * T + i) * sc.sq + (size_t)h * dh;
     for (int j = 0; j <= i; j++) {
+        if (!sparse_attends(m, l, b, i, j)) continue; /* a top-k sparse row: its softmax runs over S_t */
         const real *k = sc.k + (size_t)(b * T + j) * sc.sk + (size_t)(h / grp) * dh;
         double s = 0;
         for (int d = 0; d < dh; d++) s += (double)q[d] * k[d];
@@ -145,7 +147,8 @@ double infer_attn_entropy(const Model *m, int l, int b, int h, int i) {
 }
 
 double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i) {
-    return i == 0 ? 0 : infer_attn_entropy(m, l, b, h, i) / log(i + 1.0);
+    int n = sparse_selection(m, l) ? sparse_nsel(m->cfg.attn.topk, i) : i + 1; /* the keys the row attended to */
+    return n <= 1 ? 0 : infer_attn_entropy(m, l, b, h, i) / log((double)n);
 }
 
 /* Mean |gate score| of head h at token t of layer l (G1: scores n x nq). */
@@ -194,7 +197,8 @@ static int drop_pairs(InferHook *h, const Model *m, int l, real *x, int n) {
         int p = h->key[q].idx, t = p / H, i = t % T;
         memset(x + (size_t)t * m->nq + (size_t)(p % H) * dh, 0, sizeof(real) * (size_t)dh);
         h->flops_wo += 2.0 * dh * m->C;
-        h->flops_attn += 2.0 * dh * m->C + 2.0 * 2.0 * dh * (i + 1);
+        int keys = sparse_selection(m, l) ? sparse_nsel(m->cfg.attn.topk, i) : i + 1; /* a top-k sparse row: S_i */
+        h->flops_attn += 2.0 * dh * m->C + 2.0 * 2.0 * dh * keys;
     }
     h->dropped[l] += ndrop;
     h->pairs[l] += np;

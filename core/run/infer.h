@@ -43,7 +43,8 @@
  * FLOPs a dropped pair at position i saves: 2 dh C of wo (infer_flops_wo)
  * and, because a G1 gate score is known from h before attention runs,
  * also 2 * 2 dh (i + 1) of its q.k and p.v (infer_flops_attn, the sum of
- * both), each as a fraction of the forward's FLOPs (model_flops).
+ * both; min(k, i + 1) keys in a top-k sparse layer), each as a fraction of
+ * the forward's FLOPs (model_flops).
  *
  * Stored, per (split, length L, scheme) in context
  * "split=S,len=L,quant=SCHEME" or "split=S,len=L,drop=RULE,tau=T" /
@@ -133,7 +134,8 @@ const real *infer_hook(void *ctx, const Model *m, int l, LinearSite site, const 
 /* Attention entropy (nats) of query i (0-based position in its sequence)
  * of head h in layer l of the last forward, sequence b; _rel: divided by
  * log(i + 1), the uniform row's (0 at i = 0), so that late positions,
- * which have more keys, are not "diffuse" for that alone. */
+ * which have more keys, are not "diffuse" for that alone.  A top-k sparse
+ * layer's row is its softmax over S_i, of min(k, i + 1) keys (nn/sparse.h). */
 double infer_attn_entropy(const Model *m, int l, int b, int h, int i);
 double infer_attn_entropy_rel(const Model *m, int l, int b, int h, int i);
 

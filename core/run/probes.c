@@ -7,6 +7,7 @@
 
 #include "nn/gate.h"
 #include "nn/ops.h"
+#include "nn/sparse.h"
 #include "run/data.h"
 
 int probes_init(Probes *p, const Model *m) {
@@ -25,6 +26,9 @@ int probes_init(Probes *p, const Model *m) {
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) ok &= (*rows[i] = calloc(lh, sizeof(double))) != NULL;
     ok &= (p->kurt = calloc((size_t)m->L, sizeof(double))) != NULL;
     ok &= (p->nkurt = calloc((size_t)m->L, sizeof(double))) != NULL;
+    ok &= (p->sp_recall = calloc((size_t)m->L, sizeof(double))) != NULL;
+    ok &= (p->sp_p0 = calloc((size_t)m->L, sizeof(double))) != NULL;
+    ok &= (p->sp_rows = calloc((size_t)m->L, sizeof(double))) != NULL;
     if (!ok) {
         probes_free(p);
         return -1;
@@ -58,6 +62,7 @@ void probes_free(Probes *p) {
     free(p->head_mem);
     free(p->fattn_head);
     free(p->mass0), free(p->none), free(p->p00), free(p->nq), free(p->nwin), free(p->kurt), free(p->nkurt);
+    free(p->sp_recall), free(p->sp_p0), free(p->sp_rows);
     memset(p, 0, sizeof *p);
 }
 
@@ -85,7 +90,8 @@ void probes_accumulate(Probes *p, const Model *m) {
                 for (int i = 1; i < T; i++) {
                     const real *qi = sc.q + (size_t)(b * T + i) * sc.sq + (size_t)h * sc.d;
                     double lse = a->lse[((size_t)b * H + h) * T + i];
-                    hs += attn_weight(m->cfg.attn.normalizer, scale * dot(qi, k0, sc.d), lse);
+                    if (sparse_attends(m, l, b, i, 0)) /* a sparse row may not see key 0 */
+                        hs += attn_weight(m->cfg.attn.normalizer, scale * dot(qi, k0, sc.d), lse);
                 }
                 lp->n_fattn += T - 1;
                 p->fattn_head[(size_t)l * H + h] += hs;
@@ -245,9 +251,14 @@ int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
         for (int l = 0; rc == 0 && l < m->L; l++) {
             for (int h = 0; rc == 0 && h < m->H; h++)
                 if ((rc = head_weights(m, l, b, h, P, o)) == 0) {
+                    double rec = 0; /* a sparse layer: the dense weights' mass inside S_t, then the weights over S_t */
+                    sparse_restrict_weights(m, l, b, P, T, &rec);
+                    p->sp_recall[l] += rec / m->H;
                     probes_rows_add(p, l, h, P, T);
                     if (p->bb && tokens) probes_bb_rows_add(p, l, h, P, T, tokens + (size_t)b * T);
                 }
+            for (int t = m->cfg.attn.topk; sparse_selection(m, l) && t < T; t++)
+                p->sp_rows[l]++, p->sp_p0[l] += sparse_attends(m, l, b, t, 0);
             const real *x = l + 1 < m->L ? m->la[l + 1].x_in : m->x_out;
             probes_kurtosis_add(p, l, x + (size_t)b * T * m->C, (size_t)T * m->C);
         }
@@ -257,6 +268,23 @@ int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
 }
 
 static double ratio(double s, double n) { return n > 0 ? s / n : NAN; }
+
+/* A layer's (l >= 0) or every layer's (l = -1) ratio of two L-sums. */
+static double layer_ratio(const Probes *p, const double *s, const double *n, int l) {
+    if (l >= 0) return ratio(s[l], n[l]);
+    double a = 0, b = 0;
+    for (int i = 0; i < p->L; i++) a += s[i], b += n[i];
+    return ratio(a, b);
+}
+
+double probe_sparse_recall(const Probes *p, int l) { return layer_ratio(p, p->sp_recall, p->sp_rows, l); }
+double probe_sparse_p0(const Probes *p, int l) { return layer_ratio(p, p->sp_p0, p->sp_rows, l); }
+double probe_sparse_gap(const Probes *p) { return ratio(p->sp_gap, p->sp_gap_n); }
+
+void probes_sparse_gap_add(Probes *p, double sparse_loss, double dense_loss, int nb) {
+    p->sp_gap += (sparse_loss - dense_loss) * nb;
+    p->sp_gap_n += nb;
+}
 
 double probe_mass0(const Probes *p, int l, int h) {
     size_t c = (size_t)l * p->H + h;
@@ -360,11 +388,14 @@ void probes_bb_accumulate(Probes *p, const Model *m, const int *tokens) {
                 for (int i = 1; i < T; i++) {
                     const real *qi = sc.q + (size_t)(bi * T + i) * sc.sq + (size_t)h * sc.d;
                     double lse = a->lse[((size_t)bi * H + h) * T + i];
-                    double p0 = attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb, sc.d), lse);
+                    double p0 = sparse_attends(m, l, bi, i, 0)
+                                    ? attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb, sc.d), lse)
+                                    : 0;
                     if (query_type(b, w, i) == BB_TRIGGER) {
                         *bos += p0;
-                        b->prev[(size_t)l * H + h] +=
-                            attn_weight(m->cfg.attn.normalizer, scale * dot(qi, kb + (size_t)(i - 1) * sc.sk, sc.d), lse);
+                        if (sparse_attends(m, l, bi, i, i - 1))
+                            b->prev[(size_t)l * H + h] += attn_weight(
+                                m->cfg.attn.normalizer, scale * dot(qi, kb + (size_t)(i - 1) * sc.sk, sc.d), lse);
                     } else {
                         *bos1 += p0;
                     }

@@ -114,6 +114,10 @@ typedef struct {
     double *nq;         /* queries i >= 1 counted; the rows' count is nq + nwin */
     double *nwin;       /* matrices counted (one query 0 each) */
     double *kurt, *nkurt; /* L: sums of per-window residual kurtosis, windows */
+    /* top-k sparse layers (nn/sparse.h), L sums over the rows t >= k (where S_t is a choice):
+     * the dense attention's head-mean mass inside S_t, rows with 0 in S_t, rows */
+    double *sp_recall, *sp_p0, *sp_rows;
+    double sp_gap, sp_gap_n; /* sums of (sparse - dense loss) x windows, and windows */
 } Probes;
 
 int probes_init(Probes *p, const Model *m);
@@ -148,6 +152,19 @@ void probes_rows_add(Probes *p, int l, int h, const real *P, int T);
 void probes_kurtosis_add(Probes *p, int l, const real *x, size_t n);
 /* Finished values; NAN when nothing was counted. */
 double probe_mass0(const Probes *p, int l, int h);
+/* Top-k sparse attention (rows probes), layer l or every layer (l = -1),
+ * over the queries t >= k: the indexer's (or control's) recall of the dense
+ * attention mass, mean over query heads of sum_{s in S_t} p_dense(t, s);
+ * and P(0 in S_t), how often the first position is selected.  NAN for a
+ * dense model. */
+double probe_sparse_recall(const Probes *p, int l);
+double probe_sparse_p0(const Probes *p, int l);
+/* The sparse - dense loss gap: the mean over windows of the sparse model's
+ * loss minus the loss of the same weights run dense (every key; indexer
+ * and selection unused); NAN for a dense model.  probes_sparse_gap_add
+ * adds nb windows' mean losses of both forwards. */
+double probe_sparse_gap(const Probes *p);
+void probes_sparse_gap_add(Probes *p, double sparse_loss, double dense_loss, int nb);
 double probe_mass_none(const Probes *p, int l, int h);
 double probe_first_alpha(const Probes *p, int l, int h); /* Gu et al.'s alpha_1 */
 /* Sink_1^eps: the share of layer l's heads (l < 0: all heads) whose

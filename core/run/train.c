@@ -43,6 +43,7 @@
 #include "nn/model.h"
 #include "nn/ops.h"
 #include "nn/optim.h"
+#include "nn/sparse.h"
 #include "run/probes.h"
 #include "run/store.h"
 #include "util/sysinfo.h"
@@ -82,6 +83,13 @@ static int evaluate(Model *m, const int *win, int count, int B, int T, int *tok,
             if (probes_rows_accumulate(pr, m, tok)) {
                 errno = ENOMEM;
                 return -1;
+            }
+            if (sparse_selection(m, 0)) { /* a sparse forward: the same weights run dense, for the gap */
+                sparse_force_dense(m, 1);
+                double ld = model_forward(m, tok, tgt, nb, T);
+                sparse_force_dense(m, 0);
+                if (isnan(ld) && errno == ENOMEM) return -1;
+                probes_sparse_gap_add(pr, l, ld, nb);
             }
         }
     }
@@ -187,6 +195,16 @@ static void store_row_probes(Store *st, const char *id, const Model *m, const Pr
     }
     store_finite(st, id, "sink_eps_share", "", step, probe_sink_eps_share(p, -1));
     store_finite(st, id, "resid_kurtosis", "", step, ksum / m->L);
+    /* top-k sparse attention (NAN, so nothing stored, for a dense model) */
+    store_finite(st, id, "sparse_dense_gap", "", step, probe_sparse_gap(p));
+    for (int l = -1; l < m->L; l++) {
+        if (l < 0)
+            ctx[0] = '\0';
+        else
+            snprintf(ctx, sizeof ctx, "layer=%d", l);
+        store_finite(st, id, "sparse_recall", ctx, step, probe_sparse_recall(p, l));
+        store_finite(st, id, "sparse_p0", ctx, step, probe_sparse_p0(p, l));
+    }
 }
 
 static void store_probes(Store *st, const char *id, const Model *m, const Probes *p, long step) {
@@ -678,6 +696,7 @@ static int train_step(Run *r, long step) {
     }
     errno = 0;
     int bad_backward = 0;
+    sparse_set_step(r->dp.m, step); /* the random sparse control's seed, the indexer's warm-up (nn/sparse.h) */
     double loss = dp_step(&r->dp, r->tok, r->tgt, T, &bad_backward);
     if (isnan(loss) && errno == ENOMEM) {
         /* not a divergence: the step never ran */

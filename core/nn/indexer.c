@@ -1,0 +1,132 @@
+/*
+ * indexer.c — DeepSeek's lightning indexer (DeepSeek-V3.2-Exp,
+ * inference/model.py class Indexer; sparse.h has the formulas): one layer's
+ * index scores I(t, s) from its normed input h, forward and backward.
+ *
+ * Here k_I is RMS-normed with a learned weight (DeepSeek: LayerNorm) and
+ * RoPE rotates all d_I channels of q_I and k_I (DeepSeek: a part of them);
+ * w is scaled by (H_I d_I)^-1/2 as in the source.
+ */
+#include "nn/sparse.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "nn/ops.h"
+
+static inline real dotr(const real *a, const real *b, int d) {
+    real s = 0;
+    for (int c = 0; c < d; c++) s += a[c] * b[c];
+    return s;
+}
+
+static inline int idx_width(int HI, int dI) { return HI * dI + dI + HI; }
+
+size_t indexer_acts_len(int B, int T, int HI, int dI) {
+    size_t n = (size_t)B * T;
+    return n * ((size_t)idx_width(HI, dI) + 1 + dI + (size_t)HI * dI + dI + HI) + n * T;
+}
+
+void indexer_acts_carve(IndexerActs *a, real *base, int B, int T, int HI, int dI) {
+    size_t n = (size_t)B * T;
+    a->P = base;
+    a->rstd = a->P + n * idx_width(HI, dI);
+    a->kn = a->rstd + n;
+    a->qr = a->kn + n * dI;
+    a->kr = a->qr + n * HI * dI;
+    a->w = a->kr + n * dI;
+    a->sc = a->w + n * HI;
+}
+
+size_t indexer_scratch_len(int B, int T, int HI, int dI) {
+    size_t n = (size_t)B * T;
+    return n * ((size_t)idx_width(HI, dI) + (size_t)HI * dI + 2 * (size_t)dI + HI);
+}
+
+void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int B, int T, int HI, int dI) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, t = r % T;
+        real *row = sc + (size_t)r * T;
+        for (int s = 0; s < T; s++) {
+            real acc = 0;
+            if (s <= t)
+                for (int j = 0; j < HI; j++) {
+                    real x = dotr(qi + ((size_t)r * HI + j) * dI, ki + (size_t)(b * T + s) * dI, dI);
+                    acc += w[(size_t)r * HI + j] * (x > 0 ? x : 0);
+                }
+            row[s] = acc;
+        }
+    }
+}
+
+void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                             const real *w, int B, int T, int HI, int dI) {
+    /* rows: dq(t), dw(t) over s = 0..t */
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, t = r % T;
+        for (int s = 0; s <= t; s++) {
+            real g = dsc[(size_t)r * T + s];
+            if (g == 0) continue;
+            const real *ks = ki + (size_t)(b * T + s) * dI;
+            for (int j = 0; j < HI; j++) {
+                const real *qj = qi + ((size_t)r * HI + j) * dI;
+                real x = dotr(qj, ks, dI);
+                if (!(x > 0)) continue;
+                dw[(size_t)r * HI + j] += g * x;
+                real gw = g * w[(size_t)r * HI + j];
+                real *dqj = dq + ((size_t)r * HI + j) * dI;
+                for (int c = 0; c < dI; c++) dqj[c] += gw * ks[c];
+            }
+        }
+    }
+    /* keys: dk(s) over t = s..T-1 */
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, s = r % T;
+        const real *ks = ki + (size_t)r * dI;
+        real *dks = dk + (size_t)r * dI;
+        for (int t = s; t < T; t++) {
+            size_t rt = (size_t)b * T + t;
+            real g = dsc[rt * T + s];
+            if (g == 0) continue;
+            for (int j = 0; j < HI; j++) {
+                const real *qj = qi + (rt * HI + j) * dI;
+                if (!(dotr(qj, ks, dI) > 0)) continue;
+                real gw = g * w[rt * HI + j];
+                for (int c = 0; c < dI; c++) dks[c] += gw * qj[c];
+            }
+        }
+    }
+}
+
+void indexer_forward(IndexerActs *a, const real *W, const real *knw, const real *h, int ldh, int B, int T, int C,
+                     int HI, int dI, const real *cos_t, const real *sin_t, real eps) {
+    int n = B * T, np = idx_width(HI, dI);
+    real c = 1 / sqrt((real)HI * dI);
+    linear_forward(a->P, np, h, ldh, W, n, np, C, 0);
+    rmsnorm_forward(a->kn, dI, a->rstd, a->P + (size_t)HI * dI, np, knw, n, 1, dI, eps);
+    rope_forward(a->qr, a->P, np, cos_t, sin_t, n, T, HI, dI);
+    rope_forward(a->kr, a->kn, dI, cos_t, sin_t, n, T, 1, dI);
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < HI; j++) a->w[(size_t)r * HI + j] = c * a->P[(size_t)r * np + HI * dI + dI + j];
+    indexer_scores(a->sc, a->qr, a->kr, a->w, B, T, HI, dI);
+}
+
+void indexer_backward(real *dW, real *dknw, real *dh, int ldh, const real *dsc, const IndexerActs *a, const real *W,
+                      const real *knw, const real *h, int B, int T, int C, int HI, int dI, const real *cos_t,
+                      const real *sin_t, real *scratch) {
+    int n = B * T, np = idx_width(HI, dI);
+    size_t N = (size_t)n;
+    real c = 1 / sqrt((real)HI * dI);
+    real *dP = scratch, *dqr = dP + N * np, *dkr = dqr + N * HI * dI, *dkn = dkr + N * dI, *dw = dkn + N * dI;
+    memset(scratch, 0, sizeof(real) * indexer_scratch_len(B, T, HI, dI));
+    indexer_scores_backward(dqr, dkr, dw, dsc, a->qr, a->kr, a->w, B, T, HI, dI);
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < HI; j++) dP[(size_t)r * np + HI * dI + dI + j] = c * dw[(size_t)r * HI + j];
+    rope_backward(dP, np, dqr, cos_t, sin_t, n, T, HI, dI);
+    rope_backward(dkn, dI, dkr, cos_t, sin_t, n, T, 1, dI);
+    rmsnorm_backward(dP + (size_t)HI * dI, np, dknw, dkn, dI, a->P + (size_t)HI * dI, np, knw, a->rstd, n, 1, dI);
+    linear_backward(dh, ldh, dW, dP, np, h, W, n, np, C);
+}

@@ -1,0 +1,140 @@
+/*
+ * sparse_select.c — which keys each query of a sparse layer attends to
+ * (sparse.h): the top k of a score row (indexer, oracle), the window, the
+ * seeded random control.  Rows are independent, so any thread split gives
+ * the same sets.
+ */
+#include "nn/sparse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/rng.h"
+
+/* A score and its key position: the order is score descending, then
+ * position ascending (so a tie goes to the lower position). */
+typedef struct {
+    real s;
+    int pos;
+} Cand;
+
+static int cand_before(const Cand *a, const Cand *b) { return a->s > b->s || (a->s == b->s && a->pos < b->pos); }
+
+static int int_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sift-down in a min-heap of size n under "worse is smaller" (the root is
+ * the candidate that would be dropped first). */
+static void heap_down(Cand *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && cand_before(&h[w], &h[l])) w = l;
+        if (r < n && cand_before(&h[w], &h[r])) w = r;
+        if (w == i) return;
+        Cand t = h[i];
+        h[i] = h[w], h[w] = t, i = w;
+    }
+}
+
+/* The top kk of row (length n) into out (ascending positions): a heap of
+ * the kk best so far, O(n log kk). */
+static void row_topk(int *out, const real *row, int n, int kk, Cand *heap) {
+    for (int s = 0; s < kk; s++) heap[s] = (Cand){row[s], s};
+    for (int i = kk / 2 - 1; i >= 0; i--) heap_down(heap, kk, i);
+    for (int s = kk; s < n; s++) {
+        Cand c = {row[s], s};
+        if (cand_before(&c, &heap[0])) {
+            heap[0] = c;
+            heap_down(heap, kk, 0);
+        }
+    }
+    for (int s = 0; s < kk; s++) out[s] = heap[s].pos;
+    qsort(out, (size_t)kk, sizeof *out, int_cmp);
+}
+
+int sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        Cand *heap = malloc(sizeof(Cand) * (size_t)(k < T ? k : T));
+        if (!heap) fail = 1;
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            if (!heap) continue;
+            int t = r % T, nt = sparse_nsel(k, t);
+            int *out = sel + (size_t)r * k;
+            if (nt == t + 1)
+                for (int s = 0; s <= t; s++) out[s] = s;
+            else
+                row_topk(out, score + (size_t)r * T, t + 1, nt, heap);
+            for (int i = nt; i < k; i++) out[i] = -1;
+        }
+        free(heap);
+    }
+    return fail ? -1 : 0;
+}
+
+void sparse_select_window(int *sel, int B, int T, int k) {
+    for (int r = 0; r < B * T; r++) {
+        int t = r % T, nt = sparse_nsel(k, t);
+        for (int i = 0; i < k; i++) sel[(size_t)r * k + i] = i < nt ? t - nt + 1 + i : -1;
+    }
+}
+
+void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long step, int layer) {
+    for (int t = 0; t < T; t++) {
+        int nt = sparse_nsel(k, t), *out = sel + (size_t)t * k;
+        if (nt == t + 1) {
+            for (int s = 0; s <= t; s++) out[s] = s;
+        } else {
+            /* Floyd: for j = n-k .. n-1, draw r in [0, j]; take r, or j if r is taken */
+            uint64_t lt = (uint64_t)layer << 32 | (uint32_t)t;
+            uint64_t tag = rng_mix64(rng_mix64((uint64_t)step ^ 0x5A17E5E1ECull) ^ lt);
+            Rng g = rng_stream(seed, tag);
+            int c = 0;
+            for (int j = t + 1 - nt; j <= t; j++) {
+                int r = (int)rng_below(&g, (uint64_t)j + 1), taken = 0;
+                for (int i = 0; i < c && !taken; i++) taken = out[i] == r;
+                out[c++] = taken ? j : r;
+            }
+            qsort(out, (size_t)nt, sizeof *out, int_cmp);
+        }
+        for (int i = nt; i < k; i++) out[i] = -1;
+        for (int b = 1; b < B; b++) memcpy(sel + ((size_t)b * T + t) * k, out, sizeof(int) * (size_t)k);
+    }
+}
+
+int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int sk, int B, int T, int H, int Hk,
+                         int d, real scale) {
+    int grp = H / Hk, fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        real *p = malloc(sizeof(real) * (size_t)T);
+        if (!p) fail = 1;
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            if (!p) continue;
+            int b = r / T, t = r % T;
+            real *out = score + (size_t)r * T;
+            memset(out, 0, sizeof(real) * (size_t)T);
+            for (int h = 0; h < H; h++) {
+                const real *qt = q + (size_t)r * sq + (size_t)h * d;
+                real mx = -INFINITY, sum = 0;
+                for (int s = 0; s <= t; s++) {
+                    const real *ks = k + (size_t)(b * T + s) * sk + (size_t)(h / grp) * d;
+                    real acc = 0;
+                    for (int c = 0; c < d; c++) acc += qt[c] * ks[c];
+                    p[s] = scale * acc;
+                    mx = p[s] > mx ? p[s] : mx;
+                }
+                for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
+                for (int s = 0; s <= t; s++) out[s] += p[s] / sum;
+            }
+        }
+        free(p);
+    }
+    return fail ? -1 : 0;
+}
