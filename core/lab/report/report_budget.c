@@ -813,17 +813,7 @@ static int budget_file(R *r, const char *name, int (*fn)(R *, FILE *)) {
     char *path = rep_fmt(r, "%s/%s", r->o->out_dir, name);
     if (!path) return -1;
     FILE *f = rep_open(r, path);
-    int rc = -1;
-    if (f) {
-        rc = fn(r, f);
-        if (rc)
-            rep_abort(r, f);
-        else if (rep_close(r, f, path))
-            rc = -1;
-    }
-    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
-    free(path);
-    return rc;
+    return rep_finish(r, f, f ? fn(r, f) : -1, path);
 }
 
 int rep_budget_files(R *r) {

@@ -56,17 +56,7 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
     char *path = rep_fmt(r, "%s/%s-%s.csv", r->o->out_dir, s->fname, suffix);
     if (!path) return -1;
     FILE *f = rep_open(r, path);
-    int rc = -1;
-    if (f) {
-        rc = fn(r, f, s);
-        if (rc)
-            rep_abort(r, f);
-        else if (rep_close(r, f, path))
-            rc = -1;
-    }
-    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
-    free(path);
-    return rc;
+    return rep_finish(r, f, f ? fn(r, f, s) : -1, path);
 }
 
 /* ================================================================== */

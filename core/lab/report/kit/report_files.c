@@ -68,6 +68,18 @@ int rep_close(R *r, FILE *f, const char *path) {
     return 0;
 }
 
+int rep_finish(R *r, FILE *f, int rc, char *path) {
+    if (f) {
+        if (rc)
+            rep_abort(r, f);
+        else if (rep_close(r, f, path))
+            rc = -1;
+    }
+    if (rc == 0 && r->info) fprintf(r->info, "wrote %s\n", path);
+    free(path);
+    return rc;
+}
+
 void rep_abort(R *r, FILE *f) {
     OutFile o;
     if (f && take(r, f, &o) == 0) outfile_abort(&o);

@@ -393,6 +393,10 @@ FILE *rep_open(R *r, const char *path);
 int rep_close(R *r, FILE *f, const char *path);
 /* Drop f (a rep_open file; NULL is fine): the old file stays. */
 void rep_abort(R *r, FILE *f);
+/* The end of writing one file: f (rep_open's, NULL when it failed) is
+ * committed when rc is 0, else dropped; "wrote PATH" on --info; path is
+ * freed.  rc, or -1 when the commit failed. */
+int rep_finish(R *r, FILE *f, int rc, char *path);
 /* Drop every file still open; remove the gnuplot folder. */
 void rep_files_end(R *r);
 /* Make the private gnuplot folder under plots_dir. */
