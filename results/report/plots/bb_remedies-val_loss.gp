@@ -1,0 +1,21 @@
+# Validation loss against step
+# written by `gated report`; run `gnuplot bb_remedies-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'bb_remedies-val_loss.svg'
+set grid
+set key below
+set title 'bb_remedies'
+set xlabel 'step'
+set ylabel 'validation loss (nats/token), mean over seeds'
+plot 'bb_remedies-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'bb_remedies-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'bb_remedies-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'softmax1', \
+     'bb_remedies-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'sink_logit', \
+     'bb_remedies-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias', \
+     'bb_remedies-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'sigmoid', \
+     'bb_remedies-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'softpick', \
+     'bb_remedies-val_loss.dat' index 7 using 1:2 with linespoints lc rgb '#999999' dt 1 pt 8 title 'G1-sink_logit'
+set terminal pngcairo size 960,560 noenhanced
+set output 'bb_remedies-val_loss.png'
+replot
+set output

@@ -1,0 +1,20 @@
+# M-Act per layer
+# written by `gated report`; run `gnuplot standard_remedies-m_act.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'standard_remedies-m_act.svg'
+set grid
+set key below
+set title 'standard_remedies'
+set xlabel 'layer'
+set xtics 1
+set logscale y
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("30" 30, "40" 40, "50" 50, "60" 60, "70" 70)
+set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
+plot 'standard_remedies-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'standard_remedies-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+set terminal pngcairo size 960,560 noenhanced
+set output 'standard_remedies-m_act.png'
+replot
+set output

@@ -1,0 +1,17 @@
+# each run's PPL increase under a quantization scheme against its M-Act
+# written by `gated report`; run `gnuplot standard_remedies-quant-mact-1-w8-a8tensor.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'standard_remedies-quant-mact-1-w8-a8tensor.svg'
+set grid
+set key below
+set title 'standard_remedies: w8-a8tensor (Pearson r = -0.756, Spearman rho = -0.829, n = 6)'
+set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
+set ylabel 'PPL - float PPL under w8-a8tensor (% of float PPL)'
+set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
+set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2
+plot 'standard_remedies-quant-mact-1-w8-a8tensor.dat' index 0 using 1:2 with points ps 1.5 lw 2 lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'standard_remedies-quant-mact-1-w8-a8tensor.dat' index 1 using 1:2 with points ps 1.5 lw 2 lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+set terminal pngcairo size 960,560 noenhanced
+set output 'standard_remedies-quant-mact-1-w8-a8tensor.png'
+replot
+set output

@@ -1,0 +1,19 @@
+# PPL increase under each quantization scheme, % of the float PPL, mean +- std over seeds
+# written by `gated report`; run `gnuplot standard_remedies-quant.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 'standard_remedies-quant.svg'
+set grid
+set key below
+set title 'standard_remedies'
+set xlabel 'quantization scheme'
+set ylabel 'PPL - float PPL (% of float PPL), mean +- std over seeds'
+set xrange [-0.5:2.5]
+set offsets 0, 0, graph 0.05, graph 0.05
+set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2
+set xtics ('w4g32' 0, 'w8-a8tensor' 1, 'w8-a8token' 2)
+plot 'standard_remedies-quant.dat' index 0 using 1:2:3 with yerrorbars ps 1.5 lw 2 lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'standard_remedies-quant.dat' index 1 using 1:2:3 with yerrorbars ps 1.5 lw 2 lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+set terminal pngcairo size 960,560 noenhanced
+set output 'standard_remedies-quant.png'
+replot
+set output
