@@ -9,7 +9,10 @@ set xlabel 'layer'
 set xtics 1
 set ylabel 'F-Attn (attention on position 0) (bars: +- std)'
 plot 'standard_remedies-f_attn.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
-     'standard_remedies-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+     'standard_remedies-f_attn.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'standard_remedies-f_attn.dat' index 2 using 1:2:3 with yerrorlines lc rgb '#009e73' dt 1 pt 3 title 'softmax1', \
+     'standard_remedies-f_attn.dat' index 3 using 1:2:3 with yerrorlines lc rgb '#cc79a7' dt 1 pt 4 title 'sink_logit', \
+     'standard_remedies-f_attn.dat' index 4 using 1:2:3 with yerrorlines lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-f_attn.png'
 replot

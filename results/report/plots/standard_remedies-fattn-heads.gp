@@ -6,7 +6,7 @@ set grid
 set key below
 unset grid
 unset key
-set title 'standard_remedies' offset 0,1
+set title 'standard_remedies' offset 0,2
 set cbrange [0:1]
 set cblabel 'F-Attn (share of attention on position 0)'
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', 5 '#28ae80', 6 '#5ec962', 7 '#addc30', 8 '#fde725')
@@ -14,6 +14,7 @@ set xlabel 'query head (one panel per row)'
 set ylabel 'layer'
 set ytics 1
 set xtics () scale 0
+set tmargin 5
 set xtics add ('0' 0)
 set xtics add ('1' 1)
 set xtics add ('2' 2)
@@ -23,11 +24,29 @@ set xtics add ('0' 5)
 set xtics add ('1' 6)
 set xtics add ('2' 7)
 set xtics add ('3' 8)
-set label 2 'G1-elementwise' at 6.5, graph 1.03 center
-set xrange [-0.5:8.5]
+set label 2 'G1-elementwise' at 6.5, graph 1.08 center
+set xtics add ('0' 10)
+set xtics add ('1' 11)
+set xtics add ('2' 12)
+set xtics add ('3' 13)
+set label 3 'softmax1' at 11.5, graph 1.03 center
+set xtics add ('0' 15)
+set xtics add ('1' 16)
+set xtics add ('2' 17)
+set xtics add ('3' 18)
+set label 4 'sink_logit' at 16.5, graph 1.08 center
+set xtics add ('0' 20)
+set xtics add ('1' 21)
+set xtics add ('2' 22)
+set xtics add ('3' 23)
+set label 5 'kv_bias' at 21.5, graph 1.03 center
+set xrange [-0.5:23.5]
 set yrange [-0.5:3.5]
 plot 'standard_remedies-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
-     'standard_remedies-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image
+     'standard_remedies-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 2 matrix using ($1+10):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 3 matrix using ($1+15):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 4 matrix using ($1+20):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-fattn-heads.png'
 replot

@@ -6,11 +6,12 @@ set grid
 set key below
 set title 'standard_remedies'
 set xlabel 'step'
-set ylabel 'validation loss (nats/byte), mean over seeds (band: +- std)'
-plot 'standard_remedies-val_loss.dat' index 0 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#0072b2' fs transparent solid 0.15 noborder notitle, \
-     'standard_remedies-val_loss.dat' index 1 using 1:($2-$3):($2+$3) with filledcurves fc rgb '#d55e00' fs transparent solid 0.15 noborder notitle, \
-     'standard_remedies-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
-     'standard_remedies-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+set ylabel 'validation loss (nats/byte), mean over seeds'
+plot 'standard_remedies-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
+     'standard_remedies-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'standard_remedies-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'softmax1', \
+     'standard_remedies-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'sink_logit', \
+     'standard_remedies-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-val_loss.png'
 replot
