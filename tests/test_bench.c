@@ -258,7 +258,7 @@ Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = 
         path);
     BenchSuite s;
     cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
-    cr_assert_eq(s.n, 1 + (GP__COUNT - 1) + (GC__COUNT - 1));
+    cr_assert_eq(s.n, 1 + (GP__COUNT - 1) + (GC__COUNT - 1) + (AN__COUNT - 1));
     cr_expect_str_eq(s.c[0].name, "step/m/baseline");
     GateCfg d = gate_default();
     cr_expect_eq(memcmp(&s.c[0].cfg.gate, &d, sizeof d), 0);
@@ -276,6 +276,14 @@ Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = 
         int i = bench_find(&s, want);
         cr_assert(i >= 0, "no case %s", want);
         cr_expect_eq(s.c[i].cfg.gate.control, c, "%s", want);
+        cr_expect_eq(s.c[i].cfg.gate.position, GP_NONE, "%s", want);
+    }
+    for (int a = AN_SOFTMAX + 1; a < AN__COUNT; a++) {
+        char want[96];
+        snprintf(want, sizeof want, "step/m/normalizer=%s", attn_norm_names[a]);
+        int i = bench_find(&s, want);
+        cr_assert(i >= 0, "no case %s", want);
+        cr_expect_eq(s.c[i].cfg.attn.normalizer, a, "%s", want);
         cr_expect_eq(s.c[i].cfg.gate.position, GP_NONE, "%s", want);
     }
     bench_suite_free(&s);

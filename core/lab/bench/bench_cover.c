@@ -24,6 +24,7 @@ static const struct {
 } STEP_AXES[] = {
     {"model.gate.position", "position", gate_position_names},
     {"model.gate.control", "control", gate_control_names},
+    {"model.attention.normalizer", "normalizer", attn_norm_names},
 };
 
 int bench_step_covering(BenchStepVariant *out, int cap) {
