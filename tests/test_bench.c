@@ -247,8 +247,9 @@ Test(bench_yaml, gates_from_the_variant_tables, .init = mk_tmp, .fini = rm_tmp) 
 }
 
 /* `variants: covering` takes a step case's variants from the variant
- * tables: the baseline, then every position and every no-gate control but
- * the default, each alone (bench_cover.c); anything else is refused. */
+ * tables: the baseline, then every position, no-gate control, normaliser,
+ * top-k selection and KV layout but the default, each alone, with the keys
+ * it needs (bench_cover.c); anything else is refused. */
 Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = rm_tmp) {
     char path[256], e[2048];
     put("v.yaml",
@@ -258,7 +259,7 @@ Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = 
         path);
     BenchSuite s;
     cr_assert_eq(bench_load_file(&s, path, e, sizeof e), 0, "%s", e);
-    cr_assert_eq(s.n, 1 + (GP__COUNT - 1) + (GC__COUNT - 1) + (AN__COUNT - 1));
+    cr_assert_eq(s.n, 1 + (GP__COUNT - 1) + (GC__COUNT - 1) + (AN__COUNT - 1) + (AS__COUNT - 1) + (KV__COUNT - 1));
     cr_expect_str_eq(s.c[0].name, "step/m/baseline");
     GateCfg d = gate_default();
     cr_expect_eq(memcmp(&s.c[0].cfg.gate, &d, sizeof d), 0);
@@ -286,6 +287,21 @@ Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = 
         cr_expect_eq(s.c[i].cfg.attn.normalizer, a, "%s", want);
         cr_expect_eq(s.c[i].cfg.gate.position, GP_NONE, "%s", want);
     }
+    for (int a = AS_NONE + 1; a < AS__COUNT; a++) { /* sparse: k below T, so the step runs sparse */
+        char want[96];
+        snprintf(want, sizeof want, "step/m/sparse=%s", attn_sparse_names[a]);
+        int i = bench_find(&s, want);
+        cr_assert(i >= 0, "no case %s", want);
+        cr_expect_eq(s.c[i].cfg.attn.sparse, a, "%s", want);
+        cr_expect_lt(s.c[i].cfg.attn.topk, s.c[i].cfg.seq_len, "%s", want);
+    }
+    for (int a = KV_HEADS + 1; a < KV__COUNT; a++) {
+        char want[96];
+        snprintf(want, sizeof want, "step/m/kv=%s", attn_kv_names[a]);
+        int i = bench_find(&s, want);
+        cr_assert(i >= 0, "no case %s", want);
+        cr_expect_eq(s.c[i].cfg.attn.kv, a, "%s", want);
+    }
     bench_suite_free(&s);
     cr_assert_str_eq(load_err("name: t\nmodels:\n  m: {set: {train.batch: 2}}\ncases:\n  - kind: step\n"
                               "    model: m\n    variants: some\n"),
@@ -294,22 +310,36 @@ Test(bench_yaml, step_variants_from_the_variant_tables, .init = mk_tmp, .fini = 
 
 /* The perf gate (bench/perf.yaml) has a case for every value of every
  * variant list: a gate kernel case for each activation, granularity,
- * sharing, form and input, and a whole-step case for each position and
- * no-gate control (docs/performance.md: what it covers). */
+ * sharing, form and input, a whole-step case for each position, no-gate
+ * control, normaliser, top-k selection and KV layout, and decode cases for
+ * each KV layout and the indexer (docs/performance.md: what it covers). */
 Test(bench_yaml, perf_gate_covers_every_variant_value) {
     BenchSuite s;
     char e[2048];
     cr_assert_eq(bench_load_file(&s, "bench/perf.yaml", e, sizeof e), 0, "%s", e);
     int act[GA__COUNT] = {0}, gran[GG__COUNT] = {0}, shar[GS__COUNT] = {0}, form[GF__COUNT] = {0},
-        inp[GI__COUNT] = {0}, pos[GP__COUNT] = {0}, ctl[GC__COUNT] = {0};
+        inp[GI__COUNT] = {0}, pos[GP__COUNT] = {0}, ctl[GC__COUNT] = {0}, nrm[AN__COUNT] = {0},
+        sps[AS__COUNT] = {0}, kvs[KV__COUNT] = {0}, dkv[KV__COUNT] = {0}, dsp = 0;
     for (int i = 0; i < s.n; i++) {
         const BenchCase *c = &s.c[i];
         if (c->kind == BK_GATE) {
             act[c->gate.activation]++, gran[c->gate.granularity]++, shar[c->gate.sharing]++;
             form[c->gate.form]++, inp[c->gate.input]++;
         }
-        if (c->kind == BK_STEP) pos[c->cfg.gate.position]++, ctl[c->cfg.gate.control]++;
+        if (c->kind == BK_STEP) {
+            pos[c->cfg.gate.position]++, ctl[c->cfg.gate.control]++, nrm[c->cfg.attn.normalizer]++;
+            kvs[c->cfg.attn.kv]++;
+            if (c->cfg.attn.sparse == AS_NONE || c->cfg.attn.topk < c->cfg.seq_len) /* runs sparse */
+                sps[c->cfg.attn.sparse]++;
+        }
+        if (c->kind == BK_DECODE)
+            dkv[c->cfg.attn.kv]++, dsp += c->cfg.attn.sparse == AS_INDEXER && c->cfg.attn.topk < c->T;
     }
+    for (int v = 0; v < AN__COUNT; v++) cr_expect(nrm[v], "no step case with normalizer %s", attn_norm_names[v]);
+    for (int v = 0; v < AS__COUNT; v++) cr_expect(sps[v], "no step case with sparse %s", attn_sparse_names[v]);
+    for (int v = 0; v < KV__COUNT; v++) cr_expect(kvs[v], "no step case with kv %s", attn_kv_names[v]);
+    for (int v = 0; v < KV__COUNT; v++) cr_expect(dkv[v], "no decode case with kv %s", attn_kv_names[v]);
+    cr_expect(dsp, "no decode case with the indexer selecting");
     for (int v = 0; v < GA__COUNT; v++) cr_expect(act[v], "no gate case with activation %s", gate_activation_names[v]);
     for (int v = 0; v < GG__COUNT; v++) cr_expect(gran[v], "no gate case with granularity %s", gate_granularity_names[v]);
     for (int v = 0; v < GS__COUNT; v++) cr_expect(shar[v], "no gate case with sharing %s", gate_sharing_names[v]);

@@ -60,6 +60,18 @@ void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int
     }
 }
 
+void indexer_token_scores(real *score, const real *qr, const real *w, const real *k, size_t ldk, int n, int HI,
+                          int dI) {
+    for (int s = 0; s < n; s++) {
+        real acc = 0;
+        for (int j = 0; j < HI; j++) {
+            real x = dotr(qr + (size_t)j * dI, k + (size_t)s * ldk, dI);
+            acc += w[j] * (x > 0 ? x : 0);
+        }
+        score[s] = acc;
+    }
+}
+
 void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
                              const real *w, int B, int T, int HI, int dI) {
     /* rows: dq(t), dw(t) over s = 0..t */
@@ -112,6 +124,17 @@ void indexer_forward(IndexerActs *a, const real *W, const real *knw, const real 
     for (int r = 0; r < n; r++)
         for (int j = 0; j < HI; j++) a->w[(size_t)r * HI + j] = c * a->P[(size_t)r * np + HI * dI + dI + j];
     indexer_scores(a->sc, a->qr, a->kr, a->w, B, T, HI, dI);
+}
+
+void indexer_token(real *qr, real *kr, real *w, real *P, const real *W, const real *knw, const real *h, int C, int HI,
+                   int dI, const real *cos_t, const real *sin_t, real eps) {
+    int np = idx_width(HI, dI);
+    real rstd, kn[1024], c = 1 / sqrt((real)HI * dI); /* d_I <= 1024 (config_schema.c) */
+    linear_forward(P, np, h, C, W, 1, np, C, 0);
+    rmsnorm_forward(kn, dI, &rstd, P + (size_t)HI * dI, np, knw, 1, 1, dI, eps);
+    rope_forward(qr, P, np, cos_t, sin_t, 1, 1, HI, dI);
+    rope_forward(kr, kn, dI, cos_t, sin_t, 1, 1, 1, dI);
+    for (int j = 0; j < HI; j++) w[j] = c * P[(size_t)HI * dI + dI + j];
 }
 
 void indexer_backward(real *dW, real *dknw, real *dh, int ldh, const real *dsc, const IndexerActs *a, const real *W,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/kvcache_sparse.h"
 #include "nn/ops.h"
 
 /* The per-step scratch, carved from KvCache.buf. */
@@ -17,7 +18,7 @@ typedef struct {
 static size_t step_len(const Model *m, int cap, Step *s, real *base) {
     int W = m->nq > m->C ? m->nq : m->C, E = m->cfg.attn.d_c + m->cfg.attn.d_R;
     size_t sz[] = {m->C, m->C, m->Np, m->nq, m->nkv, m->nkv, m->nq, m->nq, m->nq, W, m->C, m->C,
-                   2 * (size_t)m->F, m->F, m->C, m->V, cap, (size_t)m->H * (E > 0 ? E : 1)};
+                   2 * (size_t)m->F, m->F, m->C, m->V, 2 * (size_t)cap, (size_t)m->H * (E > 0 ? E : 1)};
     real **dst[] = {&s->x, &s->h, &s->P, &s->q, &s->k, &s->v, &s->o, &s->oc, &s->og, &s->S, &s->a, &s->ag,
                     &s->U, &s->hs, &s->xf, &s->logits, &s->p, &s->lat};
     size_t off = 0;
@@ -37,7 +38,8 @@ int kvcache_init(KvCache *c, const Model *m, int cap) {
     int latent = m->cfg.attn.kv == KV_LATENT, dR = latent ? m->cfg.attn.d_R : 0;
     Step s;
     c->cap = cap;
-    c->width = (int)attn_kv_cache(&m->cfg.attn, m->Hk, m->dh);
+    c->ioff = (int)attn_kv_cache(&m->cfg.attn, m->Hk, m->dh);
+    c->width = c->ioff + kvsparse_width(m);
     c->mem = malloc(sizeof(real) * (size_t)m->L * cap * c->width);
     c->cos_t = malloc(sizeof(real) * (size_t)cap * (m->dh / 2));
     c->sin_t = malloc(sizeof(real) * (size_t)cap * (m->dh / 2));
@@ -45,7 +47,8 @@ int kvcache_init(KvCache *c, const Model *m, int cap) {
     c->sinR = malloc(sizeof(real) * ((size_t)cap * (dR / 2) + 1));
     c->buf = malloc(sizeof(real) * step_len(m, cap, &s, NULL));
     if (!c->mem || !c->cos_t || !c->sin_t || !c->cosR || !c->sinR || !c->buf ||
-        rope_tables(c->cos_t, c->sin_t, cap, m->dh, &m->rope) || (dR && rope_tables(c->cosR, c->sinR, cap, dR, &m->rope))) {
+        rope_tables(c->cos_t, c->sin_t, cap, m->dh, &m->rope) ||
+        (dR && rope_tables(c->cosR, c->sinR, cap, dR, &m->rope)) || kvsparse_init(c, m, cap)) {
         kvcache_free(c);
         errno = ENOMEM;
         return -1;
@@ -60,6 +63,7 @@ void kvcache_free(KvCache *c) {
     free(c->cosR);
     free(c->sinR);
     free(c->buf);
+    kvsparse_free(c);
     memset(c, 0, sizeof *c);
 }
 
@@ -81,9 +85,11 @@ static real dotr(const real *a, const real *b, int d) {
 }
 
 /* Heads: q, k, v of the new token (QK-norm, G4/G3/G2, RoPE at position t),
- * k and v into the cache slot, then each query head over the cached keys. */
-static void attend_heads(const Model *m, const LayerParams *p, real *slot0, int t, const Step *s, const real *L,
-                         int sl, const KvCache *c) {
+ * k and v into the cache slot, then each query head over the cached keys
+ * (a top-k layer: over its selection). */
+static void attend_heads(const Model *m, int l, real *slot0, int t, const Step *s, const real *L, int sl,
+                         KvCache *c) {
+    const LayerParams *p = &m->lp[l];
     const Arena *A = &m->p;
     int H = m->H, Hk = m->Hk, dh = m->dh, grp = H / Hk, pos = m->cfg.gate.position, half = dh / 2;
     real eps = (real)m->cfg.norm_eps;
@@ -101,16 +107,18 @@ static void attend_heads(const Model *m, const LayerParams *p, real *slot0, int 
     else memcpy(vt, v, sizeof(real) * m->nkv);
     rope_forward(s->og, q, m->nq, c->cos_t + (size_t)t * half, c->sin_t + (size_t)t * half, 1, 1, H, dh);
     rope_forward(kt, k, m->nkv, c->cos_t + (size_t)t * half, c->sin_t + (size_t)t * half, 1, 1, Hk, dh);
+    int n = t + 1;
+    const int *sel = kvsparse_select(c, m, l, t, s->h, s->og, slot0, s->p, &n);
     real scale = 1 / sqrt((real)dh);
     for (int h = 0; h < H; h++) {
         const real *qh = s->og + (size_t)h * dh, *k0 = slot0 + (size_t)(h / grp) * dh;
-        for (int j = 0; j <= t; j++) s->p[j] = scale * dotr(qh, k0 + (size_t)j * c->width, dh);
-        softmax_row(s->p, t + 1);
+        for (int i = 0; i < n; i++) s->p[i] = scale * dotr(qh, k0 + (size_t)(sel ? sel[i] : i) * c->width, dh);
+        softmax_row(s->p, n);
         real *oh = s->o + (size_t)h * dh;
         memset(oh, 0, sizeof(real) * dh);
-        for (int j = 0; j <= t; j++) {
-            const real *vj = k0 + (size_t)j * c->width + m->nkv;
-            for (int d = 0; d < dh; d++) oh[d] += s->p[j] * vj[d];
+        for (int i = 0; i < n; i++) {
+            const real *vj = k0 + (size_t)(sel ? sel[i] : i) * c->width + m->nkv;
+            for (int d = 0; d < dh; d++) oh[d] += s->p[i] * vj[d];
         }
     }
 }
@@ -173,7 +181,7 @@ const real *kvcache_step(KvCache *c, const Model *m, int token) {
         if (m->cfg.attn.kv == KV_LATENT)
             attend_latent(m, p, slot0, t, &s, c);
         else
-            attend_heads(m, p, slot0, t, &s, gl, sl, c);
+            attend_heads(m, l, slot0, t, &s, gl, sl, c);
         const real *o = s.o;
         if (ctl == GC_SILU) silu_forward(s.oc, o, 1, m->nq, m->nq), o = s.oc;
         if (ctl == GC_RMSNORM) {

@@ -11,6 +11,14 @@
  * and returns its logits; they equal model_forward's at that position up to
  * float round-off (tests/test_kvcache.c).  Softmax attention only (the
  * other normalisers are refused at kvcache_init).  Serial, one sequence.
+ *
+ * Top-k sparse attention (sparse.h) decodes over its selection alone
+ * (kvcache_sparse.c): the indexer row also caches each token's indexer key
+ * k_I (d_I numbers per layer) and scores the new query against every cached
+ * one (the cost that grows with the context: H_I d_I a key, against
+ * 2 n_head d_head for dense attention), then attends to the top k; window,
+ * random and oracle select as in training (oracle from the dense weights,
+ * so it saves nothing: a control).
  */
 #ifndef GATED_KVCACHE_H
 #define GATED_KVCACHE_H
@@ -24,6 +32,12 @@ typedef struct {
     real *mem;    /* L x cap x width */
     real *cos_t, *sin_t, *cosR, *sinR; /* RoPE at positions < cap: d_head and (latent) d_R */
     real *buf;    /* per-step scratch */
+    /* top-k sparse attention (kvcache_sparse.c; NULL/0 when dense) */
+    int ioff;          /* where a slot's indexer key starts (after the heads' k, v) */
+    int *sel;          /* the selection of the query being decoded (k) */
+    void *heap;        /* sparse_topk_row's scratch */
+    real *iq, *iw, *iP; /* the indexer's q_I (H_I d_I), w (H_I) and projection */
+    real *cosI, *sinI; /* the indexer's RoPE tables (cap, d_I / 2) */
 } KvCache;
 
 /* A cache of cap positions for m.  0; -1 with errno ENOMEM, or EINVAL when

@@ -203,6 +203,12 @@ int sparse_warm(const Model *m) {
     return m->sp && has_indexer(&m->cfg) && m->step >= 1 && m->step <= a->idx_warmup && sparse_on(m, m->T);
 }
 
+int sparse_decode_on(const Model *m) {
+    const AttnCfg *a = &m->cfg.attn;
+    if (!m->sp || m->sp->dense || a->sparse == AS_NONE) return 0;
+    return !(has_indexer(&m->cfg) && m->step >= 1 && m->step <= a->idx_warmup);
+}
+
 int sparse_warm_backward(Model *m) {
     real scale = 1 / sqrt((real)m->dh);
     m->sp->kl = 0;

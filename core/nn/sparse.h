@@ -38,6 +38,13 @@ void sparse_select_window(int *sel, int B, int T, int k);
  * seeded by hash(seed, step, layer, t) alone: the same set for every
  * sequence of the batch, and no shared stream is advanced. */
 void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long step, int layer);
+/* One row of the above: the min(kk, n) best of row[0..n) into out
+ * (ascending positions; all of them when n <= kk), with scratch of
+ * sparse_topk_scratch(kk) bytes (KV-cache decoding, kvcache_sparse.c). */
+size_t sparse_topk_scratch(int kk);
+void sparse_topk_row(int *out, const real *row, int n, int kk, void *scratch);
+/* Row t of sparse_select_random (out: k ints). */
+void sparse_random_row(int *out, int t, int k, uint64_t seed, long step, int layer);
 /* The oracle's scores: score[b][t][s] = sum_h p_h(t, s), the dense softmax
  * weights summed over the H query heads (q, k after RoPE; GQA as attn.h).
  * 0, or -1 out of memory. */
@@ -93,6 +100,16 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI);
 double indexer_kl(real *dI, const real *isc, const real *q, int sq, const real *k, int sk, const int *sel, int kk,
                   int B, int T, int H, int Hk, int d, real scale, real g);
 
+/* One token at position t (KV-cache decoding): indexer_forward's row of q_I
+ * (H_I, d_I), k_I (d_I) and w (H_I) from the token's h (C), with P scratch
+ * of H_I d_I + d_I + H_I reals and cos/sin the tables' row t. */
+void indexer_token(real *qr, real *kr, real *w, real *P, const real *W, const real *knw, const real *h, int C, int HI,
+                   int dI, const real *cos_t, const real *sin_t, real eps);
+/* score[s] = I(t, s) = sum_j w_j relu(q_j . k_s) for s < n, key s at
+ * k + s ldk (the same sum order as indexer_scores). */
+void indexer_token_scores(real *score, const real *qr, const real *w, const real *k, size_t ldk, int n, int HI,
+                          int dI);
+
 /* The score stage alone (for tests): I from q_I (n, H_I, d_I), k_I (n,
  * d_I), w (n, H_I); its backward adds into dq, dk, dw. */
 void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int B, int T, int HI, int dI);
@@ -138,6 +155,9 @@ double sparse_indexer_kl(const struct Model *m);
 /* Whether a forward of T tokens runs the sparse hooks: a sparse row, k < T,
  * and not forced dense. */
 int sparse_on(const struct Model *m, int T);
+/* Whether decoding (kvcache.h) selects keys: a sparse row, not forced
+ * dense, not in the indexer's warm-up; a row with <= k keys is dense. */
+int sparse_decode_on(const struct Model *m);
 /* on: the next forwards run dense (the same weights, every key; the
  * probes' sparse - dense loss gap); off: sparse again.  No effect on a
  * dense model. */

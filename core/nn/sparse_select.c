@@ -55,6 +55,15 @@ static void row_topk(int *out, const real *row, int n, int kk, Cand *heap) {
     qsort(out, (size_t)kk, sizeof *out, int_cmp);
 }
 
+size_t sparse_topk_scratch(int kk) { return sizeof(Cand) * (size_t)(kk > 0 ? kk : 1); }
+
+void sparse_topk_row(int *out, const real *row, int n, int kk, void *scratch) {
+    if (n <= kk)
+        for (int s = 0; s < n; s++) out[s] = s;
+    else
+        row_topk(out, row, n, kk, scratch);
+}
+
 int sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
@@ -84,25 +93,30 @@ void sparse_select_window(int *sel, int B, int T, int k) {
     }
 }
 
+void sparse_random_row(int *out, int t, int k, uint64_t seed, long step, int layer) {
+    int nt = sparse_nsel(k, t);
+    if (nt == t + 1) {
+        for (int s = 0; s <= t; s++) out[s] = s;
+    } else {
+        /* Floyd: for j = n-k .. n-1, draw r in [0, j]; take r, or j if r is taken */
+        uint64_t lt = (uint64_t)layer << 32 | (uint32_t)t;
+        uint64_t tag = rng_mix64(rng_mix64((uint64_t)step ^ 0x5A17E5E1ECull) ^ lt);
+        Rng g = rng_stream(seed, tag);
+        int c = 0;
+        for (int j = t + 1 - nt; j <= t; j++) {
+            int r = (int)rng_below(&g, (uint64_t)j + 1), taken = 0;
+            for (int i = 0; i < c && !taken; i++) taken = out[i] == r;
+            out[c++] = taken ? j : r;
+        }
+        qsort(out, (size_t)nt, sizeof *out, int_cmp);
+    }
+    for (int i = nt; i < k; i++) out[i] = -1;
+}
+
 void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long step, int layer) {
     for (int t = 0; t < T; t++) {
-        int nt = sparse_nsel(k, t), *out = sel + (size_t)t * k;
-        if (nt == t + 1) {
-            for (int s = 0; s <= t; s++) out[s] = s;
-        } else {
-            /* Floyd: for j = n-k .. n-1, draw r in [0, j]; take r, or j if r is taken */
-            uint64_t lt = (uint64_t)layer << 32 | (uint32_t)t;
-            uint64_t tag = rng_mix64(rng_mix64((uint64_t)step ^ 0x5A17E5E1ECull) ^ lt);
-            Rng g = rng_stream(seed, tag);
-            int c = 0;
-            for (int j = t + 1 - nt; j <= t; j++) {
-                int r = (int)rng_below(&g, (uint64_t)j + 1), taken = 0;
-                for (int i = 0; i < c && !taken; i++) taken = out[i] == r;
-                out[c++] = taken ? j : r;
-            }
-            qsort(out, (size_t)nt, sizeof *out, int_cmp);
-        }
-        for (int i = nt; i < k; i++) out[i] = -1;
+        int *out = sel + (size_t)t * k;
+        sparse_random_row(out, t, k, seed, step, layer);
         for (int b = 1; b < B; b++) memcpy(sel + ((size_t)b * T + t) * k, out, sizeof(int) * (size_t)k);
     }
 }

@@ -131,7 +131,7 @@ typedef struct {
  * Writes up to cap, returns the total count. */
 typedef struct {
     char label[48];
-    char set[128];
+    char set[160]; /* "key=value", then the axis's needed keys after ';' */
 } BenchStepVariant;
 int bench_step_covering(BenchStepVariant *out, int cap);
 

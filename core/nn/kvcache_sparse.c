@@ -1,0 +1,105 @@
+/*
+ * kvcache_sparse.c — which cached keys a top-k layer's new query attends
+ * to (kvcache.h, sparse.h): the rows' selections for one query, as the
+ * training forward makes them for row t (the same ties: the lower position
+ * wins; the same random draws).
+ */
+#include "nn/kvcache_sparse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/rope.h"
+#include "nn/sparse.h"
+
+static int has_indexer(const Model *m) { return attn_sparses[m->cfg.attn.sparse].indexer; }
+
+int kvsparse_width(const Model *m) { return has_indexer(m) ? m->cfg.attn.idx_dim : 0; }
+
+int kvsparse_init(KvCache *c, const Model *m, int cap) {
+    const AttnCfg *a = &m->cfg.attn;
+    if (a->sparse == AS_NONE) return 0;
+    c->sel = malloc(sizeof(int) * (size_t)a->topk);
+    c->heap = malloc(sparse_topk_scratch(a->topk));
+    if (!c->sel || !c->heap) goto oom;
+    if (has_indexer(m)) {
+        int HI = a->idx_heads, dI = a->idx_dim;
+        c->iq = malloc(sizeof(real) * (size_t)HI * dI);
+        c->iw = malloc(sizeof(real) * (size_t)HI);
+        c->iP = malloc(sizeof(real) * ((size_t)HI * dI + dI + HI));
+        c->cosI = malloc(sizeof(real) * (size_t)cap * (dI / 2));
+        c->sinI = malloc(sizeof(real) * (size_t)cap * (dI / 2));
+        if (!c->iq || !c->iw || !c->iP || !c->cosI || !c->sinI || rope_tables(c->cosI, c->sinI, cap, dI, &m->rope))
+            goto oom;
+    }
+    return 0;
+oom:
+    kvsparse_free(c);
+    errno = ENOMEM;
+    return -1;
+}
+
+void kvsparse_free(KvCache *c) {
+    free(c->sel);
+    free(c->heap);
+    free(c->iq);
+    free(c->iw);
+    free(c->iP);
+    free(c->cosI);
+    free(c->sinI);
+    c->sel = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = NULL;
+}
+
+/* The oracle's score row: the heads' dense softmax weights over the t + 1
+ * cached keys, summed (sparse_oracle_scores' row t). */
+static void oracle_row(real *score, const Model *m, int t, const real *q, const real *slot0, int width, real *p) {
+    int grp = m->H / m->Hk, d = m->dh;
+    real scale = 1 / sqrt((real)d);
+    memset(score, 0, sizeof(real) * (size_t)(t + 1));
+    for (int h = 0; h < m->H; h++) {
+        const real *qt = q + (size_t)h * d;
+        real mx = -INFINITY, sum = 0;
+        for (int s = 0; s <= t; s++) {
+            const real *ks = slot0 + (size_t)s * width + (size_t)(h / grp) * d;
+            real acc = 0;
+            for (int i = 0; i < d; i++) acc += qt[i] * ks[i];
+            p[s] = scale * acc;
+            mx = p[s] > mx ? p[s] : mx;
+        }
+        for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
+        for (int s = 0; s <= t; s++) score[s] += p[s] / sum;
+    }
+}
+
+const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real *h, const real *q, real *slot0,
+                           real *score, int *n) {
+    const AttnCfg *a = &m->cfg.attn;
+    int k = a->topk;
+    if (!sparse_decode_on(m)) return NULL;
+    if (has_indexer(m)) { /* every token caches its k_I, dense rows too */
+        const LayerParams *p = &m->lp[l];
+        int HI = a->idx_heads, dI = a->idx_dim, half = dI / 2;
+        indexer_token(c->iq, slot0 + (size_t)t * c->width + c->ioff, c->iw, c->iP, AW(&m->p, p->idx_w),
+                      AW(&m->p, p->idx_kn), h, m->C, HI, dI, c->cosI + (size_t)t * half, c->sinI + (size_t)t * half,
+                      (real)m->cfg.norm_eps);
+        if (t + 1 <= k) return NULL;
+        indexer_token_scores(score, c->iq, c->iw, slot0 + c->ioff, (size_t)c->width, t + 1, HI, dI);
+    }
+    if (t + 1 <= k) return NULL;
+    *n = k;
+    switch (a->sparse) {
+    case AS_INDEXER: sparse_topk_row(c->sel, score, t + 1, k, c->heap); break;
+    case AS_WINDOW:
+        for (int i = 0; i < k; i++) c->sel[i] = t - k + 1 + i;
+        break;
+    case AS_RANDOM: sparse_random_row(c->sel, t, k, (uint64_t)m->cfg.seed, m->step, l); break;
+    case AS_ORACLE:
+        oracle_row(score, m, t, q, slot0, c->width, score + (t + 1));
+        sparse_topk_row(c->sel, score, t + 1, k, c->heap);
+        break;
+    default: return NULL;
+    }
+    return c->sel;
+}
