@@ -10,6 +10,7 @@
 #include "nn/sparse.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/ops.h"
@@ -43,20 +44,71 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI) {
     return n * ((size_t)idx_width(HI, dI) + (size_t)HI * dI + 2 * (size_t)dI + HI);
 }
 
+/* The score stage runs on transposed operands so that its inner loops are
+ * over independent outputs (keys s, or channels c) and vectorise with no
+ * sum reassociated: every dot product is still summed over c in ascending
+ * order, and every gradient over s (or t, j) in ascending order, as the
+ * plain loops would, so the bits are the plain loops' (row_plain() and
+ * grad_row()/grad_key() without x are those loops: the fallback when the
+ * per-thread buffers cannot be had).  All t + 1 dot products of a row are
+ * made even where only k have a gradient (sparse training's KL over S_t):
+ * vectorised, that is faster than k plain ones at these widths.  Per thread: one sequence's keys transposed
+ * (d_I x T), or its queries (d_I x T H_I), and a row of dot products. */
+
+/* kT[c T + s] = k_I(b, s)[c]. */
+static void transpose_rows(real *xT, const real *x, int n, int d) {
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < d; c++) xT[(size_t)c * n + i] = x[(size_t)i * d + c];
+}
+
+/* x[s] = q . col s of kT (ld n), s < m: dotr's sum order, lanes across s. */
+static void dots_t(real *x, const real *q, const real *kT, int n, int m, int d) {
+    for (int s = 0; s < m; s++) x[s] = 0;
+    for (int c = 0; c < d; c++) {
+        real qc = q[c];
+        const real *kc = kT + (size_t)c * n;
+#pragma omp simd
+        for (int s = 0; s < m; s++) x[s] += qc * kc[s];
+    }
+}
+
+static void row_plain(real *row, const real *qi, const real *ki, const real *w, int r, int b, int t, int T, int HI,
+                      int dI) {
+    for (int s = 0; s < T; s++) {
+        real acc = 0;
+        if (s <= t)
+            for (int j = 0; j < HI; j++) {
+                real x = dotr(qi + ((size_t)r * HI + j) * dI, ki + (size_t)(b * T + s) * dI, dI);
+                acc += w[(size_t)r * HI + j] * (x > 0 ? x : 0);
+            }
+        row[s] = acc;
+    }
+}
+
 void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int B, int T, int HI, int dI) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < B * T; r++) {
-        int b = r / T, t = r % T;
-        real *row = sc + (size_t)r * T;
-        for (int s = 0; s < T; s++) {
-            real acc = 0;
-            if (s <= t)
-                for (int j = 0; j < HI; j++) {
-                    real x = dotr(qi + ((size_t)r * HI + j) * dI, ki + (size_t)(b * T + s) * dI, dI);
-                    acc += w[(size_t)r * HI + j] * (x > 0 ? x : 0);
-                }
-            row[s] = acc;
+#pragma omp parallel
+    {
+        real *kT = malloc(sizeof(real) * (size_t)T * dI), *x = malloc(sizeof(real) * (size_t)T);
+        int have = -1; /* the sequence kT holds */
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            int b = r / T, t = r % T;
+            real *row = sc + (size_t)r * T;
+            if (!kT || !x) {
+                row_plain(row, qi, ki, w, r, b, t, T, HI, dI);
+                continue;
+            }
+            if (have != b) transpose_rows(kT, ki + (size_t)b * T * dI, T, dI), have = b;
+            for (int s = 0; s < T; s++) row[s] = 0;
+            for (int j = 0; j < HI; j++) {
+                real wj = w[(size_t)r * HI + j];
+                dots_t(x, qi + ((size_t)r * HI + j) * dI, kT, T, t + 1, dI);
+#pragma omp simd
+                for (int s = 0; s <= t; s++) row[s] += wj * (x[s] > 0 ? x[s] : 0);
+            }
         }
+        free(kT);
+        free(x);
     }
 }
 
@@ -72,44 +124,81 @@ void indexer_token_scores(real *score, const real *qr, const real *w, const real
     }
 }
 
-void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
-                             const real *w, int B, int T, int HI, int dI) {
-    /* rows: dq(t), dw(t) over s = 0..t */
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < B * T; r++) {
-        int b = r / T, t = r % T;
+/* dq(t), dw(t) of row r over s = 0..t; x: the row's dot products for head
+ * j (NULL: computed here, the plain loops). */
+static void grad_row(real *dq, real *dw, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b,
+                     int t, int T, int HI, int dI, const real *kT, real *x) {
+    for (int j = 0; j < HI; j++) {
+        const real *qj = qi + ((size_t)r * HI + j) * dI;
+        if (x) dots_t(x, qj, kT, T, t + 1, dI);
+        real *dqj = dq + ((size_t)r * HI + j) * dI;
         for (int s = 0; s <= t; s++) {
             real g = dsc[(size_t)r * T + s];
             if (g == 0) continue;
             const real *ks = ki + (size_t)(b * T + s) * dI;
-            for (int j = 0; j < HI; j++) {
-                const real *qj = qi + ((size_t)r * HI + j) * dI;
-                real x = dotr(qj, ks, dI);
-                if (!(x > 0)) continue;
-                dw[(size_t)r * HI + j] += g * x;
-                real gw = g * w[(size_t)r * HI + j];
-                real *dqj = dq + ((size_t)r * HI + j) * dI;
-                for (int c = 0; c < dI; c++) dqj[c] += gw * ks[c];
-            }
+            real xs = x ? x[s] : dotr(qj, ks, dI);
+            if (!(xs > 0)) continue;
+            dw[(size_t)r * HI + j] += g * xs;
+            real gw = g * w[(size_t)r * HI + j];
+#pragma omp simd
+            for (int c = 0; c < dI; c++) dqj[c] += gw * ks[c];
         }
     }
-    /* keys: dk(s) over t = s..T-1 */
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < B * T; r++) {
-        int b = r / T, s = r % T;
-        const real *ks = ki + (size_t)r * dI;
-        real *dks = dk + (size_t)r * dI;
-        for (int t = s; t < T; t++) {
-            size_t rt = (size_t)b * T + t;
-            real g = dsc[rt * T + s];
-            if (g == 0) continue;
-            for (int j = 0; j < HI; j++) {
-                const real *qj = qi + (rt * HI + j) * dI;
-                if (!(dotr(qj, ks, dI) > 0)) continue;
-                real gw = g * w[rt * HI + j];
-                for (int c = 0; c < dI; c++) dks[c] += gw * qj[c];
-            }
+}
+
+/* dk(s) of key r = (b, s) over t = s..T-1, j = 0..H_I-1; qT: sequence b's
+ * queries transposed (d_I x T H_I) and x a row of T H_I, or NULL (plain). */
+static void grad_key(real *dk, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b, int s,
+                     int T, int HI, int dI, const real *qT, real *x) {
+    const real *ks = ki + (size_t)r * dI;
+    real *dks = dk + (size_t)r * dI;
+    int n = T * HI, u0 = s * HI;
+    if (x) dots_t(x + u0, ks, qT + u0, n, n - u0, dI);
+    for (int t = s; t < T; t++) {
+        size_t rt = (size_t)b * T + t;
+        real g = dsc[rt * T + s];
+        if (g == 0) continue;
+        for (int j = 0; j < HI; j++) {
+            const real *qj = qi + (rt * HI + j) * dI;
+            real xs = x ? x[t * HI + j] : dotr(qj, ks, dI);
+            if (!(xs > 0)) continue;
+            real gw = g * w[rt * HI + j];
+#pragma omp simd
+            for (int c = 0; c < dI; c++) dks[c] += gw * qj[c];
         }
+    }
+}
+
+void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                             const real *w, int B, int T, int HI, int dI) {
+    /* rows: dq(t), dw(t) over s = 0..t */
+#pragma omp parallel
+    {
+        real *kT = malloc(sizeof(real) * (size_t)T * dI), *x = malloc(sizeof(real) * (size_t)T);
+        int have = -1, ok = kT && x;
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            int b = r / T, t = r % T;
+            if (ok && have != b) transpose_rows(kT, ki + (size_t)b * T * dI, T, dI), have = b;
+            grad_row(dq, dw, dsc, qi, ki, w, r, b, t, T, HI, dI, kT, ok ? x : NULL);
+        }
+        free(kT);
+        free(x);
+    }
+    /* keys: dk(s) over t = s..T-1 */
+#pragma omp parallel
+    {
+        size_t n = (size_t)T * HI;
+        real *qT = malloc(sizeof(real) * n * dI), *x = malloc(sizeof(real) * n);
+        int have = -1, ok = qT && x;
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            int b = r / T, s = r % T;
+            if (ok && have != b) transpose_rows(qT, qi + (size_t)b * n * dI, (int)n, dI), have = b;
+            grad_key(dk, dsc, qi, ki, w, r, b, s, T, HI, dI, qT, ok ? x : NULL);
+        }
+        free(qT);
+        free(x);
     }
 }
 

@@ -18,6 +18,29 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* The selected keys (and values) of one row and KV head, transposed
+ * (d x n, column i = key S[i]), so that the n dot products with a query run
+ * with lanes across i, each still summed over c in ascending order (the
+ * plain dot product's order: the bits do not change, and do not depend on
+ * the vector width). */
+static void gather_t(real *xT, const real *x, int sx, size_t off, const int *S, size_t base, int n, int d) {
+    for (int i = 0; i < n; i++) {
+        const real *xi = x + (base + (size_t)S[i]) * sx + off;
+        for (int c = 0; c < d; c++) xT[(size_t)c * n + i] = xi[c];
+    }
+}
+
+/* y[i] = a . column i of xT (d x n), i < n. */
+static void dots_t(real *y, const real *a, const real *xT, int n, int d) {
+    for (int i = 0; i < n; i++) y[i] = 0;
+    for (int c = 0; c < d; c++) {
+        real ac = a[c];
+        const real *xc = xT + (size_t)c * n;
+#pragma omp simd
+        for (int i = 0; i < n; i++) y[i] += ac * xc[i];
+    }
+}
+
 static inline real dotr(const real *a, const real *b, int d) {
     real s = 0;
     for (int c = 0; c < d; c++) s += a[c] * b[c];
@@ -29,19 +52,22 @@ int sparse_attn_forward(real *o, real *lse, const real *q, int sq, const real *k
     int grp = H / Hk, fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
-        real *p = malloc(sizeof(real) * (size_t)kk);
+        real *p = malloc(sizeof(real) * (size_t)kk * (1 + d));
         if (!p) fail = 1;
 #pragma omp for schedule(static)
         for (int r = 0; r < B * T; r++) {
             if (!p) continue;
             int b = r / T, t = r % T, nt = sparse_nsel(kk, t);
             const int *S = sel + (size_t)r * kk;
+            real *kT = p + kk;
             for (int h = 0; h < H; h++) {
                 const real *qt = q + (size_t)r * sq + (size_t)h * d;
                 size_t koff = (size_t)(h / grp) * d;
+                if (h % grp == 0) gather_t(kT, k, sk, koff, S, (size_t)b * T, nt, d);
                 real mx = -INFINITY, sum = 0;
+                dots_t(p, qt, kT, nt, d);
                 for (int i = 0; i < nt; i++) {
-                    p[i] = scale * dotr(qt, k + (size_t)(b * T + S[i]) * sk + koff, d);
+                    p[i] *= scale;
                     mx = p[i] > mx ? p[i] : mx;
                 }
                 for (int i = 0; i < nt; i++) sum += (p[i] = exp(p[i] - mx));
@@ -50,6 +76,7 @@ int sparse_attn_forward(real *o, real *lse, const real *q, int sq, const real *k
                 for (int i = 0; i < nt; i++) {
                     const real *vi = v + (size_t)(b * T + S[i]) * sv + koff;
                     real w = p[i] / sum;
+#pragma omp simd
                     for (int c = 0; c < d; c++) ot[c] += w * vi[c];
                 }
                 lse[((size_t)b * H + h) * T + t] = mx + log(sum);
@@ -60,36 +87,57 @@ int sparse_attn_forward(real *o, real *lse, const real *q, int sq, const real *k
     return fail ? -1 : 0;
 }
 
+/* One query head h of row r (b, t) over its n selected keys: dq, dk, dv +=.
+ * kT, vT: the row's keys and values of h's KV head, transposed; x, y:
+ * 2 n reals of scratch. */
+static void bwd_row(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse, const real *q,
+                    int sq, const real *k, int sk, int sv, const int *S, int n, int r, int b, int t, int h, int T,
+                    int H, int d, size_t koff, real scale, const real *kT, const real *vT, real *x) {
+    const real *qt = q + (size_t)r * sq + (size_t)h * d;
+    const real *dot = dout + ((size_t)r * H + h) * d, *ot = o + ((size_t)r * H + h) * d;
+    real *dqt = dq + (size_t)r * sq + (size_t)h * d, *y = x + n;
+    real L = lse[((size_t)b * H + h) * T + t], D = dotr(dot, ot, d);
+    dots_t(x, qt, kT, n, d);
+    dots_t(y, dot, vT, n, d);
+    for (int i = 0; i < n; i++) {
+        size_t js = (size_t)(b * T + S[i]);
+        real pi = exp(scale * x[i] - L);
+        real ds = pi * (y[i] - D) * scale;
+        real *dki = dk + js * sk + koff, *dvi = dv + js * sv + koff;
+        const real *ki = k + js * sk + koff;
+#pragma omp simd
+        for (int c = 0; c < d; c++) {
+            dqt[c] += ds * ki[c];
+            dki[c] += ds * qt[c];
+            dvi[c] += pi * dot[c];
+        }
+    }
+}
+
 int sparse_attn_backward(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
                          const real *q, int sq, const real *k, int sk, const real *v, int sv, const int *sel, int kk,
                          int B, int T, int H, int Hk, int d, real scale) {
-    int grp = H / Hk;
-#pragma omp parallel for schedule(static)
-    for (int bk = 0; bk < B * Hk; bk++) {
-        int b = bk / Hk, kh = bk % Hk;
-        size_t koff = (size_t)kh * d;
-        for (int t = 0; t < T; t++) {
-            int r = b * T + t, nt = sparse_nsel(kk, t);
-            const int *S = sel + (size_t)r * kk;
-            for (int h = kh * grp; h < (kh + 1) * grp; h++) {
-                const real *qt = q + (size_t)r * sq + (size_t)h * d;
-                const real *dot = dout + ((size_t)r * H + h) * d, *ot = o + ((size_t)r * H + h) * d;
-                real *dqt = dq + (size_t)r * sq + (size_t)h * d;
-                real L = lse[((size_t)b * H + h) * T + t], D = dotr(dot, ot, d);
-                for (int i = 0; i < nt; i++) {
-                    size_t js = (size_t)(b * T + S[i]);
-                    real pi = exp(scale * dotr(qt, k + js * sk + koff, d) - L);
-                    real ds = pi * (dotr(dot, v + js * sv + koff, d) - D) * scale;
-                    real *dki = dk + js * sk + koff, *dvi = dv + js * sv + koff;
-                    const real *ki = k + js * sk + koff;
-                    for (int c = 0; c < d; c++) {
-                        dqt[c] += ds * ki[c];
-                        dki[c] += ds * qt[c];
-                        dvi[c] += pi * dot[c];
-                    }
-                }
+    int grp = H / Hk, fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        real *kT = malloc(sizeof(real) * (size_t)kk * (2 * d + 2)), *vT = kT ? kT + (size_t)kk * d : NULL;
+        if (!kT) fail = 1;
+#pragma omp for schedule(static)
+        for (int bk = 0; bk < B * Hk; bk++) {
+            if (!kT) continue;
+            int b = bk / Hk, kh = bk % Hk;
+            size_t koff = (size_t)kh * d;
+            for (int t = 0; t < T; t++) {
+                int r = b * T + t, nt = sparse_nsel(kk, t);
+                const int *S = sel + (size_t)r * kk;
+                gather_t(kT, k, sk, koff, S, (size_t)b * T, nt, d);
+                gather_t(vT, v, sv, koff, S, (size_t)b * T, nt, d);
+                for (int h = kh * grp; h < (kh + 1) * grp; h++)
+                    bwd_row(dq, dk, dv, dout, o, lse, q, sq, k, sk, sv, S, nt, r, b, t, h, T, H, d, koff, scale, kT,
+                            vT, vT + (size_t)kk * d);
             }
         }
+        free(kT);
     }
-    return 0;
+    return fail ? -1 : 0;
 }
