@@ -11,8 +11,8 @@
  * that selects it, a short tag for the label, its NULL-terminated name
  * list with the default first (the lists put the default first), and the
  * keys its values need beside them ("k=v;k=v": top-k needs k below the
- * sequence length to run sparse, latent KV needs QK-norm off and a latent
- * narrower than the heads' keys and values).  Those are sized for the perf
+ * sequence length to run sparse, latent KV needs QK-norm off, a KV head per
+ * query head and a latent narrower than the heads' keys and values).  Those are sized for the perf
  * gate's micro model (bench/perf.yaml: d_model 16, 2 heads, T 32)
  * and any model with T above 4 and d_head at least 8.
  */
@@ -32,7 +32,8 @@ static const struct {
     {"model.gate.control", "control", gate_control_names, ""},
     {"model.attention.normalizer", "normalizer", attn_norm_names, ""},
     {"model.attention.sparse", "sparse", attn_sparse_names, "model.attention.topk=4"},
-    {"model.attention.kv", "kv", attn_kv_names, "model.qk_norm=false;model.attention.d_c=12;model.attention.d_R=4"},
+    {"model.attention.kv", "kv", attn_kv_names,
+     "model.qk_norm=false;model.n_kv_head=0;model.attention.d_c=12;model.attention.d_R=4"},
 };
 
 int bench_step_covering(BenchStepVariant *out, int cap) {
