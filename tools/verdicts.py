@@ -33,6 +33,7 @@ from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
 from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
+from verdict_remedies import remedies_text  # noqa: E402
 
 BEGIN = '<!-- generated: %s (tools/verdicts.py) -->'
 END = '<!-- end generated: %s -->'
@@ -202,6 +203,7 @@ def regions(ctx):
     found, committed = front_page(ctx)
     return {('results/README.md', 'verdicts'): table(ctx),
             ('results/README.md', 'runs'): runs_text(ctx.db),
+            ('results/README.md', 'remedies'): remedies_text(ctx.db),
             ('README.md', 'found'): found,
             ('README.md', 'committed'): committed}
 
@@ -250,6 +252,9 @@ def self_test(pages, want):
         ('the run count', 'results/README.md', r'holds \*\*(\d)', lambda m: 'holds **' + str((int(m.group(1)) + 1) % 10)),
         ('a front-page number', 'README.md', r'(by 0\.0)(\d)', bump),
         ('the front page\'s run count', 'README.md', r'results \((\d)', lambda m: 'results (' + str((int(m.group(1)) + 1) % 10)),
+        ('a sink-remedy count (BB sinks)', 'results/README.md', r'(\| softmax1 \|[^\n]*? \| )(\d+)/15',
+         lambda m: m.group(1) + str((int(m.group(2)) + 1) % 16) + '/15'),
+        ('a sink-remedy sentence word', 'results/README.md', r'against G1: better on', lambda m: 'against G1: worse on'),
     ]
     ok = True
     for what, f, pat, repl in plants:
