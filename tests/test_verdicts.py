@@ -94,9 +94,71 @@ def test_db():
         check(missing.n == 2, 'a sweep not in the database adds nothing')
 
 
+def add_runs(path, runs):
+    """runs: [(sweep, label, seed, val_loss, {metric: value}, config)] into the made-up schema"""
+    h = sqlite3.connect(path)
+    for i, (sw, label, seed, v, ms, cfg) in enumerate(runs):
+        rid = '%s-%s-%d' % (sw, label, seed)
+        h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', ?, ?, 0, NULL)",
+                  (rid, seed, 'c' * 40, cfg, 100 + i))
+        h.execute("INSERT INTO sweep_runs VALUES (?, ?, ?, ?, ?, 0)", (sw, rid, label, seed, i))
+        h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', ?, NULL)", (rid, v))
+        h.execute("INSERT INTO metrics VALUES (?, 200, 'val_loss', '', ?)", (rid, v))
+        for k, x in ms.items():
+            h.execute("INSERT INTO metrics VALUES (?, 200, ?, '', ?)", (rid, k, x))
+    h.commit()
+    h.close()
+
+
+def test_sparse_answers():
+    """the issue-37 questions are answered by rule from made-up runs built to say yes / no"""
+    import verdict_sparse as S
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        runs = []
+        for s in (1, 2, 3):
+            e = 0.001 * s
+            # gap without the gate 0.05, with it 0.01: G1 shrinks the gap; G1 lowers P(0 in S)
+            for lab, v, p0 in (('dense', 1.50, None), ('dense-G1', 1.48, None), ('topk64', 1.55, 0.9),
+                               ('topk64-G1', 1.49, 0.5), ('topk32', 1.56, 0.9), ('topk32-G1', 1.60, 0.95)):
+                runs.append(('t512_topk', lab, s, v + e * (1 if lab != 'topk32-G1' else -3),
+                             {} if p0 is None else {'sparse_p0': p0 - e}, '{}'))
+            for lab, v in (('MHA', 1.40), ('MLA', 1.402), ('MLA-G1', 1.38)):
+                cfg = '{"model.attention.kv": "latent", "model.attention.d_c": 64, "model.attention.d_R": 16}'
+                runs.append(('t512_mla', lab, s, v + e, {}, cfg if 'MLA' in lab else '{"model.n_kv_head": 4}'))
+        add_runs(p, runs)
+        text = S.sparse_text(Db(p))
+        check('shrink the sparse − dense gap?* top-64: **yes**' in text, 'G1 shrinks the top-64 gap: yes')
+        check('top-32: **no**' in text, 'G1 widens the top-32 gap: no')
+        check('P(0 ∈ S_t)?* **yes**' in text, 'G1 lowers P(0 in S): yes')
+        check('fraction of the cache?* **yes**' in text, 'MLA within 0.01 of MHA: matches')
+        check('survive on MLA?* **yes**' in text, "G1's gain on MLA: yes")
+        check('| t512_mla | MLA | 3 |' in text and '| 80 |' in text, 'MLA row: 3 seeds, 80 numbers cached')
+
+
+def test_remedy_sentences():
+    """a remedy with no sinks against the gate's 12 of 15 is better on BB sinks (Fisher)"""
+    import verdict_remedies as VR
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        runs = []
+        for s in range(1, 16):
+            for lab, sink in (('baseline', 1), ('G1-elementwise', 1 if s <= 12 else 0), ('sigmoid', 0)):
+                runs.append(('bb_remedies', lab, s, 1.3, {'sink_formed': sink, 'bb_bos_attn_other': 0.6 if sink else
+                                                          0.4 + 0.001 * s}, '{}'))
+        add_runs(p, runs)
+        text = VR.remedies_text(Db(p))
+        check('**sigmoid** against G1: better on BB sinks' in text, 'sigmoid: better than G1 on BB sinks')
+        check('| sigmoid | – | – | 0/15 |' in text, 'sigmoid row: 0/15 sinks, no Brown runs')
+
+
 def main():
     test_words()
     test_db()
+    test_sparse_answers()
+    test_remedy_sentences()
     if FAILS:
         print('test_verdicts: %d failed' % len(FAILS))
         return 1

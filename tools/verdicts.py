@@ -34,6 +34,7 @@ from verdict_data import Db, welch  # noqa: E402
 from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
+from verdict_sparse import sparse_text  # noqa: E402
 
 BEGIN = '<!-- generated: %s (tools/verdicts.py) -->'
 END = '<!-- end generated: %s -->'
@@ -204,6 +205,7 @@ def regions(ctx):
     return {('results/README.md', 'verdicts'): table(ctx),
             ('results/README.md', 'runs'): runs_text(ctx.db),
             ('results/README.md', 'remedies'): remedies_text(ctx.db),
+            ('results/README.md', 'sparse'): sparse_text(ctx.db),
             ('README.md', 'found'): found,
             ('README.md', 'committed'): committed}
 

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""verdict_sparse.py -- results/README.md's table of the attention designs the gate is weighed
+against (issue 37): top-k sparse attention with DeepSeek's lightning indexer and its controls
+(t512_topk), and multi-head latent attention against the KV layouts it replaces (t512_mla), each
+with and without G1, at T 512 on Brown; then the four questions of the issue, answered by rule.
+Every number is read from gated.db; a row that is not in the database yet shows n = 0.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import verdict_rules as R  # noqa: E402
+from toolstats import holm  # noqa: E402
+from verdict_data import Stat, paired_stat, t_interval  # noqa: E402
+from verdict_text import rewrap  # noqa: E402
+
+TOPK, MLA = ('t512_topk',), ('t512_mla',)
+SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
+                           'window64', 'random64', 'oracle64')),
+          (MLA, 'MHA', ('MHA', 'MLA', 'MLA-G1', 'MQA', 'MLA-noR', 'MLA-G1-headwise')))
+
+RULE_TEXT = (
+    '*How this is made* (`tools/verdict_sparse.py`, from `gated.db`; `make check-results` fails when it '
+    'differs). Δ loss: final validation loss (read at the minimum where the curve turned up) minus the '
+    'sweep\'s reference row (dense, or MHA), paired by seed, 95% t interval, none from fewer than 3 seeds; '
+    'Holm p within each sweep. At the last evaluation, means over seeds: the sparse − dense loss gap (the '
+    'same weights run dense), the indexer\'s recall of the dense attention mass and P(0 ∈ S_t), the share '
+    'of selections holding position 0 (`sparse_dense_gap`, `sparse_recall`, `sparse_p0`). Cache: numbers '
+    'kept per token and layer at decode (the indexer row adds its key). *Answers*: a difference of '
+    'differences paired by seed (e.g. (top-k G1 − dense G1) − (top-k − dense)) with its 95% t interval: '
+    '**yes** / **no** when it excludes 0 on the asked side / the other, **within noise** when it spans 0, '
+    '**unresolved (n = k)** below 3 seeds. "Matches" (MLA against MHA) is **yes** when the interval lies '
+    'inside ±0.01 nats per byte, **no** when it excludes 0, else **within noise**.')
+
+
+def cfg_cache(cfg):
+    """numbers cached per token and layer, from a run's config (defaults as config_schema.c)"""
+    H = cfg.get('model.n_head', 4)
+    hk = cfg.get('model.n_kv_head', 0) or H
+    dh = cfg.get('model.d_head', 0) or cfg.get('model.d_model', 128) // H
+    if cfg.get('model.attention.kv', 'heads') == 'latent':
+        dc, dr = cfg.get('model.attention.d_c'), cfg.get('model.attention.d_R')
+        n = None if dc is None or dr is None or dc <= 0 or dr < 0 else dc + dr
+    else:
+        n = 2 * hk * dh
+    if n is not None and cfg.get('model.attention.sparse', 'none') == 'indexer':
+        n += cfg.get('model.attention.indexer_dim', 32)
+    return n
+
+
+def last_mean(db, rows, key):
+    xs = [db.last(r.run_id, key) for r in rows.values()]
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def diff_of_diffs(db, sw, a, b, c, d):
+    """per seed (a - b) - (c - d) in final validation loss"""
+    rows = [db.row(sw, x) for x in (a, b, c, d)]
+    seeds = sorted(set.intersection(*(set(r) for r in rows)))
+    v = [(db.val_loss(rows[0][s].run_id)[0] - db.val_loss(rows[1][s].run_id)[0])
+         - (db.val_loss(rows[2][s].run_id)[0] - db.val_loss(rows[3][s].run_id)[0]) for s in seeds]
+    iv, p = t_interval(v)
+    return Stat(v, 'paired t', set(), None, (), 0, iv, p)
+
+
+def answer(st, want_sign):
+    if st.n < R.MIN_N or st.lo is None:
+        return '**unresolved (n = %d)**' % st.n
+    if st.hi < 0 or st.lo > 0:
+        return '**yes**' if (st.hi < 0) == (want_sign < 0) else '**no**'
+    return '**within noise**'
+
+
+def ci(st, d=4):
+    if st.n == 0:
+        return 'n = 0'
+    if st.lo is None or st.n < R.MIN_N:
+        return 'n = %d: no CI (%s)' % (st.n, ', '.join(R.fmt(v, d) for v in st.values))
+    return '%s [%s, %s]' % (R.fmt(st.mean, d), R.fmt(st.lo, d - 1), R.fmt(st.hi, d - 1))
+
+
+def fmt(x, d=3):
+    return '–' if x is None else R.fmt(x, d, False)
+
+
+def sparse_text(db):
+    lines = ['| sweep | row | seeds | Δ loss vs ref. [CI] (Holm p) | sparse − dense gap | recall | P(0 ∈ S) | '
+             'cache / token / layer | params |', '|---|---|--:|--:|--:|--:|--:|--:|--:|']
+    for sw, ref, labels in SWEEPS:
+        stats = {lab: paired_stat(db, (sw, lab), (sw, ref), db.val_loss) for lab in labels if lab != ref}
+        ps = [(lab, st.p) for lab, st in stats.items() if st.p is not None]
+        adj = dict(zip([lab for lab, _ in ps], holm([p for _, p in ps]))) if ps else {}
+        for lab in labels:
+            rows = db.row(sw, lab)
+            cfgs = [json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?', (r.run_id,)))
+                    for r in rows.values()]
+            cache = cfg_cache(cfgs[0]) if cfgs else None
+            params = last_params(db, rows)
+            d = 'ref.' if lab == ref else ci(stats[lab]) + (' (%.2g)' % adj[lab] if lab in adj else '')
+            lines.append('| %s | %s | %d | %s | %s | %s | %s | %s | %s |' % (
+                sw[0], lab, len(rows), d, fmt(last_mean(db, rows, 'sparse_dense_gap'), 4),
+                fmt(last_mean(db, rows, 'sparse_recall')), fmt(last_mean(db, rows, 'sparse_p0')),
+                '–' if cache is None else cache, '–' if params is None else '%d' % params))
+    gap64 = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense')
+    gap32 = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense')
+    p0 = paired_stat(db, (TOPK, 'topk64-G1'), (TOPK, 'topk64'), lambda rid: (db.last(rid, 'sparse_p0'), False))
+    mla = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), db.val_loss)
+    match = ('**unresolved (n = %d)**' % mla.n if mla.n < R.MIN_N or mla.lo is None else
+             '**yes**' if -0.01 < mla.lo and mla.hi < 0.01 else '**no**' if mla.lo > 0 or mla.hi < 0
+             else '**within noise**')
+    g_mla = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_loss)
+    g_dense = paired_stat(db, (TOPK, 'dense-G1'), (TOPK, 'dense'), db.val_loss)
+    qs = [
+        '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s; '
+        'top-32: %s, %s.' % (answer(gap64, -1), ci(gap64), answer(gap32, -1), ci(gap32)),
+        '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0, 3)),
+        '- *Does MLA match MHA at a fraction of the cache?* %s: MLA − MHA = %s.' % (match, ci(mla)),
+        '- *Does G1\'s gain survive on MLA?* %s: MLA G1 − MLA = %s (dense G1 − dense at T 512: %s).' % (
+            answer(g_mla, -1), ci(g_mla), ci(g_dense)),
+    ]
+    return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
+
+
+def last_params(db, rows):
+    xs = [db.summary(r.run_id, 'params') for r in rows.values()]
+    xs = [x for x in xs if x is not None]
+    return xs[0] if xs else None
