@@ -68,6 +68,14 @@ static void check_weights(const NCase *c, Parts p, const real *lse, const real *
     real scale = 1 / sqrt((real)d);
     cr_assert(attention_forward_ref_norm(o, probs, p.q, H * d, p.k, c->Hk * d, p.v, c->Hk * d, B, T, H, c->Hk, d,
                                          scale, &an) == 0);
+    /* the weights alone (o NULL, the probes' path) are the same numbers */
+    real *alone = malloc(sizeof(real) * (size_t)B * H * T * T);
+    cr_assert(alone);
+    cr_assert(attention_forward_ref_norm(NULL, alone, p.q, H * d, p.k, c->Hk * d, NULL, c->Hk * d, B, T, H, c->Hk, d,
+                                         scale, &an) == 0);
+    cr_assert(memcmp(alone, probs, sizeof(real) * (size_t)B * H * T * T) == 0, "%s: weights alone differ",
+              attn_norms[c->kind].name);
+    free(alone);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < T; i++)

@@ -52,6 +52,7 @@ int attention_forward_norm(real *o, real *lse, const real *q, int sq, const real
 int attention_backward_norm(real *dq, real *dk, real *dv, const real *dout, const real *o, const real *lse,
                             const real *q, int sq, const real *k, int sk, const real *v, int sv, int B, int T, int H,
                             int Hk, int d, real scale, const AttnNorm *nm);
+/* o NULL: the weights alone into probs (the probes' path; v unused). */
 int attention_forward_ref_norm(real *o, real *probs, const real *q, int sq, const real *k, int sk, const real *v,
                                int sv, int B, int T, int H, int Hk, int d, real scale, const AttnNorm *nm);
 

@@ -66,6 +66,7 @@ int attention_forward_ref_norm(real *o, real *probs, const real *q, int sq, cons
                                         k + (size_t)(b * T + j) * sk + (size_t)kh * d, d);
                 ref_row(pi, s, i + 1, kind, z ? z[((size_t)b * H + h) * T + i] : 0);
                 for (int j = i + 1; j < T; j++) pi[j] = 0;
+                if (!o) continue;
                 real *oi = o + ((size_t)(b * T + i) * H + h) * d;
                 for (int c = 0; c < d; c++) {
                     real acc = 0;

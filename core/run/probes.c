@@ -227,16 +227,16 @@ void probes_kurtosis_add(Probes *p, int l, const real *x, size_t n) {
 }
 
 /* The weights of window b, layer l, query head h into P (T x T), from the
- * reference attention (o: T x (d_head + d_R) scratch).  The one place that
+ * reference attention (its weights alone, no output).  The one place that
  * knows how attention weights are formed. */
-static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
+static int head_weights(const Model *m, int l, int b, int h, real *P) {
     const LayerActs *a = &m->la[l];
     AttnQKV sc;
     model_attn_qkv(m, l, &sc);
     int T = m->T, d = sc.d, g = h / (m->H / sc.hk);
     /* z (B, H, T): the virtual key's logits of this window and head, where the normaliser has one */
     AttnNorm nm = {m->cfg.attn.normalizer, a->z ? a->z + ((size_t)b * m->H + h) * T : NULL};
-    return attention_forward_ref_norm(o, P, sc.q + (size_t)b * T * sc.sq + (size_t)h * d, sc.sq,
+    return attention_forward_ref_norm(NULL, P, sc.q + (size_t)b * T * sc.sq + (size_t)h * d, sc.sq,
                                       sc.k + (size_t)b * T * sc.sk + (size_t)g * d, sc.sk,
                                       sc.v + (size_t)b * T * sc.sv + (size_t)g * d, sc.sv, 1, T, 1, 1, d,
                                       1 / sqrt((real)d), &nm);
@@ -244,13 +244,12 @@ static int head_weights(const Model *m, int l, int b, int h, real *P, real *o) {
 
 int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
     int T = m->T;
-    int d = m->dh + (m->cfg.attn.kv == KV_LATENT ? m->cfg.attn.d_R : 0); /* a head's score width */
-    real *P = malloc(sizeof(real) * (size_t)T * T), *o = malloc(sizeof(real) * (size_t)T * d);
-    int rc = P && o ? 0 : -1;
+    real *P = malloc(sizeof(real) * (size_t)T * T);
+    int rc = P ? 0 : -1;
     for (int b = 0; rc == 0 && b < m->B; b++)
         for (int l = 0; rc == 0 && l < m->L; l++) {
             for (int h = 0; rc == 0 && h < m->H; h++)
-                if ((rc = head_weights(m, l, b, h, P, o)) == 0) {
+                if ((rc = head_weights(m, l, b, h, P)) == 0) {
                     double rec = 0; /* a sparse layer: the dense weights' mass inside S_t, then the weights over S_t */
                     sparse_restrict_weights(m, l, b, P, T, &rec);
                     p->sp_recall[l] += rec / m->H;
@@ -263,7 +262,6 @@ int probes_rows_accumulate(Probes *p, const Model *m, const int *tokens) {
             probes_kurtosis_add(p, l, x + (size_t)b * T * m->C, (size_t)T * m->C);
         }
     free(P);
-    free(o);
     return rc;
 }
 
