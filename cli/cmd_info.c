@@ -99,6 +99,9 @@ static void info_sparse(const Config *c, const Model *m) {
            "all layers: %ld%s\n",
            a->idx_heads, a->idx_dim, per, model_indexer_params(m),
            model_indexer_params(m) == per * m->L ? "" : "  MISMATCH");
+    printf("decoding also caches each token's indexer key: %d numbers per layer beside the keys and values "
+           "(core/nn/kvcache_sparse.c)\n",
+           a->idx_dim);
 }
 
 /* What info shows, computed once for the text and the JSON. */
