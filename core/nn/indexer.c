@@ -112,15 +112,14 @@ void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int
     }
 }
 
-void indexer_token_scores(real *score, const real *qr, const real *w, const real *k, size_t ldk, int n, int HI,
-                          int dI) {
-    for (int s = 0; s < n; s++) {
-        real acc = 0;
-        for (int j = 0; j < HI; j++) {
-            real x = dotr(qr + (size_t)j * dI, k + (size_t)s * ldk, dI);
-            acc += w[j] * (x > 0 ? x : 0);
-        }
-        score[s] = acc;
+void indexer_token_scores(real *score, const real *qr, const real *w, const real *kT, size_t ldk, int n, int HI,
+                          int dI, real *x) {
+    for (int s = 0; s < n; s++) score[s] = 0;
+    for (int j = 0; j < HI; j++) {
+        real wj = w[j];
+        dots_t(x, qr + (size_t)j * dI, kT, (int)ldk, n, dI);
+#pragma omp simd
+        for (int s = 0; s < n; s++) score[s] += wj * (x[s] > 0 ? x[s] : 0);
     }
 }
 

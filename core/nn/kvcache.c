@@ -38,8 +38,7 @@ int kvcache_init(KvCache *c, const Model *m, int cap) {
     int latent = m->cfg.attn.kv == KV_LATENT, dR = latent ? m->cfg.attn.d_R : 0;
     Step s;
     c->cap = cap;
-    c->ioff = (int)attn_kv_cache(&m->cfg.attn, m->Hk, m->dh);
-    c->width = c->ioff + kvsparse_width(m);
+    c->width = (int)attn_kv_cache(&m->cfg.attn, m->Hk, m->dh);
     c->mem = malloc(sizeof(real) * (size_t)m->L * cap * c->width);
     c->cos_t = malloc(sizeof(real) * (size_t)cap * (m->dh / 2));
     c->sin_t = malloc(sizeof(real) * (size_t)cap * (m->dh / 2));
@@ -67,7 +66,9 @@ void kvcache_free(KvCache *c) {
     memset(c, 0, sizeof *c);
 }
 
-size_t kvcache_bytes_per_token(const KvCache *c, const Model *m) { return sizeof(real) * (size_t)c->width * m->L; }
+size_t kvcache_bytes_per_token(const KvCache *c, const Model *m) {
+    return sizeof(real) * (size_t)(c->width + kvsparse_width(m)) * m->L;
+}
 
 /* Softmax weights of n scores in p (in place). */
 static void softmax_row(real *p, int n) {
@@ -78,8 +79,12 @@ static void softmax_row(real *p, int n) {
     for (int j = 0; j < n; j++) p[j] /= sum;
 }
 
+/* A query . key over one head: a vectorised sum (reassociated: decoding
+ * matches the forward within float round-off, tests/test_kvcache.c, and is
+ * not part of any stored result). */
 static real dotr(const real *a, const real *b, int d) {
     real s = 0;
+#pragma omp simd reduction(+ : s)
     for (int i = 0; i < d; i++) s += a[i] * b[i];
     return s;
 }
@@ -118,6 +123,7 @@ static void attend_heads(const Model *m, int l, real *slot0, int t, const Step *
         memset(oh, 0, sizeof(real) * dh);
         for (int i = 0; i < n; i++) {
             const real *vj = k0 + (size_t)(sel ? sel[i] : i) * c->width + m->nkv;
+#pragma omp simd
             for (int d = 0; d < dh; d++) oh[d] += s->p[i] * vj[d];
         }
     }
@@ -151,6 +157,7 @@ static void attend_latent(const Model *m, const LayerParams *p, real *slot0, int
         memset(ol, 0, sizeof(real) * dc);
         for (int j = 0; j <= t; j++) {
             const real *cj = slot0 + (size_t)j * c->width;
+#pragma omp simd
             for (int d = 0; d < dc; d++) ol[d] += s->p[j] * cj[d];
         }
         linear_forward(s->o + (size_t)h * dh, dh, ol, dc, wuv + (size_t)h * dh * dc, 1, dh, dc, 0);

@@ -14,8 +14,8 @@
  *
  * Top-k sparse attention (sparse.h) decodes over its selection alone
  * (kvcache_sparse.c): the indexer row also caches each token's indexer key
- * k_I (d_I numbers per layer) and scores the new query against every cached
- * one (the cost that grows with the context: H_I d_I a key, against
+ * k_I (d_I numbers per layer, held transposed beside the slots) and scores
+ * the new query against every cached one (the cost that grows with the context: H_I d_I a key, against
  * 2 n_head d_head for dense attention), then attends to the top k; window,
  * random and oracle select as in training (oracle from the dense weights,
  * so it saves nothing: a control).
@@ -33,7 +33,9 @@ typedef struct {
     real *cos_t, *sin_t, *cosR, *sinR; /* RoPE at positions < cap: d_head and (latent) d_R */
     real *buf;    /* per-step scratch */
     /* top-k sparse attention (kvcache_sparse.c; NULL/0 when dense) */
-    int ioff;          /* where a slot's indexer key starts (after the heads' k, v) */
+    real *ikT;         /* the indexer row's keys, transposed per layer: L x d_I x cap (key s, channel c
+                          at c cap + s), so that scoring a query runs with lanes across keys */
+    real *ik;          /* the new token's indexer key (d_I) */
     int *sel;          /* the selection of the query being decoded (k) */
     void *heap;        /* sparse_topk_row's scratch */
     real *iq, *iw, *iP; /* the indexer's q_I (H_I d_I), w (H_I) and projection */

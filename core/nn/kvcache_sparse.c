@@ -31,7 +31,10 @@ int kvsparse_init(KvCache *c, const Model *m, int cap) {
         c->iP = malloc(sizeof(real) * ((size_t)HI * dI + dI + HI));
         c->cosI = malloc(sizeof(real) * (size_t)cap * (dI / 2));
         c->sinI = malloc(sizeof(real) * (size_t)cap * (dI / 2));
-        if (!c->iq || !c->iw || !c->iP || !c->cosI || !c->sinI || rope_tables(c->cosI, c->sinI, cap, dI, &m->rope))
+        c->ikT = malloc(sizeof(real) * (size_t)m->L * dI * cap);
+        c->ik = malloc(sizeof(real) * (size_t)dI);
+        if (!c->iq || !c->iw || !c->iP || !c->cosI || !c->sinI || !c->ikT || !c->ik ||
+            rope_tables(c->cosI, c->sinI, cap, dI, &m->rope))
             goto oom;
     }
     return 0;
@@ -49,7 +52,9 @@ void kvsparse_free(KvCache *c) {
     free(c->iP);
     free(c->cosI);
     free(c->sinI);
-    c->sel = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = NULL;
+    free(c->ikT);
+    free(c->ik);
+    c->sel = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
 }
 
 /* The oracle's score row: the heads' dense softmax weights over the t + 1
@@ -81,11 +86,12 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     if (has_indexer(m)) { /* every token caches its k_I, dense rows too */
         const LayerParams *p = &m->lp[l];
         int HI = a->idx_heads, dI = a->idx_dim, half = dI / 2;
-        indexer_token(c->iq, slot0 + (size_t)t * c->width + c->ioff, c->iw, c->iP, AW(&m->p, p->idx_w),
-                      AW(&m->p, p->idx_kn), h, m->C, HI, dI, c->cosI + (size_t)t * half, c->sinI + (size_t)t * half,
-                      (real)m->cfg.norm_eps);
+        real *kT = c->ikT + (size_t)l * dI * c->cap;
+        indexer_token(c->iq, c->ik, c->iw, c->iP, AW(&m->p, p->idx_w), AW(&m->p, p->idx_kn), h, m->C, HI, dI,
+                      c->cosI + (size_t)t * half, c->sinI + (size_t)t * half, (real)m->cfg.norm_eps);
+        for (int i = 0; i < dI; i++) kT[(size_t)i * c->cap + t] = c->ik[i];
         if (t + 1 <= k) return NULL;
-        indexer_token_scores(score, c->iq, c->iw, slot0 + c->ioff, (size_t)c->width, t + 1, HI, dI);
+        indexer_token_scores(score, c->iq, c->iw, kT, (size_t)c->cap, t + 1, HI, dI, score + (t + 1));
     }
     if (t + 1 <= k) return NULL;
     *n = k;

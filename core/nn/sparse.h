@@ -105,10 +105,12 @@ double indexer_kl(real *dI, const real *isc, const real *q, int sq, const real *
  * of H_I d_I + d_I + H_I reals and cos/sin the tables' row t. */
 void indexer_token(real *qr, real *kr, real *w, real *P, const real *W, const real *knw, const real *h, int C, int HI,
                    int dI, const real *cos_t, const real *sin_t, real eps);
-/* score[s] = I(t, s) = sum_j w_j relu(q_j . k_s) for s < n, key s at
- * k + s ldk (the same sum order as indexer_scores). */
-void indexer_token_scores(real *score, const real *qr, const real *w, const real *k, size_t ldk, int n, int HI,
-                          int dI);
+/* score[s] = I(t, s) = sum_j w_j relu(q_j . k_s) for s < n, the keys
+ * transposed (channel c of key s at kT[c ldk + s]), x: n reals of scratch;
+ * the same sums in the same order as indexer_scores, so decoding selects
+ * what the forward selects. */
+void indexer_token_scores(real *score, const real *qr, const real *w, const real *kT, size_t ldk, int n, int HI,
+                          int dI, real *x);
 
 /* The score stage alone (for tests): I from q_I (n, H_I, d_I), k_I (n,
  * d_I), w (n, H_I); its backward adds into dq, dk, dw. */

@@ -387,6 +387,8 @@ static int setup_decode(St *s, const BenchCase *c, char *err, size_t cap) {
     s->have_kv = 1;
     size_t n = (size_t)s->m.L * c->T * s->kv.width;
     for (size_t i = 0; i < n; i++) s->kv.mem[i] = (real)(0.5 * rng_normal(&s->rng));
+    size_t ni = s->kv.ikT ? (size_t)s->m.L * c->cfg.attn.idx_dim * c->T : 0; /* the indexer's keys */
+    for (size_t i = 0; i < ni; i++) s->kv.ikT[i] = (real)(0.5 * rng_normal(&s->rng));
     s->kv.len = c->T - 1;
     return 0;
 }
