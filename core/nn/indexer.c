@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/dots_t.h"
 #include "nn/ops.h"
 
 static inline real dotr(const real *a, const real *b, int d) {
@@ -54,23 +55,6 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI) {
  * made even where only k have a gradient (sparse training's KL over S_t):
  * vectorised, that is faster than k plain ones at these widths.  Per thread: one sequence's keys transposed
  * (d_I x T), or its queries (d_I x T H_I), and a row of dot products. */
-
-/* kT[c T + s] = k_I(b, s)[c]. */
-static void transpose_rows(real *xT, const real *x, int n, int d) {
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < d; c++) xT[(size_t)c * n + i] = x[(size_t)i * d + c];
-}
-
-/* x[s] = q . col s of kT (ld n), s < m: dotr's sum order, lanes across s. */
-static void dots_t(real *x, const real *q, const real *kT, int n, int m, int d) {
-    for (int s = 0; s < m; s++) x[s] = 0;
-    for (int c = 0; c < d; c++) {
-        real qc = q[c];
-        const real *kc = kT + (size_t)c * n;
-#pragma omp simd
-        for (int s = 0; s < m; s++) x[s] += qc * kc[s];
-    }
-}
 
 static void row_plain(real *row, const real *qi, const real *ki, const real *w, int r, int b, int t, int T, int HI,
                       int dI) {

@@ -11,35 +11,16 @@
  *   dq_t += scale sum_i ds_i k_i,  dk_i += scale ds_i q_t,  dv_i += p_i dout_t.
  * Backward runs one (sequence, KV head) pair per iteration, its queries in
  * order t = 0..T-1 and its query heads in order, so every dk/dv sum has a
- * fixed order whatever the thread count.
+ * fixed order whatever the thread count.  The dot products run on the row's
+ * selected keys and values gathered and transposed (dots_t.h): lanes across
+ * keys, each sum in the plain loop's order.
  */
 #include "nn/sparse.h"
 
+#include "nn/dots_t.h"
+
 #include <math.h>
 #include <stdlib.h>
-
-/* The selected keys (and values) of one row and KV head, transposed
- * (d x n, column i = key S[i]), so that the n dot products with a query run
- * with lanes across i, each still summed over c in ascending order (the
- * plain dot product's order: the bits do not change, and do not depend on
- * the vector width). */
-static void gather_t(real *xT, const real *x, int sx, size_t off, const int *S, size_t base, int n, int d) {
-    for (int i = 0; i < n; i++) {
-        const real *xi = x + (base + (size_t)S[i]) * sx + off;
-        for (int c = 0; c < d; c++) xT[(size_t)c * n + i] = xi[c];
-    }
-}
-
-/* y[i] = a . column i of xT (d x n), i < n. */
-static void dots_t(real *y, const real *a, const real *xT, int n, int d) {
-    for (int i = 0; i < n; i++) y[i] = 0;
-    for (int c = 0; c < d; c++) {
-        real ac = a[c];
-        const real *xc = xT + (size_t)c * n;
-#pragma omp simd
-        for (int i = 0; i < n; i++) y[i] += ac * xc[i];
-    }
-}
 
 static inline real dotr(const real *a, const real *b, int d) {
     real s = 0;
@@ -65,7 +46,7 @@ int sparse_attn_forward(real *o, real *lse, const real *q, int sq, const real *k
                 size_t koff = (size_t)(h / grp) * d;
                 if (h % grp == 0) gather_t(kT, k, sk, koff, S, (size_t)b * T, nt, d);
                 real mx = -INFINITY, sum = 0;
-                dots_t(p, qt, kT, nt, d);
+                dots_t(p, qt, kT, nt, nt, d);
                 for (int i = 0; i < nt; i++) {
                     p[i] *= scale;
                     mx = p[i] > mx ? p[i] : mx;
@@ -97,8 +78,8 @@ static void bwd_row(real *dq, real *dk, real *dv, const real *dout, const real *
     const real *dot = dout + ((size_t)r * H + h) * d, *ot = o + ((size_t)r * H + h) * d;
     real *dqt = dq + (size_t)r * sq + (size_t)h * d, *y = x + n;
     real L = lse[((size_t)b * H + h) * T + t], D = dotr(dot, ot, d);
-    dots_t(x, qt, kT, n, d);
-    dots_t(y, dot, vT, n, d);
+    dots_t(x, qt, kT, n, n, d);
+    dots_t(y, dot, vT, n, n, d);
     for (int i = 0; i < n; i++) {
         size_t js = (size_t)(b * T + S[i]);
         real pi = exp(scale * x[i] - L);
