@@ -27,18 +27,16 @@ static void softmax_inplace(real *x, int n) {
 }
 
 /* One row: the set U (n keys), the target p, the indexer's r; dI's row
- * (zeroed, then r - p times g on U); returns KL_t.  kT: d x n scratch for
- * a KV head's keys of U, gathered and transposed (dots_t.h: the plain dot
- * products' sums, run side by side). */
+ * (zeroed, then r - p times g on U); returns KL_t.  The scores are dot8()'s
+ * (dots_t.h), as the sparse attention's. */
 static double kl_row(real *dI_row, const real *isc_row, const int *U, int n, const real *q_t, int sq_h,
                      const real *k, int sk, size_t kbase, int H, int grp, int d, real scale, real g, real *p,
-                     real *sc, real *kT) {
+                     real *sc) {
     for (int i = 0; i < n; i++) p[i] = 0;
     for (int h = 0; h < H; h++) {
         const real *qh = q_t + (size_t)h * sq_h;
-        if (h % grp == 0) gather_t(kT, k, sk, (size_t)(h / grp) * d, U, kbase, n, d);
-        dots_t(sc, qh, kT, n, n, d);
-        for (int i = 0; i < n; i++) sc[i] *= scale;
+        size_t off = (size_t)(h / grp) * d;
+        for (int i = 0; i < n; i++) sc[i] = scale * dot8(qh, k + (kbase + (size_t)U[i]) * sk + off, d);
         softmax_inplace(sc, n);
         for (int i = 0; i < n; i++) p[i] += sc[i] / H;
     }
@@ -60,23 +58,22 @@ double indexer_kl(real *dI, const real *isc, const real *q, int sq, const real *
 #pragma omp parallel reduction(| : fail)
     {
         real *p = malloc(sizeof(real) * (size_t)T), *sc = malloc(sizeof(real) * (size_t)T);
-        real *kT = malloc(sizeof(real) * (size_t)T * d);
         int *all = malloc(sizeof(int) * (size_t)T);
-        if (!p || !sc || !all || !kT) fail = 1;
+        if (!p || !sc || !all) fail = 1;
         if (all)
             for (int s = 0; s < T; s++) all[s] = s;
 #pragma omp for schedule(static)
         for (int r = 0; r < B * T; r++) {
-            if (!p || !sc || !all || !kT) continue;
+            if (!p || !sc || !all) continue;
             int b = r / T, t = r % T;
             const int *U = sel ? sel + (size_t)r * kk : all;
             int n = sel ? sparse_nsel(kk, t) : t + 1;
             real *dI_row = dI + (size_t)r * T;
             memset(dI_row, 0, sizeof(real) * (size_t)T);
             rows[r] = kl_row(dI_row, isc + (size_t)r * T, U, n, q + (size_t)r * sq, d, k, sk, (size_t)b * T, H, grp, d,
-                             scale, g, p, sc, kT);
+                             scale, g, p, sc);
         }
-        free(p), free(sc), free(all), free(kT);
+        free(p), free(sc), free(all);
     }
     double total = 0;
     for (int r = 0; r < B * T; r++) total += rows[r];
