@@ -24,7 +24,7 @@ CC      ?= gcc
 OPT     ?= -O2 -march=native
 SANFLAGS ?=
 PKGS    := openblas yaml-0.1 sqlite3
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g $(OPT) -fopenmp $(SANFLAGS) \
+CFLAGS  := -std=c11 -D_GNU_SOURCE -ffp-contract=off -Wall -Wextra -g $(OPT) -fopenmp $(SANFLAGS) \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -I$(BUILD)/gen \
            -DGATED_CFLAGS='"$(strip $(OPT) $(SANFLAGS))"'
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp $(SANFLAGS)
@@ -316,7 +316,7 @@ FUZZ_ARGS     ?=
 FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev libomp-14-dev
 # (not in DEB_PKGS: `make test` does not need them; fuzz-build runs fuzz-deps)
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+FUZZ_CFLAGS   := -std=c11 -D_GNU_SOURCE -ffp-contract=off -Wall -Wextra -g -O1 -fopenmp $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                  $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -Icore -I$(FUZZ_BUILD)/gen \
                  -DGATED_CFLAGS='"fuzz: -O1 $(FUZZ_SAN)"'
 FUZZ_LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -fopenmp

@@ -70,7 +70,7 @@ def paired(d, margin=None):
     se = math.sqrt(sum((v - m) ** 2 for v in d) / (n - 1) / n)
     df = n - 1
     tq = t_q(0.975, df)
-    p = 2 * t_sf(abs(m) / se, df) if se > 0 else 0.0
+    p = 2 * t_sf(abs(m) / se, df) if se > 0 else (1.0 if m == 0 else 0.0)  # no spread: p 0 unless no difference
     tost = None
     if margin is not None:
         tost = max(t_sf((m + margin) / se, df), 1 - t_sf((m - margin) / se, df)) if se > 0 else 0.0

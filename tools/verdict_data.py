@@ -123,7 +123,7 @@ def welch(x, y):
     vx, vy = sx * sx / len(x), sy * sy / len(y)
     se = math.sqrt(vx + vy)
     if se == 0:
-        return mx - my, (mx - my, mx - my), 0.0
+        return mx - my, (mx - my, mx - my), 1.0 if mx == my else 0.0
     df = (vx + vy) ** 2 / (vx * vx / (len(x) - 1) + vy * vy / (len(y) - 1))
     q = t_q(0.975, df)
     return mx - my, (mx - my - q * se, mx - my + q * se), 2 * t_sf(abs(mx - my) / se, df)

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import holm  # noqa: E402
-from verdict_data import fisher_counts, paired_stat, welch  # noqa: E402
+from verdict_data import Stat, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
 from verdict_rows import quant_dppl  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
 
@@ -43,9 +43,11 @@ RULE_TEXT = (
     '(per-tensor) perplexity change in % (64 validation windows), means over the seeds that have them. lr '
     'edge: diverged / ended runs of 12 seeds a cell. Step time: the `gated bench` case of the row on the '
     'quick model (`step/quick-v/...`), median over rounds of its time ÷ the baseline\'s in the same round. '
-    '*The sentences*: a remedy beats the gate (or the gate beats it) on a measure when the difference '
-    'resolves: a paired or Welch 95% interval that excludes 0 (lower is better on every measure), or '
-    'Fisher\'s exact p < 0.05 for a count; otherwise the measure is listed as not resolved, with its n.')
+    '*The sentences*: a remedy is better (or worse) than the gate on a measure when its test against '
+    'G1 gives p < 0.05 (lower is better on every measure): the Brown loss by its Holm p above; M-Act and '
+    'W8A8 by a paired t over the seeds both rows hold, BB BOS attention by Welch\'s t, sink and divergence '
+    'counts by Fisher\'s exact test, each of these one test, not adjusted; a measure with fewer than 3 '
+    'values or no test is listed as not resolved with its n (and its p when it has one).')
 
 
 def fmt(x, d=3, signed=False):
@@ -70,7 +72,8 @@ def per_run(db, sweeps, label, value):
 
 
 def bench_ratios(path):
-    """{case label: median over rounds of time / baseline's time}, and the JSON's commit"""
+    """{case label: median over rounds of time / baseline's time in the same round (repetition_index)},
+    and the JSON's commit"""
     if not os.path.exists(path):
         return {}, None
     with open(path) as f:
@@ -80,9 +83,10 @@ def bench_ratios(path):
         if b.get('run_type') != 'iteration':
             continue
         label = b['name'].split('/')[-1]
-        rounds.setdefault(label, []).append(b['real_time'])
-    base = rounds.get('baseline', [])
-    out = {k: statistics.median(x / y for x, y in zip(v, base)) for k, v in rounds.items() if base}
+        rounds.setdefault(label, {})[b.get('repetition_index', 0)] = b['real_time']  # paired by round
+    base = rounds.get('baseline', {})
+    out = {k: statistics.median(v[i] / base[i] for i in sorted(set(v) & set(base)))
+           for k, v in rounds.items() if set(v) & set(base)}
     return out, doc['context'].get('gated_code_version', '')[:7]
 
 
@@ -120,40 +124,42 @@ def measures(db, label):
 
 def paired_dict(a, b):
     """per-seed differences a - b ({seed: value}), where both have a value"""
-    from verdict_data import Stat, t_interval
     d = [a[s] - b[s] for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
     iv, p = t_interval(d)
     return Stat(d, 'paired t', set(), None, (), 0, iv, p)
 
 
-def versus_gate(row, g1, edge_row, edge_g1):
-    """(beats, loses, unresolved): the measures on which the row is better / worse than G1"""
+def versus_gate(row, g1, edge_row, edge_g1, loss_p):
+    """(beats, loses, unresolved): the measures on which the row is better / worse than G1;
+    loss_p: the Brown loss contrast's Holm-adjusted p (None without one)"""
     beats, loses, open_ = [], [], []
 
-    def judge(name, diff, lo, hi, n, p=None):
-        if n < R.MIN_N and p is None:
+    def judge(name, diff, n, p):
+        """p: the measure's p (None: no test, below 3 values or no data)"""
+        if n < R.MIN_N or p is None:
             open_.append('%s (n = %d)' % (name, n))
-        elif (p is not None and p < 0.05 and diff < 0) or (lo is not None and hi < 0):
+        elif p < 0.05 and diff < 0:
             beats.append(name)
-        elif (p is not None and p < 0.05 and diff > 0) or (lo is not None and lo > 0):
+        elif p < 0.05 and diff > 0:
             loses.append(name)
         else:
-            open_.append(name)
+            open_.append('%s (n = %d, p %s)' % (name, n, pfmt(p)))
     st = row['dg1']
-    judge('Brown loss', st.mean, st.lo, st.hi, st.n)
+    judge('Brown loss', st.mean, st.n, loss_p)
     ma = paired_dict(row['mact'], g1['mact'])
-    judge('M-Act', ma.mean if ma.n else 0, ma.lo, ma.hi, ma.n)
+    judge('M-Act', ma.mean, ma.n, ma.p)
     (kr, nr), (kg, ng) = row['sink'], g1['sink']
-    if nr and ng:
-        judge('BB sinks', kr / nr - kg / ng, None, None, min(nr, ng), fisher_counts(kr, nr, kg, ng))
-    w = welch([x for x in row['bos'] if x is not None], [x for x in g1['bos'] if x is not None])
-    if w:
-        judge('BB BOS attention', w[0], w[1][0], w[1][1], len(row['bos']))
+    judge('BB sinks', kr / nr - kg / ng if nr and ng else 0, min(nr, ng),
+          fisher_counts(kr, nr, kg, ng) if nr and ng else None)
+    xb, yb = [x for x in row['bos'] if x is not None], [x for x in g1['bos'] if x is not None]
+    w = welch(xb, yb)
+    judge('BB BOS attention', w[0] if w else 0, min(len(xb), len(yb)), w[2] if w else None)
     w8 = paired_dict(row['w8'], g1['w8'])
-    judge('W8A8', w8.mean if w8.n else 0, w8.lo, w8.hi, w8.n)
-    for (cell, _, _), (ka, na), (kb, nb) in zip(EDGE, edge_row or (), edge_g1 or ()):
-        if na and nb:
-            judge('divergence at %s' % cell, ka / na - kb / nb, None, None, min(na, nb), fisher_counts(ka, na, kb, nb))
+    judge('W8A8', w8.mean, w8.n, w8.p)
+    for (cell, _, _), (ka, na), (kb, nb) in zip(EDGE, edge_row or ((0, 0),) * len(EDGE), edge_g1 or ((0, 0),) * len(EDGE)):
+        if edge_row is not None:
+            judge('divergence at %s' % cell, ka / na - kb / nb if na and nb else 0, min(na, nb),
+                  fisher_counts(ka, na, kb, nb) if na and nb else None)
     return beats, loses, open_
 
 
@@ -208,7 +214,8 @@ def remedies_text(db):
             fmt(ratios.get(case), 3) if case else '–'))
     out = ['\n'.join(lines), '', rewrap(sinks_line(got))]
     for lab in NEW:
-        beats, loses, open_ = versus_gate(got[lab], got['G1-elementwise'], edges[lab], edges['G1-elementwise'])
+        beats, loses, open_ = versus_gate(got[lab], got['G1-elementwise'], edges[lab], edges['G1-elementwise'],
+                                          adj.get((lab, 'dg1')))
         out.append('- **%s** against G1: better on %s; worse on %s; not resolved: %s.' % (
             lab, ', '.join(beats) or 'none', ', '.join(loses) or 'none', ', '.join(open_) or 'none'))
     out.append('')

@@ -94,7 +94,7 @@ def sparse_text(db):
         adj = dict(zip([lab for lab, _ in ps], holm([p for _, p in ps]))) if ps else {}
         for lab in labels:
             rows = db.row(sw, lab)
-            cfgs = [json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?', (r.run_id,)))
+            cfgs = [json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?', (r.run_id,)) or '{}')
                     for r in rows.values()]
             cache = cfg_cache(cfgs[0]) if cfgs else None
             params = last_params(db, rows)
@@ -105,7 +105,7 @@ def sparse_text(db):
                 '–' if cache is None else cache, '–' if params is None else '%d' % params))
     gap64 = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense')
     gap32 = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense')
-    p0 = paired_stat(db, (TOPK, 'topk64-G1'), (TOPK, 'topk64'), lambda rid: (db.last(rid, 'sparse_p0'), False))
+    p0 = paired_last(db, TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
     mla = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), db.val_loss)
     match = ('**unresolved (n = %d)**' % mla.n if mla.n < R.MIN_N or mla.lo is None else
              '**yes**' if -0.01 < mla.lo and mla.hi < 0.01 else '**no**' if mla.lo > 0 or mla.hi < 0
@@ -121,6 +121,16 @@ def sparse_text(db):
             answer(g_mla, -1), ci(g_mla), ci(g_dense)),
     ]
     return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
+
+
+def paired_last(db, sw, a, b, key):
+    """per seed: metric key's last value, row a - row b, over the seeds where both have it"""
+    ra, rb = db.row(sw, a), db.row(sw, b)
+    va = {s: db.last(r.run_id, key) for s, r in ra.items()}
+    vb = {s: db.last(r.run_id, key) for s, r in rb.items()}
+    d = [va[s] - vb[s] for s in sorted(set(va) & set(vb)) if va[s] is not None and vb[s] is not None]
+    iv, p = t_interval(d)
+    return Stat(d, 'paired t', set(), None, (), 0, iv, p)
 
 
 def last_params(db, rows):

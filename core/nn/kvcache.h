@@ -18,7 +18,8 @@
  * the new query against every cached one (the cost that grows with the context: H_I d_I a key, against
  * 2 n_head d_head for dense attention), then attends to the top k; window,
  * random and oracle select as in training (oracle from the dense weights,
- * so it saves nothing: a control).
+ * so it saves nothing: a control).  The selections are the forward's up to
+ * round-off in the one-token projections (kvcache_sparse.c).
  */
 #ifndef GATED_KVCACHE_H
 #define GATED_KVCACHE_H

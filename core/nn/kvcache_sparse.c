@@ -2,7 +2,10 @@
  * kvcache_sparse.c — which cached keys a top-k layer's new query attends
  * to (kvcache.h, sparse.h): the rows' selections for one query, as the
  * training forward makes them for row t (the same ties: the lower position
- * wins; the same random draws).
+ * wins; the same random draws; the indexer's scores summed in the forward's
+ * order -- from q_I and k_I projected one token at a time, which a BLAS
+ * kernel may round differently from the forward's batched projection, so a
+ * near-tie could select another key).
  */
 #include "nn/kvcache_sparse.h"
 
@@ -81,19 +84,18 @@ static void oracle_row(real *score, const Model *m, int t, const real *q, const 
 const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real *h, const real *q, real *slot0,
                            real *score, int *n) {
     const AttnCfg *a = &m->cfg.attn;
-    int k = a->topk;
-    if (!sparse_decode_on(m)) return NULL;
-    if (has_indexer(m)) { /* every token caches its k_I, dense rows too */
+    int k = a->topk, on = sparse_decode_on(m);
+    if (has_indexer(m)) { /* every token caches its k_I: dense rows, forced-dense and warm-up steps too */
         const LayerParams *p = &m->lp[l];
         int HI = a->idx_heads, dI = a->idx_dim, half = dI / 2;
         real *kT = c->ikT + (size_t)l * dI * c->cap;
         indexer_token(c->iq, c->ik, c->iw, c->iP, AW(&m->p, p->idx_w), AW(&m->p, p->idx_kn), h, m->C, HI, dI,
                       c->cosI + (size_t)t * half, c->sinI + (size_t)t * half, (real)m->cfg.norm_eps);
         for (int i = 0; i < dI; i++) kT[(size_t)i * c->cap + t] = c->ik[i];
-        if (t + 1 <= k) return NULL;
+        if (!on || t + 1 <= k) return NULL;
         indexer_token_scores(score, c->iq, c->iw, kT, (size_t)c->cap, t + 1, HI, dI, score + (t + 1));
     }
-    if (t + 1 <= k) return NULL;
+    if (!on || t + 1 <= k) return NULL;
     *n = k;
     switch (a->sparse) {
     case AS_INDEXER: sparse_topk_row(c->sel, score, t + 1, k, c->heap); break;

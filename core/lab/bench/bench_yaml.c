@@ -288,13 +288,17 @@ int bl_build_config(BL *L, const yaml_node_t *model_node, const char *mname, con
         if (flatten(L, set, "", w2, &ovs)) goto out;
     }
     if (vset && flatten(L, vset, "", vwhere, &ovs)) goto out;
-    for (const char *e = extra; e && *e;) { /* a generated variant's "k=v;k=v" (bench_cover.c) */
-        const char *semi = strchr(e, ';');
-        size_t len = semi ? (size_t)(semi - e) : strlen(e);
+    for (const char *x = extra; x && *x;) { /* a generated variant's "k=v;k=v" (bench_cover.c) */
+        const char *semi = strchr(x, ';');
+        size_t len = semi ? (size_t)(semi - x) : strlen(x);
         char one[sizeof ((Ov *)0)->text];
-        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), e);
+        if (len >= sizeof one) {
+            bl_berr(L, at, vwhere, "generated override too long (%zu bytes)", len);
+            goto out;
+        }
+        snprintf(one, sizeof one, "%.*s", (int)len, x);
         if (ov_push(L, &ovs, one, at, at)) goto out;
-        e = semi ? semi + 1 : e + len;
+        x = semi ? semi + 1 : x + len;
     }
     for (int i = 0; i < ovs.n; i++)
         if (config_set(c, ovs.v[i].text, &e)) {
