@@ -163,6 +163,19 @@ def versus_gate(row, g1, edge_row, edge_g1, loss_p):
     return beats, loses, open_
 
 
+def fewer_sinks(db):
+    """(how many remedy rows are read, 'label (k/n), ...' of those with fewer BB sinks than G1 by
+    Fisher p < 0.05, or 'none' / 'not yet in the database') for the front page"""
+    got = {lab: measures(db, lab) for lab in ['G1-elementwise'] + NEW[:-1]}
+    kg, ng = got['G1-elementwise']['sink']
+    rows = [(lab, got[lab]['sink']) for lab in NEW[:-1] if got[lab]['sink'][1]]
+    if not ng or not rows:
+        return len(NEW) - 1, 'not yet in the database'
+    fewer = ['%s (%d/%d against %d/%d)' % (lab, k, n, kg, ng) for lab, (k, n) in rows
+             if k / n < kg / ng and fisher_counts(k, n, kg, ng) < 0.05]
+    return len(rows), ', '.join(fewer) or 'none'
+
+
 def sinks_line(got):
     """the paper's claim that the gate is what removes sinks, against the remedies (BB)"""
     (kg, ng), (kb, nb) = got['G1-elementwise']['sink'], got['baseline']['sink']

@@ -65,6 +65,8 @@ def front_page(ctx):
     tanh16 = loss(('budget_16M',), 'G1-tanh', 'G1-elementwise')(db)
     silu16 = loss(('budget_16M',), 'G1-silu', 'G1-elementwise')(db)
     sg, sb = sink_rate(('bb_sink',), 'G1-elementwise')(db).count, sink_rate(('bb_sink',), 'baseline')(db).count
+    from verdict_remedies import fewer_sinks  # (it imports this module)
+    nrem, fewer = fewer_sinks(db)
     steps, min_lr = divergence_steps(db)
     ndiv = sum(k for *_, k in steps)
     what, sweeps, base, g1row = EDGE_CELLS[0]
@@ -89,7 +91,8 @@ def front_page(ctx):
         '   The 4.1M tanh and sigmoid runs ran on different OpenBLAS kernels (%s); %s.\n'
         '4. **The attention sink** (%s): on Bigram-Backcopy %d of %d G1 seeds hold a sink at the end, %d of %d\n'
         '   baseline seeds; the gate removes the value drain instead. Brown forms no deep-layer sink at this\n'
-        '   scale ([sinks](results/README.md#bigram-backcopy-sinks-issue-15)).\n'
+        '   scale ([sinks](results/README.md#bigram-backcopy-sinks-issue-15)). Of %d other published sink\n'
+        '   remedies, fewer sinks than the gate (Fisher p < 0.05): %s ([sink remedies](results/README.md#sink-remedies-issue-36)).\n'
         '5. **At the learning-rate edge** %d runs diverged, none below lr %g, each in or just after its\n'
         '   warm-up (%s); G1 against the baseline at %s: %d/%d against %d/%d diverged (Fisher p %s, %s).\n'
         '   int8 quantization made easier by the gate: %s; headwise gate scores mark skippable heads: %s;\n'
@@ -100,7 +103,7 @@ def front_page(ctx):
          w(r3['word']), R.fmt(r3['stats'][1].mean, 4), r3['words'][1], R.fmt(r3['stats'][0].mean, 4), r3['words'][0],
          w(r5['words'][0]), R.fmt(tanh.mean, 4), tanh.n, R.fmt(silu.mean, 4), silu.n,
          R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
-         _ci(silu16), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], ndiv, min_lr,
+         _ci(silu16), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
     found = rewrap(found)
