@@ -39,7 +39,8 @@ RULE_TEXT = (
     'over the family of every such contrast of the new rows that has a p. Bigram-Backcopy (15 seeds a row): '
     'runs whose last evaluation finds a sink (`sink_formed`), and the means over runs of the BOS attention '
     'from the non-trigger (dormant) queries, the mass they put on nothing (1 − row sum) and the value '
-    'drain. Brown: M-Act and residual kurtosis (mean over layers) at the last evaluation, the W8A8 '
+    'drain. Brown: F-Attn (the attention mass on position 0, for every normaliser), M-Act and residual '
+    'kurtosis (mean over layers) at the last evaluation, the W8A8 '
     '(per-tensor) perplexity change in % (64 validation windows), means over the seeds that have them. lr '
     'edge: diverged / ended runs of 12 seeds a cell. Step time: the `gated bench` case of the row on the '
     'quick model (`step/quick-v/...`), median over rounds of its time ÷ the baseline\'s in the same round. '
@@ -110,6 +111,7 @@ def measures(db, label):
         m[name] = [db.last(r.run_id, key) for r in bb.values()]
     m['mact'] = {r.seed: db.last(r.run_id, 'm_act') for r in db.row(BROWN, label).values()}
     m['kurt'] = per_run(db, BROWN, label, lambda rid: db.last(rid, 'resid_kurtosis'))
+    m['fattn'] = per_run(db, BROWN, label, lambda rid: db.last(rid, 'f_attn'))
     q = quant_dppl('w8-a8tensor')
 
     def w8(rid):
@@ -204,9 +206,9 @@ def remedies_text(db):
     adj = dict(((lab, k), a) for (lab, k, _), a in zip(ps, holm([p for *_, p in ps]))) if ps else {}
     base_params = mean(got['baseline']['params'])[0]
     head = ('| row | Δ loss vs baseline [CI] (Holm p) | Δ loss vs G1 [CI] (Holm p) | BB sinks | BB BOS attn | '
-            'BB mass on nothing | BB value drain | M-Act | kurtosis | W8A8 ΔPPL%% | diverged: %s | added params | '
+            'BB mass on nothing | BB value drain | F-Attn | M-Act | kurtosis | W8A8 ΔPPL%% | diverged: %s | added params | '
             'step ÷ softmax |' % ' / '.join(c for c, _, _ in EDGE))
-    lines = [head, '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
+    lines = [head, '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
     for lab, _, case in ROWS:
         m = got[lab]
 
@@ -219,9 +221,10 @@ def remedies_text(db):
         w8, nw8 = mean(m['w8'].values())
         edge = ' / '.join('%d/%d' % c if c[1] else '–' for c in edges[lab]) if edges[lab] else '–'
         params = mean(m['params'])[0]
-        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
             lab, dcols[0], dcols[1], '%d/%d' % (kk, nn) if nn else '–', fmt(mean(m['bos'])[0]),
-            fmt(mean(m['none'])[0]), fmt(mean(m['drain'])[0]), fmt(mean(m['mact'].values())[0], 1),
+            fmt(mean(m['none'])[0]), fmt(mean(m['drain'])[0]), fmt(mean(m['fattn'])[0]),
+            fmt(mean(m['mact'].values())[0], 1),
             fmt(mean(m['kurt'])[0], 1), '%s (%d)' % (fmt(w8, 2, True), nw8) if nw8 else '–', edge,
             '–' if params is None or base_params is None else '%+d' % round(params - base_params),
             fmt(ratios.get(case), 3) if case else '–'))
