@@ -107,19 +107,29 @@ void indexer_token_scores(real *score, const real *qr, const real *w, const real
     }
 }
 
-/* dq(t), dw(t) of row r over s = 0..t; x: the row's dot products for head
- * j (NULL: computed here, the plain loops). */
+/* dq(t), dw(t) of row r over the keys s <= t with a gradient; x (t + 1
+ * reals) and idx (t + 1 ints): scratch for the row's dot products, or NULL:
+ * the plain loops.  Where at most half the keys have a gradient (sparse
+ * training's KL over S_t), the dot products are made at those keys alone
+ * (dots_t_at), else at every key (dots_t); either way in the plain order. */
 static void grad_row(real *dq, real *dw, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b,
-                     int t, int T, int HI, int dI, const real *kT, real *x) {
+                     int t, int T, int HI, int dI, const real *kT, real *x, int *idx) {
+    const real *grow = dsc + (size_t)r * T;
+    int m = 0;
+    for (int s = 0; x && s <= t; s++)
+        if (grow[s] != 0) idx[m++] = s;
+    int at = x && 2 * m <= t + 1;
     for (int j = 0; j < HI; j++) {
         const real *qj = qi + ((size_t)r * HI + j) * dI;
-        if (x) dots_t(x, qj, kT, T, t + 1, dI);
+        if (at) dots_t_at(x, qj, kT, T, idx, m, dI);
+        else if (x) dots_t(x, qj, kT, T, t + 1, dI);
         real *dqj = dq + ((size_t)r * HI + j) * dI;
-        for (int s = 0; s <= t; s++) {
-            real g = dsc[(size_t)r * T + s];
+        for (int i = 0; i < (x ? m : t + 1); i++) {
+            int s = x ? idx[i] : i;
+            real g = grow[s];
             if (g == 0) continue;
             const real *ks = ki + (size_t)(b * T + s) * dI;
-            real xs = x ? x[s] : dotr(qj, ks, dI);
+            real xs = at ? x[i] : x ? x[s] : dotr(qj, ks, dI);
             if (!(xs > 0)) continue;
             dw[(size_t)r * HI + j] += g * xs;
             real gw = g * w[(size_t)r * HI + j];
@@ -129,21 +139,34 @@ static void grad_row(real *dq, real *dw, const real *dsc, const real *qi, const 
     }
 }
 
-/* dk(s) of key r = (b, s) over t = s..T-1, j = 0..H_I-1; qT: sequence b's
- * queries transposed (d_I x T H_I) and x a row of T H_I, or NULL (plain). */
+/* dk(s) of key r = (b, s) over the rows t >= s that give it a gradient, j =
+ * 0..H_I-1; qT: sequence b's queries transposed (d_I x T H_I), x (T H_I
+ * reals), tl (T ints) and u (T H_I ints) scratch, or x NULL (plain).  As
+ * grad_row: the dot products at those rows alone where they are at most
+ * half of them. */
 static void grad_key(real *dk, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b, int s,
-                     int T, int HI, int dI, const real *qT, real *x) {
+                     int T, int HI, int dI, const real *qT, real *x, int *tl, int *u) {
     const real *ks = ki + (size_t)r * dI;
     real *dks = dk + (size_t)r * dI;
-    int n = T * HI, u0 = s * HI;
-    if (x) dots_t(x + u0, ks, qT + u0, n, n - u0, dI);
-    for (int t = s; t < T; t++) {
+    int n = T * HI, u0 = s * HI, m = 0;
+    for (int t = s; x && t < T; t++)
+        if (dsc[((size_t)b * T + t) * T + s] != 0) tl[m++] = t;
+    int at = x && 2 * m <= T - s;
+    if (at) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < HI; j++) u[i * HI + j] = tl[i] * HI + j;
+        dots_t_at(x, ks, qT, n, u, m * HI, dI);
+    } else if (x) {
+        dots_t(x + u0, ks, qT + u0, n, n - u0, dI);
+    }
+    for (int i = 0; i < (x ? m : T - s); i++) {
+        int t = x ? tl[i] : s + i;
         size_t rt = (size_t)b * T + t;
         real g = dsc[rt * T + s];
         if (g == 0) continue;
         for (int j = 0; j < HI; j++) {
             const real *qj = qi + (rt * HI + j) * dI;
-            real xs = x ? x[t * HI + j] : dotr(qj, ks, dI);
+            real xs = at ? x[i * HI + j] : x ? x[t * HI + j] : dotr(qj, ks, dI);
             if (!(xs > 0)) continue;
             real gw = g * w[rt * HI + j];
 #pragma omp simd
@@ -158,30 +181,35 @@ void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, cons
 #pragma omp parallel
     {
         real *kT = malloc(sizeof(real) * (size_t)T * dI), *x = malloc(sizeof(real) * (size_t)T);
-        int have = -1, ok = kT && x;
+        int *idx = malloc(sizeof(int) * (size_t)T);
+        int have = -1, ok = kT && x && idx;
 #pragma omp for schedule(static)
         for (int r = 0; r < B * T; r++) {
             int b = r / T, t = r % T;
             if (ok && have != b) transpose_rows(kT, ki + (size_t)b * T * dI, T, dI), have = b;
-            grad_row(dq, dw, dsc, qi, ki, w, r, b, t, T, HI, dI, kT, ok ? x : NULL);
+            grad_row(dq, dw, dsc, qi, ki, w, r, b, t, T, HI, dI, kT, ok ? x : NULL, idx);
         }
         free(kT);
         free(x);
+        free(idx);
     }
     /* keys: dk(s) over t = s..T-1 */
 #pragma omp parallel
     {
         size_t n = (size_t)T * HI;
         real *qT = malloc(sizeof(real) * n * dI), *x = malloc(sizeof(real) * n);
-        int have = -1, ok = qT && x;
+        int *tl = malloc(sizeof(int) * (size_t)T), *u = malloc(sizeof(int) * n);
+        int have = -1, ok = qT && x && tl && u;
 #pragma omp for schedule(static)
         for (int r = 0; r < B * T; r++) {
             int b = r / T, s = r % T;
             if (ok && have != b) transpose_rows(qT, qi + (size_t)b * n * dI, (int)n, dI), have = b;
-            grad_key(dk, dsc, qi, ki, w, r, b, s, T, HI, dI, qT, ok ? x : NULL);
+            grad_key(dk, dsc, qi, ki, w, r, b, s, T, HI, dI, qT, ok ? x : NULL, tl, u);
         }
         free(qT);
         free(x);
+        free(tl);
+        free(u);
     }
 }
 
