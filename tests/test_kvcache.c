@@ -3,8 +3,9 @@
  * logits of the full forward at every position (heads: MHA, GQA, MQA, with
  * and without QK-norm, under every gate position and the controls; latent:
  * the absorbed path, with and without the RoPE key, under G1; top-k: each
- * selection, k 8 of up to 24 keys, the indexer under G1 too), and the
- * cache holds the documented numbers per token.
+ * selection, k 8 of up to 24 keys, the indexer under G1 too, each decoded
+ * row's keys the forward's), and the cache holds the documented numbers per
+ * token.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -53,9 +54,21 @@ static double decode_vs_forward(const Case *k, double *scale, size_t *bytes, dou
     cr_assert(kvcache_init(&kc, &m, T) == 0, "%s", k->what);
     double worst = 0, big = 0;
     static real dec[24 * 64];
+    int sel_rows = 0;
     for (int t = 0; t < T; t++) {
         const real *lg = kvcache_step(&kc, &m, tok[t]);
         cr_assert_not_null(lg);
+        for (int l = 0; l < m.L && k->sparse; l++) { /* the keys decoding chose are the forward's */
+            int n = 0, kk = m.cfg.attn.topk;
+            const int *got = kvcache_selection(&kc, l, &n), *want = sparse_selection(&m, l);
+            cr_assert_not_null(want, "%s: the forward ran sparse", k->what);
+            cr_assert_eq(got == NULL, t + 1 <= kk, "%s: t %d layer %d: %s", k->what, t, l,
+                         got ? "selected in a dense row" : "no selection in a sparse row");
+            for (int i = 0; got && i < n; i++)
+                cr_assert_eq(got[i], want[(size_t)t * kk + i], "%s: t %d layer %d key %d: decoded %d, forward %d",
+                             k->what, t, l, i, got[i], want[(size_t)t * kk + i]);
+            sel_rows += got != NULL;
+        }
         memcpy(dec + (size_t)t * m.V, lg, sizeof(real) * m.V);
         for (int v = 0; v < m.V; v++) {
             double ref = m.logits[(size_t)t * m.V + v];
@@ -63,6 +76,7 @@ static double decode_vs_forward(const Case *k, double *scale, size_t *bytes, dou
             big = fmax(big, fabs(ref));
         }
     }
+    cr_assert_eq(sel_rows, k->sparse ? m.L * (T - m.cfg.attn.topk) : 0, "%s: %d selections compared", k->what, sel_rows);
     *apart = 0;
     if (k->sparse) {
         sparse_force_dense(&m, 1);

@@ -37,7 +37,8 @@ typedef struct {
     real *ikT;         /* the indexer row's keys, transposed per layer: L x d_I x cap (key s, channel c
                           at c cap + s), so that scoring a query runs with lanes across keys */
     real *ik;          /* the new token's indexer key (d_I) */
-    int *sel;          /* the selection of the query being decoded (k) */
+    int *sel;          /* each layer's selection for the token decoded last (L x k) */
+    int *seln;         /* its length per layer (L; 0: the layer attended to every key) */
     void *heap;        /* sparse_topk_row's scratch */
     real *iq, *iw, *iP; /* the indexer's q_I (H_I d_I), w (H_I) and projection */
     real *cosI, *sinI; /* the indexer's RoPE tables (cap, d_I / 2) */
@@ -52,5 +53,9 @@ size_t kvcache_bytes_per_token(const KvCache *c, const Model *m);
 /* Run token at position c->len and append it: its logits (V values, valid
  * until the next call), or NULL when the cache is full (errno ENOSPC). */
 const real *kvcache_step(KvCache *c, const Model *m, int token);
+/* Layer l's keys for the token decoded last (a top-k model): *n positions,
+ * ascending; NULL when the layer attended to every key (a dense row or
+ * model). */
+const int *kvcache_selection(const KvCache *c, int l, int *n);
 
 #endif

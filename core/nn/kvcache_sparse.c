@@ -24,9 +24,10 @@ int kvsparse_width(const Model *m) { return has_indexer(m) ? m->cfg.attn.idx_dim
 int kvsparse_init(KvCache *c, const Model *m, int cap) {
     const AttnCfg *a = &m->cfg.attn;
     if (a->sparse == AS_NONE) return 0;
-    c->sel = malloc(sizeof(int) * (size_t)a->topk);
+    c->sel = malloc(sizeof(int) * (size_t)m->L * a->topk);
+    c->seln = calloc((size_t)m->L, sizeof(int));
     c->heap = malloc(sparse_topk_scratch(a->topk));
-    if (!c->sel || !c->heap) goto oom;
+    if (!c->sel || !c->seln || !c->heap) goto oom;
     if (has_indexer(m)) {
         int HI = a->idx_heads, dI = a->idx_dim;
         c->iq = malloc(sizeof(real) * (size_t)HI * dI);
@@ -49,6 +50,7 @@ oom:
 
 void kvsparse_free(KvCache *c) {
     free(c->sel);
+    free(c->seln);
     free(c->heap);
     free(c->iq);
     free(c->iw);
@@ -57,7 +59,7 @@ void kvsparse_free(KvCache *c) {
     free(c->sinI);
     free(c->ikT);
     free(c->ik);
-    c->sel = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
+    c->sel = c->seln = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
 }
 
 /* The oracle's score row: the heads' dense softmax weights over the t + 1
@@ -84,7 +86,8 @@ static void oracle_row(real *score, const Model *m, int t, const real *q, const 
 const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real *h, const real *q, real *slot0,
                            real *score, int *n) {
     const AttnCfg *a = &m->cfg.attn;
-    int k = a->topk, on = sparse_decode_on(m);
+    int k = a->topk, on = sparse_decode_on(m), *sel = c->sel ? c->sel + (size_t)l * k : NULL;
+    if (c->seln) c->seln[l] = 0;
     if (has_indexer(m)) { /* every token caches its k_I: dense rows, forced-dense and warm-up steps too */
         const LayerParams *p = &m->lp[l];
         int HI = a->idx_heads, dI = a->idx_dim, half = dI / 2;
@@ -98,16 +101,23 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     if (!on || t + 1 <= k) return NULL;
     *n = k;
     switch (a->sparse) {
-    case AS_INDEXER: sparse_topk_row(c->sel, score, t + 1, k, c->heap); break;
+    case AS_INDEXER: sparse_topk_row(sel, score, t + 1, k, c->heap); break;
     case AS_WINDOW:
-        for (int i = 0; i < k; i++) c->sel[i] = t - k + 1 + i;
+        for (int i = 0; i < k; i++) sel[i] = t - k + 1 + i;
         break;
-    case AS_RANDOM: sparse_random_row(c->sel, t, k, (uint64_t)m->cfg.seed, m->step, l); break;
+    case AS_RANDOM: sparse_random_row(sel, t, k, (uint64_t)m->cfg.seed, m->step, l); break;
     case AS_ORACLE:
         oracle_row(score, m, t, q, slot0, c->width, score + (t + 1));
-        sparse_topk_row(c->sel, score, t + 1, k, c->heap);
+        sparse_topk_row(sel, score, t + 1, k, c->heap);
         break;
     default: return NULL;
     }
-    return c->sel;
+    c->seln[l] = k;
+    return sel;
+}
+
+const int *kvcache_selection(const KvCache *c, int l, int *n) {
+    if (!c->seln || !c->seln[l]) return NULL;
+    *n = c->seln[l];
+    return c->sel + (size_t)l * *n;
 }
