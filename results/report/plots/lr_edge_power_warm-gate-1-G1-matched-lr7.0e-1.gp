@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'lr_edge_power_warm-gate-1-G1-matched-lr7.0e-1.svg'
 set grid
 set key below
-set title 'lr_edge_power_warm: gate scores of G1-matched-lr7.0e-1 (last step, 7 runs summed)'
+set title 'lr_edge_power_warm: gate scores of G1-matched-lr7.0e-1 (last step, 8 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [0:1]

@@ -40,13 +40,31 @@ set xtics add ('1' 21)
 set xtics add ('2' 22)
 set xtics add ('3' 23)
 set label 5 'kv_bias' at 21.5, graph 1.03 center
-set xrange [-0.5:23.5]
+set xtics add ('0' 25)
+set xtics add ('1' 26)
+set xtics add ('2' 27)
+set xtics add ('3' 28)
+set label 6 'sigmoid' at 26.5, graph 1.08 center
+set xtics add ('0' 30)
+set xtics add ('1' 31)
+set xtics add ('2' 32)
+set xtics add ('3' 33)
+set label 7 'softpick' at 31.5, graph 1.03 center
+set xtics add ('0' 35)
+set xtics add ('1' 36)
+set xtics add ('2' 37)
+set xtics add ('3' 38)
+set label 8 'G1-sink_logit' at 36.5, graph 1.08 center
+set xrange [-0.5:38.5]
 set yrange [-0.5:3.5]
 plot 'standard_remedies-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
      'standard_remedies-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
      'standard_remedies-fattn-heads.dat' index 2 matrix using ($1+10):2:3 with image, \
      'standard_remedies-fattn-heads.dat' index 3 matrix using ($1+15):2:3 with image, \
-     'standard_remedies-fattn-heads.dat' index 4 matrix using ($1+20):2:3 with image
+     'standard_remedies-fattn-heads.dat' index 4 matrix using ($1+20):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 5 matrix using ($1+25):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 6 matrix using ($1+30):2:3 with image, \
+     'standard_remedies-fattn-heads.dat' index 7 matrix using ($1+35):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-fattn-heads.png'
 replot

@@ -4,13 +4,19 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_remedies-quant-mact-2-w8-a8token.svg'
 set grid
 set key below
-set title 'standard_remedies: w8-a8token (Pearson r = -0.113, Spearman rho = +0.143, n = 6)'
+set title 'standard_remedies: w8-a8token (Pearson r = -0.080, Spearman rho = -0.048, n = 26)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8token (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
 set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2
 plot 'standard_remedies-quant-mact-2-w8-a8token.dat' index 0 using 1:2 with points ps 1.5 lw 2 lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
-     'standard_remedies-quant-mact-2-w8-a8token.dat' index 1 using 1:2 with points ps 1.5 lw 2 lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise'
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 1 using 1:2 with points ps 1.5 lw 2 lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 2 using 1:2 with points ps 1.5 lw 2 lc rgb '#009e73' dt 1 pt 3 title 'softmax1', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 3 using 1:2 with points ps 1.5 lw 2 lc rgb '#cc79a7' dt 1 pt 4 title 'sink_logit', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 4 using 1:2 with points ps 1.5 lw 2 lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 5 using 1:2 with points ps 1.5 lw 2 lc rgb '#56b4e9' dt 1 pt 6 title 'sigmoid', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 6 using 1:2 with points ps 1.5 lw 2 lc rgb '#000000' dt 1 pt 7 title 'softpick', \
+     'standard_remedies-quant-mact-2-w8-a8token.dat' index 7 using 1:2 with points ps 1.5 lw 2 lc rgb '#999999' dt 1 pt 8 title 'G1-sink_logit'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-quant-mact-2-w8-a8token.png'
 replot

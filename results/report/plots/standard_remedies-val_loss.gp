@@ -11,7 +11,10 @@ plot 'standard_remedies-val_loss.dat' index 0 using 1:2 with linespoints lc rgb 
      'standard_remedies-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \
      'standard_remedies-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'softmax1', \
      'standard_remedies-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'sink_logit', \
-     'standard_remedies-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias'
+     'standard_remedies-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'kv_bias', \
+     'standard_remedies-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'sigmoid', \
+     'standard_remedies-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'softpick', \
+     'standard_remedies-val_loss.dat' index 7 using 1:2 with linespoints lc rgb '#999999' dt 1 pt 8 title 'G1-sink_logit'
 set terminal pngcairo size 960,560 noenhanced
 set output 'standard_remedies-val_loss.png'
 replot
