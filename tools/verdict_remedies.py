@@ -60,9 +60,10 @@ def mean(xs):
     return (sum(xs) / len(xs), len(xs)) if xs else (None, 0)
 
 
-def ci(st, d=4):
+def ci(st, d=4, empty='–'):
+    """a contrast's cell: mean [95% CI], or the values below 3 of them, or empty"""
     if st.n == 0:
-        return '–'
+        return empty
     if st.lo is None or st.n < R.MIN_N:
         return 'n = %d: no CI (%s)' % (st.n, ', '.join(R.fmt(v, d) for v in st.values))
     return '%s [%s, %s]' % (R.fmt(st.mean, d), R.fmt(st.lo, d - 1), R.fmt(st.hi, d - 1))

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import holm  # noqa: E402
 from verdict_data import Stat, paired_stat, t_interval  # noqa: E402
+from verdict_remedies import ci as remedy_ci, paired_dict  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
 
 TOPK, MLA = ('t512_topk',), ('t512_mla',)
@@ -74,11 +75,7 @@ def answer(st, want_sign):
 
 
 def ci(st, d=4):
-    if st.n == 0:
-        return 'n = 0'
-    if st.lo is None or st.n < R.MIN_N:
-        return 'n = %d: no CI (%s)' % (st.n, ', '.join(R.fmt(v, d) for v in st.values))
-    return '%s [%s, %s]' % (R.fmt(st.mean, d), R.fmt(st.lo, d - 1), R.fmt(st.hi, d - 1))
+    return remedy_ci(st, d, 'n = 0')
 
 
 def fmt(x, d=3):
@@ -125,12 +122,8 @@ def sparse_text(db):
 
 def paired_last(db, sw, a, b, key):
     """per seed: metric key's last value, row a - row b, over the seeds where both have it"""
-    ra, rb = db.row(sw, a), db.row(sw, b)
-    va = {s: db.last(r.run_id, key) for s, r in ra.items()}
-    vb = {s: db.last(r.run_id, key) for s, r in rb.items()}
-    d = [va[s] - vb[s] for s in sorted(set(va) & set(vb)) if va[s] is not None and vb[s] is not None]
-    iv, p = t_interval(d)
-    return Stat(d, 'paired t', set(), None, (), 0, iv, p)
+    va = {sd: db.last(r.run_id, key) for sd, r in db.row(sw, a).items()}
+    return paired_dict(va, {sd: db.last(r.run_id, key) for sd, r in db.row(sw, b).items()})
 
 
 def last_params(db, rows):

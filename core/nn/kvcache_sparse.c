@@ -62,27 +62,6 @@ void kvsparse_free(KvCache *c) {
     c->sel = c->seln = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
 }
 
-/* The oracle's score row: the heads' dense softmax weights over the t + 1
- * cached keys, summed (sparse_oracle_scores' row t). */
-static void oracle_row(real *score, const Model *m, int t, const real *q, const real *slot0, int width, real *p) {
-    int grp = m->H / m->Hk, d = m->dh;
-    real scale = 1 / sqrt((real)d);
-    memset(score, 0, sizeof(real) * (size_t)(t + 1));
-    for (int h = 0; h < m->H; h++) {
-        const real *qt = q + (size_t)h * d;
-        real mx = -INFINITY, sum = 0;
-        for (int s = 0; s <= t; s++) {
-            const real *ks = slot0 + (size_t)s * width + (size_t)(h / grp) * d;
-            real acc = 0;
-            for (int i = 0; i < d; i++) acc += qt[i] * ks[i];
-            p[s] = scale * acc;
-            mx = p[s] > mx ? p[s] : mx;
-        }
-        for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
-        for (int s = 0; s <= t; s++) score[s] += p[s] / sum;
-    }
-}
-
 const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real *h, const real *q, real *slot0,
                            real *score, int *n) {
     const AttnCfg *a = &m->cfg.attn;
@@ -107,7 +86,8 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
         break;
     case AS_RANDOM: sparse_random_row(sel, t, k, (uint64_t)m->cfg.seed, m->step, l); break;
     case AS_ORACLE:
-        oracle_row(score, m, t, q, slot0, c->width, score + (t + 1));
+        sparse_oracle_row(score, q, slot0, (size_t)c->width, t, m->H, m->Hk, m->dh, 1 / sqrt((real)m->dh),
+                          score + (t + 1));
         sparse_topk_row(sel, score, t + 1, k, c->heap);
         break;
     default: return NULL;

@@ -48,6 +48,11 @@ void sparse_random_row(int *out, int t, int k, uint64_t seed, long step, int lay
 /* The oracle's scores: score[b][t][s] = sum_h p_h(t, s), the dense softmax
  * weights summed over the H query heads (q, k after RoPE; GQA as attn.h).
  * 0, or -1 out of memory. */
+/* One row of it: out[s] for s <= t from the query heads at qt (H x d) and
+ * key s of KV head g at k + s ldk + g d; p: t + 1 reals of scratch (also
+ * the decoder's, kvcache_sparse.c). */
+void sparse_oracle_row(real *out, const real *qt, const real *k, size_t ldk, int t, int H, int Hk, int d, real scale,
+                       real *p);
 int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int sk, int B, int T, int H, int Hk,
                          int d, real scale);
 

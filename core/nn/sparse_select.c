@@ -121,9 +121,28 @@ void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long ste
     }
 }
 
+void sparse_oracle_row(real *out, const real *qt, const real *k, size_t ldk, int t, int H, int Hk, int d, real scale,
+                       real *p) {
+    int grp = H / Hk;
+    for (int s = 0; s <= t; s++) out[s] = 0;
+    for (int h = 0; h < H; h++) {
+        const real *qh = qt + (size_t)h * d;
+        real mx = -INFINITY, sum = 0;
+        for (int s = 0; s <= t; s++) {
+            const real *ks = k + (size_t)s * ldk + (size_t)(h / grp) * d;
+            real acc = 0;
+            for (int c = 0; c < d; c++) acc += qh[c] * ks[c];
+            p[s] = scale * acc;
+            mx = p[s] > mx ? p[s] : mx;
+        }
+        for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
+        for (int s = 0; s <= t; s++) out[s] += p[s] / sum;
+    }
+}
+
 int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int sk, int B, int T, int H, int Hk,
                          int d, real scale) {
-    int grp = H / Hk, fail = 0;
+    int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
         real *p = malloc(sizeof(real) * (size_t)T);
@@ -134,19 +153,7 @@ int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int 
             int b = r / T, t = r % T;
             real *out = score + (size_t)r * T;
             memset(out, 0, sizeof(real) * (size_t)T);
-            for (int h = 0; h < H; h++) {
-                const real *qt = q + (size_t)r * sq + (size_t)h * d;
-                real mx = -INFINITY, sum = 0;
-                for (int s = 0; s <= t; s++) {
-                    const real *ks = k + (size_t)(b * T + s) * sk + (size_t)(h / grp) * d;
-                    real acc = 0;
-                    for (int c = 0; c < d; c++) acc += qt[c] * ks[c];
-                    p[s] = scale * acc;
-                    mx = p[s] > mx ? p[s] : mx;
-                }
-                for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
-                for (int s = 0; s <= t; s++) out[s] += p[s] / sum;
-            }
+            sparse_oracle_row(out, q + (size_t)r * sq, k + (size_t)b * T * sk, (size_t)sk, t, H, Hk, d, scale, p);
         }
         free(p);
     }
