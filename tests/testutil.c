@@ -169,3 +169,17 @@ int test_gated(const char *cwd, const char *const *args, const char *const *env,
     fclose(o);
     return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
+
+void brute_topk(int *out, const real *row, int n, int kk) {
+    char *taken = calloc((size_t)n, 1);
+    cr_assert(taken);
+    for (int i = 0; i < kk; i++) {
+        int best = -1;
+        for (int s = 0; s < n; s++)
+            if (!taken[s] && (best < 0 || row[s] > row[best])) best = s;
+        taken[best] = 1;
+    }
+    for (int s = 0, c = 0; s < n; s++)
+        if (taken[s]) out[c++] = s;
+    free(taken);
+}

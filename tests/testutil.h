@@ -32,6 +32,11 @@ void resolve_or_die(Config *c);
 int cfg_model_init(Model *m, const Config *c);
 int cfg_model_layout(Model *m, const Config *c);
 
+/* The top kk of row[0..n) by repeated arg-max (the first of equal scores
+ * wins), into out in ascending positions: the reference for the sparse
+ * selections. */
+void brute_topk(int *out, const real *row, int n, int kk);
+
 /* Set OpenBLAS and OpenMP threads (one owner: tests call this, nothing
  * else changes thread counts behind their back). */
 void set_threads(int n);

@@ -26,8 +26,7 @@ int kvsparse_init(KvCache *c, const Model *m, int cap) {
     if (a->sparse == AS_NONE) return 0;
     c->sel = malloc(sizeof(int) * (size_t)m->L * a->topk);
     c->seln = calloc((size_t)m->L, sizeof(int));
-    c->heap = malloc(sparse_topk_scratch(a->topk));
-    if (!c->sel || !c->seln || !c->heap) goto oom;
+    if (!c->sel || !c->seln) goto oom;
     if (has_indexer(m)) {
         int HI = a->idx_heads, dI = a->idx_dim;
         c->iq = malloc(sizeof(real) * (size_t)HI * dI);
@@ -51,7 +50,6 @@ oom:
 void kvsparse_free(KvCache *c) {
     free(c->sel);
     free(c->seln);
-    free(c->heap);
     free(c->iq);
     free(c->iw);
     free(c->iP);
@@ -59,7 +57,7 @@ void kvsparse_free(KvCache *c) {
     free(c->sinI);
     free(c->ikT);
     free(c->ik);
-    c->sel = c->seln = NULL, c->heap = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
+    c->sel = c->seln = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
 }
 
 const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real *h, const real *q, real *slot0,
@@ -80,7 +78,7 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     if (!on || t + 1 <= k) return NULL;
     *n = k;
     switch (a->sparse) {
-    case AS_INDEXER: sparse_topk_row(sel, score, t + 1, k, c->heap); break;
+    case AS_INDEXER: sparse_topk_row(sel, score, t + 1, k); break;
     case AS_WINDOW:
         for (int i = 0; i < k; i++) sel[i] = t - k + 1 + i;
         break;
@@ -88,7 +86,7 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     case AS_ORACLE:
         sparse_oracle_row(score, q, slot0, (size_t)c->width, t, m->H, m->Hk, m->dh, 1 / sqrt((real)m->dh),
                           score + (t + 1));
-        sparse_topk_row(sel, score, t + 1, k, c->heap);
+        sparse_topk_row(sel, score, t + 1, k);
         break;
     default: return NULL;
     }

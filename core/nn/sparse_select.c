@@ -12,78 +12,73 @@
 
 #include "nn/rng.h"
 
-/* A score and its key position: the order is score descending, then
- * position ascending (so a tie goes to the lower position). */
-typedef struct {
-    real s;
-    int pos;
-} Cand;
+/* A score as an unsigned key in the same order (larger score, larger key),
+ * so that the k-th largest is found a byte at a time: -0 is read as +0 (the
+ * two compare equal) and NaN as the lowest of all. */
+#ifdef GATED_REAL_DOUBLE
+typedef uint64_t Key;
+#else
+typedef uint32_t Key;
+#endif
+enum { KEY_BITS = 8 * (int)sizeof(Key) };
 
-static int cand_before(const Cand *a, const Cand *b) { return a->s > b->s || (a->s == b->s && a->pos < b->pos); }
+static inline Key score_key(real x) {
+    if (x != x) return 0;
+    if (x == 0) x = 0;
+    Key u;
+    memcpy(&u, &x, sizeof u);
+    Key sign = (Key)1 << (KEY_BITS - 1);
+    return (u & sign) ? ~u : u | sign;
+}
+
+/* The top kk (0 < kk < n) of row into out, in ascending positions, under
+ * the order score descending, then position ascending (a tie goes to the
+ * lower position).  The kk-th largest key v is found by radix selection,
+ * most significant byte first (a histogram of the keys that share the
+ * bytes fixed so far, per byte: O(n) a byte, whatever the scores); then one
+ * pass keeps every key above v and the first kk - #above keys equal to it.
+ * Rows are made by one thread each, so the set is the same at any thread
+ * count, and the same as any sort by that order would give. */
+static void row_topk(int *out, const real *row, int n, int kk) {
+    Key prefix = 0, mask = 0;
+    int need = kk; /* how many of the keys matching prefix/mask to take, from the top */
+    for (int shift = KEY_BITS - 8; shift >= 0; shift -= 8) {
+        int hist[256] = {0}, b;
+        for (int s = 0; s < n; s++) {
+            Key u = score_key(row[s]);
+            if ((u & mask) == prefix) hist[(u >> shift) & 255]++;
+        }
+        for (b = 255; b > 0 && hist[b] < need; b--) need -= hist[b];
+        prefix |= (Key)b << shift;
+        mask |= (Key)255 << shift;
+    }
+    int m = 0;
+    for (int s = 0; s < n; s++) {
+        Key u = score_key(row[s]);
+        if (u > prefix || (u == prefix && need-- > 0)) out[m++] = s;
+    }
+}
+
+void sparse_topk_row(int *out, const real *row, int n, int kk) {
+    if (n <= kk)
+        for (int s = 0; s < n; s++) out[s] = s;
+    else
+        row_topk(out, row, n, kk);
+}
 
 static int int_cmp(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
-/* Sift-down in a min-heap of size n under "worse is smaller" (the root is
- * the candidate that would be dropped first). */
-static void heap_down(Cand *h, int n, int i) {
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, w = i;
-        if (l < n && cand_before(&h[w], &h[l])) w = l;
-        if (r < n && cand_before(&h[w], &h[r])) w = r;
-        if (w == i) return;
-        Cand t = h[i];
-        h[i] = h[w], h[w] = t, i = w;
+void sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int t = r % T, nt = sparse_nsel(k, t);
+        int *out = sel + (size_t)r * k;
+        sparse_topk_row(out, score + (size_t)r * T, t + 1, nt);
+        for (int i = nt; i < k; i++) out[i] = -1;
     }
-}
-
-/* The top kk of row (length n) into out (ascending positions): a heap of
- * the kk best so far, O(n log kk). */
-static void row_topk(int *out, const real *row, int n, int kk, Cand *heap) {
-    for (int s = 0; s < kk; s++) heap[s] = (Cand){row[s], s};
-    for (int i = kk / 2 - 1; i >= 0; i--) heap_down(heap, kk, i);
-    for (int s = kk; s < n; s++) {
-        Cand c = {row[s], s};
-        if (cand_before(&c, &heap[0])) {
-            heap[0] = c;
-            heap_down(heap, kk, 0);
-        }
-    }
-    for (int s = 0; s < kk; s++) out[s] = heap[s].pos;
-    qsort(out, (size_t)kk, sizeof *out, int_cmp);
-}
-
-size_t sparse_topk_scratch(int kk) { return sizeof(Cand) * (size_t)(kk > 0 ? kk : 1); }
-
-void sparse_topk_row(int *out, const real *row, int n, int kk, void *scratch) {
-    if (n <= kk)
-        for (int s = 0; s < n; s++) out[s] = s;
-    else
-        row_topk(out, row, n, kk, scratch);
-}
-
-int sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
-    int fail = 0;
-#pragma omp parallel reduction(| : fail)
-    {
-        Cand *heap = malloc(sizeof(Cand) * (size_t)(k < T ? k : T));
-        if (!heap) fail = 1;
-#pragma omp for schedule(static)
-        for (int r = 0; r < B * T; r++) {
-            if (!heap) continue;
-            int t = r % T, nt = sparse_nsel(k, t);
-            int *out = sel + (size_t)r * k;
-            if (nt == t + 1)
-                for (int s = 0; s <= t; s++) out[s] = s;
-            else
-                row_topk(out, score + (size_t)r * T, t + 1, nt, heap);
-            for (int i = nt; i < k; i++) out[i] = -1;
-        }
-        free(heap);
-    }
-    return fail ? -1 : 0;
 }
 
 void sparse_select_window(int *sel, int B, int T, int k) {
