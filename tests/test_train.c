@@ -301,6 +301,60 @@ Test(train, resume_is_bitwise_identical, .timeout = 120) {
     check_resume(synth_config(25), dir, sizeof dir);
 }
 
+/* "step:context:value" of every indexer_kl row of db, in step order (malloc'd). */
+static char *indexer_kl_rows(const char *db) {
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "SELECT step, context, printf('%.17g', value) FROM metrics"
+                                    " WHERE key = 'indexer_kl' ORDER BY step, context",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    char *out = calloc(8192, 1);
+    cr_assert_not_null(out);
+    size_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < 8000)
+        n += (size_t)snprintf(out + n, 8192 - n, "%lld:%s:%s\n", sqlite3_column_int64(st, 0),
+                              (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+/* A top-k model with the lightning indexer, two micro-batches a step:
+ * every step stores the indexer's KL (context `dense` in its 5-step warm-up,
+ * `selected` after), finite and >= 0, and a run stopped after 12 steps and
+ * resumed repeats the uninterrupted run's losses and KLs bit for bit. */
+Test(train, indexer_kl_every_step_and_resumes, .timeout = 120) {
+    Config c = synth_config(25);
+    c.micro_batch = 2;
+    c.attn.sparse = AS_INDEXER;
+    c.attn.topk = 4;
+    c.attn.idx_heads = 2;
+    c.attn.idx_dim = 8;
+    c.attn.idx_warmup = 5;
+    char dir[64], a[128], b[128];
+    check_resume(c, dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a.db", dir);
+    snprintf(b, sizeof b, "%s/b.db", dir);
+    assert_steps(a, "metrics", "indexer_kl", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
+                 "indexer run");
+    char *ra = indexer_kl_rows(a), *rb = indexer_kl_rows(b);
+    cr_assert_str_eq(rb, ra, "the resumed run's KLs differ from the uninterrupted run's");
+    int rows = 0;
+    for (char *line = strtok(ra, "\n"); line; line = strtok(NULL, "\n"), rows++) {
+        long step;
+        char ctx[16];
+        double v;
+        cr_assert_eq(sscanf(line, "%ld:%15[^:]:%lf", &step, ctx, &v), 3, "%s", line);
+        cr_assert_str_eq(ctx, step <= 5 ? "dense" : "selected", "step %ld", step);
+        cr_assert(isfinite(v) && v >= 0, "step %ld: KL %g", step, v);
+    }
+    cr_assert_eq(rows, 25);
+    free(ra), free(rb);
+}
+
 /* A Bigram-Backcopy config on the synthetic model's shape: tokens 0..62 and
  * BOS 63, a seeded random table. */
 static Config bb_config(int steps) {

@@ -4,6 +4,7 @@
  */
 #include "nn/dp.h"
 #include "nn/ops.h"
+#include "nn/sparse.h"
 
 #include <errno.h>
 #include <math.h>
@@ -136,6 +137,14 @@ double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, in
         for (size_t j = lo; j < hi; j++) g[j] *= scale;
     }
     return sum / nmb;
+}
+
+double dp_indexer_kl(const DataParallel *d, int *warm) {
+    *warm = sparse_warm(d->nmb == 1 ? d->m : &d->w[0]);
+    if (d->nmb == 1) return sparse_indexer_kl(d->m);
+    double sum = 0;
+    for (int i = 0; i < d->nmb; i++) sum += sparse_indexer_kl(&d->w[i]);
+    return sum / d->nmb;
 }
 
 int dp_memory_estimate(const ModelCfg *cfg, int B, int mb, int T, ModelMemory *out) {

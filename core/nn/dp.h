@@ -42,6 +42,11 @@ void dp_free(DataParallel *d);
  * set when the loss was computed but a backward failed. */
 double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, int *bad_backward);
 
+/* The indexer's mean KL in the last dp_step (sparse_indexer_kl): the mean
+ * over the micro-batches in their order (NAN without an indexer); *warm:
+ * whether that step was in the indexer's dense warm-up (sparse_warm). */
+double dp_indexer_kl(const DataParallel *d, int *warm);
+
 /* The memory of a training step of cfg with batch B cut into micro-batches
  * of mb, in bytes: the master's parameters (4x: weights, gradients, AdamW
  * moments) and activations for a forward over B sequences (evaluation),
