@@ -25,6 +25,9 @@
  *   report_bb.c       the Bigram-Backcopy probes: loading, per-row
  *                     statistics, their section (md, tex, csv); its plots
  *                     are report_plot_sections.c's
+ *   report_sparse.c   the top-k selection probes of sparse attention runs:
+ *                     loading, per-row statistics, the section "Top-k
+ *                     selection" (md, tex, csv) and its plots
  *   report_edge.c     the section "Learning-rate edge" of lr sweeps: per
  *                     variant and lr divergences and loss spikes, the
  *                     edges, Fisher and exact stratified p; the table
@@ -130,6 +133,20 @@ int rep_bb_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
 int rep_bb_csv(R *r, FILE *f, const RSweep *s);
 
 /* ------------------------------------------------------------------ */
+/* report_sparse.c                                                     */
+/* ------------------------------------------------------------------ */
+
+/* A finished run's top-k selection probes (RRun.has_sparse, spv). */
+int rep_sparse_load_run(R *r, RRun *u);
+/* Row v's statistics (RVar.n_sparse, sp_m, sp_sd; buf: cap >= nruns). */
+void rep_sparse_row(const RSweep *s, RVar *v, double *buf);
+/* The section "Top-k selection" in markdown (md) or TeX; DIR/SWEEP-sparse.csv
+ * (a line per sparse row); the plots against step. */
+int rep_sparse_section(R *r, FILE *f, const RSweep *s, const RepStyle *y);
+int rep_sparse_csv(R *r, FILE *f, const RSweep *s);
+int rep_plot_sparse(R *r, RSweep *s);
+
+/* ------------------------------------------------------------------ */
 /* report_infer.c                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -183,6 +200,25 @@ int rep_plot_ppl(R *r, RSweep *s);
 int rep_plot_quant(R *r, RSweep *s);
 int rep_plot_drop(R *r, RSweep *s);
 int rep_plot_bb(R *r, RSweep *s);
+/* What a plot of per-step probes against step draws (rep_plot_steps): for
+ * every row two lines, keys[q] at context ctxs[q] (NULL: ''; or with head
+ * set, each run's BB head), q = 0 solid and q = 1 dashed, named types[q];
+ * over the row's finished runs that has() accepts. */
+typedef struct {
+    const char *suffix;        /* the file name: SWEEP-suffix */
+    const char *const *keys;   /* [2] */
+    const char *ctxs[2];
+    const char *types[2];      /* "other queries", "trigger queries" */
+    int head;
+    int (*has)(const RRun *u);
+    const char *what, *ylabel; /* the script's comment; the y axis */
+    const char *yrange;        /* "[0:1]", or NULL: autoscale */
+    const char *caption;       /* report.md's title, before "(mean over seeds...)" */
+} StepPlot;
+/* The plot: per row and line the mean over runs at each step, a band of
+ * +- one std when some step has two runs or more; colour and point type by
+ * row.  Nothing is listed when no run has the keys. */
+int rep_plot_steps(R *r, RSweep *s, const StepPlot *p);
 /* The plot of budget series b: Δ against tokens (listed in b->plots). */
 int rep_plot_budget(R *r, RBudget *b);
 /* Finished run u's val_loss - train_loss at each evaluation but the first

@@ -427,13 +427,15 @@ static int eval_series(R *r, RSweep *s) {
     return 0;
 }
 
-/* A finished run's sink probes, Bigram-Backcopy probes and `gated eval` results (context
+/* A finished run's sink probes, Bigram-Backcopy probes, top-k selection probes and `gated eval` results (context
  * length, quantization, dropped heads); var: its row. */
 static int load_run_probes(R *r, RSweep *s, int var, RRun *u) {
-    if (rep_bb_load_run(r, u) || load_run_sink(r, u) || rep_infer_load_run(r, s, var, (int)(u - s->runs)))
+    if (rep_bb_load_run(r, u) || load_run_sink(r, u) || rep_sparse_load_run(r, u) ||
+        rep_infer_load_run(r, s, var, (int)(u - s->runs)))
         return -1;
     s->has_sink |= u->has_sink;
     s->has_bb |= u->has_bb;
+    s->has_sparse |= u->has_sparse;
     s->sink_bb |= u->has_sink && u->has_bb;
     s->sink_fattn |= u->has_sink && !u->has_bb;
     EvalLoad e = {s, var, u->seq_len};
@@ -512,6 +514,7 @@ static int load_run(R *r, sqlite3_stmt *st, double now, RRun *u) {
     u->sink_share = u->f_attn_rel = u->head_max = NAN;
     u->bb_l = u->bb_h = -1;
     for (int i = 0; i < BB_NV; i++) u->bbv[i] = NAN;
+    for (int i = 0; i < SP_NV; i++) u->spv[i] = NAN;
     u->inf_len = -1;
     u->inf_float = NAN;
     kernel_of(sqlite3_column_type(st, 13) == SQLITE_TEXT ? rep_col_text(st, 13) : NULL, u->kernel, sizeof u->kernel);
@@ -644,6 +647,7 @@ static int row_means(R *r, RSweep *s, double *buf) {
         }
         if (row_sink(r, s, v, buf)) return -1;
         rep_bb_row(s, v, buf);
+        rep_sparse_row(s, v, buf);
     }
     return 0;
 }

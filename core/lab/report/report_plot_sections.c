@@ -492,25 +492,9 @@ int rep_plot_budget(R *r, RBudget *b) {
 /* Bigram-Backcopy                                                     */
 /* ------------------------------------------------------------------ */
 
-/* What a Bigram-Backcopy plot against step draws: keys[q] for query type q
- * (0: other, 1: trigger), named types[q]; at each run's BB head (head) or
- * at context ''. */
-typedef struct {
-    const char *suffix;         /* the file name: SWEEP-suffix */
-    const char *const *keys;    /* [2] */
-    const char *types[2];       /* "other queries", "trigger queries" */
-    int head;
-    const char *what, *ylabel;  /* the script's comment; the y axis */
-    const char *yrange;         /* "[0:1]", or NULL: autoscale */
-    const char *caption;        /* report.md's title, before "(mean over seeds...)" */
-} BBPlot;
-
-/* A Bigram-Backcopy plot against step: for every row a line per query type
- * (other: solid, trigger: dashed), the mean over the row's finished runs
- * with the probes, a band of +- one std when some step has two runs or
- * more; colour and point type by row (past the colours the point type
- * still tells rows apart). */
-static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
+/* A plot of per-step probes against step (rep_plot_steps): two lines a
+ * row, solid (q = 0) and dashed (q = 1). */
+int rep_plot_steps(R *r, RSweep *s, const StepPlot *p) {
     int ns = 2 * s->nvars;
     Pts *all = calloc((size_t)ns + 1, sizeof *all);
     int rc = all ? 0 : rep_oom(r);
@@ -518,11 +502,13 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
         const RVar *v = &s->vars[k];
         for (int i = 0; rc == 0 && i < v->nruns; i++) {
             const RRun *u = &s->runs[v->runs[i]];
-            if (!rep_is_finished(u) || !u->has_bb || (p->head && u->bb_l < 0)) continue;
-            char *ctx = p->head ? rep_fmt(r, "layer=%d,head=%d", u->bb_l, u->bb_h) : rep_dup(r, "");
-            if (!ctx) rc = -1;
-            for (int q = 0; rc == 0 && q < 2; q++) rc = rep_q_steps_ctx(r, u->run_id, p->keys[q], ctx, &all[2 * k + q]);
-            free(ctx);
+            if (!rep_is_finished(u) || !p->has(u) || (p->head && u->bb_l < 0)) continue;
+            for (int q = 0; rc == 0 && q < 2; q++) {
+                char *ctx = p->head ? rep_fmt(r, "layer=%d,head=%d", u->bb_l, u->bb_h)
+                                    : rep_dup(r, p->ctxs[q] ? p->ctxs[q] : "");
+                rc = ctx ? rep_q_steps_ctx(r, u->run_id, p->keys[q], ctx, &all[2 * k + q]) : -1;
+                free(ctx);
+            }
         }
     }
     char *base = rc == 0 ? rep_fmt(r, "%s-%s", s->fname, p->suffix) : NULL;
@@ -556,7 +542,7 @@ static int plot_bb_steps(R *r, RSweep *s, const BBPlot *p) {
     for (int j = 0, b = 0; rc == 0 && j < ns; j++) {
         if (!all[j].n) continue;
         rep_gp_item(gp, !b && !bands, base, b, "using 1:2 with linespoints");
-        rep_gp_look(gp, j / 2, j % 2, j / 2); /* colour by row; dash type by query type: other solid, trigger dashed */
+        rep_gp_look(gp, j / 2, j % 2, j / 2); /* colour by row; dash type by line: q = 0 solid, q = 1 dashed */
         char *t = rep_fmt(r, "%s (%s)", s->vars[j / 2].label, p->types[j % 2]);
         if (!t) {
             rc = -1;
@@ -651,21 +637,23 @@ static int plot_bb_gate(R *r, RSweep *s, int k) {
 /* The Bigram-Backcopy plots of sweep s: attention on BOS of the BB head
  * and the two losses against step, and each gated row's gate-score
  * histograms by query type. */
+static int run_has_bb(const RRun *u) { return u->has_bb; }
+
 int rep_plot_bb(R *r, RSweep *s) {
-    static const BBPlot bos = {
-        "bb-bos", REP_BB_BOS_KEYS, {"other queries", "trigger queries"}, 1,
+    static const StepPlot bos = {
+        "bb-bos", REP_BB_BOS_KEYS, {NULL, NULL}, {"other queries", "trigger queries"}, 1, run_has_bb,
         "attention on BOS of the BB head by query type against step, mean +- std over seeds",
         "attention on BOS (BB head)", "[0:1]",
         "Attention on BOS against step, Bigram-Backcopy: each run's BB head (its query head with the largest "
         "attention on BOS from other queries at the last step); other queries solid, trigger queries dashed, one "
         "colour per row"};
-    static const BBPlot loss = {
-        "bb-loss", REP_BB_LOSS_KEYS, {"other positions", "trigger positions"}, 0,
+    static const StepPlot loss = {
+        "bb-loss", REP_BB_LOSS_KEYS, {NULL, NULL}, {"other positions", "trigger positions"}, 0, run_has_bb,
         "validation loss on trigger and on other positions against step, mean +- std over seeds",
         "validation loss (nats)", NULL,
         "Validation loss on trigger and on other positions against step, Bigram-Backcopy: other positions solid, "
         "trigger positions dashed, one colour per row"};
-    if (plot_bb_steps(r, s, &bos) || plot_bb_steps(r, s, &loss)) return -1;
+    if (rep_plot_steps(r, s, &bos) || rep_plot_steps(r, s, &loss)) return -1;
     for (int k = 0; k < s->nvars; k++)
         if (plot_bb_gate(r, s, k)) return -1;
     return 0;

@@ -65,6 +65,7 @@ static int csv_file(R *r, const RSweep *s, const char *suffix, int (*fn)(R *, FI
 
 static int has_sink(const RSweep *s) { return s->has_sink; }
 static int has_bb(const RSweep *s) { return s->has_bb; }
+static int has_sparse(const RSweep *s) { return s->has_sparse; }
 static int has_eval(const RSweep *s) { return s->nev > 0; }
 static int has_quant(const RSweep *s) { return s->has_quant; }
 static int has_drop(const RSweep *s) { return s->has_drop; }
@@ -83,6 +84,7 @@ static const struct {
     {"sink", has_sink, rep_sink_section, rep_sink_csv, NULL},
     {"fattn-heads", has_sink, rep_heads_section, rep_heads_csv, rep_plot_heads},
     {"bb", has_bb, rep_bb_section, rep_bb_csv, rep_plot_bb},
+    {"sparse", has_sparse, rep_sparse_section, rep_sparse_csv, rep_plot_sparse},
     {"ppl", has_eval, rep_ppl_section, rep_ppl_csv, rep_plot_ppl},
     {"quant", has_quant, rep_infer_quant_section, rep_infer_quant_csv, rep_plot_quant},
     {"drop", has_drop, rep_infer_drop_section, rep_infer_drop_csv, rep_plot_drop},

@@ -58,6 +58,16 @@ enum {
     BB_NV
 };
 
+/* The top-k selection probes of a run (report_sparse.c), at its last step:
+ * RRun.spv[], and their means / stds over a row's runs. */
+enum {
+    SP_RECALL, /* sparse_recall '' (mean over layers) */
+    SP_P0,     /* sparse_p0 '' */
+    SP_GAP,    /* sparse_dense_gap '' */
+    SP_KL,     /* indexer_kl 'selected' (the indexer's loss over S_t at the last step; indexer rows) */
+    SP_NV
+};
+
 /* One `gated eval --quant / --drop` result of a finished run (report_infer.c):
  * the infer_* metrics of one context on split val, at the run's length. */
 enum { INF_QUANT, INF_TAU, INF_FRAC }; /* quant=SCHEME; drop=RULE,tau=T; drop=RULE,frac=F */
@@ -135,6 +145,9 @@ typedef struct {
     int has_bb;             /* the run has bb_* probes */
     int bb_l, bb_h;         /* the BB head: the query head with the largest bb_bos_attn_other; -1: none */
     double bbv[BB_NV];      /* BB_* values at the last step; NAN where absent */
+    /* top-k selection probes (report_sparse.c), read for finished runs only */
+    int has_sparse;         /* the run has sparse_recall metrics */
+    double spv[SP_NV];      /* SP_* values at the last step; NAN where absent */
     /* `gated eval --quant / --drop` results (report_infer.c), finished runs only */
     long long inf_len;      /* the length its results are taken at (model.seq_len if evaluated there,
                                else the smallest); -1: none */
@@ -207,6 +220,9 @@ typedef struct {
     int n_bb;             /* such runs */
     int bb_where;         /* the run (index into RSweep.runs) whose BB head place is the most common; -1 */
     double bb_m[BB_NV], bb_sd[BB_NV]; /* mean and sample std of RRun.bbv over them */
+    /* top-k selection probes: over the row's finished runs that have them */
+    int n_sparse;
+    double sp_m[SP_NV], sp_sd[SP_NV]; /* mean and sample std of RRun.spv over them */
     char kernels[128];    /* the kernels of its finished and diverged runs: "Haswell", or
                              "Haswell 2, SkylakeX 1" when they differ (rep_row_kernels) */
     /* report_rank.c */
@@ -240,6 +256,7 @@ typedef struct {
     int has_sink;   /* finished runs have sink probes: the sink columns and sections */
     int sink_fattn, sink_bb; /* some of those runs are text runs (heads: F-Attn), Bigram-Backcopy runs */
     int has_bb;     /* finished runs have Bigram-Backcopy probes: its section and plots */
+    int has_sparse; /* finished runs have top-k selection probes: the section "Top-k selection" */
     long long *seeds; /* the seeds of those runs, ascending */
     int nseeds;
     EvalPt *ev;     /* `gated eval` results of finished runs */
