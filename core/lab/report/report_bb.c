@@ -28,6 +28,7 @@
 #include "lab/report/report_int.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,14 +128,7 @@ void rep_bb_row(const RSweep *s, RVar *v, double *buf) {
         }
         if (same > best) best = same, v->bb_where = v->runs[i];
     }
-    for (int c = 0; c < BB_NV; c++) {
-        int n = 0;
-        for (int i = 0; i < v->nruns; i++) {
-            const RRun *u = &s->runs[v->runs[i]];
-            if (bb_counts(u) && !isnan(u->bbv[c])) buf[n++] = u->bbv[c];
-        }
-        stats_mean_std(buf, n, &v->bb_m[c], &v->bb_sd[c]);
-    }
+    rep_row_stats(s, v, bb_counts, offsetof(RRun, bbv), BB_NV, v->bb_m, v->bb_sd, buf);
 }
 
 /* ================================================================== */

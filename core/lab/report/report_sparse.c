@@ -17,6 +17,7 @@
 #include "lab/report/report_int.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* The keys read and their contexts, in SP_* order. */
@@ -54,14 +55,7 @@ static int sparse_counts(const RRun *u) { return rep_is_finished(u) && u->has_sp
 void rep_sparse_row(const RSweep *s, RVar *v, double *buf) {
     v->n_sparse = 0;
     for (int i = 0; i < v->nruns; i++) v->n_sparse += sparse_counts(&s->runs[v->runs[i]]);
-    for (int c = 0; c < SP_NV; c++) {
-        int n = 0;
-        for (int i = 0; i < v->nruns; i++) {
-            const RRun *u = &s->runs[v->runs[i]];
-            if (sparse_counts(u) && !isnan(u->spv[c])) buf[n++] = u->spv[c];
-        }
-        stats_mean_std(buf, n, &v->sp_m[c], &v->sp_sd[c]);
-    }
+    rep_row_stats(s, v, sparse_counts, offsetof(RRun, spv), SP_NV, v->sp_m, v->sp_sd, buf);
 }
 
 /* ================================================================== */

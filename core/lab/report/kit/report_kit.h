@@ -468,6 +468,11 @@ int rep_paired_values(const RSweep *s, const RVar *v, const RVar *w, size_t off,
                       long long *seeds);
 /* Values of field off of the finished runs of v into buf (cap >= nruns). */
 int rep_finished_values(const RSweep *s, const RVar *v, size_t off, double *buf);
+/* For c < nv: the mean m[c] and sample std sd[c], over the runs of v that
+ * use() accepts, of element c of the double array at field off
+ * (offsetof(RRun, bbv), ...), NAN values skipped (buf: cap >= nruns). */
+void rep_row_stats(const RSweep *s, const RVar *v, int (*use)(const RRun *u), size_t off, int nv, double *m,
+                   double *sd, double *buf);
 /* The distinct lengths of series j on split sp, ascending, into lens
  * (cap >= nev); returns how many. */
 int rep_eval_lens(const RSweep *s, int j, int sp, long long *lens);

@@ -169,6 +169,19 @@ int rep_finished_values(const RSweep *s, const RVar *v, size_t off, double *buf)
     return n;
 }
 
+void rep_row_stats(const RSweep *s, const RVar *v, int (*use)(const RRun *u), size_t off, int nv, double *m,
+                   double *sd, double *buf) {
+    for (int c = 0; c < nv; c++) {
+        int n = 0;
+        for (int i = 0; i < v->nruns; i++) {
+            const RRun *u = &s->runs[v->runs[i]];
+            double x = ((const double *)((const char *)u + off))[c];
+            if (use(u) && !isnan(x)) buf[n++] = x;
+        }
+        stats_mean_std(buf, n, &m[c], &sd[c]);
+    }
+}
+
 int rep_paired_values(const RSweep *s, const RVar *v, const RVar *w, size_t off, double *a, double *b,
                       long long *seeds) {
     const RVar *rows[2] = {v, w};
