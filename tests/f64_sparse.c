@@ -172,7 +172,10 @@ Test(sparse_fd, indexer) {
     free(buf), free(scr);
 }
 
-/* Brute force: the kk best of a row by (score desc, position asc). */
+/* The radix selection of the double build (64-bit keys) against brute
+ * force (check_topk_rows, testutil.c). */
+Test(sparse_select, topk_keys_against_brute_force) { check_topk_rows(12); }
+
 /* Top-k against brute force on rows full of ties (scores from 4 values):
  * the lower position wins, whatever the thread count. */
 Test(sparse_select, topk_ties_lower_position_wins) {

@@ -111,7 +111,7 @@ Test(report, top_k_selection_table) {
     cr_assert_eq(run_report(&fx, REPORT_CSV, NULL, "/nonexistent/gnuplot", NULL, err, sizeof err), 0, "%s", err);
     char *c = out_file(&fx, "tk-sparse.csv");
     cr_assert_eq(lines_of(c), 3, "%s", c);
-    assert_has(c, "sweep,label,runs,recall_mean,recall_std,p0_selected_mean,p0_selected_std,sparse_dense_gap_mean,"
+    assert_has(c, "sweep,label,runs,val_loss_mean,val_loss_std,recall_mean,recall_std,p0_selected_mean,p0_selected_std,sparse_dense_gap_mean,"
                   "sparse_dense_gap_std,indexer_kl_mean,indexer_kl_std\n");
     cr_assert_float_eq(csv_num_of(c, "tk,topk,", "runs"), 2, 0);
     cr_assert_float_eq(csv_num_of(c, "tk,topk,", "recall_mean"), 0.7, 1e-12);

@@ -36,35 +36,9 @@ static void batch(int *tok, int *tgt, int n, unsigned seed) {
     for (int i = 0; i < n; i++) tok[i] = (int)rng_below(&r, 64), tgt[i] = (tok[i] * 7 + 3) % 64;
 }
 
-/* The radix selection of the float build against brute force, on rows
- * whose scores span many binades and both signs, with ties, signed zeros
- * (equal: the lower position wins) and infinities; every k, including the
- * k-th score deep inside a run of equal ones. */
-Test(sparse_select, topk_float_keys_against_brute_force) {
-    enum { N = 300 };
-    real row[N];
-    int got[N], want[N];
-    Rng g = rng_seed(11);
-    for (int rep = 0; rep < 40; rep++) {
-        for (int s = 0; s < N; s++) {
-            double x = rng_normal(&g) * ldexp(1.0, (int)rng_below(&g, 60) - 30);
-            switch (rng_below(&g, 8)) {
-            case 0: x = (rng_below(&g, 2) ? -0.0 : 0.0); break;
-            case 1: x = (double)rng_below(&g, 3) - 1; break; /* ties at -1, 0, 1 */
-            case 2: x = rep % 5 == 0 ? (rng_below(&g, 2) ? INFINITY : -INFINITY) : x; break;
-            default: break;
-            }
-            row[s] = (real)x;
-        }
-        int n = 1 + (int)rng_below(&g, N);
-        for (int kk = 1; kk < n; kk += 1 + kk / 4) {
-            sparse_topk_row(got, row, n, kk);
-            brute_topk(want, row, n, kk);
-            cr_assert(memcmp(got, want, sizeof(int) * (size_t)kk) == 0, "rep %d n %d k %d differs from brute force",
-                      rep, n, kk);
-        }
-    }
-}
+/* The radix selection against brute force (check_topk_rows, testutil.c;
+ * f64_sparse.c runs it on the double build's keys). */
+Test(sparse_select, topk_keys_against_brute_force) { check_topk_rows(11); }
 
 Test(sparse, rows_params_and_init) {
     Config cd = sparse_config(AS_NONE, 64, 16);

@@ -341,6 +341,7 @@ Test(train, indexer_kl_every_step_and_resumes, .timeout = 120) {
     assert_steps(a, "metrics", "indexer_kl", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
                  "indexer run");
     char *ra = indexer_kl_rows(a), *rb = indexer_kl_rows(b);
+    double kl1 = NAN;
     cr_assert_str_eq(rb, ra, "the resumed run's KLs differ from the uninterrupted run's");
     int rows = 0;
     for (char *line = strtok(ra, "\n"); line; line = strtok(NULL, "\n"), rows++) {
@@ -349,10 +350,34 @@ Test(train, indexer_kl_every_step_and_resumes, .timeout = 120) {
         double v;
         cr_assert_eq(sscanf(line, "%ld:%15[^:]:%lf", &step, ctx, &v), 3, "%s", line);
         cr_assert_str_eq(ctx, step <= 5 ? "dense" : "selected", "step %ld", step);
-        cr_assert(isfinite(v) && v >= 0, "step %ld: KL %g", step, v);
+        cr_assert(isfinite(v) && v > 0, "step %ld: KL %g", step, v);
+        if (step == 1) kl1 = v;
     }
     cr_assert_eq(rows, 25);
     free(ra), free(rb);
+
+    /* one micro-batch of 4: step 1's KL (before any update) is the same mean
+     * over the same rows, up to rounding; k >= T (the layers run dense, the
+     * indexer never trains): no rows */
+    for (int k = 0; k < 2; k++) {
+        Config o = c;
+        o.micro_batch = 4;
+        if (k) o.attn.topk = o.seq_len;
+        resolve_or_die(&o);
+        char db[128];
+        snprintf(db, sizeof db, "%s/%c.db", dir, k ? 'd' : 'c');
+        TrainOpts t = {db, "one", "data", "test", 0, 0, dir, 0, 0};
+        cr_assert_eq(run_quiet(&o, &t), 0);
+        char *rows1 = indexer_kl_rows(db);
+        if (k) {
+            cr_assert_str_eq(rows1, "", "indexer_kl rows of a run whose indexer never trains:\n%s", rows1);
+        } else {
+            double v1;
+            cr_assert_eq(sscanf(rows1, "1:dense:%lf", &v1), 1, "%s", rows1);
+            cr_assert(fabs(v1 - kl1) <= 1e-5 * kl1, "step 1: KL %.9g in one micro-batch, %.9g in two", v1, kl1);
+        }
+        free(rows1);
+    }
 }
 
 /* A Bigram-Backcopy config on the synthetic model's shape: tokens 0..62 and

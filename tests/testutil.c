@@ -1,6 +1,8 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
 #include "nn/ops.h"
+#include "nn/rng.h"
+#include "nn/sparse.h"
 #include "run/checkpoint.h"
 #include "run/store.h"
 
@@ -170,16 +172,50 @@ int test_gated(const char *cwd, const char *const *args, const char *const *env,
     return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
+/* a ranks above b: NaN below every number, equal to NaN. */
+static int topk_above(real a, real b) {
+    if (isnan(a)) return 0;
+    return isnan(b) || a > b;
+}
+
 void brute_topk(int *out, const real *row, int n, int kk) {
     char *taken = calloc((size_t)n, 1);
     cr_assert(taken);
     for (int i = 0; i < kk; i++) {
         int best = -1;
         for (int s = 0; s < n; s++)
-            if (!taken[s] && (best < 0 || row[s] > row[best])) best = s;
+            if (!taken[s] && (best < 0 || topk_above(row[s], row[best]))) best = s;
         taken[best] = 1;
     }
     for (int s = 0, c = 0; s < n; s++)
         if (taken[s]) out[c++] = s;
     free(taken);
+}
+
+void check_topk_rows(unsigned seed) {
+    enum { N = 300 };
+    real row[N];
+    int got[N], want[N];
+    Rng g = rng_seed(seed);
+    for (int rep = 0; rep < 60; rep++) {
+        for (int s = 0; s < N; s++) {
+            double x = rng_normal(&g) * ldexp(1.0, (int)rng_below(&g, 300) - 160);
+            switch (rng_below(&g, 10)) {
+            case 0: x = rng_below(&g, 2) ? -0.0 : 0.0; break;
+            case 1: x = (double)rng_below(&g, 3) - 1; break; /* ties at -1, 0, 1 */
+            case 2: x = rep % 5 == 0 ? (rng_below(&g, 2) ? INFINITY : -INFINITY) : x; break;
+            case 3: x = rep % 3 == 0 ? (rng_below(&g, 2) ? NAN : -NAN) : x; break;
+            case 4: x = ldexp(rng_below(&g, 2) ? -1.0 : 1.0, -1074 + (int)rng_below(&g, 60)); break; /* subnormal */
+            default: break;
+            }
+            row[s] = (real)x;
+        }
+        int n = 1 + (int)rng_below(&g, N);
+        for (int kk = 1; kk < n; kk += 1 + kk / 4) {
+            sparse_topk_row(got, row, n, kk);
+            brute_topk(want, row, n, kk);
+            cr_assert(memcmp(got, want, sizeof(int) * (size_t)kk) == 0, "rep %d n %d k %d differs from brute force",
+                      rep, n, kk);
+        }
+    }
 }

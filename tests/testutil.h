@@ -33,9 +33,14 @@ int cfg_model_init(Model *m, const Config *c);
 int cfg_model_layout(Model *m, const Config *c);
 
 /* The top kk of row[0..n) by repeated arg-max (the first of equal scores
- * wins), into out in ascending positions: the reference for the sparse
- * selections. */
+ * wins; NaN below every number, -0 equal to 0), into out in ascending
+ * positions: the reference for the sparse selections. */
 void brute_topk(int *out, const real *row, int n, int kk);
+/* sparse_topk_row against brute_topk (asserts) on rows of `real` drawn
+ * from seed: scores over many binades (past float's range, so infinities
+ * and subnormals), both signs, ties, signed zeros, NaN; every n and many
+ * k, including a k-th score inside a run of equal ones. */
+void check_topk_rows(unsigned seed);
 
 /* Set OpenBLAS and OpenMP threads (one owner: tests call this, nothing
  * else changes thread counts behind their back). */

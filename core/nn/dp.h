@@ -43,7 +43,7 @@ void dp_free(DataParallel *d);
 double dp_step(DataParallel *d, const int *tokens, const int *targets, int T, int *bad_backward);
 
 /* The indexer's mean KL in the last dp_step (sparse_indexer_kl): the mean
- * over the micro-batches in their order (NAN without an indexer); *warm:
+ * over the micro-batches in their order (NAN: sparse_indexer_kl's); *warm:
  * whether that step was in the indexer's dense warm-up (sparse_warm). */
 double dp_indexer_kl(const DataParallel *d, int *warm);
 

@@ -230,7 +230,10 @@ void sparse_set_step(Model *m, long step) {
     }
 }
 
-double sparse_indexer_kl(const Model *m) { return m->sp && has_indexer(&m->cfg) ? m->sp->kl : NAN; }
+double sparse_indexer_kl(const Model *m) {
+    /* with k >= T the layers ran dense and no backward trained the indexer */
+    return m->sp && has_indexer(&m->cfg) && sparse_on(m, m->T) ? m->sp->kl : NAN;
+}
 
 int sparse_attends(const Model *m, int l, int b, int t, int s) {
     const int *sel = sparse_selection(m, l);

@@ -157,7 +157,8 @@ void sparse_set_step(struct Model *m, long step);
 int sparse_warm(const struct Model *m);
 /* model_backward in the warm-up: the indexer's KL gradients only.  0 or -1. */
 int sparse_warm_backward(struct Model *m);
-/* The indexer's mean KL in the last backward (NAN without one). */
+/* The indexer's mean KL in the last backward (NAN without an indexer, or
+ * when its last forward ran dense: k >= T). */
 double sparse_indexer_kl(const struct Model *m);
 /* Whether a forward of T tokens runs the sparse hooks: a sparse row, k < T,
  * and not forced dense. */

@@ -731,8 +731,8 @@ static int train_step(Run *r, long step) {
     DB(store_metric(r->st, r->id, "lr", "", step, r->opt.lr));
     DB(store_metric(r->st, r->id, "grad_norm", "", step, gn));
     int warm;
-    double kl = dp_indexer_kl(&r->dp, &warm); /* NAN: no indexer */
-    if (!isnan(kl)) DB(store_metric(r->st, r->id, "indexer_kl", warm ? "dense" : "selected", step, kl));
+    double kl = dp_indexer_kl(&r->dp, &warm); /* NAN: no indexer, or it did not train (k >= T) */
+    if (isfinite(kl)) DB(store_metric(r->st, r->id, "indexer_kl", warm ? "dense" : "selected", step, kl));
     r->ts.step = step;
     return 0;
 }

@@ -20,16 +20,16 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The keys read and their contexts, in SP_* order. */
-static const char *const KEYS[SP_NV] = {"sparse_recall", "sparse_p0", "sparse_dense_gap", "indexer_kl"};
-static const char *const CTXS[SP_NV] = {"", "", "", "selected"};
+/* The keys read and their contexts, in SP_* order (SP_VAL is the run's own). */
+static const char *const KEYS[SP_NV] = {"", "sparse_recall", "sparse_p0", "sparse_dense_gap", "indexer_kl"};
+static const char *const CTXS[SP_NV] = {"", "", "", "", "selected"};
 
 /* RepRowFn on (key, context, value). */
 static int sparse_add(R *r, void *arg, sqlite3_stmt *st) {
     (void)r;
     RRun *u = arg;
     const char *key = rep_col_text(st, 0), *ctx = rep_col_text(st, 1);
-    for (int k = 0; k < SP_NV; k++)
+    for (int k = SP_RECALL; k < SP_NV; k++)
         if (strcmp(KEYS[k], key) == 0 && strcmp(CTXS[k], ctx) == 0) {
             u->spv[k] = rep_col_real(st, 2);
             if (k == SP_RECALL) u->has_sparse = 1;
@@ -47,7 +47,9 @@ int rep_sparse_load_run(R *r, RRun *u) {
                         " AND m.step = (SELECT max(x.step) FROM metrics x"
                         " WHERE x.run_id = m.run_id AND x.key = m.key AND x.context = m.context)",
                         "tttttt", u->run_id, KEYS[SP_RECALL], KEYS[SP_P0], KEYS[SP_GAP], KEYS[SP_KL], CTXS[SP_KL]);
-    return rc ? rc : rep_q_rows(r, st, sparse_add, u);
+    if (rc == 0) rc = rep_q_rows(r, st, sparse_add, u);
+    if (rc == 0 && u->has_sparse) u->spv[SP_VAL] = u->val_loss;
+    return rc;
 }
 
 static int sparse_counts(const RRun *u) { return rep_is_finished(u) && u->has_sparse; }
@@ -67,7 +69,7 @@ static const struct {
     const char *head;
     int val, prec;
 } COLS[] = {
-    {"val loss", -1, 4},
+    {"val loss", SP_VAL, 4},
     {"recall", SP_RECALL, 3},
     {"P(0 in S)", SP_P0, 3},
     {"sparse - dense loss", SP_GAP, 4},
@@ -87,8 +89,8 @@ static int sparse_tab(R *r, const RSweep *s, const RepStyle *y, Tab *t) {
              rep_tab_put(t, i, 1, rep_fmt(r, "%d", v->n_sparse));
         for (int j = 0; rc == 0 && j < NCOLS; j++) {
             int c = COLS[j].val;
-            double m = c < 0 ? v->loss_mean : v->sp_m[c], sd = c < 0 ? v->loss_std : v->sp_sd[c];
-            rc = rep_tab_put(t, i, FIRST + j, rep_ms_cell(r, y, rep_zero_if_rounds(m, COLS[j].prec), sd, COLS[j].prec));
+            double m = rep_zero_if_rounds(v->sp_m[c], COLS[j].prec);
+            rc = rep_tab_put(t, i, FIRST + j, rep_ms_cell(r, y, m, v->sp_sd[c], COLS[j].prec));
         }
     }
     return rc ? -1 : 0;
@@ -100,13 +102,14 @@ int rep_sparse_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
                    "Rows with top-k sparse attention (`model.attention.sparse`: each query attends to k keys chosen "
                    "by the lightning indexer, or by the window, random or oracle rule), at each run's last evaluation "
                    "on the validation windows; mean ± sample std over the row's finished runs (**seeds**); dense rows "
-                   "are in the main table. **val loss**: final validation loss (nats/token), as the main table. "
+                   "are in the main table. **val loss**: final validation loss (nats/token) of the same runs. "
                    "**recall**: the share of the dense attention mass (softmax of the same q and k over every key) "
                    "that falls on the selected keys, mean over query heads, layers and queries t ≥ k. "
                    "**P(0 in S)**: how often position 0 is selected, over queries t ≥ k (a sink spends part of the k "
                    "budget). **sparse - dense loss**: the validation loss of the model minus that of the same "
                    "weights run dense. **indexer KL**: the indexer's training loss at the last step, KL of its "
-                   "softmax from the head-summed attention over the selected keys (`–`: no indexer). "
+                   "softmax from the head-summed attention over the selected keys (`–`: no indexer, or no step after "
+                   "its warm-up). "
                    "`docs/store.md` has the definitions.\n\n");
     else
         fprintf(f, "%% Top-k selection (model.attention.sparse), last evaluation, mean $\\pm$ std over seeds: val "
@@ -122,7 +125,8 @@ int rep_sparse_section(R *r, FILE *f, const RSweep *s, const RepStyle *y) {
 /* ================================================================== */
 
 static const char *const CSV_NAMES[SP_NV] = {
-    [SP_RECALL] = "recall", [SP_P0] = "p0_selected", [SP_GAP] = "sparse_dense_gap", [SP_KL] = "indexer_kl"};
+    [SP_VAL] = "val_loss",         [SP_RECALL] = "recall",     [SP_P0] = "p0_selected",
+    [SP_GAP] = "sparse_dense_gap", [SP_KL] = "indexer_kl"};
 
 int rep_sparse_csv(R *r, FILE *f, const RSweep *s) {
     (void)r;

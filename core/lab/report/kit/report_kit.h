@@ -61,6 +61,7 @@ enum {
 /* The top-k selection probes of a run (report_sparse.c), at its last step:
  * RRun.spv[], and their means / stds over a row's runs. */
 enum {
+    SP_VAL,    /* RRun.val_loss (so that the row's loss is over the same runs as its probes) */
     SP_RECALL, /* sparse_recall '' (mean over layers) */
     SP_P0,     /* sparse_p0 '' */
     SP_GAP,    /* sparse_dense_gap '' */
