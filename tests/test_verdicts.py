@@ -124,7 +124,8 @@ def test_sparse_answers():
                                ('topk64-G1', 1.49, 0.5), ('topk32', 1.56, 0.9), ('topk32-G1', 1.60, 0.95)):
                 runs.append(('t512_topk', lab, s, v + e * (1 if lab != 'topk32-G1' else -3),
                              {} if p0 is None else {'sparse_p0': p0 - e}, '{}'))
-            for lab, v in (('MHA', 1.40), ('MLA', 1.402), ('MLA-G1', 1.38)):
+            # G1's gain: -0.022 on MLA, -0.010 on MHA: not smaller on MLA (no)
+            for lab, v in (('MHA', 1.40), ('MHA-G1', 1.39 + 2 * e), ('MLA', 1.402), ('MLA-G1', 1.38)):
                 cfg = '{"model.attention.kv": "latent", "model.attention.d_c": 64, "model.attention.d_R": 16}'
                 runs.append(('t512_mla', lab, s, v + e, {}, cfg if 'MLA' in lab else '{"model.n_kv_head": 4}'))
         add_runs(p, runs)
@@ -134,6 +135,7 @@ def test_sparse_answers():
         check('P(0 ∈ S_t)?* **yes**' in text, 'G1 lowers P(0 in S): yes')
         check('fraction of the cache?* **yes**' in text, 'MLA within 0.01 of MHA: matches')
         check('survive on MLA?* **yes**' in text, "G1's gain on MLA: yes")
+        check('smaller on MLA? **no**' in text, "G1's gain on MLA larger than on MHA: smaller? no")
         check('| t512_mla | MLA | 3 |' in text and '| 80 |' in text, 'MLA row: 3 seeds, 80 numbers cached')
 
 

@@ -19,7 +19,7 @@ from verdict_text import rewrap  # noqa: E402
 TOPK, MLA = ('t512_topk',), ('t512_mla',)
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
                            'window64', 'random64', 'oracle64')),
-          (MLA, 'MHA', ('MHA', 'MLA', 'MLA-G1', 'MQA', 'MLA-noR', 'MLA-G1-headwise')))
+          (MLA, 'MHA', ('MHA', 'MHA-G1', 'MLA', 'MLA-G1', 'MQA', 'MLA-noR', 'MLA-G1-headwise')))
 
 RULE_TEXT = (
     '*How this is made* (`tools/verdict_sparse.py`, from `gated.db`; `make check-results` fails when it '
@@ -108,14 +108,16 @@ def sparse_text(db):
              '**yes**' if -0.01 < mla.lo and mla.hi < 0.01 else '**no**' if mla.lo > 0 or mla.hi < 0
              else '**within noise**')
     g_mla = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_loss)
-    g_dense = paired_stat(db, (TOPK, 'dense-G1'), (TOPK, 'dense'), db.val_loss)
+    g_mha = paired_stat(db, (MLA, 'MHA-G1'), (MLA, 'MHA'), db.val_loss)
+    g_dd = diff_of_diffs(db, MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA')
     qs = [
         '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s; '
         'top-32: %s, %s.' % (answer(gap64, -1), ci(gap64), answer(gap32, -1), ci(gap32)),
         '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0, 3)),
         '- *Does MLA match MHA at a fraction of the cache?* %s: MLA − MHA = %s.' % (match, ci(mla)),
-        '- *Does G1\'s gain survive on MLA?* %s: MLA G1 − MLA = %s (dense G1 − dense at T 512: %s).' % (
-            answer(g_mla, -1), ci(g_mla), ci(g_dense)),
+        '- *Does G1\'s gain survive on MLA?* %s: MLA G1 − MLA = %s; on this sweep\'s MHA, MHA G1 − MHA = %s; '
+        'is it smaller on MLA? %s: (MLA G1 − MLA) − (MHA G1 − MHA) = %s.' % (
+            answer(g_mla, -1), ci(g_mla), ci(g_mha), answer(g_dd, 1), ci(g_dd)),
     ]
     return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
 
