@@ -81,7 +81,7 @@ static void attn_case(int rule) {
     else if (rule == AS_RANDOM)
         sparse_select_random(sel, B, T, KK, 7, 3, 1);
     else
-        sparse_select_topk(sel, sc, B, T, KK);
+        cr_assert(sparse_select_topk(sel, sc, B, T, KK) == 0);
     const real *q = x, *k = x + nq, *v = x + nq + nk;
     real scale = 1 / sqrt((real)d);
     cr_assert(sparse_attn_forward(o, lse, q, H * d, k, Hk * d, v, Hk * d, sel, KK, B, T, H, Hk, d, scale) == 0);
@@ -188,9 +188,9 @@ Test(sparse_select, topk_ties_lower_position_wins) {
         int kk = ks[ki], *s1 = malloc(sizeof(int) * B * T * kk), *s4 = malloc(sizeof(int) * B * T * kk), want[T];
         cr_assert(s1 && s4);
         set_threads(1);
-        sparse_select_topk(s1, sc, B, T, kk);
+        cr_assert(sparse_select_topk(s1, sc, B, T, kk) == 0);
         set_threads(4);
-        sparse_select_topk(s4, sc, B, T, kk);
+        cr_assert(sparse_select_topk(s4, sc, B, T, kk) == 0);
         for (int r = 0; r < B * T; r++) {
             int t = r % T, nt = sparse_nsel(kk, t);
             brute_topk(want, sc + (size_t)r * T, t + 1, nt);
@@ -249,7 +249,7 @@ Test(sparse_fd, indexer_kl_gradient) {
     for (int i = 0; i < B * T * H * d; i++) q[i] = (real)rng_normal(&g);
     for (int i = 0; i < B * T * Hk * d; i++) k[i] = (real)rng_normal(&g);
     for (int i = 0; i < B * T * T; i++) isc[i] = (real)rng_normal(&g), sc[i] = (real)rng_normal(&g);
-    sparse_select_topk(sel, sc, B, T, KK);
+    cr_assert(sparse_select_topk(sel, sc, B, T, KK) == 0);
     real scale = 0.5, w = 0.25;
     for (int pass = 0; pass < 2; pass++) {
         const int *S = pass ? sel : NULL;

@@ -196,6 +196,8 @@ void check_topk_rows(unsigned seed) {
     enum { N = 300 };
     real row[N];
     int got[N], want[N];
+    void *scr = malloc(sparse_topk_scratch(N));
+    cr_assert(scr);
     Rng g = rng_seed(seed);
     for (int rep = 0; rep < 60; rep++) {
         for (int s = 0; s < N; s++) {
@@ -212,10 +214,11 @@ void check_topk_rows(unsigned seed) {
         }
         int n = 1 + (int)rng_below(&g, N);
         for (int kk = 1; kk < n; kk += 1 + kk / 4) {
-            sparse_topk_row(got, row, n, kk);
+            sparse_topk_row(got, row, n, kk, scr);
             brute_topk(want, row, n, kk);
             cr_assert(memcmp(got, want, sizeof(int) * (size_t)kk) == 0, "rep %d n %d k %d differs from brute force",
                       rep, n, kk);
         }
     }
+    free(scr);
 }

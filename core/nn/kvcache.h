@@ -39,6 +39,7 @@ typedef struct {
     real *ik;          /* the new token's indexer key (d_I) */
     int *sel;          /* each layer's selection for the token decoded last (L x k) */
     int *seln;         /* its length per layer (L; 0: the layer attended to every key) */
+    void *topk_scr;    /* sparse_topk_row's scratch for cap keys */
     real *iq, *iw, *iP; /* the indexer's q_I (H_I d_I), w (H_I) and projection */
     real *cosI, *sinI; /* the indexer's RoPE tables (cap, d_I / 2) */
 } KvCache;

@@ -26,7 +26,8 @@ int kvsparse_init(KvCache *c, const Model *m, int cap) {
     if (a->sparse == AS_NONE) return 0;
     c->sel = malloc(sizeof(int) * (size_t)m->L * a->topk);
     c->seln = calloc((size_t)m->L, sizeof(int));
-    if (!c->sel || !c->seln) goto oom;
+    c->topk_scr = malloc(sparse_topk_scratch(cap));
+    if (!c->sel || !c->seln || !c->topk_scr) goto oom;
     if (has_indexer(m)) {
         int HI = a->idx_heads, dI = a->idx_dim;
         c->iq = malloc(sizeof(real) * (size_t)HI * dI);
@@ -57,6 +58,8 @@ void kvsparse_free(KvCache *c) {
     free(c->sinI);
     free(c->ikT);
     free(c->ik);
+    free(c->topk_scr);
+    c->topk_scr = NULL;
     c->sel = c->seln = NULL, c->iq = c->iw = c->iP = c->cosI = c->sinI = c->ikT = c->ik = NULL;
 }
 
@@ -78,7 +81,7 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     if (!on || t + 1 <= k) return NULL;
     *n = k;
     switch (a->sparse) {
-    case AS_INDEXER: sparse_topk_row(sel, score, t + 1, k); break;
+    case AS_INDEXER: sparse_topk_row(sel, score, t + 1, k, c->topk_scr); break;
     case AS_WINDOW:
         for (int i = 0; i < k; i++) sel[i] = t - k + 1 + i;
         break;
@@ -86,7 +89,7 @@ const int *kvsparse_select(KvCache *c, const Model *m, int l, int t, const real 
     case AS_ORACLE:
         sparse_oracle_row(score, q, slot0, (size_t)c->width, t, m->H, m->Hk, m->dh, 1 / sqrt((real)m->dh),
                           score + (t + 1));
-        sparse_topk_row(sel, score, t + 1, k);
+        sparse_topk_row(sel, score, t + 1, k, c->topk_scr);
         break;
     default: return NULL;
     }

@@ -145,14 +145,12 @@ static int select_keys(Model *m, int l, const real *h, const real *q, int sq, co
     switch (a->sparse) {
     case AS_INDEXER:
         run_indexer(m, l, h);
-        sparse_select_topk(sel, layer_acts(m, l).sc, B, T, kk);
-        return 0;
+        return sparse_select_topk(sel, layer_acts(m, l).sc, B, T, kk);
     case AS_WINDOW: sparse_select_window(sel, B, T, kk); return 0;
     case AS_RANDOM: sparse_select_random(sel, B, T, kk, (uint64_t)m->cfg.seed, m->step, l); return 0;
     case AS_ORACLE:
         if (sparse_oracle_scores(s->score, q, sq, k, sk, B, T, m->H, m->Hk, m->dh, scale)) return -1;
-        sparse_select_topk(sel, s->score, B, T, kk);
-        return 0;
+        return sparse_select_topk(sel, s->score, B, T, kk);
     default: return -1;
     }
 }

@@ -31,18 +31,20 @@ static inline int sparse_nsel(int k, int t) { return t + 1 < k ? t + 1 : k; }
 /* The k largest score[b][t][s] over s <= t (score (B, T, T), row-major),
  * in ascending positions, the rest of row t's k slots -1.  Ties: the lower
  * position wins (a total order, so the set does not depend on the method
- * or the threads); -0 counts as 0, NaN below every number. */
-void sparse_select_topk(int *sel, const real *score, int B, int T, int k);
+ * or the threads); -0 counts as 0, NaN below every number.  0, or -1 out
+ * of memory. */
+int sparse_select_topk(int *sel, const real *score, int B, int T, int k);
 /* The last k keys: max(0, t - k + 1) .. t. */
 void sparse_select_window(int *sel, int B, int T, int k);
 /* k distinct keys of 0..t, drawn (Floyd's algorithm) from a generator
  * seeded by hash(seed, step, layer, t) alone: the same set for every
  * sequence of the batch, and no shared stream is advanced. */
 void sparse_select_random(int *sel, int B, int T, int k, uint64_t seed, long step, int layer);
-/* One row of the above: the min(kk, n) best of row[0..n) into out
- * (ascending positions; all of them when n <= kk), for KV-cache decoding
- * (kvcache_sparse.c). */
-void sparse_topk_row(int *out, const real *row, int n, int kk);
+/* One row of the above (topk.c): the min(kk, n) best of row[0..n) into
+ * out (ascending positions; all of them when n <= kk), with scratch of
+ * sparse_topk_scratch(n) bytes (or more: a row of any shorter length). */
+size_t sparse_topk_scratch(int n);
+void sparse_topk_row(int *out, const real *row, int n, int kk, void *scratch);
 /* Row t of sparse_select_random (out: k ints). */
 void sparse_random_row(int *out, int t, int k, uint64_t seed, long step, int layer);
 /* The oracle's scores: score[b][t][s] = sum_h p_h(t, s), the dense softmax

@@ -1,7 +1,7 @@
 /*
  * sparse_select.c — which keys each query of a sparse layer attends to
- * (sparse.h): the top k of a score row (indexer, oracle), the window, the
- * seeded random control.  Rows are independent, so any thread split gives
+ * (sparse.h): the top k of each score row (indexer, oracle; a row's top k
+ * is topk.c's), the window, the seeded random control.  Rows are independent, so any thread split gives
  * the same sets.
  */
 #include "nn/sparse.h"
@@ -12,73 +12,28 @@
 
 #include "nn/rng.h"
 
-/* A score as an unsigned key in the same order (larger score, larger key),
- * so that the k-th largest is found a byte at a time: -0 is read as +0 (the
- * two compare equal) and NaN as the lowest of all. */
-#ifdef GATED_REAL_DOUBLE
-typedef uint64_t Key;
-#else
-typedef uint32_t Key;
-#endif
-enum { KEY_BITS = 8 * (int)sizeof(Key) };
-
-static inline Key score_key(real x) {
-    if (x != x) return 0;
-    if (x == 0) x = 0;
-    Key u;
-    memcpy(&u, &x, sizeof u);
-    Key sign = (Key)1 << (KEY_BITS - 1);
-    return (u & sign) ? ~u : u | sign;
-}
-
-/* The top kk (0 < kk < n) of row into out, in ascending positions, under
- * the order score descending, then position ascending (a tie goes to the
- * lower position).  The kk-th largest key v is found by radix selection,
- * most significant byte first (a histogram of the keys that share the
- * bytes fixed so far, per byte: O(n) a byte, whatever the scores); then one
- * pass keeps every key above v and the first kk - #above keys equal to it.
- * Rows are made by one thread each, so the set is the same at any thread
- * count, and the same as any sort by that order would give. */
-static void row_topk(int *out, const real *row, int n, int kk) {
-    Key prefix = 0, mask = 0;
-    int need = kk; /* how many of the keys matching prefix/mask to take, from the top */
-    for (int shift = KEY_BITS - 8; shift >= 0; shift -= 8) {
-        int hist[256] = {0}, b;
-        for (int s = 0; s < n; s++) {
-            Key u = score_key(row[s]);
-            if ((u & mask) == prefix) hist[(u >> shift) & 255]++;
-        }
-        for (b = 255; b > 0 && hist[b] < need; b--) need -= hist[b];
-        prefix |= (Key)b << shift;
-        mask |= (Key)255 << shift;
-    }
-    int m = 0;
-    for (int s = 0; s < n; s++) {
-        Key u = score_key(row[s]);
-        if (u > prefix || (u == prefix && need-- > 0)) out[m++] = s;
-    }
-}
-
-void sparse_topk_row(int *out, const real *row, int n, int kk) {
-    if (n <= kk)
-        for (int s = 0; s < n; s++) out[s] = s;
-    else
-        row_topk(out, row, n, kk);
-}
-
 static int int_cmp(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
-void sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < B * T; r++) {
-        int t = r % T, nt = sparse_nsel(k, t);
-        int *out = sel + (size_t)r * k;
-        sparse_topk_row(out, score + (size_t)r * T, t + 1, nt);
-        for (int i = nt; i < k; i++) out[i] = -1;
+int sparse_select_topk(int *sel, const real *score, int B, int T, int k) {
+    int fail = 0;
+#pragma omp parallel reduction(| : fail)
+    {
+        void *scr = malloc(sparse_topk_scratch(T));
+        if (!scr) fail = 1;
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            if (!scr) continue;
+            int t = r % T, nt = sparse_nsel(k, t);
+            int *out = sel + (size_t)r * k;
+            sparse_topk_row(out, score + (size_t)r * T, t + 1, nt, scr);
+            for (int i = nt; i < k; i++) out[i] = -1;
+        }
+        free(scr);
     }
+    return fail ? -1 : 0;
 }
 
 void sparse_select_window(int *sel, int B, int T, int k) {
