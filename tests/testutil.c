@@ -212,6 +212,8 @@ void check_topk_rows(unsigned seed) {
             }
             row[s] = (real)x;
         }
+        for (int s = 0; s < N && rep % 10 >= 7; s++) /* one value (NaN too), or two */
+            row[s] = rep % 10 == 7 ? row[0] : rep % 10 == 8 ? (real)(s % 2) : (s % 3 ? row[0] : row[1]);
         int n = 1 + (int)rng_below(&g, N);
         for (int kk = 1; kk < n; kk += 1 + kk / 4) {
             sparse_topk_row(got, row, n, kk, scr);
