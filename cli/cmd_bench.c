@@ -295,7 +295,7 @@ static int bench_write(const BenchArgs *a, const BenchSuite *s, const BenchResul
         return 1;
     }
     BenchContext ctx = {"gated bench", a->suite_path, pv->code_version, pv->cflags, pv->openblas_version,
-                        (int)a->threads, pv->git_dirty};
+                        (int)a->threads, pv->git_dirty, a->interleave};
     int wr = bench_write_json(out ? stdout : o.f, s, res, &ctx);
     if (!out && (wr ? (outfile_abort(&o), -1) : outfile_commit(&o, err, sizeof err))) wr = -1;
     if (wr) {

@@ -532,7 +532,7 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
     snprintf(jpath, sizeof jpath, "%s/out.json", tmpdir);
     FILE *f = fopen(jpath, "w");
     cr_assert_not_null(f);
-    BenchContext ctx = {"gated bench", "run.yaml", "abc", "-O2", "OpenBLAS", 1, 0};
+    BenchContext ctx = {"gated bench", "run.yaml", "abc", "-O2", "OpenBLAS", 1, 0, 1};
     cr_assert_eq(bench_write_json(f, &s, res, &ctx), 0);
     cr_assert_eq(fclose(f), 0);
 
@@ -543,6 +543,8 @@ Test(bench_run, json_has_the_google_benchmark_shape, .init = mk_tmp, .fini = rm_
     const char *ckeys[] = {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
                            "caches", "load_avg", "library_build_type"};
     for (int i = 0; i < 9; i++) cr_expect_not_null(json_get(cx, ckeys[i]), "context.%s", ckeys[i]);
+    const Json *il = json_get(cx, "gated_interleaved"); /* whether rounds pair the cases' repetitions */
+    cr_expect(il && il->type == JSON_BOOL && il->num == 1, "context.gated_interleaved");
     cr_assert_eq(b->n, s.n * (3 + 4));
     int aggs[4] = {0}, iters = 0, with_items = 0;
     for (int i = 0; i < b->n; i++) {

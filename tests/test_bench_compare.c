@@ -244,7 +244,7 @@ Test(bench_json, strings_are_escaped_by_json_fput) {
     memset(&s, 0, sizeof s);
     snprintf(s.name, sizeof s.name, "n\"ame");
     const char *path = "dir \"q\"\\x\r\n\t\x01\x7f\xc3\xa9.yaml";
-    BenchContext ctx = {"gated bench", path, "v\\1", "-O2 \"x\"", "ob\n", 3, 0};
+    BenchContext ctx = {"gated bench", path, "v\\1", "-O2 \"x\"", "ob\n", 3, 0, 0};
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);

@@ -230,6 +230,7 @@ void bench_env_write_json(FILE *f, const BenchEnv *e);
 typedef struct {
     const char *executable, *suite_path, *code_version, *cflags, *openblas;
     int threads, git_dirty;
+    int interleaved; /* --interleave: repetition k of every case ran in round k (side by side) */
 } BenchContext;
 
 /* Google-Benchmark JSON: {"context": {...}, "benchmarks": [...]}, for every

@@ -244,8 +244,9 @@ int bench_write_json(FILE *f, const BenchSuite *s, const BenchResult *res, const
     json_fput(ctx && ctx->cflags ? ctx->cflags : "unknown", f);
     fprintf(f, ",\n    \"gated_openblas\": ");
     json_fput(ctx && ctx->openblas ? ctx->openblas : "unknown", f);
-    fprintf(f, ",\n    \"gated_threads\": %d,\n    \"gated_real\": \"%s\"\n  },\n  \"benchmarks\": [\n",
-            ctx ? ctx->threads : 0, GATED_REAL_NAME);
+    fprintf(f, ",\n    \"gated_threads\": %d,\n    \"gated_interleaved\": %s,\n    \"gated_real\": \"%s\"\n  },\n"
+               "  \"benchmarks\": [\n",
+            ctx ? ctx->threads : 0, ctx && ctx->interleaved ? "true" : "false", GATED_REAL_NAME);
     int first = 1, family = 0;
     static const char *const aggs[] = {"median", "mean", "stddev", "cv"};
     for (int i = 0; i < s->n; i++) {
