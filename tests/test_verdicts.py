@@ -153,7 +153,40 @@ def test_remedy_sentences():
         add_runs(p, runs)
         text = VR.remedies_text(Db(p))
         check('**sigmoid** against G1: better on BB sinks' in text, 'sigmoid: better than G1 on BB sinks')
-        check('| sigmoid | – | – | 0/15 |' in text, 'sigmoid row: 0/15 sinks, no Brown runs')
+        check('| sigmoid | – | – | 0/15 | 1.3000 |' in text, 'sigmoid row: 0/15 sinks, BB loss, no Brown runs')
+        check('learned the task less well' not in text.split('**sigmoid**')[1].split('\n')[0],
+              'no skill caveat at equal BB loss')
+
+
+def test_remedy_holm_by_measure_and_skill():
+    """per-measure Holm changes a word: two remedies with 10 of 15 sinks against the gate's 15 of 15
+    (Fisher p 0.042 each) are better alone but not resolved once adjusted over the three remedies
+    tested (0.084); a third with 4 of 15 stays better, and since its BB loss is worse, its sentence
+    carries the caveat that its runs learned the task less well"""
+    import verdict_remedies as VR
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        runs = []
+        for s in range(1, 16):
+            wob = 0.0001 * (-1) ** s
+            for lab, sink, loss in (('baseline', 1, 1.31), ('G1-elementwise', 1, 1.30),
+                                    ('softmax1', int(s > 5), 1.30 + wob), ('sink_logit', int(s > 5), 1.30 - wob),
+                                    ('kv_bias', int(s > 11), 1.35 + 0.001 * s)):
+                runs.append(('bb_remedies', lab, s, loss, {'sink_formed': sink}, '{}'))
+        add_runs(p, runs)
+        text = VR.remedies_text(Db(p))
+
+        def line(lab):
+            return text.split('**%s**' % lab)[1].split('\n')[0]
+        check('BB sinks (n = 15, p 0.08)' in line('softmax1'), 'softmax1: sinks not resolved after Holm')
+        check('BB sinks (n = 15, p 0.08)' in line('sink_logit'), 'sink_logit: sinks not resolved after Holm')
+        check(line('kv_bias').startswith(' against G1: better on BB sinks; worse on BB loss'),
+              'kv_bias: better on sinks, worse on BB loss')
+        check('learned the task less well' in line('kv_bias'), 'kv_bias: the skill caveat')
+        check('learned the task less well' not in line('softmax1'), 'softmax1: no caveat')
+        check('Fisher, Holm-adjusted over the 3 remedies, p < 0.05): kv_bias (4/15)' in ' '.join(text.split()),
+              'the sink line lists kv_bias alone')
 
 
 def main():
@@ -161,6 +194,7 @@ def main():
     test_db()
     test_sparse_answers()
     test_remedy_sentences()
+    test_remedy_holm_by_measure_and_skill()
     if FAILS:
         print('test_verdicts: %d failed' % len(FAILS))
         return 1

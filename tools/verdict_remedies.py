@@ -35,20 +35,26 @@ BENCH = 'results/bench/steps_quick_v.json'
 RULE_TEXT = (
     '*How this table is made* (`tools/verdict_remedies.py`, from `gated.db`; `make check-results` fails when '
     'it differs). Δ loss: final validation loss (read at the minimum where the curve turned up), the row '
-    'minus the baseline or G1, paired by seed, 95% t interval, no interval from fewer than 3 seeds; Holm p '
-    'over the family of every such contrast of the new rows that has a p. Bigram-Backcopy (15 seeds a row): '
-    'runs whose last evaluation finds a sink (`sink_formed`), and the means over runs of the BOS attention '
-    'from the non-trigger (dormant) queries, the mass they put on nothing (1 − row sum) and the value '
-    'drain. Brown: F-Attn (the attention mass on position 0, for every normaliser), M-Act and residual '
-    'kurtosis (mean over layers) at the last evaluation, the W8A8 '
-    '(per-tensor) perplexity change in % (64 validation windows), means over the seeds that have them. lr '
-    'edge: diverged / ended runs of 12 seeds a cell. Step time: the `gated bench` case of the row on the '
-    'quick model (`step/quick-v/...`), median over rounds of its time ÷ the baseline\'s in the same round. '
-    '*The sentences*: a remedy is better (or worse) than the gate on a measure when its test against '
-    'G1 gives p < 0.05 (lower is better on every measure): the Brown loss by its Holm p above; M-Act and '
-    'W8A8 by a paired t over the seeds both rows hold, BB BOS attention by Welch\'s t, sink and divergence '
-    'counts by Fisher\'s exact test, each of these one test, not adjusted; a measure with fewer than 3 '
-    'values or no test is listed as not resolved with its n (and its p when it has one).')
+    'minus the baseline or G1, paired by seed, 95% t interval (not adjusted), no interval from fewer than 3 '
+    'seeds; Holm p over the family of every such contrast of the new rows that has a p. Bigram-Backcopy (15 '
+    'seeds a row): runs whose last evaluation finds a sink (`sink_formed`); the validation loss (BB loss); '
+    'and the means over runs of the BOS attention from the non-trigger (dormant) queries, its share of the '
+    'mass they attend with (BOS ÷ (1 − mass on nothing), the same as the BOS attention where rows sum to 1), '
+    'the mass on nothing (1 − row sum) and the value drain. Brown: F-Attn (the attention mass on position '
+    '0, for every normaliser), M-Act and residual kurtosis (mean over layers) at the last evaluation, the '
+    'W8A8 (per-tensor) perplexity change in % (64 validation windows), means over the seeds that have them '
+    '(their count in brackets where it differs from the row\'s Brown seeds). lr edge: diverged / ended runs '
+    'of 12 seeds a cell. Step time: the `gated bench` case of the row on the quick model '
+    '(`step/quick-v/...`), its time ÷ the baseline\'s in the same round of an interleaved run: the median '
+    'over rounds with its 95% interval (order statistics; "≈ 1" where it holds 1). *The sentences*: a '
+    'remedy is better (or worse) than the gate on a measure when its test against G1 gives an adjusted p < '
+    '0.05 (lower is better on every measure): the Brown loss by its Holm p above; every other measure by '
+    'its test (M-Act, W8A8 and BB loss: paired t over the seeds both rows hold; BB BOS attention and its '
+    'share: Welch\'s t; sink and divergence counts: Fisher\'s exact test), Holm-adjusted over the remedies '
+    'tested on that measure; a measure with fewer than 3 values or no test is listed as not resolved with '
+    'its n (and its adjusted p when it has one). Where a remedy is better on BB sinks or BOS attention but '
+    'worse on BB loss, the sentence says so: its sink readings then compare models that learned the task '
+    'less well.')
 
 
 def fmt(x, d=3, signed=False):
@@ -73,13 +79,30 @@ def per_run(db, sweeps, label, value):
     return [value(r.run_id) for r in db.row(sweeps, label).values()]
 
 
+def median_ci(xs):
+    """the median of xs and its 95% interval from order statistics (the sign test's: the k-th
+    smallest and largest, k the largest with P(Binomial(n, 1/2) < k) <= 0.025); None below 6"""
+    xs = sorted(xs)
+    n = len(xs)
+    if n < 6:
+        return statistics.median(xs) if xs else None, None
+    k, cdf, pk = 0, 0.0, 0.5 ** n
+    while cdf + pk <= 0.025:
+        cdf += pk
+        k += 1
+        pk = pk * (n - k + 1) / k
+    return statistics.median(xs), (xs[k - 1], xs[n - k]) if k >= 1 else None
+
+
 def bench_ratios(path):
-    """{case label: median over rounds of time / baseline's time in the same round (repetition_index)},
-    and the JSON's commit"""
+    """{case label: (median over rounds of time / baseline's time in the same round, its 95% CI)},
+    and the JSON's commit; rounds pair only in an interleaved run (context.gated_interleaved)"""
     if not os.path.exists(path):
         return {}, None
     with open(path) as f:
         doc = json.load(f)
+    if not doc['context'].get('gated_interleaved'):
+        return {}, None
     rounds = {}
     for b in doc['benchmarks']:
         if b.get('run_type') != 'iteration':
@@ -87,9 +110,18 @@ def bench_ratios(path):
         label = b['name'].split('/')[-1]
         rounds.setdefault(label, {})[b.get('repetition_index', 0)] = b['real_time']  # paired by round
     base = rounds.get('baseline', {})
-    out = {k: statistics.median(v[i] / base[i] for i in sorted(set(v) & set(base)))
+    out = {k: median_ci([v[i] / base[i] for i in sorted(set(v) & set(base))])
            for k, v in rounds.items() if set(v) & set(base)}
     return out, doc['context'].get('gated_code_version', '')[:7]
+
+
+def ratio_cell(r):
+    if r is None:
+        return '–'
+    med, iv = r
+    if iv is None:
+        return fmt(med, 3)
+    return '%s%s [%s, %s]' % ('≈ 1: ' if iv[0] <= 1 <= iv[1] else '', fmt(med, 3), fmt(iv[0], 2), fmt(iv[1], 2))
 
 
 def edge_counts(db, label):
@@ -110,6 +142,9 @@ def measures(db, label):
     m['sink'] = (sum(1 for r in bb.values() if (db.last(r.run_id, 'sink_formed') or 0) > 0), len(bb))
     for key, name in (('bb_bos_attn_other', 'bos'), ('bb_none_attn_other', 'none'), ('bb_value_drain', 'drain')):
         m[name] = [db.last(r.run_id, key) for r in bb.values()]
+    m['share'] = [None if b is None else b / (1 - (n or 0)) for b, n in zip(m['bos'], m['none'])]
+    m['bbloss'] = {r.seed: db.val_loss(r.run_id)[0] for r in bb.values()}
+    m['nbrown'] = len(db.row(BROWN, label))
     m['mact'] = {r.seed: db.last(r.run_id, 'm_act') for r in db.row(BROWN, label).values()}
     m['kurt'] = per_run(db, BROWN, label, lambda rid: db.last(rid, 'resid_kurtosis'))
     m['fattn'] = per_run(db, BROWN, label, lambda rid: db.last(rid, 'f_attn'))
@@ -132,13 +167,52 @@ def paired_dict(a, b):
     return Stat(d, 'paired t', set(), None, (), 0, iv, p)
 
 
-def versus_gate(row, g1, edge_row, edge_g1, loss_p):
-    """(beats, loses, unresolved): the measures on which the row is better / worse than G1;
+def gate_tests(row, g1, edge_row, edge_g1):
+    """[(measure, difference, n, p)] of the row against G1, every measure but the Brown loss
+    (whose Holm p is the table's); p None: no test"""
+    out = []
+    ma = paired_dict(row['mact'], g1['mact'])
+    out.append(('M-Act', ma.mean, ma.n, ma.p))
+    (kr, nr), (kg, ng) = row['sink'], g1['sink']
+    out.append(('BB sinks', kr / nr - kg / ng if nr and ng else 0, min(nr, ng),
+                fisher_counts(kr, nr, kg, ng) if nr and ng else None))
+    for key, name in (('bos', 'BB BOS attention'), ('share', 'BB BOS share')):
+        xb, yb = [x for x in row[key] if x is not None], [x for x in g1[key] if x is not None]
+        w = welch(xb, yb)
+        out.append((name, w[0] if w else 0, min(len(xb), len(yb)), w[2] if w else None))
+    bl = paired_dict(row['bbloss'], g1['bbloss'])
+    out.append(('BB loss', bl.mean, bl.n, bl.p))
+    w8 = paired_dict(row['w8'], g1['w8'])
+    out.append(('W8A8', w8.mean, w8.n, w8.p))
+    for (cell, _, _), (ka, na), (kb, nb) in zip(EDGE, edge_row or ((0, 0),) * len(EDGE),
+                                                edge_g1 or ((0, 0),) * len(EDGE)):
+        if edge_row is not None:
+            out.append(('divergence at %s' % cell, ka / na - kb / nb if na and nb else 0, min(na, nb),
+                        fisher_counts(ka, na, kb, nb) if na and nb else None))
+    return out
+
+
+def holm_by_measure(tests):
+    """{(row, measure): Holm-adjusted p} over the rows tested on each measure"""
+    by = {}
+    for lab, ts in tests.items():
+        for name, _, n, p in ts:
+            if p is not None and n >= R.MIN_N:
+                by.setdefault(name, []).append((lab, p))
+    adj = {}
+    for name, lps in by.items():
+        for (lab, _), a in zip(lps, holm([p for _, p in lps])):
+            adj[(lab, name)] = a
+    return adj
+
+
+def versus_gate(lab, dg1, loss_p, tests, adj):
+    """(beats, loses, unresolved): the measures on which row lab is better / worse than G1;
     loss_p: the Brown loss contrast's Holm-adjusted p (None without one)"""
     beats, loses, open_ = [], [], []
 
     def judge(name, diff, n, p):
-        """p: the measure's p (None: no test, below 3 values or no data)"""
+        """p: the measure's adjusted p (None: no test, below 3 values or no data)"""
         if n < R.MIN_N or p is None:
             open_.append('%s (n = %d)' % (name, n))
         elif p < 0.05 and diff < 0:
@@ -147,52 +221,51 @@ def versus_gate(row, g1, edge_row, edge_g1, loss_p):
             loses.append(name)
         else:
             open_.append('%s (n = %d, p %s)' % (name, n, pfmt(p)))
-    st = row['dg1']
-    judge('Brown loss', st.mean, st.n, loss_p)
-    ma = paired_dict(row['mact'], g1['mact'])
-    judge('M-Act', ma.mean, ma.n, ma.p)
-    (kr, nr), (kg, ng) = row['sink'], g1['sink']
-    judge('BB sinks', kr / nr - kg / ng if nr and ng else 0, min(nr, ng),
-          fisher_counts(kr, nr, kg, ng) if nr and ng else None)
-    xb, yb = [x for x in row['bos'] if x is not None], [x for x in g1['bos'] if x is not None]
-    w = welch(xb, yb)
-    judge('BB BOS attention', w[0] if w else 0, min(len(xb), len(yb)), w[2] if w else None)
-    w8 = paired_dict(row['w8'], g1['w8'])
-    judge('W8A8', w8.mean, w8.n, w8.p)
-    for (cell, _, _), (ka, na), (kb, nb) in zip(EDGE, edge_row or ((0, 0),) * len(EDGE), edge_g1 or ((0, 0),) * len(EDGE)):
-        if edge_row is not None:
-            judge('divergence at %s' % cell, ka / na - kb / nb if na and nb else 0, min(na, nb),
-                  fisher_counts(ka, na, kb, nb) if na and nb else None)
+    judge('Brown loss', dg1.mean, dg1.n, loss_p)
+    for name, diff, n, _ in tests:
+        judge(name, diff, n, adj.get((lab, name)))
     return beats, loses, open_
 
 
-def fewer_sinks(db):
-    """(how many remedy rows are read, 'label (k/n), ...' of those with fewer BB sinks than G1 by
-    Fisher p < 0.05, or 'none' / 'not yet in the database') for the front page"""
-    got = {lab: measures(db, lab) for lab in ['G1-elementwise'] + NEW[:-1]}
+def sink_tests(got):
+    """{row: (k, n, Fisher p against G1, Holm-adjusted p over the remedies tested)} on BB sinks"""
     kg, ng = got['G1-elementwise']['sink']
-    rows = [(lab, got[lab]['sink']) for lab in NEW[:-1] if got[lab]['sink'][1]]
+    rows = [(lab, got[lab]['sink']) for lab in NEW if lab in got and got[lab]['sink'][1]]
     if not ng or not rows:
+        return {}
+    ps = [fisher_counts(k, n, kg, ng) for _, (k, n) in rows]
+    return {lab: (k, n, p, a) for (lab, (k, n)), p, a in zip(rows, ps, holm(ps))}
+
+
+def fewer_sinks(db):
+    """(how many remedy rows are read, 'label (k/n against k/n, p, adjusted p), ...' of those with
+    fewer BB sinks than G1 by Holm-adjusted Fisher p < 0.05, or 'none' / 'not yet in the
+    database') for the front page"""
+    got = {lab: measures(db, lab) for lab in ['G1-elementwise'] + NEW}
+    st = sink_tests(got)
+    published = [lab for lab in st if lab in NEW[:-1]]  # the normalisers, not G1 x sink_logit
+    if not published:
         return len(NEW) - 1, 'not yet in the database'
-    fewer = ['%s (%d/%d against %d/%d)' % (lab, k, n, kg, ng) for lab, (k, n) in rows
-             if k / n < kg / ng and fisher_counts(k, n, kg, ng) < 0.05]
-    return len(rows), ', '.join(fewer) or 'none'
+    kg, ng = got['G1-elementwise']['sink']
+    fewer = ['%s (%d/%d against %d/%d)' % (lab, st[lab][0], st[lab][1], kg, ng) for lab in published
+             if st[lab][0] / st[lab][1] < kg / ng and st[lab][3] < 0.05]
+    return len(published), ', '.join(fewer) or 'none'
 
 
 def sinks_line(got):
     """the paper's claim that the gate is what removes sinks, against the remedies (BB)"""
     (kg, ng), (kb, nb) = got['G1-elementwise']['sink'], got['baseline']['sink']
-    if not ng or not nb:
+    st = sink_tests(got)
+    if not ng or not nb or not st:
         return 'Bigram-Backcopy: not yet in the database.\n'
-    fewer, more = [], []
-    for lab in NEW:
-        k, n = got[lab]['sink']
-        if n and fisher_counts(k, n, kg, ng) < 0.05:
-            (fewer if k / n < kg / ng else more).append('%s (%d/%d)' % (lab, k, n))
+    fewer = ['%s (%d/%d)' % (lab, k, n) for lab, (k, n, _, a) in st.items() if a < 0.05 and k / n < kg / ng]
+    more = ['%s (%d/%d)' % (lab, k, n) for lab, (k, n, _, a) in st.items() if a < 0.05 and k / n > kg / ng]
+    lab, (k, n, p, a) = min(st.items(), key=lambda it: (it[1][0] / it[1][1], it[1][2]))
     return ('On Bigram-Backcopy the gate leaves a sink in %d of %d runs, the baseline in %d of %d (Fisher p %s). '
-            'Remedies with fewer sinks than the gate (Fisher p < 0.05): %s; with more: %s.\n' % (
-                kg, ng, kb, nb, pfmt(fisher_counts(kg, ng, kb, nb)), ', '.join(fewer) or 'none',
-                ', '.join(more) or 'none'))
+            'Remedies with fewer sinks than the gate (Fisher, Holm-adjusted over the %d remedies, p < 0.05): %s; '
+            'with more: %s. The fewest: %s, %d of %d (p %s, adjusted %s).\n' % (
+                kg, ng, kb, nb, pfmt(fisher_counts(kg, ng, kb, nb)), len(st), ', '.join(fewer) or 'none',
+                ', '.join(more) or 'none', lab, k, n, pfmt(p), pfmt(a)))
 
 
 def pfmt(p):
@@ -206,10 +279,11 @@ def remedies_text(db):
     ps = [(lab, k, got[lab][k].p) for lab in NEW for k in ('dbase', 'dg1') if got[lab][k].p is not None]
     adj = dict(((lab, k), a) for (lab, k, _), a in zip(ps, holm([p for *_, p in ps]))) if ps else {}
     base_params = mean(got['baseline']['params'])[0]
-    head = ('| row | Δ loss vs baseline [CI] (Holm p) | Δ loss vs G1 [CI] (Holm p) | BB sinks | BB BOS attn | '
-            'BB mass on nothing | BB value drain | F-Attn | M-Act | kurtosis | W8A8 ΔPPL%% | diverged: %s | added params | '
-            'step ÷ softmax |' % ' / '.join(c for c, _, _ in EDGE))
-    lines = [head, '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
+    head = ('| row | Δ loss vs baseline [CI] (Holm p) | Δ loss vs G1 [CI] (Holm p) | BB sinks | BB loss | '
+            'BB BOS attn | BB BOS share | BB mass on nothing | BB value drain | F-Attn | M-Act | kurtosis | '
+            'W8A8 ΔPPL%% | diverged: %s | added params (Brown) | step ÷ softmax [95%% CI] |'
+            % ' / '.join(c for c, _, _ in EDGE))
+    lines = [head, '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
     for lab, _, case in ROWS:
         m = got[lab]
 
@@ -220,21 +294,30 @@ def remedies_text(db):
                  'ref.' if lab == 'G1-elementwise' else ci(m['dg1']) + hp('dg1')]
         kk, nn = m['sink']
         w8, nw8 = mean(m['w8'].values())
+        nb = m['nbrown']
+
+        def lvl(vals, d):
+            v, n = mean(vals)
+            return '–' if v is None else fmt(v, d) + ('' if n == nb else ' (%d)' % n)
         edge = ' / '.join('%d/%d' % c if c[1] else '–' for c in edges[lab]) if edges[lab] else '–'
         params = mean(m['params'])[0]
-        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-            lab, dcols[0], dcols[1], '%d/%d' % (kk, nn) if nn else '–', fmt(mean(m['bos'])[0]),
-            fmt(mean(m['none'])[0]), fmt(mean(m['drain'])[0]), fmt(mean(m['fattn'])[0]),
-            fmt(mean(m['mact'].values())[0], 1),
-            fmt(mean(m['kurt'])[0], 1), '%s (%d)' % (fmt(w8, 2, True), nw8) if nw8 else '–', edge,
+        lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+            lab, dcols[0], dcols[1], '%d/%d' % (kk, nn) if nn else '–', fmt(mean(m['bbloss'].values())[0], 4),
+            fmt(mean(m['bos'])[0]), fmt(mean(m['share'])[0]), fmt(mean(m['none'])[0]), fmt(mean(m['drain'])[0]),
+            lvl(m['fattn'], 3), lvl(m['mact'].values(), 1), lvl(m['kurt'], 1),
+            '–' if not nw8 else fmt(w8, 2, True) + ('' if nw8 == nb else ' (%d)' % nw8), edge,
             '–' if params is None or base_params is None else '%+d' % round(params - base_params),
-            fmt(ratios.get(case), 3) if case else '–'))
+            'ref.' if lab == 'baseline' else ratio_cell(ratios.get(case)) if case else '–'))
     out = ['\n'.join(lines), '', rewrap(sinks_line(got))]
+    tests = {lab: gate_tests(got[lab], got['G1-elementwise'], edges[lab], edges['G1-elementwise']) for lab in NEW}
+    madj = holm_by_measure(tests)
     for lab in NEW:
-        beats, loses, open_ = versus_gate(got[lab], got['G1-elementwise'], edges[lab], edges['G1-elementwise'],
-                                          adj.get((lab, 'dg1')))
-        out.append('- **%s** against G1: better on %s; worse on %s; not resolved: %s.' % (
-            lab, ', '.join(beats) or 'none', ', '.join(loses) or 'none', ', '.join(open_) or 'none'))
+        beats, loses, open_ = versus_gate(lab, got[lab]['dg1'], adj.get((lab, 'dg1')), tests[lab], madj)
+        skill = ('; its Bigram-Backcopy readings come with a worse BB loss: those runs learned the task less '
+                 'well' if 'BB loss' in loses and {'BB sinks', 'BB BOS attention', 'BB BOS share'} & set(beats)
+                 else '')
+        out.append('- **%s** against G1: better on %s; worse on %s; not resolved: %s%s.' % (
+            lab, ', '.join(beats) or 'none', ', '.join(loses) or 'none', ', '.join(open_) or 'none', skill))
     out.append('')
     out.append(rewrap(RULE_TEXT + (' Step times from `%s` (gated %s).' % (BENCH, bench_commit)
                                    if bench_commit else '')))

@@ -92,7 +92,7 @@ def front_page(ctx):
         '4. **The attention sink** (%s): on Bigram-Backcopy %d of %d G1 seeds hold a sink at the end, %d of %d\n'
         '   baseline seeds; the gate removes the value drain instead. Brown forms no deep-layer sink at this\n'
         '   scale ([sinks](results/README.md#bigram-backcopy-sinks-issue-15)). Of %d other published sink\n'
-        '   remedies, fewer sinks than the gate (Fisher p < 0.05): %s ([sink remedies](results/README.md#sink-remedies-issue-36)).\n'
+        '   remedies, fewer sinks than the gate (Fisher, Holm-adjusted over the remedy rows, p < 0.05): %s ([sink remedies](results/README.md#sink-remedies-issue-36)).\n'
         '5. **At the learning-rate edge** %d runs diverged, none below lr %g, each in or just after its\n'
         '   warm-up (%s); G1 against the baseline at %s: %d/%d against %d/%d diverged (Fisher p %s, %s).\n'
         '   int8 quantization made easier by the gate: %s; headwise gate scores mark skippable heads: %s;\n'
