@@ -90,19 +90,24 @@ used (the sweeps of a setting are pooled by seed, so seeds that land later are r
 code change). *Verdict*, per contrast against the paper's direction: the interval excludes 0 on
 the paper's side: **reproduced** (at most **direction only** when the budget is below {quick}
 tokens, the quick tier); on the other side: **contradicted**; it spans 0 with the mean on the
-paper's side: **inconclusive**, on the other: **not reproduced**; a level (row 10) is reproduced
-when its interval holds the paper's value; a count (divergences) by Fisher's exact test at p <
-{alpha}; a row of several contrasts is **partly** when one is reproduced and another not,
-**contradicted in part** when none is reproduced and one is contradicted, else **inconclusive**.
-*Trend* (the headline setting against the longest budget, or the larger size): **gone** when
-|Δ| < {gone} there; else, by Welch's interval on the difference of the two Δs (every seed of
-each): excludes 0: **grows** / **fades** (|Δ| larger / smaller) or **flips** (sign turned);
-spans 0: **holds** when the later Δ's own interval excludes 0 on the same side, else **within
-noise**; fewer than {min_n} seeds on a side: **unresolved**. *Read at the minimum*: a run whose
-validation loss ended above its lowest evaluation (the curve turned up) is read at that lowest
-evaluation, and the cell counts such runs. *Kernels*: where the two settings of a trend ran on
-different OpenBLAS kernels, the cell says so with the largest change of a per-seed contrast that
-the kernel twins measured (`results/twins/`, `tools/kernel_effect.py`): not inside any interval.
+paper's side: **inconclusive**, on the other: **not reproduced**; a level is **reproduced** when
+its interval holds the paper's value, else **contradicted** (row 10: the gate's mean score, a t
+interval; row 12: the share of runs with a sink at the end, whose Clopper–Pearson interval is read
+against the paper's 0); a count (divergences, G1 against the baseline) by Fisher's exact test at p
+< {alpha}, and with no runs yet: **unresolved**; a row of several contrasts is **partly** when one
+is reproduced and another not, **contradicted in part** when none is reproduced and one is
+contradicted, else **inconclusive**. *Trend* (the headline setting against the longest budget, or
+the larger size), the first rule that applies: fewer than {min_n} seeds on a side: **unresolved**;
+|Δ| < {gone} at the later setting: **gone**; Welch's interval on the difference of the two Δs
+(every seed of each) excludes 0: **flips** when the later Δ's sign is the other (whatever its
+own interval), else **grows** / **fades** (|Δ| larger / smaller); the interval spans 0:
+**holds** when the later Δ's own interval excludes 0 on the same side, else **within noise**.
+The budget points between (2 seeds each) are shown, both values, and given no word. *Read at the
+minimum*: a run whose validation loss ended above its lowest evaluation (the curve turned up, by
+any amount) is read at that lowest evaluation, and the cell counts such runs. *Kernels*: where
+two settings of a trend, or the two rows of a budget point, ran on different OpenBLAS kernels, the
+cell says so, with the largest change of a per-seed contrast that the kernel twins measured
+(`results/twins/`, `tools/kernel_effect.py`), which no interval includes.
 """.format(min_n=MIN_N, gone=GONE, alpha=ALPHA, quick='%gM' % (QUICK_TOKENS / 1e6))
 
 

@@ -77,7 +77,7 @@ class Ctx:
             return ''
         eff = ('twins: a per-seed contrast moved ≤ %s' % R.fmt(self.twins, 4, False)
                if self.twins is not None else 'twins not read')
-        return '; kernels %s (%s) vs %s (%s): %s, not in the interval' % (
+        return '; kernels %s (%s) vs %s (%s): %s, in no interval' % (
             '+'.join(sorted(ka)), where_a, '+'.join(sorted(kb)), where_b, eff)
 
 
@@ -95,12 +95,18 @@ def budget_cell(ctx, head, p):
             pts.append((name, st))
     last_name, last = pts[-1]
     word, w = R.trend(head, last, welch)
-    early = ' → '.join('%s (%s)' % (R.fmt(st.mean, 3), name) for name, st in pts[:-1] if st.n < R.MIN_N)
+    mid = [(name, st) for name, st in pts[:-1] if st.n < R.MIN_N]
+    early = ' → '.join('%s (%s)' % (' / '.join(R.fmt(v, 3) for v in st.values), name) for name, st in mid)
+    crossed = [name for name, st in mid if st.kb is not None and st.ka != st.kb]
+    cross = ('; %s: %s pairs cross kernels (%s vs %s)' % (
+        ', '.join(crossed), 'their' if len(crossed) > 1 else 'its',
+        '+'.join(sorted(set().union(*(st.ka for n, st in mid if n in crossed)))),
+        '+'.join(sorted(set().union(*(st.kb for n, st in mid if n in crossed)))))) if crossed else ''
     wtxt = ', Welch Δ of Δ %s' % ci_cell_w(w) if w else ''
     wtxt += gone_note(word, last)
-    return ('budget **%s** (4.1M → %s%s): %s (2 seeds each, no CI) → %s (4.1M, %d seeds) → %s (%s, %d seeds%s)%s' % (
-        word, last_name, wtxt, early, R.fmt(head.mean, 4), head.n, ci_cell(last, 4), last_name, last.n, at_min(last),
-        ctx.kernel_note(head, last, '4.1M', last_name)))
+    return ('budget **%s** (4.1M → %s%s): %s (2 seeds each, both shown, no CI%s) → %s (4.1M, %d seeds) → %s (%s, %d '
+            'seeds%s)%s' % (word, last_name, wtxt, early, cross, R.fmt(head.mean, 4), head.n, ci_cell(last, 4),
+                            last_name, last.n, at_min(last), ctx.kernel_note(head, last, '4.1M', last_name)))
 
 
 def gone_note(word, st):
