@@ -173,7 +173,8 @@ def test_remedy_holm_by_measure_and_skill():
             for lab, sink, loss in (('baseline', 1, 1.31), ('G1-elementwise', 1, 1.30),
                                     ('softmax1', int(s > 5), 1.30 + wob), ('sink_logit', int(s > 5), 1.30 - wob),
                                     ('kv_bias', int(s > 11), 1.35 + 0.001 * s)):
-                runs.append(('bb_remedies', lab, s, loss, {'sink_formed': sink}, '{}'))
+                trig = 0.5 if lab == 'kv_bias' and s <= 3 else 0.013
+                runs.append(('bb_remedies', lab, s, loss, {'sink_formed': sink, 'bb_loss_trigger': trig}, '{}'))
         add_runs(p, runs)
         text = VR.remedies_text(Db(p))
 
@@ -184,6 +185,8 @@ def test_remedy_holm_by_measure_and_skill():
         check(line('kv_bias').startswith(' against G1: better on BB sinks; worse on BB loss'),
               'kv_bias: better on sinks, worse on BB loss')
         check('learned the task less well' in line('kv_bias'), 'kv_bias: the skill caveat')
+        check('3 of its 15 runs did not learn the task' in line('kv_bias'), 'kv_bias: 3 runs did not learn')
+        check('| kv_bias | – | – | 4/15 | 1.3580 | 3/15 |' in text, 'kv_bias row: BB not learned 3/15')
         check('learned the task less well' not in line('softmax1'), 'softmax1: no caveat')
         check('Fisher, Holm-adjusted over the 3 remedies, p < 0.05): kv_bias (4/15)' in ' '.join(text.split()),
               'the sink line lists kv_bias alone')
