@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_mech-quant-mact-0-w4g32.svg'
 set grid
 set key below
-set title 'standard_mech: w4g32 (Pearson r = +0.402, Spearman rho = +0.343, n = 15)'
+set title 'standard_mech: w4g32 (Pearson r = +0.251, Spearman rho = +0.292, n = 21)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w4g32 (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05

@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_mech-quant-mact-1-w8-a8tensor.svg'
 set grid
 set key below
-set title 'standard_mech: w8-a8tensor (Pearson r = -0.130, Spearman rho = -0.021, n = 15)'
+set title 'standard_mech: w8-a8tensor (Pearson r = -0.245, Spearman rho = -0.171, n = 21)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8tensor (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05

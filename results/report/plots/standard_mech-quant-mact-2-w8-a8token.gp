@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_mech-quant-mact-2-w8-a8token.svg'
 set grid
 set key below
-set title 'standard_mech: w8-a8token (Pearson r = +0.255, Spearman rho = +0.282, n = 15)'
+set title 'standard_mech: w8-a8token (Pearson r = +0.462, Spearman rho = +0.455, n = 21)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8token (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05

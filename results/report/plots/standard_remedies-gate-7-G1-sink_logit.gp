@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_remedies-gate-7-G1-sink_logit.svg'
 set grid
 set key below
-set title 'standard_remedies: gate scores of G1-sink_logit (last step, 4 runs summed)'
+set title 'standard_remedies: gate scores of G1-sink_logit (last step, 6 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [0:1]

@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_remedies-quant-mact-0-w4g32.svg'
 set grid
 set key below
-set title 'standard_remedies: w4g32 (Pearson r = +0.157, Spearman rho = +0.130, n = 30)'
+set title 'standard_remedies: w4g32 (Pearson r = +0.205, Spearman rho = +0.226, n = 48)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w4g32 (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05

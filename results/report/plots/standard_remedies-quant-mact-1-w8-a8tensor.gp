@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'standard_remedies-quant-mact-1-w8-a8tensor.svg'
 set grid
 set key below
-set title 'standard_remedies: w8-a8tensor (Pearson r = -0.279, Spearman rho = -0.366, n = 30)'
+set title 'standard_remedies: w8-a8tensor (Pearson r = -0.383, Spearman rho = -0.468, n = 48)'
 set xlabel 'M-Act (max |h| of a layer output, last evaluation)'
 set ylabel 'PPL - float PPL under w8-a8tensor (% of float PPL)'
 set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
