@@ -611,6 +611,28 @@ Test(store, merge_carries_attestations) {
     cr_assert_eq(store_attest_get(d, RID, CODE_B, "-O2", NULL), 1);
     cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
     cr_assert_eq(store_count_rows(d, "code_attest"), 1);
+    /* of two valid attestations of the same copy, the one that checked more
+     * steps stays: a longer input's replaces the output's, a shorter one's
+     * does not */
+    sqlite3 *h = raw_open(m.db);
+    long long before = q_int(h, "SELECT steps_checked FROM code_attest", NULL);
+    raw_close(h);
+    h = raw_open(t.db);
+    raw_exec(h, "UPDATE code_attest SET steps_checked = steps_checked + 100");
+    raw_close(h);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    h = raw_open(m.db);
+    cr_assert_eq(q_int(h, "SELECT steps_checked FROM code_attest", NULL), before + 100,
+                 "a longer attestation did not replace a shorter one");
+    raw_close(h);
+    h = raw_open(t.db);
+    raw_exec(h, "UPDATE code_attest SET steps_checked = steps_checked - 100");
+    raw_close(h);
+    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
+    h = raw_open(m.db);
+    cr_assert_eq(q_int(h, "SELECT steps_checked FROM code_attest", NULL), before + 100,
+                 "a shorter attestation replaced a longer one");
+    raw_close(h);
     store_close(d);
 
     /* the output's own copy wins (finished later): the input's attestation

@@ -185,7 +185,8 @@ static int merge_rows(Merge *s, int has_sweeps, int has_attest, int version) {
                       "");
     /* attestations of the copy of each run that the output now holds (one
      * of another copy could never be honoured); an output row already valid
-     * for that copy stays, a stale one is replaced */
+     * for that copy stays unless the input's checked more steps (a whole-run
+     * re-execution after a partial one), a stale one is replaced */
 #define ATTEST_HOLDS(a) \
     "EXISTS (SELECT 1 FROM main.runs r WHERE r.run_id = " a ".run_id AND r.code_version = " a \
     ".run_code_version AND r.ended_at = " a ".run_ended_at)"
@@ -198,7 +199,8 @@ static int merge_rows(Merge *s, int has_sweeps, int has_attest, int version) {
                     " ON CONFLICT(run_id, code_version, cflags) DO UPDATE SET git_dirty = excluded.git_dirty,"
                     " run_code_version = excluded.run_code_version, run_ended_at = excluded.run_ended_at,"
                     " verified_at = excluded.verified_at, steps_checked = excluded.steps_checked,"
-                    " rows_checked = excluded.rows_checked WHERE NOT " ATTEST_HOLDS("code_attest"),
+                    " rows_checked = excluded.rows_checked WHERE NOT " ATTEST_HOLDS("code_attest") //
+                    " OR excluded.steps_checked > code_attest.steps_checked",
                     "");
 #undef ATTEST_HOLDS
     return rc;
