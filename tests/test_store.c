@@ -597,6 +597,21 @@ static void attested_db(const TmpDb *t, const TmpDb *u) {
     store_close(s);
 }
 
+/* The input's attestation made to have checked delta more steps, merged
+ * into d (at out): the output's steps_checked after. */
+static long long steps_after_merge(Store *d, const char *in, const char *out, int delta) {
+    char sql[128], err[1024];
+    snprintf(sql, sizeof sql, "UPDATE code_attest SET steps_checked = steps_checked + %d", delta);
+    sqlite3 *h = raw_open(in);
+    raw_exec(h, sql);
+    raw_close(h);
+    cr_assert_eq(merge_from(d, in, err, sizeof err), 0, "%s", err);
+    h = raw_open(out);
+    long long n = q_int(h, "SELECT steps_checked FROM code_attest", NULL);
+    raw_close(h);
+    return n;
+}
+
 /* gated merge carries an attestation with the copy of the run it holds
  * for, idempotently; not one for another copy. */
 Test(store, merge_carries_attestations) {
@@ -614,25 +629,11 @@ Test(store, merge_carries_attestations) {
     /* of two valid attestations of the same copy, the one that checked more
      * steps stays: a longer input's replaces the output's, a shorter one's
      * does not */
-    sqlite3 *h = raw_open(m.db);
-    long long before = q_int(h, "SELECT steps_checked FROM code_attest", NULL);
-    raw_close(h);
-    h = raw_open(t.db);
-    raw_exec(h, "UPDATE code_attest SET steps_checked = steps_checked + 100");
-    raw_close(h);
-    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
-    h = raw_open(m.db);
-    cr_assert_eq(q_int(h, "SELECT steps_checked FROM code_attest", NULL), before + 100,
+    long long before = steps_after_merge(d, t.db, m.db, 0);
+    cr_assert_eq(steps_after_merge(d, t.db, m.db, 100), before + 100,
                  "a longer attestation did not replace a shorter one");
-    raw_close(h);
-    h = raw_open(t.db);
-    raw_exec(h, "UPDATE code_attest SET steps_checked = steps_checked - 100");
-    raw_close(h);
-    cr_assert_eq(merge_from(d, t.db, err, sizeof err), 0, "%s", err);
-    h = raw_open(m.db);
-    cr_assert_eq(q_int(h, "SELECT steps_checked FROM code_attest", NULL), before + 100,
+    cr_assert_eq(steps_after_merge(d, t.db, m.db, -100), before + 100,
                  "a shorter attestation replaced a longer one");
-    raw_close(h);
     store_close(d);
 
     /* the output's own copy wins (finished later): the input's attestation

@@ -37,6 +37,7 @@ def make_db(path):
     CREATE TABLE sweep_runs (sweep TEXT, run_id TEXT, label TEXT, seed INT, idx INT, is_baseline INT);
     CREATE TABLE summary (run_id TEXT, key TEXT, context TEXT DEFAULT '', value REAL, text TEXT);
     CREATE TABLE metrics (run_id TEXT, step INT, key TEXT, context TEXT DEFAULT '', value REAL);
+    CREATE TABLE code_attest (run_id TEXT, code_version TEXT, steps_checked INT);
     """)
     # sweep 'a' holds seeds 1-2 of rows x and ref, sweep 'b' (landed later) seeds 3-4
     vals = {('x', 1): 1.00, ('x', 2): 1.01, ('x', 3): 0.99, ('x', 4): 1.00,
@@ -156,6 +157,18 @@ def test_remedy_sentences():
         check('| sigmoid | – | – | 0/15 | 1.3000 |' in text, 'sigmoid row: 0/15 sinks, BB loss, no Brown runs')
         check('learned the task less well' not in text.split('**sigmoid**')[1].split('\n')[0],
               'no skill caveat at equal BB loss')
+        check('Bigram-Backcopy: remedy rows made at ccccccc; 0 of 30 partner runs made at other commits' in text,
+              'commits: every run of one commit')
+        # two partner runs made by other code, one of them attested under the remedies' commit
+        h = sqlite3.connect(p)
+        h.execute("UPDATE runs SET code_version = ? WHERE run_id IN ('bb_remedies-baseline-1', "
+                  "'bb_remedies-G1-elementwise-2')", ('d' * 40,))
+        h.execute("INSERT INTO code_attest VALUES ('bb_remedies-baseline-1', ?, 50)", ('c' * 40,))
+        h.commit()
+        h.close()
+        text = ' '.join(VR.remedies_text(Db(p)).split())
+        check('2 of 30 partner runs made at other commits (ddddddd), 1 of them attested bitwise under ccccccc' in text,
+              'commits: 2 partner runs of other code, 1 attested')
 
 
 def test_remedy_holm_by_measure_and_skill():

@@ -251,13 +251,13 @@ def versus_gate(lab, dg1, loss_p, tests, adj):
 
 
 def sink_tests(got):
-    """{row: (k, n, Fisher p against G1, Holm-adjusted p over the remedies tested)} on BB sinks"""
-    kg, ng = got['G1-elementwise']['sink']
-    rows = [(lab, got[lab]['sink']) for lab in NEW if lab in got and got[lab]['sink'][1]]
-    if not ng or not rows:
-        return {}
-    ps = [fisher_counts(k, n, kg, ng) for _, (k, n) in rows]
-    return {lab: (k, n, p, a) for (lab, (k, n)), p, a in zip(rows, ps, holm(ps))}
+    """{row: (k, n, Fisher p against G1, Holm-adjusted p over the remedies tested)} on BB sinks:
+    gate_tests' and holm_by_measure's, the sentences' own test"""
+    g1 = got['G1-elementwise']
+    tests = {lab: [t for t in gate_tests(got[lab], g1, None, None) if t[0] == 'BB sinks'] for lab in NEW if lab in got}
+    adj = holm_by_measure(tests)
+    return {lab: got[lab]['sink'] + (ts[0][3], adj[(lab, 'BB sinks')])
+            for lab, ts in tests.items() if (lab, 'BB sinks') in adj}
 
 
 def fewer_sinks(db):
@@ -289,6 +289,32 @@ def sinks_line(got):
             'with more: %s. The fewest: %s, %d of %d (p %s, adjusted %s).\n' % (
                 kg, ng, kb, nb, pfmt(fisher_counts(kg, ng, kb, nb)), len(st), ', '.join(fewer) or 'none',
                 ', '.join(more) or 'none', lab, k, n, pfmt(p), pfmt(a)))
+
+
+def commits_line(db):
+    """which commits made the remedy rows and their partners, and how many partner runs made by
+    other code are attested bitwise under the remedies' (code_attest, `--verify-code`)"""
+    groups = [('Brown', BROWN, ('baseline', 'G1-elementwise'), NEW),
+              ('Bigram-Backcopy', BB, ('baseline', 'G1-elementwise'), NEW)]
+    groups += [('lr edge, %s' % cell, sweeps, ('baseline' + suf, 'G1-matched' + suf),
+                ['sink_logit' + suf, 'softpick' + suf]) for cell, sweeps, suf in EDGE]
+    out = []
+    for name, sweeps, partners, remedies in groups:
+        codes = sorted({r.code for lab in remedies for r in db.row(sweeps, lab, None).values()})
+        runs = [r for lab in partners for r in db.row(sweeps, lab, None).values()]
+        other = [r for r in runs if r.code not in codes]
+        if not codes or not runs:
+            continue
+        att = sum(1 for r in other if any(db.h.execute(
+            "SELECT 1 FROM code_attest WHERE run_id = ? AND substr(code_version, 1, 7) = ?", (r.run_id, c)).fetchone()
+            for c in codes))
+        out.append('%s: remedy rows made at %s; %d of %d partner runs made at other commits (%s), %d of them '
+                   'attested bitwise under %s' % (name, ', '.join(codes), len(other), len(runs),
+                                                  ', '.join(sorted({r.code for r in other})) or '–', att,
+                                                  ' / '.join(codes)))
+    return ('*Commits*: ' + '; '.join(out) + '. An attested run re-executed its first steps (or all of them) '
+            'bitwise under the newer code; a pair of runs of different commits is otherwise the same computation '
+            'only where the result code did not change between them.\n') if out else ''
 
 
 def pfmt(p):
@@ -333,7 +359,7 @@ def remedies_text(db):
             '–' if not nw8 else fmt(w8, 2, True) + ('' if nw8 == nb else ' (%d)' % nw8), edge,
             '–' if params is None or base_params is None else '%+d' % round(params - base_params),
             'ref.' if lab == 'baseline' else ratio_cell(ratios.get(case)) if case else '–'))
-    out = ['\n'.join(lines), '', rewrap(sinks_line(got))]
+    out = ['\n'.join(lines), '', rewrap(sinks_line(got)), rewrap(commits_line(db))]
     tests = {lab: gate_tests(got[lab], got['G1-elementwise'], edges[lab], edges['G1-elementwise']) for lab in NEW}
     madj = holm_by_measure(tests)
     for lab in NEW:

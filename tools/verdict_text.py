@@ -91,7 +91,7 @@ def front_page(ctx):
         '   has G5 no better than the baseline) at 4.1M ([standard profile](results/README.md#the-standard-profile)).\n'
         '3. **"Sigmoid is the best activation"** is %s at 4.1M: tanh − sigmoid %s (%d seeds), SiLU gate −\n'
         '   sigmoid %s (%d seeds); from 4.1M to 16M the tanh lead %s (%s) and the SiLU gate\'s %s (%s);\n'
-        '   from d128 to d192 the tanh lead %s (%s at 9.0M).\n'
+        '   from d128 to d192 the tanh lead %s (%s at 9.0M, %s runs: across kernels).\n'
         '   The 4.1M tanh and sigmoid runs ran on different OpenBLAS kernels (%s); %s.\n'
         '4. **The attention sink** (%s): on Bigram-Backcopy %d of %d G1 seeds hold a sink at the end, %d of %d\n'
         '   baseline seeds; the gate removes the value drain instead. Brown forms no deep-layer sink at this\n'
@@ -107,7 +107,8 @@ def front_page(ctx):
          w(r3['word']), R.fmt(r3['stats'][1].mean, 4), r3['words'][1], R.fmt(r3['stats'][0].mean, 4), r3['words'][0],
          w(r5['words'][0]), R.fmt(tanh.mean, 4), tanh.n, R.fmt(silu.mean, 4), silu.n,
          R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
-         _ci(silu16), R.verb(R.trend(tanh, tanh192, welch)[0]), _ci(tanh192), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
+         _ci(silu16), R.verb(R.trend(tanh, tanh192, welch)[0]), _ci(tanh192),
+         '+'.join(sorted(tanh192.ka | (tanh192.kb or set()))), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
     found = rewrap(found)

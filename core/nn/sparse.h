@@ -47,14 +47,13 @@ size_t sparse_topk_scratch(int n);
 void sparse_topk_row(int *out, const real *row, int n, int kk, void *scratch);
 /* Row t of sparse_select_random (out: k ints). */
 void sparse_random_row(int *out, int t, int k, uint64_t seed, long step, int layer);
-/* The oracle's scores: score[b][t][s] = sum_h p_h(t, s), the dense softmax
- * weights summed over the H query heads (q, k after RoPE; GQA as attn.h).
- * 0, or -1 out of memory. */
-/* One row of it: out[s] for s <= t from the query heads at qt (H x d) and
- * key s of KV head g at k + s ldk + g d; p: t + 1 reals of scratch (also
- * the decoder's, kvcache_sparse.c). */
+/* One row of the oracle's scores: out[s] for s <= t, sum_h p_h(t, s), the
+ * dense softmax weights summed over the H query heads at qt (H x d), key s
+ * of KV head g at k + s ldk + g d (GQA as attn.h); p: t + 1 reals of
+ * scratch.  The decoder's too (kvcache_sparse.c). */
 void sparse_oracle_row(real *out, const real *qt, const real *k, size_t ldk, int t, int H, int Hk, int d, real scale,
                        real *p);
+/* Every row: score[b][t][s] (q, k after RoPE).  0, or -1 out of memory. */
 int sparse_oracle_scores(real *score, const real *q, int sq, const real *k, int sk, int B, int T, int H, int Hk,
                          int d, real scale);
 

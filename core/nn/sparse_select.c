@@ -1,8 +1,8 @@
 /*
  * sparse_select.c — which keys each query of a sparse layer attends to
  * (sparse.h): the top k of each score row (indexer, oracle; a row's top k
- * is topk.c's), the window, the seeded random control.  Rows are independent, so any thread split gives
- * the same sets.
+ * is topk.c's), the window, the seeded random control.  Rows are
+ * independent, so any thread split gives the same sets.
  */
 #include "nn/sparse.h"
 

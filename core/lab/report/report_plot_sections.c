@@ -634,11 +634,11 @@ static int plot_bb_gate(R *r, RSweep *s, int k) {
     return rc;
 }
 
+static int run_has_bb(const RRun *u) { return u->has_bb; }
+
 /* The Bigram-Backcopy plots of sweep s: attention on BOS of the BB head
  * and the two losses against step, and each gated row's gate-score
  * histograms by query type. */
-static int run_has_bb(const RRun *u) { return u->has_bb; }
-
 int rep_plot_bb(R *r, RSweep *s) {
     static const StepPlot bos = {
         "bb-bos", REP_BB_BOS_KEYS, {NULL, NULL}, {"other queries", "trigger queries"}, 1, run_has_bb,
