@@ -140,6 +140,32 @@ def test_sparse_answers():
         check('| t512_mla | MLA | 3 |' in text and '| 80 |' in text, 'MLA row: 3 seeds, 80 numbers cached')
 
 
+def test_sparse_trajectory():
+    """the checks inside one budget: the contrast half-way through the runs, and the flatness rule
+    (the drop over the last quarter against the seed sd) says flat or falling by row"""
+    import verdict_sparse as S
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        add_runs(p, [('t512_topk', lab, s, 1.5, {}, '{}') for s in (1, 2, 3) for lab in ('dense', 'dense-G1')])
+        h = sqlite3.connect(p)
+        for s in (1, 2, 3):
+            for lab, at in (('dense', {1000: 1.70, 1400: 1.60, 2000: 1.50 + 0.01 * s}),
+                            ('dense-G1', {1000: 1.60, 1400: 1.46 + 0.01 * s, 2000: 1.47 + 0.01 * s})):
+                rid = 't512_topk-%s-%d' % (lab, s)
+                h.execute("DELETE FROM metrics WHERE run_id = ? AND key = 'val_loss'", (rid,))
+                h.execute("UPDATE summary SET value = ? WHERE run_id = ? AND key = 'val_loss'", (at[2000], rid))
+                for step, v in list(at.items()) + [(1600, at[1400])]:
+                    h.execute("INSERT INTO metrics VALUES (?, ?, 'val_loss', '', ?)", (rid, step, v))
+        h.commit()
+        h.close()
+        text = S.sparse_text(Db(p))
+        row = [x for x in text.split('\n') if x.startswith('| t512_topk | dense-G1 |')][0]
+        check('| −0.0400 [−0.040, −0.040] (0) | −0.1000 [−0.100, −0.100] |' in row, 'dense-G1: Δ at the end and half-way')
+        check('0.0800 ≥ sd 0.0100: falling |' in text, 'dense falls 0.08 over its last quarter: falling')
+        check('0.0000 < sd 0.0100: flat |' in row, 'dense-G1 rose at the end, read at its minimum: flat')
+
+
 def test_remedy_sentences():
     """a remedy with no sinks against the gate's 12 of 15 is better on BB sinks (Fisher)"""
     import verdict_remedies as VR
@@ -209,6 +235,7 @@ def main():
     test_words()
     test_db()
     test_sparse_answers()
+    test_sparse_trajectory()
     test_remedy_sentences()
     test_remedy_holm_by_measure_and_skill()
     if FAILS:

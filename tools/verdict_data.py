@@ -82,6 +82,22 @@ class Db:
             return r[0], True
         return fin, False
 
+    def val_curve(self, run):
+        """{step: validation loss} of a run's evaluations"""
+        return dict(self.h.execute("SELECT step, value FROM metrics WHERE run_id = ? AND key = 'val_loss' "
+                                   "AND context = ''", (run,)).fetchall())
+
+    def val_at(self, frac):
+        """a value(run_id) for paired_stat: the validation loss at the evaluation nearest frac of the
+        run's last evaluation step (the earlier of two as near), as evaluated (never at a minimum)"""
+        def value(run):
+            c = self.val_curve(run)
+            if not c:
+                return float('nan'), False
+            last = max(c)
+            return c[min(c, key=lambda k: (abs(k - frac * last), k))], False
+        return value
+
     def max_head(self, run, key):
         r = self.h.execute(
             "SELECT max(value) FROM metrics WHERE run_id = ? AND key = ? AND context LIKE 'layer=%,head=%' AND "

@@ -12,6 +12,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import holm  # noqa: E402
+from toolstats import mean_sd  # noqa: E402
 from verdict_data import Stat, paired_stat, t_interval  # noqa: E402
 from verdict_remedies import ci as remedy_ci, paired_dict  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
@@ -25,7 +26,12 @@ RULE_TEXT = (
     '*How this is made* (`tools/verdict_sparse.py`, from `gated.db`; `make check-results` fails when it '
     'differs). Δ loss: final validation loss (read at the minimum where the curve turned up) minus the '
     'sweep\'s reference row (dense, or MHA), paired by seed, 95% t interval, none from fewer than 3 seeds; '
-    'Holm p within each sweep. At the last evaluation, means over seeds: the sparse − dense loss gap (the '
+    'Holm p within each sweep. *Is it still moving?* One budget was run, so two checks inside the runs: Δ at ½ '
+    'run is the same contrast at the evaluation half-way through (step 1,000 of 2,000), on the same cosine '
+    'schedule (a point on the way, not a run of half the budget), and the answers give it as *half-way*; '
+    'last-¼ drop is results/budget_plan.md\'s flatness rule: the validation loss at the last evaluation at or '
+    'before ¾ of the run (step 1,400) minus the final one, mean over seeds, against the sd of the final losses '
+    'over seeds, **flat** below it, else **falling** (the deltas are then those of a model still learning). At the last evaluation, means over seeds: the sparse − dense loss gap (the '
     'same weights run dense), the indexer\'s recall of the dense attention mass and P(0 ∈ S_t), the share '
     'of selections holding position 0 (`sparse_dense_gap`, `sparse_recall`, `sparse_p0`). Cache: numbers '
     'kept per token and layer at decode (the indexer row adds its key). *Answers*: a difference of '
@@ -56,12 +62,14 @@ def last_mean(db, rows, key):
     return sum(xs) / len(xs) if xs else None
 
 
-def diff_of_diffs(db, sw, a, b, c, d):
-    """per seed (a - b) - (c - d) in final validation loss"""
+def diff_of_diffs(db, sw, a, b, c, d, value=None):
+    """per seed (a - b) - (c - d) in validation loss: value(run_id) -> (loss, at minimum?), by
+    default the final one (db.val_loss)"""
+    value = value or db.val_loss
     rows = [db.row(sw, x) for x in (a, b, c, d)]
     seeds = sorted(set.intersection(*(set(r) for r in rows)))
-    v = [(db.val_loss(rows[0][s].run_id)[0] - db.val_loss(rows[1][s].run_id)[0])
-         - (db.val_loss(rows[2][s].run_id)[0] - db.val_loss(rows[3][s].run_id)[0]) for s in seeds]
+    v = [(value(rows[0][s].run_id)[0] - value(rows[1][s].run_id)[0])
+         - (value(rows[2][s].run_id)[0] - value(rows[3][s].run_id)[0]) for s in seeds]
     iv, p = t_interval(v)
     return Stat(v, 'paired t', set(), None, (), 0, iv, p)
 
@@ -82,9 +90,28 @@ def fmt(x, d=3):
     return '–' if x is None else R.fmt(x, d, False)
 
 
+def flatness(db, rows):
+    """results/budget_plan.md's flatness rule on one row: the mean drop of the validation loss from
+    the last evaluation at or before 3/4 of the run to the end (as read: at the minimum where the
+    curve turned up) against the sd of the final losses over seeds"""
+    drops, fins = [], []
+    for r in rows.values():
+        c, (fin, _) = db.val_curve(r.run_id), db.val_loss(r.run_id)
+        late = [k for k in c if k <= 0.75 * max(c)] if c else []
+        if late and fin is not None:
+            drops.append(c[max(late)] - fin)
+            fins.append(fin)
+    if len(drops) < R.MIN_N:
+        return '–' if not drops else 'n = %d: no sd (%s)' % (len(drops), ', '.join(R.fmt(x, 4, False) for x in drops))
+    drop, sd = sum(drops) / len(drops), mean_sd(fins)[1]
+    return '%s %s sd %s: %s' % (R.fmt(drop, 4, False), '<' if drop < sd else '≥', R.fmt(sd, 4, False),
+                                'flat' if drop < sd else 'falling')
+
+
 def sparse_text(db):
-    lines = ['| sweep | row | seeds | Δ loss vs ref. [CI] (Holm p) | sparse − dense gap | recall | P(0 ∈ S) | '
-             'cache / token / layer | params |', '|---|---|--:|--:|--:|--:|--:|--:|--:|']
+    lines = ['| sweep | row | seeds | Δ loss vs ref. [CI] (Holm p) | Δ at ½ run | last-¼ drop | sparse − dense gap | '
+             'recall | P(0 ∈ S) | cache / token / layer | params |', '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
+    half = db.val_at(0.5)
     for sw, ref, labels in SWEEPS:
         stats = {lab: paired_stat(db, (sw, lab), (sw, ref), db.val_loss) for lab in labels if lab != ref}
         ps = [(lab, st.p) for lab, st in stats.items() if st.p is not None]
@@ -96,12 +123,15 @@ def sparse_text(db):
             cache = cfg_cache(cfgs[0]) if cfgs else None
             params = last_params(db, rows)
             d = 'ref.' if lab == ref else ci(stats[lab]) + (' (%.2g)' % adj[lab] if lab in adj else '')
-            lines.append('| %s | %s | %d | %s | %s | %s | %s | %s | %s |' % (
-                sw[0], lab, len(rows), d, fmt(last_mean(db, rows, 'sparse_dense_gap'), 4),
+            dh = 'ref.' if lab == ref else ci(paired_stat(db, (sw, lab), (sw, ref), half))
+            lines.append('| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                sw[0], lab, len(rows), d, dh, flatness(db, rows), fmt(last_mean(db, rows, 'sparse_dense_gap'), 4),
                 fmt(last_mean(db, rows, 'sparse_recall')), fmt(last_mean(db, rows, 'sparse_p0')),
                 '–' if cache is None else cache, '–' if params is None else '%d' % params))
     gap64 = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense')
     gap32 = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense')
+    gap64h = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense', half)
+    gap32h = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense', half)
     p0 = paired_last(db, TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
     mla = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), db.val_loss)
     match = ('**unresolved (n = %d)**' % mla.n if mla.n < R.MIN_N or mla.lo is None else
@@ -110,14 +140,19 @@ def sparse_text(db):
     g_mla = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_loss)
     g_mha = paired_stat(db, (MLA, 'MHA-G1'), (MLA, 'MHA'), db.val_loss)
     g_dd = diff_of_diffs(db, MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA')
+    mlah = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), half)
+    g_mlah = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), half)
+    g_ddh = diff_of_diffs(db, MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA', half)
     qs = [
-        '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s; '
-        'top-32: %s, %s.' % (answer(gap64, -1), ci(gap64), answer(gap32, -1), ci(gap32)),
+        '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s '
+        '(half-way: %s); top-32: %s, %s (half-way: %s).' % (answer(gap64, -1), ci(gap64), ci(gap64h),
+                                                             answer(gap32, -1), ci(gap32), ci(gap32h)),
         '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0, 3)),
-        '- *Does MLA match MHA at a fraction of the cache?* %s: MLA − MHA = %s.' % (match, ci(mla)),
-        '- *Does G1\'s gain survive on MLA?* %s: MLA G1 − MLA = %s; on this sweep\'s MHA, MHA G1 − MHA = %s; '
-        'is it smaller on MLA? %s: (MLA G1 − MLA) − (MHA G1 − MHA) = %s.' % (
-            answer(g_mla, -1), ci(g_mla), ci(g_mha), answer(g_dd, 1), ci(g_dd)),
+        '- *Does MLA match MHA at a fraction of the cache?* %s: MLA − MHA = %s (half-way: %s).' % (
+            match, ci(mla), ci(mlah)),
+        '- *Does G1\'s gain survive on MLA?* %s: MLA G1 − MLA = %s (half-way: %s); on this sweep\'s MHA, '
+        'MHA G1 − MHA = %s; is it smaller on MLA? %s: (MLA G1 − MLA) − (MHA G1 − MHA) = %s (half-way: %s).' % (
+            answer(g_mla, -1), ci(g_mla), ci(g_mlah), ci(g_mha), answer(g_dd, 1), ci(g_dd), ci(g_ddh)),
     ]
     return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
 
