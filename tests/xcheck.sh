@@ -73,6 +73,14 @@ EVAL_CASES=(
 )
 echo "== ${#EVAL_CASES[@]} evaluation cases (quantized / heads dropped, forward only)"
 
+# The front page states both counts; a new variant row must not leave them stale.
+ndoc=0
+want="for ${#CASES[@]} cases generated from the variant tables, plus ${#EVAL_CASES[@]} evaluation cases"
+if ! tr '\n' ' ' <README.md | tr -s ' ' | grep -qF "$want"; then
+    echo "xcheck: README.md does not say '$want' (update its Gradients line)" >&2
+    ndoc=1
+fi
+
 labels=()
 worsts=()
 measures=()
@@ -135,8 +143,8 @@ for i in "${!labels[@]}"; do
     printf '%-60s %-14s %-15s %s\n' "${labels[$i]}" "${worsts[$i]}" "${measures[$i]}" "${results[$i]}"
 done
 echo
-if [ "$nfail" -ne 0 ]; then
-    echo "xcheck: $nfail of ${#labels[@]} cases FAILED"
+if [ "$nfail" -ne 0 ] || [ "$ndoc" -ne 0 ]; then
+    echo "xcheck: $nfail of ${#labels[@]} cases FAILED$([ "$ndoc" -eq 0 ] || echo "; README.md's case counts are stale")"
     exit 1
 fi
 echo "xcheck: all ${#labels[@]} cases OK"
