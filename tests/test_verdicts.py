@@ -111,6 +111,45 @@ def add_runs(path, runs):
     h.close()
 
 
+def test_size_twins():
+    """a size trend whose d128 runs ran on another kernel than the d192 ones reads the d128 side
+    from those runs' kernel twins on the d192 kernel (same run ids, a database of their own), once
+    3 seeds have them; with 2 it keeps the committed runs, across kernels"""
+    from verdict_rows import size_sides
+    with tempfile.TemporaryDirectory() as d:
+        p, tp = os.path.join(d, 't.db'), os.path.join(d, 'twins.db')
+        runs = [('budget_d192_9M', lab, s, v + 0.001 * s, {}, '{}') for s in (1, 2, 3)
+                for lab, v in (('G1-elementwise', 1.30), ('G1-tanh', 1.30))]
+        std = [('standard_mech', lab, s, v + 0.001 * s, {}, '{}') for s in (1, 2, 3)
+               for lab, v in (('G1-elementwise', 1.40), ('G1-tanh', 1.37))]
+        for path, rs in ((p, runs + std), (tp, std)):
+            make_db(path)
+            add_runs(path, rs)
+        h = sqlite3.connect(p)
+        h.execute("UPDATE runs SET openblas_version = ' SkylakeX ' WHERE run_id LIKE 'standard_mech-%'")
+        h.commit()
+        h.close()
+        h = sqlite3.connect(tp)  # the twins, on Haswell: tanh - sigmoid -0.02 (committed: -0.03)
+        for t in ('summary', 'metrics'):
+            h.execute("UPDATE %s SET value = value + 0.01 WHERE run_id LIKE 'standard_mech-G1-tanh-%%' "
+                      "AND key = 'val_loss'" % t)
+        h.commit()
+        h.close()
+        small, big, name = size_sides(Db(p), Db(tp), ('standard_mech',), 'G1-tanh', 'G1-elementwise',
+                                      ('budget_d192_9M',), None)
+        check(small.n == 3 and abs(small.mean + 0.02) < 1e-9 and small.ka == {'Haswell'},
+              'd128 side from the Haswell twins: -0.02, 3 seeds (got %r, %d)' % (small.mean, small.n))
+        check('Haswell twins' in name and abs(big.mean) < 1e-9, 'named as the twins; d192 side 0')
+        h = sqlite3.connect(tp)
+        h.execute("UPDATE runs SET status = 'killed' WHERE run_id = 'standard_mech-G1-tanh-3'")
+        h.commit()
+        h.close()
+        small, _, name = size_sides(Db(p), Db(tp), ('standard_mech',), 'G1-tanh', 'G1-elementwise',
+                                    ('budget_d192_9M',), None)
+        check(abs(small.mean + 0.03) < 1e-9 and small.ka == {'SkylakeX'} and 'twins' not in name,
+              '2 twin seeds: the committed d128 runs, across kernels')
+
+
 def test_sparse_answers():
     """the issue-37 questions are answered by rule from made-up runs built to say yes / no"""
     import verdict_sparse as S
@@ -234,6 +273,7 @@ def test_remedy_holm_by_measure_and_skill():
 def main():
     test_words()
     test_db()
+    test_size_twins()
     test_sparse_answers()
     test_sparse_trajectory()
     test_remedy_sentences()

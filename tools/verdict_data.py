@@ -59,6 +59,12 @@ class Db:
             self._rows[key] = out
         return self._rows[key]
 
+    def run(self, run_id):
+        """one run by id (a Run, seed and all), or None"""
+        r = self.h.execute("SELECT seed, openblas_version, code_version, status, threads, diverged_step FROM runs "
+                           "WHERE run_id = ?", (run_id,)).fetchone()
+        return Run(run_id, r[0], kernel_of(r[1]), (r[2] or '')[:7], r[3], r[4], r[5]) if r else None
+
     def has_sweep(self, sweep):
         return self.h.execute("SELECT 1 FROM sweep_runs WHERE sweep = ? LIMIT 1", (sweep,)).fetchone() is not None
 

@@ -10,6 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verdict_data import Stat, binom_interval, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
+from verdict_rules import MIN_N  # noqa: E402
 
 SM = ('standard_mech', 'standard')  # the 6-seed mechanism rows, then the standard profile's 3
 ST = ('standard',)
@@ -26,6 +27,41 @@ def loss(sweeps, row, ref):
         return paired_stat(db, (sweeps, row), (sweeps, ref), db.val_loss)
     f.spec = (sweeps, row, ref)
     return f
+
+
+def twin_loss(db, twin_db, sweeps, row, ref, kernels):
+    """loss(sweeps, row, ref) re-read from the kernel twins of the very runs it pairs (twin_db:
+    results/twins/, the same run ids re-made on another OpenBLAS kernel), over the seeds whose two
+    twins finished on one of kernels"""
+    ra, rb = db.row(sweeps, row), db.row(sweeps, ref)
+    d, at_min, ka, kb, codes = [], 0, set(), set(), []
+    for s in sorted(set(ra) & set(rb)):
+        ta, tb = twin_db.run(ra[s].run_id), twin_db.run(rb[s].run_id)
+        if not ta or not tb or {ta.status, tb.status} != {'finished'} or not {ta.kernel, tb.kernel} <= kernels:
+            continue
+        (x, mx), (y, my) = twin_db.val_loss(ta.run_id), twin_db.val_loss(tb.run_id)
+        d.append(x - y)
+        at_min += mx + my
+        ka.add(ta.kernel), kb.add(tb.kernel), codes.extend((ta.code, tb.code))
+    iv, p = t_interval(d)
+    return Stat(d, 'paired t', ka, kb, codes, at_min, iv, p)
+
+
+def size_sides(db, twin_db, head_sweeps, row, ref, sweeps, partner):
+    """(d128 side, d192 side, the d128 side's name) of a size trend: the d192 contrast of sweeps
+    against the same contrast at d128 (the part's own sweeps at 4.1M, or the partner sweep); where
+    the d128 runs ran on another kernel than the d192 ones (one kernel) and their kernel twins hold
+    at least MIN_N seeds on the d192 kernel, the twins' contrast: both sizes on one kernel"""
+    big = loss(sweeps, row, ref)(db)
+    home = head_sweeps if partner is None else partner
+    small = loss(home, row, ref)(db)
+    name = 'd128 4.1M' if partner is None else 'd128 8.2M'
+    kbig = big.ka | (big.kb or set())
+    if twin_db is not None and len(kbig) == 1 and small.ka | (small.kb or set()) != kbig:
+        tw = twin_loss(db, twin_db, home, row, ref, kbig)
+        if tw.n >= MIN_N:
+            return tw, big, name + ' (its runs\' %s twins)' % next(iter(kbig))
+    return small, big, name
 
 
 def metric_pair(sweeps, row, ref, value):

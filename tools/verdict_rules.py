@@ -107,7 +107,10 @@ minimum*: a run whose validation loss ended above its lowest evaluation (the cur
 any amount) is read at that lowest evaluation, and the cell counts such runs. *Kernels*: where
 two settings of a trend, or the two rows of a budget point, ran on different OpenBLAS kernels, the
 cell says so, with the largest change of a per-seed contrast that the kernel twins measured
-(`results/twins/`, `tools/kernel_effect.py`), which no interval includes.
+(`results/twins/`, `tools/kernel_effect.py`), which no interval includes. A size trend whose d128
+runs ran on another kernel than its d192 runs reads its d128 side from those runs' kernel twins
+(the same run ids re-made on the d192 kernel) wherever at least {min_n} seeds have both twins, and
+names them: both sizes then on one kernel.
 """.format(min_n=MIN_N, gone=GONE, alpha=ALPHA, quick='%gM' % (QUICK_TOKENS / 1e6))
 
 

@@ -11,7 +11,7 @@ import textwrap
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from verdict_data import welch  # noqa: E402
-from verdict_rows import EDGE_CELLS, divergence, loss, sink_rate  # noqa: E402
+from verdict_rows import EDGE_CELLS, SM, divergence, loss, sink_rate, size_sides  # noqa: E402
 
 RESULTS = 'results/README.md'
 
@@ -75,10 +75,13 @@ def front_page(ctx):
     twins = ('the kernel twins, re-made on one kernel, moved a per-seed contrast by up to %s' % R.fmt(ctx.twins, 4, False)
              if ctx.twins is not None else 'the kernel twins were not read')
     w = lambda x: '**%s**' % x  # noqa: E731
-    size = R.trend(g1, loss(('budget_d192_9M',), 'G1-elementwise', 'baseline')(db), welch)[0]
+    size = R.trend(*size_sides(db, ctx.twin_db, SM, 'G1-elementwise', 'baseline', ('budget_d192_9M',), None)[:2],
+                   welch)[0]
     size18 = R.trend(loss(('budget_8M',), 'G1-elementwise', 'baseline')(db),
                      loss(('budget_d192_18M',), 'G1-elementwise', 'baseline')(db), welch)[0]
-    tanh192 = loss(('budget_d192_9M',), 'G1-tanh', 'G1-elementwise')(db)
+    tanh128, tanh192, tname = size_sides(db, ctx.twin_db, SM, 'G1-tanh', 'G1-elementwise', ('budget_d192_9M',), None)
+    tkern = ('%s runs at both sizes: one kernel' % '+'.join(sorted(tanh192.ka))
+             if 'twins' in tname else '%s runs: across kernels' % '+'.join(sorted(tanh192.ka | (tanh192.kb or set()))))
     found = (
         'The verdicts, claim by claim, are one screen at the top of\n'
         '[results/README.md](results/README.md#verdicts-at-a-glance), worded by stated rules from the database\n'
@@ -91,7 +94,7 @@ def front_page(ctx):
         '   has G5 no better than the baseline) at 4.1M ([standard profile](results/README.md#the-standard-profile)).\n'
         '3. **"Sigmoid is the best activation"** is %s at 4.1M: tanh − sigmoid %s (%d seeds), SiLU gate −\n'
         '   sigmoid %s (%d seeds); from 4.1M to 16M the tanh lead %s (%s) and the SiLU gate\'s %s (%s);\n'
-        '   from d128 to d192 the tanh lead %s (%s at 9.0M, %s runs: across kernels).\n'
+        '   from d128 to d192 the tanh lead %s (%s at 9.0M, %s).\n'
         '   The 4.1M tanh and sigmoid runs ran on different OpenBLAS kernels (%s); %s.\n'
         '4. **The attention sink** (%s): on Bigram-Backcopy %d of %d G1 seeds hold a sink at the end, %d of %d\n'
         '   baseline seeds; the gate removes the value drain instead. Brown forms no deep-layer sink at this\n'
@@ -107,8 +110,7 @@ def front_page(ctx):
          w(r3['word']), R.fmt(r3['stats'][1].mean, 4), r3['words'][1], R.fmt(r3['stats'][0].mean, 4), r3['words'][0],
          w(r5['words'][0]), R.fmt(tanh.mean, 4), tanh.n, R.fmt(silu.mean, 4), silu.n,
          R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
-         _ci(silu16), R.verb(R.trend(tanh, tanh192, welch)[0]), _ci(tanh192),
-         '+'.join(sorted(tanh192.ka | (tanh192.kb or set()))), _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
+         _ci(silu16), R.verb(R.trend(tanh128, tanh192, welch)[0]), _ci(tanh192), tkern, _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
     found = rewrap(found)

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
-from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss  # noqa: E402
+from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss, size_sides  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
 from verdict_sparse import sparse_text  # noqa: E402
@@ -63,8 +63,8 @@ def kernels_of(st):
 class Ctx:
     """the database, the twins' measured kernel effect, and each row's computed parts"""
 
-    def __init__(self, db, twins):
-        self.db, self.twins = db, twins
+    def __init__(self, db, twins, twin_db=None):
+        self.db, self.twins, self.twin_db = db, twins, twin_db
         self.rows = {}
         for r in ROWS:
             stats = [p['measure'](db) for p in r['parts']]
@@ -121,18 +121,17 @@ def ci_cell_w(w):
 def size_cell(ctx, head, p):
     """d192 against d128 at the same tokens per parameter: 9.0M against the 4.1M headline, 18.0M
     against budget_8M"""
-    db, row, ref = ctx.db, p['size'][0], p['size'][1]
+    row, ref = p['size'][0], p['size'][1]
     out = []
     for name, sweeps, partner in SIZES:
-        big = loss(sweeps, row, ref)(db)
+        small, big, sname = size_sides(ctx.db, ctx.twin_db, p['measure'].spec[0], row, ref, sweeps, partner)
         if not big.n:
             continue
-        small = head if partner is None else loss(partner, row, ref)(db)
-        sname = 'd128 4.1M' if partner is None else 'd128 8.2M'
         word, w = R.trend(small, big, welch)
         wtxt = (', Welch Δ of Δ %s' % ci_cell_w(w) if w else '') + gone_note(word, big)
-        out.append('**%s** (%s → %s%s): %s against %s%s' % (
-            word, sname, name, wtxt, ci_cell(big, 4), ci_cell(small, 4) if small is not head else R.fmt(small.mean, 4),
+        out.append('**%s** (%s → %s%s): %s (%d seeds) against %s%s' % (
+            word, sname, name, wtxt, ci_cell(big, 4), big.n, R.fmt(small.mean, 4) if partner is None and
+            small.values == head.values else '%s (%d seeds)' % (ci_cell(small, 4), small.n),
             ctx.kernel_note(small, big, sname, name)))
     return 'size ' + '; '.join(out) if out else 'd128 only'
 
@@ -286,7 +285,7 @@ def main(argv):
             print('verdicts: %s: no such database (make results-db makes results/gated.db)' % show(p), file=sys.stderr)
             return 2
     twins = twin_effect(a.db, a.twins) if a.twins else None
-    want = regions(Ctx(Db(a.db), twins))
+    want = regions(Ctx(Db(a.db), twins, Db(a.twins) if a.twins else None))
     pages = {}
     for f in sorted({f for f, _ in want}):
         with open(os.path.join(a.root, f), encoding='utf-8') as h:
