@@ -150,6 +150,39 @@ def test_size_twins():
               '2 twin seeds: the committed d128 runs, across kernels')
 
 
+def test_spikes():
+    """the exact Mann-Whitney test against brute force; spike rates after the warm-up, per 100
+    steps run past it (a run that diverged inside it has none); fewer with G1 is reproduced"""
+    from toolstats import mann_whitney
+    from verdict_rows import spikes
+    check(mann_whitney([1, 2, 3], [4, 5, 6]) == (0.0, 0.1), 'MW 3 vs 3, separated: p 2/20')
+    check(abs(mann_whitney([0, 0, 1, 2], [3, 3, 4, 0])[1] - 0.2) < 1e-12, 'MW with ties: p 0.2 (brute force)')
+    check(mann_whitney([1, 1], [1, 1])[1] == 1.0, 'MW all tied: p 1')
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        cfg = '{"train.warmup": 100, "train.steps": 1000}'
+        add_runs(p, [('lr_edge_long', lab, s, 2.0, {}, cfg) for s in range(1, 6) for lab in ('base', 'g1')])
+        h = sqlite3.connect(p)
+        for s in range(1, 5):  # base: 9 spikes past the warm-up and one inside it; g1: one past it
+            for step in [50] + list(range(200, 200 + 9 * s, s)):
+                h.execute("INSERT INTO metrics VALUES (?, ?, 'spike', '', 0.5)", ('lr_edge_long-base-%d' % s, step))
+            h.execute("INSERT INTO metrics VALUES (?, 500, 'spike', '', 0.5)", ('lr_edge_long-g1-%d' % s,))
+        # seed 5: base diverged at step 550 after 9 spikes (2 per 100 steps), g1 inside the warm-up
+        for step in range(200, 209):
+            h.execute("INSERT INTO metrics VALUES ('lr_edge_long-base-5', ?, 'spike', '', 0.5)", (step,))
+        h.execute("UPDATE runs SET status = 'diverged', diverged_step = 550 WHERE run_id = 'lr_edge_long-base-5'")
+        h.execute("UPDATE runs SET status = 'diverged', diverged_step = 40 WHERE run_id = 'lr_edge_long-g1-5'")
+        h.commit()
+        h.close()
+        st = spikes(('lr_edge_long',), 'g1', 'base')(Db(p))
+        ra, rb = st.rates
+        check(sorted(ra) == [1, 2, 3, 4] and abs(rb[5] - 2.0) < 1e-12 and abs(rb[1] - 1.0) < 1e-12,
+              'rates: g1 seed 5 (diverged in warm-up) has none; base s5 9 / 450 steps, s1 9 / 900 (got %r %r)' % (ra, rb))
+        check(st.n == 4 and st.p is not None and st.p < 0.05 and st.mean < 0, 'fewer spikes with G1, p < 0.05')
+        check(R.verdict(st, ('fewer', None), 2e6) == 'reproduced', 'fewer spikes with G1: reproduced')
+
+
 def test_sparse_answers():
     """the issue-37 questions are answered by rule from made-up runs built to say yes / no"""
     import verdict_sparse as S
@@ -274,6 +307,7 @@ def main():
     test_words()
     test_db()
     test_size_twins()
+    test_spikes()
     test_sparse_answers()
     test_sparse_trajectory()
     test_remedy_sentences()

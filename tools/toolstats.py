@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # toolstats.py -- the small statistics the tools/ scripts share (no scipy): Student t tail and
-# quantile, the paired t-test, Holm's adjustment, Fisher's exact test, and `show` for printing
+# quantile, the paired t-test, Holm's adjustment, Fisher's exact test, the exact Mann-Whitney test,
+# and `show` for printing
 # text that came from a database (labels, run names) with control characters escaped, `mean_sd`,
 # and `db_uri` / `connect_ro` for opening a database whatever characters its path holds.
 # The report's own statistics are core/lab/stats.c; these follow the same definitions, and
@@ -46,6 +47,37 @@ def t_sf(t, df):
     x = df / (df + t * t)
     p = 0.5 * ibeta(df / 2, 0.5, x)
     return p if t >= 0 else 1 - p
+
+
+def mann_whitney(x, y):
+    """two-sided Mann-Whitney (Wilcoxon rank-sum) test, exact: the permutation distribution of
+    x's rank sum (mid-ranks for ties, so conditional on them) over every choice of len(x) of the
+    pooled values; (U of x, p). None where a side is empty."""
+    n1, n = len(x), len(x) + len(y)
+    if not x or not y:
+        return None
+    pooled = sorted(list(x) + list(y))
+    rank2 = {}  # twice the mid-rank of each value: integers
+    i = 0
+    while i < n:
+        j = i
+        while j < n and pooled[j] == pooled[i]:
+            j += 1
+        rank2[pooled[i]] = i + j + 1  # 2 * ((i + 1) + j) / 2
+        i = j
+    r2 = [rank2[v] for v in pooled]
+    ways = [dict() for _ in range(n1 + 1)]  # ways[k][s]: subsets of k items with doubled rank sum s
+    ways[0][0] = 1
+    for r in r2:
+        for k in range(min(n1, n) - 1, -1, -1):
+            for s_, c in ways[k].items():
+                ways[k + 1][s_ + r] = ways[k + 1].get(s_ + r, 0) + c
+    obs = sum(rank2[v] for v in x)
+    mid = n1 * (n + 1)  # twice the mean rank sum
+    dev = abs(obs - mid)
+    total = sum(ways[n1].values())
+    p = sum(c for s_, c in ways[n1].items() if abs(s_ - mid) >= dev) / total
+    return obs / 2 - n1 * (n1 + 1) / 2, min(1.0, p)
 
 
 def t_q(p, df):

@@ -10,6 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verdict_data import Stat, binom_interval, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
+from toolstats import mann_whitney  # noqa: E402
 from verdict_rules import MIN_N  # noqa: E402
 
 SM = ('standard_mech', 'standard')  # the 6-seed mechanism rows, then the standard profile's 3
@@ -130,6 +131,40 @@ def divergence(sweeps, row, ref):
     return f
 
 
+def spike_rates(db, sweeps, label):
+    """{seed: loss spikes per 100 steps after the warm-up} of a row's finished and diverged runs
+    (metric `spike` at steps past train.warmup, over the steps run past it: to train.steps, or to
+    the divergence); a run that diverged inside its warm-up has no such steps and no rate"""
+    out = {}
+    for seed, r in db.row(sweeps, label, None).items():
+        if r.status not in ('finished', 'diverged'):
+            continue
+        wu, steps = db.all("SELECT json_extract(config_json, '$.\"train.warmup\"'), json_extract(config_json, "
+                           "'$.\"train.steps\"') FROM runs WHERE run_id = ?", (r.run_id,))[0]
+        end = r.diverged_step if r.status == 'diverged' else steps
+        if wu is None or end is None or end <= wu:
+            continue
+        k = db.scalar("SELECT count(*) FROM metrics WHERE run_id = ? AND key = 'spike' AND context = '' AND step > ?",
+                      (r.run_id, wu))
+        out[seed] = 100.0 * k / (end - wu)
+    return out
+
+
+def spikes(sweeps, row, ref):
+    """loss spikes per 100 steps after the warm-up, row against ref: mean(row) - mean(ref), the
+    exact Mann-Whitney p; .rates holds both sides"""
+    def f(db):
+        ra, rb = spike_rates(db, sweeps, row), spike_rates(db, sweeps, ref)
+        mw = mann_whitney(list(ra.values()), list(rb.values()))
+        m = sum(ra.values()) / len(ra) - sum(rb.values()) / len(rb) if ra and rb else None
+        runs = list(db.row(sweeps, row, None).values()) + list(db.row(sweeps, ref, None).values())
+        st = Stat([] if m is None else [m], 'Mann-Whitney', {r.kernel for r in runs}, None, [r.code for r in runs],
+                  0, None, mw[1] if mw else None)
+        st.n, st.rates = min(len(ra), len(rb)), (ra, rb)
+        return st
+    return f
+
+
 def quant_dppl(scheme, length=128):
     def v(db, run):
         f = db.last(run, 'infer_ppl', 'split=val,len=%d,quant=float' % length)
@@ -218,7 +253,9 @@ ROWS = [
               divergence(('lr_edge_warm', 'lr_edge_power_warm'), 'G1-matched-lr7.0e-1', 'baseline-lr7.0e-1'),
               ('fewer', None)),
          part('diverged at lr 0.5, warm-up 100, 1,000 steps, G1 − base',
-              divergence(('lr_edge_long',), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None))],
+              divergence(('lr_edge_long',), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None)),
+         part('loss spikes after warm-up at lr 0.5, warm-up 100, 1,000 steps, G1 − base',
+              spikes(('lr_edge_long',), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None))],
         edge=True),
     row(15, '(follow-up) The gate eases int8', AT4, '4.1M', 4.1e6,
         [part('ΔPPL% W8A8, G1 − baseline', metric_pair(ST, 'G1-elementwise', 'baseline', quant_dppl('w8-a8tensor')),

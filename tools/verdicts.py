@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
-from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss, size_sides  # noqa: E402
+from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss, size_sides, spikes  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
 from verdict_sparse import sparse_text  # noqa: E402
@@ -144,7 +144,7 @@ def edge_cell(ctx):
             continue
         st = divergence(sweeps, g1, base)(db)
         kg, ng, kb, nb = st.count
-        sp = spikes(db, sweeps, base, g1)
+        sp = spike_text(db, sweeps, base, g1)
         out.append('%s: diverged baseline %d/%d, G1 %d/%d (Fisher p %s)%s' % (
             what, kb, nb, kg, ng, pfmt(st.p), sp))
     return 'edge: ' + '; '.join(out)
@@ -154,16 +154,15 @@ def pfmt(p):
     return '–' if p is None else '%.2f' % p if p >= 0.01 else '%.1g' % p
 
 
-def spikes(db, sweeps, base, g1):
-    """mean loss spikes per finished run (summary `spikes`), where the runs record them"""
-    def per(label):
-        xs = [db.summary(r.run_id, 'spikes') for r in db.row(sweeps, label).values()]
-        xs = [x for x in xs if x is not None]
-        return (sum(xs) / len(xs), len(xs)) if xs else None
-    a, b = per(base), per(g1)
-    if not a or not b:
+def spike_text(db, sweeps, base, g1):
+    """loss spikes per 100 steps after the warm-up, each row's mean (runs with such steps), and
+    the exact Mann-Whitney p"""
+    st = spikes(sweeps, g1, base)(db)
+    ra, rb = st.rates
+    if not ra or not rb:
         return ''
-    return '; spikes per finished run %.1f (%d) vs %.1f (%d)' % (a[0], a[1], b[0], b[1])
+    return '; spikes per 100 steps after warm-up %.2f (%d) vs %.2f (%d) (Mann-Whitney p %s)' % (
+        sum(rb.values()) / len(rb), len(rb), sum(ra.values()) / len(ra), len(ra), pfmt(st.p))
 
 
 def trend_cell(ctx, r):
