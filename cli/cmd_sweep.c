@@ -75,6 +75,8 @@
  * histogram row of those steps is bitwise equal to the stored one
  * (store_attest_compare) an attestation is recorded and the run is kept,
  * else the first difference is printed and the run is rerun as before.
+ * A verification holds the run's claim while it lasts, so a second sweep
+ * verifying the same database leaves that run alone.
  *
  * --dry-run prints each selected run (index, stored status, what a real
  * sweep would do, run id, name, overrides) and writes nothing; with

@@ -32,12 +32,15 @@ static int remove_entry(const char *path, const struct stat *sb, int type, struc
     return 0;
 }
 
-/* Wait for the verification child pid, forwarding a stop signal to it once
+/* Wait for the verification child pid (the sweep's only child while it
+ * verifies), refreshing the sweep's claims meanwhile (the run's, so that
+ * no other sweep verifies it too) and forwarding a stop signal to it once
  * (it checkpoints and ends as killed).  0 with *ws, or -1. */
-static int wait_verify(pid_t pid, int *ws) {
+static int wait_verify(SweepCtx *x, pid_t pid, int *ws) {
     int forwarded = 0;
+    double last = util_now();
     for (;;) {
-        pid_t r = waitpid(pid, ws, 0);
+        pid_t r = wait_child(ws, x->st, x->owner, &last, forwarded);
         if (r == pid)
             return 0;
         if (r < 0 && errno == EINTR) {
@@ -45,6 +48,8 @@ static int wait_verify(pid_t pid, int *ws) {
                 kill(pid, SIGTERM), forwarded = 1;
             continue;
         }
+        if (r > 0)
+            continue; /* not ours (none is expected) */
         fprintf(stderr, "gated sweep: waitpid: %s\n", strerror(errno));
         return -1;
     }
@@ -208,7 +213,7 @@ static void verify_job(SweepCtx *x, Job *j) {
     int ws;
     double t0 = util_now();
     if (spawn_train(r, x->sw, vdb, x->o->data, vck, extra, kenv ? kenv : x->venvp, log, &pid) ||
-        wait_verify(pid, &ws)) {
+        wait_verify(x, pid, &ws)) {
         snprintf(why, sizeof why, "gated train could not be run");
         goto out;
     }
@@ -258,6 +263,37 @@ out:
     free(kown);
 }
 
+/* End this sweep's claim on job j's run (a finished run: the row is not
+ * touched). */
+static void verify_release(SweepCtx *x, Job *j) {
+    if (store_run_release(x->st, j->run->run_id, x->owner, "killed", "its sweep ended while verifying it") < 0)
+        fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(x->st));
+}
+
+/* Claim job j's run for its verification, as a run is claimed before it
+ * runs (cmd_sweep.c, launch_job), so that two sweeps verifying one database
+ * re-execute each run once: 1 claimed (verify it, then release the claim),
+ * 0 not: another process holds it (verifying or running it), or what is
+ * stored now needs no verification (the job is planned again after). */
+static int verify_claim(SweepCtx *x, Job *j) {
+    char seen[16];
+    ClaimCtx cc = {j, x->code, x->o, x->t0};
+    int c = store_run_claim(x->st, j->run->run_id, x->owner, claim_decide, &cc, seen, sizeof seen);
+    if (c < 0) {
+        fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(x->st));
+        return 0;
+    }
+    if (c == STORE_CLAIMED && j->verify)
+        return 1;
+    if (c == STORE_CLAIMED)
+        verify_release(x, j); /* no longer a verification: planned again, claimed again at launch */
+    else if (c == STORE_CLAIM_LIVE)
+        printf("verify %s (index %d): not now, claimed by another process (verifying or running it)\n", j->run->name,
+               j->run->index);
+    fflush(stdout);
+    return 0;
+}
+
 /* --verify-code: each job planned for verification (a result of other
  * code or flags, without an attestation for this build) is verified, one
  * at a time with every core, then planned again: kept when attested, else
@@ -282,7 +318,10 @@ int sweep_verify(SweepCtx *x) {
     for (int i = 0; i < x->n; i++) {
         Job *j = &x->jobs[i];
         if (j->verify && !stop_requested) {
-            verify_job(x, j);
+            if (verify_claim(x, j)) {
+                verify_job(x, j);
+                verify_release(x, j);
+            }
             j->verified = 1;
             plan(j, x->st, x->code, x->o, x->t0);
         }

@@ -5,7 +5,8 @@
  * git answer and with a scratch git repository); --verify-code keeps a
  * result that re-executes bitwise equal (and its checkpoint when the whole
  * run was re-executed), reruns one an ulp off or missing a row, and does
- * not re-execute a run of another OpenBLAS build.  Helpers: sweep_fx.c.
+ * not re-execute a run of another OpenBLAS build, nor one that another
+ * process has claimed.  Helpers: sweep_fx.c.
  */
 #include <criterion/criterion.h>
 
@@ -393,5 +394,52 @@ Test(sweep, verify_code_does_not_re_execute_a_run_of_another_openblas_build, .ti
     snprintf(cmd, sizeof cmd, "cd '%s' && ls logs", t.dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert_null(strstr(out, "vc-a-s1.verify.log"), "it was re-executed: %s", out);
+    tmp_rm(&t);
+}
+
+/* A run that another process has claimed (here this test, alive, as a
+ * second sweep verifying the same database would) is neither verified nor
+ * rerun: two sweeps given one run to verify re-execute it once.  Once the
+ * claim is gone the next --verify-code verifies it. */
+Test(sweep, verify_code_leaves_a_run_claimed_by_another_process, .timeout = 120) {
+    const char *bin = sweep_gated_bin();
+    Tmp t;
+    tmp_dir(&t);
+    char path[128], out[16384], db[160], cmd[512], tok[300];
+    write_file(&t, "v.yaml", VERIFY_SWEEP, path);
+    snprintf(db, sizeof db, "%s/r.db", t.dir);
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db", out, sizeof out), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
+    db_exec(db, cmd);
+    store_owner_token(tok, sizeof tok);
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h,
+                                    "INSERT INTO run_claims SELECT run_id, ?1, (julianday('now') - 2440587.5) * 86400"
+                                    " FROM runs WHERE name = 'vc-a-s1'",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_text(st, 1, tok, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+    cr_assert_eq(sqlite3_changes(h), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+
+    int rc = gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out);
+    cr_assert_not_null(strstr(out, "verify vc-a-s1 (index 0): not now, claimed by another process"), "%s", out);
+    cr_assert_not_null(strstr(out, "skip vc-a-s1 (index 0): running elsewhere"), "%s", out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s2 (index 1): 2 steps, "), "%s", out);
+    cr_assert_eq(db_int(db, "SELECT count(*) FROM code_attest"), 1, "%s", out);
+    snprintf(cmd, sizeof cmd, "SELECT count(*) FROM runs WHERE code_version = '%s'", OTHER_CODE);
+    cr_assert_eq(db_int(db, cmd), 2, "a run was rerun: %s", out);
+    cr_assert_eq(db_int(db, "SELECT count(*) FROM run_claims"), 1, "the other process's claim was touched: %s", out);
+    cr_assert_neq(rc, 0, "a run left to another process: not everything done here: %s", out);
+
+    db_exec(db, "DELETE FROM run_claims");
+    cr_assert_eq(gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "verified vc-a-s1 (index 0): 2 steps, "), "%s", out);
+    cr_assert_eq(db_int(db, "SELECT count(*) FROM code_attest"), 2, "%s", out);
+    cr_assert_eq(db_int(db, "SELECT count(*) FROM run_claims"), 0, "a claim was left behind: %s", out);
     tmp_rm(&t);
 }
