@@ -177,7 +177,7 @@ Test(store, a_claim_of_an_exited_process_is_not_live) {
     snprintf(dead[1], sizeof dead[1], "%s:%ld:%lld", host, (long)child, start);   /* gone */
     snprintf(dead[2], sizeof dead[2], "%s:%ld:1", host, me);                       /* this pid, another start */
     for (int k = 0; k < 3; k++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "d%d", k);
         cr_assert_eq(store_run_claim(s, id, dead[k], NULL, NULL, st, sizeof st), STORE_CLAIMED);
         cr_assert_eq(store_run_begin(s, id, "one", "{}", 1, 1, &p, NULL), 0, "%s", store_errmsg(s));
