@@ -210,6 +210,10 @@ def test_sparse_answers():
         check('survive on MLA?* **yes**' in text, "G1's gain on MLA: yes")
         check('smaller on MLA? **no**' in text, "G1's gain on MLA larger than on MHA: smaller? no")
         check('| t512_mla | MLA | 3 |' in text and '| 80 |' in text, 'MLA row: 3 seeds, 80 numbers cached')
+        from verdict_rows import ROWS  # the verdict table's rows 18-20 read the same contrasts
+        words = [R.verdict(r['parts'][0]['measure'](Db(p)), r['parts'][0]['expect'], r['tokens'])
+                 for r in ROWS if r['n'] in (18, 19, 20)]
+        check(words == ['reproduced'] * 3, 'rows 18-20: reproduced (got %r)' % words)
 
 
 def test_sparse_trajectory():

@@ -182,5 +182,12 @@ def paired_stat(db, a, b, value):
                 [ra[s].code for s in seeds] + [rb[s].code for s in seeds], at_min, iv, p)
 
 
+def paired_dict(a, b, ka=(), kb=None):
+    """per-seed differences a - b ({seed: value}), where both have a value; ka, kb: the kernels"""
+    d = [a[s] - b[s] for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
+    iv, p = t_interval(d)
+    return Stat(d, 'paired t', set(ka), kb, (), 0, iv, p)
+
+
 def fisher_counts(k1, n1, k2, n2):
     return fisher(k1, n1 - k1, k2, n2 - k2)

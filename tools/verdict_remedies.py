@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import holm  # noqa: E402
-from verdict_data import Stat, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
+from verdict_data import fisher_counts, paired_dict, paired_stat, welch  # noqa: E402
 from verdict_rows import quant_dppl  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
 
@@ -165,13 +165,6 @@ def measures(db, label):
     m['w8'] = {r.seed: w8(r.run_id) for r in db.row(BROWN, label).values()}
     m['params'] = [db.summary(r.run_id, 'params') for r in db.row(BROWN, label).values()]
     return m
-
-
-def paired_dict(a, b):
-    """per-seed differences a - b ({seed: value}), where both have a value"""
-    d = [a[s] - b[s] for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
-    iv, p = t_interval(d)
-    return Stat(d, 'paired t', set(), None, (), 0, iv, p)
 
 
 def gate_tests(row, g1, edge_row, edge_g1):

@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verdict_data import Stat, binom_interval, fisher_counts, paired_stat, t_interval, welch  # noqa: E402
+from verdict_data import Stat, binom_interval, fisher_counts, paired_dict, paired_stat, t_interval, welch  # noqa: E402
 from toolstats import mann_whitney  # noqa: E402
 from verdict_rules import MIN_N  # noqa: E402
 
@@ -63,6 +63,37 @@ def size_sides(db, twin_db, head_sweeps, row, ref, sweeps, partner):
         if tw.n >= MIN_N:
             return tw, big, name + ' (its runs\' %s twins)' % next(iter(kbig))
     return small, big, name
+
+
+def loss_dd(sweeps, a, b, c, d, value=None):
+    """per seed (a - b) - (c - d) in validation loss, paired t: a difference of contrasts (e.g. what
+    G1 does to the sparse - dense gap); value(db) -> value(run_id) -> (loss, at minimum?), by
+    default the final one (db.val_loss)"""
+    def f(db):
+        val = value(db) if value else db.val_loss
+        rows = [db.row(sweeps, x) for x in (a, b, c, d)]
+        seeds = sorted(set.intersection(*(set(r) for r in rows)))
+        v = [(val(rows[0][s].run_id)[0] - val(rows[1][s].run_id)[0])
+             - (val(rows[2][s].run_id)[0] - val(rows[3][s].run_id)[0]) for s in seeds]
+        iv, p = t_interval(v)
+        return Stat(v, 'paired t', {rows[i][s].kernel for s in seeds for i in (0, 2)},
+                    {rows[i][s].kernel for s in seeds for i in (1, 3)},
+                    [rows[i][s].code for s in seeds for i in range(4)], 0, iv, p)
+    return f
+
+
+def last_pair(sweeps, a, b, key):
+    """per seed: metric key's last value, row a - row b, over the seeds where both have it"""
+    def f(db):
+        ra, rb = db.row(sweeps, a), db.row(sweeps, b)
+        return paired_dict({sd: db.last(r.run_id, key) for sd, r in ra.items()},
+                           {sd: db.last(r.run_id, key) for sd, r in rb.items()},
+                           {r.kernel for r in ra.values()}, {r.kernel for r in rb.values()})
+    return f
+
+
+def at_half(db):
+    return db.val_at(0.5)
 
 
 def metric_pair(sweeps, row, ref, value):
@@ -196,16 +227,19 @@ def m_act(db, run):
     return db.last(run, 'm_act')
 
 
-def part(name, measure, expect, digits=4, budget=None, size=None):
+def part(name, measure, expect, digits=4, budget=None, size=None, half=None):
     """one contrast of a row: its name (the contrast cell), the measure, the paper's direction,
-    the digits of its mean; budget / size: (row, ref) whose trend over BUDGETS / SIZES is read"""
-    return dict(name=name, measure=measure, expect=expect, digits=digits, budget=budget, size=size)
+    the digits of its mean; budget / size: (row, ref) whose trend over BUDGETS / SIZES is read;
+    half: the same measure half-way through the runs (a row of one budget)"""
+    return dict(name=name, measure=measure, expect=expect, digits=digits, budget=budget, size=size, half=half)
 
 
 def row(n, claim, link, budget, tokens, parts, note='', edge=False):
     return dict(n=n, claim=claim, link=link, budget=budget, tokens=tokens, parts=parts, note=note, edge=edge)
 
 
+SPARSE = '#top-k-sparse-attention-and-latent-kv-issue-37'
+TOPK, MLA = ('t512_topk',), ('t512_mla',)
 MECH = '#mechanism-contrasts-at-the-standard-budget'
 STD = '#the-standard-profile'
 MATRIX = '#the-ablation-matrix'
@@ -266,6 +300,14 @@ ROWS = [
     row(17, 'Long context: gated extrapolates better after YaRN', '#long-context-issue-6', '410k', 410e3,
         [part('16×/1× PPL, G1 − baseline, YaRN', metric_pair(('long_context',), 'G1-elementwise', 'baseline', yarn_ratio),
               -1, 3)]),
+    row(18, '(follow-up, top-k) G1 shrinks the sparse − dense gap', SPARSE, '4.1M, T 512', 4.1e6,
+        [part('(top-64 G1 − dense G1) − (top-64 − dense)', loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense'),
+              -1, half=loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense', at_half))]),
+    row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0'), -1, 3)]),
+    row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
+        [part('MLA G1 − MLA', loss(MLA, 'MLA-G1', 'MLA'), -1,
+              half=lambda db: paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_at(0.5)))]),
 ]
 
 # the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)

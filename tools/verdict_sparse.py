@@ -13,11 +13,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import holm  # noqa: E402
 from toolstats import mean_sd  # noqa: E402
-from verdict_data import Stat, paired_stat, t_interval  # noqa: E402
-from verdict_remedies import ci as remedy_ci, paired_dict  # noqa: E402
+from verdict_data import paired_stat  # noqa: E402
+from verdict_remedies import ci as remedy_ci  # noqa: E402
+from verdict_rows import MLA, TOPK, last_pair, loss_dd  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
 
-TOPK, MLA = ('t512_topk',), ('t512_mla',)
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
                            'window64', 'random64', 'oracle64')),
           (MLA, 'MHA', ('MHA', 'MHA-G1', 'MLA', 'MLA-G1', 'MQA', 'MLA-noR', 'MLA-G1-headwise')))
@@ -63,15 +63,8 @@ def last_mean(db, rows, key):
 
 
 def diff_of_diffs(db, sw, a, b, c, d, value=None):
-    """per seed (a - b) - (c - d) in validation loss: value(run_id) -> (loss, at minimum?), by
-    default the final one (db.val_loss)"""
-    value = value or db.val_loss
-    rows = [db.row(sw, x) for x in (a, b, c, d)]
-    seeds = sorted(set.intersection(*(set(r) for r in rows)))
-    v = [(value(rows[0][s].run_id)[0] - value(rows[1][s].run_id)[0])
-         - (value(rows[2][s].run_id)[0] - value(rows[3][s].run_id)[0]) for s in seeds]
-    iv, p = t_interval(v)
-    return Stat(v, 'paired t', set(), None, (), 0, iv, p)
+    """per seed (a - b) - (c - d) in validation loss (verdict_rows.loss_dd)"""
+    return loss_dd(sw, a, b, c, d, value and (lambda _db: value))(db)
 
 
 def answer(st, want_sign):
@@ -158,9 +151,8 @@ def sparse_text(db):
 
 
 def paired_last(db, sw, a, b, key):
-    """per seed: metric key's last value, row a - row b, over the seeds where both have it"""
-    va = {sd: db.last(r.run_id, key) for sd, r in db.row(sw, a).items()}
-    return paired_dict(va, {sd: db.last(r.run_id, key) for sd, r in db.row(sw, b).items()})
+    """per seed: metric key's last value, row a - row b (verdict_rows.last_pair)"""
+    return last_pair(sw, a, b, key)(db)
 
 
 def last_params(db, rows):

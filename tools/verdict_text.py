@@ -85,7 +85,7 @@ def front_page(ctx):
     found = (
         'The verdicts, claim by claim, are one screen at the top of\n'
         '[results/README.md](results/README.md#verdicts-at-a-glance), worded by stated rules from the database\n'
-        '(`make check-results` regenerates these lines and that table and fails on any difference); in five lines:\n\n'
+        '(`make check-results` regenerates these lines and that table and fails on any difference); in six lines:\n\n'
         '1. **The G1 sigmoid gate lowers the loss** (%s): by %s nats per byte at 4.1M training tokens with\n'
         '   %d seeds; at 0.5M tokens G1 and a fixed ×0.5 scale (the gate\'s starting value) differ by\n'
         '   %s in their 2 seeds (no CI); from 4.1M to 16M tokens the gain %s (%s at 16M, %d seeds),\n'
@@ -105,6 +105,9 @@ def front_page(ctx):
         '   int8 quantization made easier by the gate: %s; headwise gate scores mark skippable heads: %s;\n'
         '   gated models extrapolate better to long contexts: %s\n'
         '   ([at inference](results/README.md#at-inference-issue-17), [LR stress](results/README.md#lr-stress-test-issue-14)).\n'
+        '6. **Beside DeepSeek\'s designs** (T 512, 4.1M tokens): G1 on top-k sparse attention shrinks its\n'
+        '   gap to dense attention: %s; frees the sink\'s share of the k budget (P(0 ∈ S_t)): %s;\n'
+        '   G1\'s gain survives on latent KV (MLA): %s ([designs](results/README.md#top-k-sparse-attention-and-latent-kv-issue-37)).\n'
     ) % (w(r1['word']), R.fmt(abs(g1.mean), 3, False), g1.n, ' and '.join(R.fmt(v, 3) for v in scale05.values),
          R.verb(b1), _ci(g1_16), g1_16.n, R.verb(size), size18,
          w(r3['word']), R.fmt(r3['stats'][1].mean, 4), r3['words'][1], R.fmt(r3['stats'][0].mean, 4), r3['words'][0],
@@ -112,7 +115,8 @@ def front_page(ctx):
          R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
          _ci(silu16), R.verb(R.trend(tanh128, tanh192, welch)[0]), _ci(tanh192), tkern, _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
-         _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']))
+         _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']),
+         *[_word_ci(rows[n]) for n in (18, 19, 20)])
     found = rewrap(found)
     committed = ('The committed results (%d runs) are in `results/db/` as compressed parts:'
                  % db.scalar("SELECT count(*) FROM runs"))
@@ -139,6 +143,12 @@ def _ci(st):
     if st.lo is None or st.n < R.MIN_N:
         return 'n = %d: no CI' % st.n
     return '%s [%s, %s]' % (R.fmt(st.mean, 4), R.fmt(st.lo, 3), R.fmt(st.hi, 3))
+
+
+def _word_ci(row):
+    """a one-contrast row's word, with its value where it has one"""
+    w = '**%s**' % row['word']
+    return w if row['word'].startswith('unresolved') else '%s (%s)' % (w, _ci(row['stats'][0]))
 
 
 def _kern(st):

@@ -173,6 +173,8 @@ def trend_cell(ctx, r):
             bits.append(budget_cell(ctx, st, p))
         if p['size']:
             bits.append(size_cell(ctx, st, p))
+        if p['half']:
+            bits.append('one budget; half-way through the runs (same schedule): %s' % ci_cell(p['half'](ctx.db), 4))
         if bits:
             prefix = p['name'] + ': ' if sum(1 for q in r['parts'] if q['budget'] or q['size']) > 1 else ''
             cells.append(prefix + '; '.join(bits))
