@@ -252,6 +252,7 @@ def plant(pages, f, pattern, repl, what):
 
 def self_test(pages, want):
     bump = lambda m: m.group(1) + str((int(m.group(2)) + 1) % 10)  # noqa: E731
+    bump2 = lambda m: m.group(1) + str(int(m.group(2)) + 1)  # noqa: E731
     plants = [
         ('a number of the table (row 1, Δ)', 'results/README.md', r'(\| G1 − baseline \| [−+]0\.0)(\d)', bump),
         ('a verdict word (row 1)', 'results/README.md', r'\*\*reproduced\*\*', lambda m: '**contradicted**'),
@@ -263,6 +264,9 @@ def self_test(pages, want):
         ('a sink-remedy count (BB sinks)', 'results/README.md', r'(\| softmax1 \|[^\n]*? \| )(\d+)/15',
          lambda m: m.group(1) + str((int(m.group(2)) + 1) % 16) + '/15'),
         ('a sink-remedy sentence word', 'results/README.md', r'against G1: better on', lambda m: 'against G1: worse on'),
+        ('a T 512 row\'s seed count', 'results/README.md', r'(\| t512_topk \| dense \| )(\d+)', bump2),
+        ('a T 512 answer word', 'results/README.md', r'(\*Does G1 lower P\(0 ∈ S_t\)\?\* \*\*)([^*]+)',
+         lambda m: m.group(1) + ('yes' if m.group(2) != 'yes' else 'no')),
     ]
     ok = True
     for what, f, pat, repl in plants:
