@@ -225,6 +225,8 @@ static void verify_job(SweepCtx *x, Job *j) {
         print_tail(log, 12);
         goto out;
     }
+    if (store_claim_refresh(x->st, x->owner)) /* the comparison may take a while: keep the claim fresh */
+        fprintf(stderr, "gated sweep: %s\n", store_errmsg(x->st));
     if (kernel[0] && same_blas(vdb, vid, stored_blas, why, sizeof why))
         goto out;
     StoreAttestCmp cmp;
@@ -280,7 +282,10 @@ static int verify_claim(SweepCtx *x, Job *j) {
     ClaimCtx cc = {j, x->code, x->o, x->t0};
     int c = store_run_claim(x->st, j->run->run_id, x->owner, claim_decide, &cc, seen, sizeof seen);
     if (c < 0) {
-        fprintf(stderr, "gated sweep: %s: %s\n", j->run->name, store_errmsg(x->st));
+        char e[600];
+        store_escape(store_errmsg(x->st), e, sizeof e);
+        printf("verify %s (index %d): could not claim it (%s); rerun\n", j->run->name, j->run->index, e);
+        fflush(stdout);
         return 0;
     }
     if (c == STORE_CLAIMED && j->verify)

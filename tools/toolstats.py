@@ -69,7 +69,7 @@ def mann_whitney(x, y):
     ways = [dict() for _ in range(n1 + 1)]  # ways[k][s]: subsets of k items with doubled rank sum s
     ways[0][0] = 1
     for r in r2:
-        for k in range(min(n1, n) - 1, -1, -1):
+        for k in range(n1 - 1, -1, -1):
             for s_, c in ways[k].items():
                 ways[k + 1][s_ + r] = ways[k + 1].get(s_ + r, 0) + c
     obs = sum(rank2[v] for v in x)

@@ -21,11 +21,11 @@ BUDGETS = (('0.5M', 'budget_0.5M'), ('1M', 'budget_1M'), ('2M', 'budget_2M'), ('
 SIZES = (('d192 9.0M', ('budget_d192_9M',), None), ('d192 18.0M', ('budget_d192_18M',), ('budget_8M',)))
 
 
-def loss(sweeps, row, ref):
-    """final validation loss, row - ref, paired by seed (read at the minimum where it turned up);
-    .spec names what it pairs (tools/attest_pairs.py)"""
+def loss(sweeps, row, ref, value=None):
+    """final validation loss, row - ref, paired by seed (read at the minimum where it turned up), or
+    value(db)'s; .spec names what it pairs (tools/attest_pairs.py)"""
     def f(db):
-        return paired_stat(db, (sweeps, row), (sweeps, ref), db.val_loss)
+        return paired_stat(db, (sweeps, row), (sweeps, ref), value(db) if value else db.val_loss)
     f.spec = (sweeps, row, ref)
     return f
 
@@ -73,12 +73,15 @@ def loss_dd(sweeps, a, b, c, d, value=None):
         val = value(db) if value else db.val_loss
         rows = [db.row(sweeps, x) for x in (a, b, c, d)]
         seeds = sorted(set.intersection(*(set(r) for r in rows)))
-        v = [(val(rows[0][s].run_id)[0] - val(rows[1][s].run_id)[0])
-             - (val(rows[2][s].run_id)[0] - val(rows[3][s].run_id)[0]) for s in seeds]
+        v, at_min = [], 0
+        for s in seeds:
+            (w, mw), (x, mx), (y, my), (z, mz) = (val(r[s].run_id) for r in rows)
+            v.append((w - x) - (y - z))
+            at_min += mw + mx + my + mz
         iv, p = t_interval(v)
         return Stat(v, 'paired t', {rows[i][s].kernel for s in seeds for i in (0, 2)},
                     {rows[i][s].kernel for s in seeds for i in (1, 3)},
-                    [rows[i][s].code for s in seeds for i in range(4)], 0, iv, p)
+                    [rows[i][s].code for s in seeds for i in range(4)], at_min, iv, p)
     return f
 
 
@@ -163,34 +166,33 @@ def divergence(sweeps, row, ref):
 
 
 def spike_rates(db, sweeps, label):
-    """{seed: loss spikes per 100 steps after the warm-up} of a row's finished and diverged runs
-    (metric `spike` at steps past train.warmup, over the steps run past it: to train.steps, or to
-    the divergence); a run that diverged inside its warm-up has no such steps and no rate"""
+    """{seed: loss spikes per 100 steps after the warm-up} of a row's finished runs (metric
+    `spike` at steps past train.warmup, over the train.steps - train.warmup steps past it). A
+    diverged run has none: its window ends at its divergence, a few steps past the warm-up at
+    the lr edge, so its rate would rest on a handful of steps (2 spikes in 4 steps: 50); the
+    divergences are a contrast of their own"""
     out = {}
-    for seed, r in db.row(sweeps, label, None).items():
-        if r.status not in ('finished', 'diverged'):
-            continue
+    for seed, r in db.row(sweeps, label).items():
         wu, steps = db.all("SELECT json_extract(config_json, '$.\"train.warmup\"'), json_extract(config_json, "
                            "'$.\"train.steps\"') FROM runs WHERE run_id = ?", (r.run_id,))[0]
-        end = r.diverged_step if r.status == 'diverged' else steps
-        if wu is None or end is None or end <= wu:
+        if wu is None or steps is None or steps <= wu:
             continue
         k = db.scalar("SELECT count(*) FROM metrics WHERE run_id = ? AND key = 'spike' AND context = '' AND step > ?",
                       (r.run_id, wu))
-        out[seed] = 100.0 * k / (end - wu)
+        out[seed] = 100.0 * k / (steps - wu)
     return out
 
 
 def spikes(sweeps, row, ref):
-    """loss spikes per 100 steps after the warm-up, row against ref: mean(row) - mean(ref), the
-    exact Mann-Whitney p; .rates holds both sides"""
+    """loss spikes per 100 steps after the warm-up, finished runs of row against ref, by the exact
+    Mann-Whitney test: mean = U / (n1 n2) - 1/2 (P(row > ref) + P(tie) / 2 - 1/2: below 0 when
+    row's rates tend lower, the direction the test measures), p its; .rates holds both sides"""
     def f(db):
         ra, rb = spike_rates(db, sweeps, row), spike_rates(db, sweeps, ref)
         mw = mann_whitney(list(ra.values()), list(rb.values()))
-        m = sum(ra.values()) / len(ra) - sum(rb.values()) / len(rb) if ra and rb else None
-        runs = list(db.row(sweeps, row, None).values()) + list(db.row(sweeps, ref, None).values())
-        st = Stat([] if m is None else [m], 'Mann-Whitney', {r.kernel for r in runs}, None, [r.code for r in runs],
-                  0, None, mw[1] if mw else None)
+        runs = list(db.row(sweeps, row).values()) + list(db.row(sweeps, ref).values())
+        st = Stat([mw[0] / (len(ra) * len(rb)) - 0.5] if mw else [], 'Mann-Whitney', {r.kernel for r in runs}, None,
+                  [r.code for r in runs], 0, None, mw[1] if mw else None)
         st.n, st.rates = min(len(ra), len(rb)), (ra, rb)
         return st
     return f
@@ -300,14 +302,14 @@ ROWS = [
     row(17, 'Long context: gated extrapolates better after YaRN', '#long-context-issue-6', '410k', 410e3,
         [part('16×/1× PPL, G1 − baseline, YaRN', metric_pair(('long_context',), 'G1-elementwise', 'baseline', yarn_ratio),
               -1, 3)]),
-    row(18, '(follow-up, top-k) G1 shrinks the sparse − dense gap', SPARSE, '4.1M, T 512', 4.1e6,
+    row(18, '(follow-up, top-k) G1 helps top-k more than dense (sparse − dense gap smaller with it)', SPARSE,
+        '4.1M, T 512', 4.1e6,
         [part('(top-64 G1 − dense G1) − (top-64 − dense)', loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense'),
               -1, half=loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense', at_half))]),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
         [part('P(0 ∈ S_t), top-64 G1 − top-64', last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0'), -1, 3)]),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('MLA G1 − MLA', loss(MLA, 'MLA-G1', 'MLA'), -1,
-              half=lambda db: paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_at(0.5)))]),
+        [part('MLA G1 − MLA', loss(MLA, 'MLA-G1', 'MLA'), -1, half=loss(MLA, 'MLA-G1', 'MLA', at_half))]),
 ]
 
 # the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)

@@ -95,9 +95,10 @@ its interval holds the paper's value, else **contradicted** (row 10: the gate's 
 interval; row 12: the share of runs with a sink at the end, whose Clopper–Pearson interval is read
 against the paper's 0); a count (divergences, G1 against the baseline) by Fisher's exact test at p
 < {alpha}, and loss spikes (steps whose loss exceeds the median of the previous 100 by more than
-`train.spike_threshold`), per 100 steps run past the warm-up, by the exact Mann–Whitney test, each
-**reproduced** / **contradicted** when p < {alpha} (fewer / more with G1), else **inconclusive** /
-**not reproduced**, and with no runs yet: **unresolved**; a row of several contrasts is **partly** when one
+`train.spike_threshold`) per 100 steps past the warm-up, in the finished runs (a diverged run's
+window ends a few steps past it), by the exact Mann–Whitney test, its direction that of the ranks
+(U), each **reproduced** / **contradicted** when p < {alpha} (fewer / more with G1), else
+**inconclusive** / **not reproduced**, and with no runs yet: **unresolved**; a row of several contrasts is **partly** when one
 is reproduced and another not, **contradicted in part** when none is reproduced and one is
 contradicted, else **inconclusive**. *Trend* (the headline setting against the longest budget, or
 the larger size), the first rule that applies: fewer than {min_n} seeds on a side: **unresolved**;

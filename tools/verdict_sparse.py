@@ -11,8 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm  # noqa: E402
-from toolstats import mean_sd  # noqa: E402
+from toolstats import holm, mean_sd  # noqa: E402
 from verdict_data import paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
 from verdict_rows import MLA, TOPK, last_pair, loss_dd  # noqa: E402
@@ -29,9 +28,11 @@ RULE_TEXT = (
     'Holm p within each sweep. *Is it still moving?* One budget was run, so two checks inside the runs: Δ at ½ '
     'run is the same contrast at the evaluation half-way through (step 1,000 of 2,000), on the same cosine '
     'schedule (a point on the way, not a run of half the budget), and the answers give it as *half-way*; '
-    'last-¼ drop is results/budget_plan.md\'s flatness rule: the validation loss at the last evaluation at or '
-    'before ¾ of the run (step 1,400) minus the final one, mean over seeds, against the sd of the final losses '
-    'over seeds, **flat** below it, else **falling** (the deltas are then those of a model still learning). At the last evaluation, means over seeds: the sparse − dense loss gap (the '
+    'late drop is results/budget_plan.md\'s flatness rule on the evaluations these runs have: the validation '
+    'loss at the last evaluation at or before ¾ of the run (step 1,400: ¾ of 2,000 falls between two; so the '
+    'drop spans the last 30%) minus the last one, as evaluated, mean over seeds, against the sd of the last '
+    'ones over seeds: **flat** within ±sd, **falling** above (the deltas are then those of models still '
+    'learning), **rising** below. At the last evaluation, means over seeds: the sparse − dense loss gap (the '
     'same weights run dense), the indexer\'s recall of the dense attention mass and P(0 ∈ S_t), the share '
     'of selections holding position 0 (`sparse_dense_gap`, `sparse_recall`, `sparse_p0`). Cache: numbers '
     'kept per token and layer at decode (the indexer row adds its key). *Answers*: a difference of '
@@ -84,26 +85,41 @@ def fmt(x, d=3):
 
 
 def flatness(db, rows):
-    """results/budget_plan.md's flatness rule on one row: the mean drop of the validation loss from
-    the last evaluation at or before 3/4 of the run to the end (as read: at the minimum where the
-    curve turned up) against the sd of the final losses over seeds"""
+    """results/budget_plan.md's flatness rule on one row, on the evaluations these runs have: the
+    validation loss at the last evaluation at or before 3/4 of the run minus the last one (as
+    evaluated, not read at a minimum), mean over seeds, against the sd of the last ones over seeds:
+    flat within it, falling above it, rising below minus it"""
     drops, fins = [], []
     for r in rows.values():
-        c, (fin, _) = db.val_curve(r.run_id), db.val_loss(r.run_id)
+        c = db.val_curve(r.run_id)
         late = [k for k in c if k <= 0.75 * max(c)] if c else []
-        if late and fin is not None:
-            drops.append(c[max(late)] - fin)
-            fins.append(fin)
+        if late:
+            drops.append(c[max(late)] - c[max(c)])
+            fins.append(c[max(c)])
     if len(drops) < R.MIN_N:
-        return '–' if not drops else 'n = %d: no sd (%s)' % (len(drops), ', '.join(R.fmt(x, 4, False) for x in drops))
+        return '–' if not drops else 'n = %d: no sd (%s)' % (len(drops), ', '.join(R.fmt(x, 4) for x in drops))
     drop, sd = sum(drops) / len(drops), mean_sd(fins)[1]
-    return '%s %s sd %s: %s' % (R.fmt(drop, 4, False), '<' if drop < sd else '≥', R.fmt(sd, 4, False),
-                                'flat' if drop < sd else 'falling')
+    word = 'falling' if drop >= sd else 'rising' if drop <= -sd else 'flat'
+    return '%s, sd %s: %s' % (R.fmt(drop, 4), R.fmt(sd, 4, False), word)
+
+
+def late_steps(db):
+    """(the last evaluation at or before 3/4 of the run, the last one) of the first T 512 run held"""
+    for sw, _ref, labels in SWEEPS:
+        for lab in labels:
+            for r in db.row(sw, lab).values():
+                c = db.val_curve(r.run_id)
+                late = [k for k in c if k <= 0.75 * max(c)] if c else []
+                if late:
+                    return max(late), max(c)
+    return None
 
 
 def sparse_text(db):
-    lines = ['| sweep | row | seeds | Δ loss vs ref. [CI] (Holm p) | Δ at ½ run | last-¼ drop | sparse − dense gap | '
-             'recall | P(0 ∈ S) | cache / token / layer | params |', '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
+    ls = late_steps(db)
+    lines = ['| sweep | row | seeds | Δ loss vs ref. [CI] (Holm p) | Δ at ½ run | late drop%s | sparse − dense gap | '
+             'recall | P(0 ∈ S) | cache / token / layer | params |' % (' (%d → %d)' % ls if ls else ''),
+             '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
     half = db.val_at(0.5)
     for sw, ref, labels in SWEEPS:
         stats = {lab: paired_stat(db, (sw, lab), (sw, ref), db.val_loss) for lab in labels if lab != ref}

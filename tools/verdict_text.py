@@ -80,8 +80,9 @@ def front_page(ctx):
     size18 = R.trend(loss(('budget_8M',), 'G1-elementwise', 'baseline')(db),
                      loss(('budget_d192_18M',), 'G1-elementwise', 'baseline')(db), welch)[0]
     tanh128, tanh192, tname = size_sides(db, ctx.twin_db, SM, 'G1-tanh', 'G1-elementwise', ('budget_d192_9M',), None)
-    tkern = ('%s runs at both sizes: one kernel' % '+'.join(sorted(tanh192.ka))
-             if 'twins' in tname else '%s runs: across kernels' % '+'.join(sorted(tanh192.ka | (tanh192.kb or set()))))
+    k128, k192 = tanh128.ka | (tanh128.kb or set()), tanh192.ka | (tanh192.kb or set())
+    tkern = ('%s runs at both sizes: one kernel' % '+'.join(sorted(k192)) if k128 == k192 else
+             '%s runs against %s: across kernels' % ('+'.join(sorted(k192)), '+'.join(sorted(k128))))
     found = (
         'The verdicts, claim by claim, are one screen at the top of\n'
         '[results/README.md](results/README.md#verdicts-at-a-glance), worded by stated rules from the database\n'

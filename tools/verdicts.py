@@ -25,6 +25,7 @@ import argparse
 import difflib
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -155,14 +156,16 @@ def pfmt(p):
 
 
 def spike_text(db, sweeps, base, g1):
-    """loss spikes per 100 steps after the warm-up, each row's mean (runs with such steps), and
-    the exact Mann-Whitney p"""
+    """loss spikes per 100 steps after the warm-up in the finished runs: each row's median and
+    mean, and the exact Mann-Whitney p"""
     st = spikes(sweeps, g1, base)(db)
     ra, rb = st.rates
     if not ra or not rb:
         return ''
-    return '; spikes per 100 steps after warm-up %.2f (%d) vs %.2f (%d) (Mann-Whitney p %s)' % (
-        sum(rb.values()) / len(rb), len(rb), sum(ra.values()) / len(ra), len(ra), pfmt(st.p))
+    med = lambda xs: statistics.median(xs.values())  # noqa: E731
+    return ('; spikes per 100 steps after warm-up, finished runs: median %.2f (mean %.2f, %d runs) vs %.2f (%.2f, %d) '
+            '(Mann-Whitney p %s)' % (med(rb), sum(rb.values()) / len(rb), len(rb), med(ra), sum(ra.values()) / len(ra),
+                                     len(ra), pfmt(st.p)))
 
 
 def trend_cell(ctx, r):
@@ -198,7 +201,8 @@ def table(ctx):
         st, p = c['stats'][0], c['parts'][0]
         level = isinstance(p['expect'], tuple) and p['expect'][0] == 'level'
         kern = '; '.join((q['name'].split(' (')[0] + ': ' if i else '') + kernel_cell(s)
-                         for i, (q, s) in enumerate(zip(c['parts'], c['stats'])) if i == 0 or kernel_cell(s) != kernel_cell(st))
+                         for i, (q, s) in enumerate(zip(c['parts'], c['stats']))
+                         if i == 0 or kernel_cell(s) not in ('', kernel_cell(st)))
         lines.append('| %d | [%s](%s) | %s | %s | %s | %s | %s | %d | %s |' % (
             r['n'], r['claim'], r['link'], verdict_cell(c), r['budget'], trend_cell(ctx, c), p['name'],
             ci_cell(st, p['digits'], not level), st.n, kern))
