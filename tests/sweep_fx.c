@@ -193,6 +193,19 @@ void db_exec(const char *path, const char *sql) {
     sqlite3_close(db);
 }
 
+int db_exec1(const char *path, const char *sql, const char *arg) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s: %s", sql, sqlite3_errmsg(db));
+    int n = sqlite3_changes(db);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
 /* ------------------------------------------------------------------ */
 /* end to end                                                          */
 /* ------------------------------------------------------------------ */

@@ -55,6 +55,8 @@ void db_text(const char *path, const char *sql, char *out, size_t cap);
 
 /* Change a database with one statement (as another tool would). */
 void db_exec(const char *path, const char *sql);
+/* The same with ?1 bound to the text arg: the rows it changed. */
+int db_exec1(const char *path, const char *sql, const char *arg);
 
 /* Run `gated ARGS` in dir; output into out; exit status returned. */
 int gated(const char *bin, const Tmp *t, const char *args, char *out, size_t cap);

@@ -412,19 +412,11 @@ Test(sweep, verify_code_leaves_a_run_claimed_by_another_process, .timeout = 120)
     snprintf(cmd, sizeof cmd, "UPDATE runs SET code_version = '%s'", OTHER_CODE);
     db_exec(db, cmd);
     store_owner_token(tok, sizeof tok);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(h,
-                                    "INSERT INTO run_claims SELECT run_id, ?1, (julianday('now') - 2440587.5) * 86400"
-                                    " FROM runs WHERE name = 'vc-a-s1'",
-                                    -1, &st, NULL),
-                 SQLITE_OK);
-    sqlite3_bind_text(st, 1, tok, -1, SQLITE_STATIC);
-    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
-    cr_assert_eq(sqlite3_changes(h), 1);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    cr_assert_eq(db_exec1(db,
+                          "INSERT INTO run_claims SELECT run_id, ?1, (julianday('now') - 2440587.5) * 86400"
+                          " FROM runs WHERE name = 'vc-a-s1'",
+                          tok),
+                 1);
 
     int rc = gated(bin, &t, "sweep v.yaml --db r.db --verify-code", out, sizeof out);
     cr_assert_not_null(strstr(out, "verify vc-a-s1 (index 0): not now, claimed by another process"), "%s", out);
