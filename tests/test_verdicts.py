@@ -222,14 +222,18 @@ def test_sparse_answers():
         check('shrink the sparse − dense gap?* top-64: **yes**' in text, 'G1 shrinks the top-64 gap: yes')
         check('top-32: **no**' in text, 'G1 widens the top-32 gap: no')
         check('P(0 ∈ S_t)?* **yes**' in text, 'G1 lowers P(0 in S): yes')
-        check('fraction of the cache?* **yes**' in text, 'MLA within 0.01 of MHA: matches')
+        check('fraction of the cache?* **yes**' in text, 'MLA within 0.01 of MHA: no worse')
         check('survive on MLA?* **yes**' in text, "G1's gain on MLA: yes")
         check('smaller on MLA? **no**' in text, "G1's gain on MLA larger than on MHA: smaller? no")
         check('| t512_mla | MLA | 3 |' in text and '| 80 |' in text, 'MLA row: 3 seeds, 80 numbers cached')
         from verdict_rows import ROWS  # the verdict table's rows 18-20 read the same contrasts
         words = [R.verdict(r['parts'][0]['measure'](Db(p)), r['parts'][0]['expect'], r['tokens'])
-                 for r in ROWS if r['n'] in (18, 19, 20)]
-        check(words == ['reproduced'] * 3, 'rows 18-20: reproduced (got %r)' % words)
+                 for r in ROWS if r['n'] in (18, 19, 20, 21)]
+        check(words == ['reproduced'] * 4, 'rows 18-21: reproduced (got %r)' % words)
+        worse = Stat([0.012, 0.013, 0.0125], 'paired t', {'Haswell'}, {'Haswell'}, (), 0, (0.011, 0.014), 0.001)
+        check(R.verdict(worse, ('noworse', R.MARGIN), 4.1e6) == 'contradicted', 'worse by more than 0.01: contradicted')
+        near = Stat([0.005, 0.006, 0.0055], 'paired t', {'Haswell'}, {'Haswell'}, (), 0, (0.004, 0.007), 0.001)
+        check(R.verdict(near, ('noworse', R.MARGIN), 4.1e6) == 'reproduced', 'worse, but within 0.01: no worse')
 
 
 def test_sparse_trajectory():

@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verdict_data import Stat, binom_interval, fisher_counts, paired_dict, paired_stat, t_interval, welch  # noqa: E402
 from toolstats import mann_whitney  # noqa: E402
-from verdict_rules import MIN_N  # noqa: E402
+from verdict_rules import MARGIN, MIN_N  # noqa: E402
 
 SM = ('standard_mech', 'standard')  # the 6-seed mechanism rows, then the standard profile's 3
 ST = ('standard',)
@@ -310,6 +310,8 @@ ROWS = [
         [part('P(0 ∈ S_t), top-64 G1 − top-64', last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0'), -1, 3)]),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA G1 − MLA', loss(MLA, 'MLA-G1', 'MLA'), -1, half=loss(MLA, 'MLA-G1', 'MLA', at_half))]),
+    row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,
+        [part('MLA − MHA', loss(MLA, 'MLA', 'MHA'), ('noworse', MARGIN), half=loss(MLA, 'MLA', 'MHA', at_half))]),
 ]
 
 # the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)

@@ -9,6 +9,7 @@ import math
 MIN_N = 3          # no interval from fewer values (seed pairs, runs): "n = 2: no CI" and the values
 GONE = 0.003       # |Δ| below this (nats) at a setting: the effect is "gone" there
 ALPHA = 0.05       # the intervals are 95%; a count test "resolves" at p < ALPHA
+MARGIN = 0.01      # nats: "no worse than" (a non-inferiority claim) means the interval's top is below it
 QUICK_TOKENS = 0.5e6  # a verdict resting on a budget below this (the quick tier) is at most "direction only"
 
 
@@ -23,7 +24,8 @@ def excludes0(st):
 def verdict(st, expect, tokens):
     """the word for one contrast against the paper's claim.  expect: -1 / +1 (the sign the paper
     predicts for row - reference), ('level', v) (the paper's value of a level) or ('fewer', None)
-    (the row has fewer events than the reference: a count test)"""
+    (the row has fewer events than the reference: a count test), ('noworse', m) (row - reference
+    below the margin m: non-inferiority)"""
     if isinstance(expect, tuple) and expect[0] == 'fewer':
         if st.p is None:
             return 'unresolved (no runs)'
@@ -34,6 +36,10 @@ def verdict(st, expect, tokens):
             word = 'inconclusive' if direction > 0 else 'not reproduced'
     elif st.lo is None or st.n < MIN_N:
         return 'unresolved (n = %d)' % st.n
+    elif isinstance(expect, tuple) and expect[0] == 'noworse':
+        m = expect[1]
+        word = ('reproduced' if st.hi < m else 'contradicted' if st.lo > m else
+                'inconclusive' if st.mean < m else 'not reproduced')
     elif isinstance(expect, tuple):
         word = 'reproduced' if st.lo <= expect[1] <= st.hi else 'contradicted'
     elif excludes0(st):
@@ -90,7 +96,9 @@ used (the sweeps of a setting are pooled by seed, so seeds that land later are r
 code change). *Verdict*, per contrast against the paper's direction: the interval excludes 0 on
 the paper's side: **reproduced** (at most **direction only** when the budget is below {quick}
 tokens, the quick tier); on the other side: **contradicted**; it spans 0 with the mean on the
-paper's side: **inconclusive**, on the other: **not reproduced**; a level is **reproduced** when
+paper's side: **inconclusive**, on the other: **not reproduced**; a claim of *no worse than*
+(row 21) is **reproduced** when the interval's top is below {margin} nats, **contradicted** when
+its bottom is above it, else **inconclusive** (mean below) / **not reproduced**; a level is **reproduced** when
 its interval holds the paper's value, else **contradicted** (row 10: the gate's mean score, a t
 interval; row 12: the share of runs with a sink at the end, whose Clopper–Pearson interval is read
 against the paper's 0); a count (divergences, G1 against the baseline) by Fisher's exact test at p
@@ -115,7 +123,7 @@ cell says so, with the largest change of a per-seed contrast that the kernel twi
 runs ran on another kernel than its d192 runs reads its d128 side from those runs' kernel twins
 (the same run ids re-made on the d192 kernel) wherever at least {min_n} seeds have both twins, and
 names them: both sizes then on one kernel.
-""".format(min_n=MIN_N, gone=GONE, alpha=ALPHA, quick='%gM' % (QUICK_TOKENS / 1e6))
+""".format(min_n=MIN_N, gone=GONE, alpha=ALPHA, margin=MARGIN, quick='%gM' % (QUICK_TOKENS / 1e6))
 
 
 def fmt(x, digits, signed=True):
