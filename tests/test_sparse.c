@@ -335,3 +335,69 @@ Test(sparse, dropped_pairs_save_the_selected_keys_flops) {
     infer_hook_free(&h);
     model_free(&m);
 }
+
+/* The indexer's score backward as sparse.h writes it, in plain loops: dq,
+ * dw of each row over its keys s ascending, dk of each key over its rows t
+ * ascending, then the heads j; every dot product summed over c ascending. */
+static void idx_backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                               const real *w, int B, int T, int HI, int dI) {
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, t = r % T;
+        for (int j = 0; j < HI; j++)
+            for (int s = 0; s <= t; s++) {
+                real g = dsc[(size_t)r * T + s], x = 0;
+                const real *q = qi + ((size_t)r * HI + j) * dI, *k = ki + ((size_t)b * T + s) * dI;
+                if (g == 0) continue;
+                for (int c = 0; c < dI; c++) x += q[c] * k[c];
+                if (!(x > 0)) continue;
+                dw[(size_t)r * HI + j] += g * x;
+                for (int c = 0; c < dI; c++) dq[((size_t)r * HI + j) * dI + c] += g * w[(size_t)r * HI + j] * k[c];
+            }
+    }
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, s = r % T;
+        for (int t = s; t < T; t++) {
+            size_t rt = (size_t)b * T + t;
+            real g = dsc[rt * T + s];
+            if (g == 0) continue;
+            for (int j = 0; j < HI; j++) {
+                const real *q = qi + (rt * HI + j) * dI, *k = ki + (size_t)r * dI;
+                real x = 0;
+                for (int c = 0; c < dI; c++) x += q[c] * k[c];
+                if (!(x > 0)) continue;
+                for (int c = 0; c < dI; c++) dk[(size_t)r * dI + c] += g * w[rt * HI + j] * q[c];
+            }
+        }
+    }
+}
+
+/* indexer_scores_backward (transposed and gathered dot products, nonzero
+ * lists made once) gives the plain loops' bits: rows with a gradient at
+ * every key (the warm-up's KL), at a few (the KL over S_t), at three
+ * quarters of them, and at none, at 1 and 2 threads. */
+Test(sparse, indexer_backward_is_the_plain_loops_bitwise) {
+    enum { B = 2, T = 40, HI = 3, dI = 12 };
+    static real dsc[B * T * T], qi[B * T * HI * dI], ki[B * T * dI], w[B * T * HI];
+    static real dq[2][B * T * HI * dI], dk[2][B * T * dI], dw[2][B * T * HI];
+    Rng g = rng_seed(5);
+    for (int i = 0; i < B * T * HI * dI; i++) qi[i] = (real)(2 * rng_uniform(&g) - 1);
+    for (int i = 0; i < B * T * dI; i++) ki[i] = (real)(2 * rng_uniform(&g) - 1);
+    for (int i = 0; i < B * T * HI; i++) w[i] = (real)(2 * rng_uniform(&g) - 1);
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, t = r % T, keep = b == 0 && t < 15 ? t + 1 : b == 0 && t >= 30 ? 3 * (t + 1) / 4 : 4;
+        if (b == 1 && t % 7 == 3) keep = 0;
+        for (int s = 0; s <= t; s++)
+            if (keep > t || rng_below(&g, (uint64_t)t + 1) < (uint64_t)keep) dsc[(size_t)r * T + s] = (real)rng_normal(&g);
+    }
+    memset(dq[0], 0, sizeof dq[0]), memset(dk[0], 0, sizeof dk[0]), memset(dw[0], 0, sizeof dw[0]);
+    idx_backward_plain(dq[0], dk[0], dw[0], dsc, qi, ki, w, B, T, HI, dI);
+    for (int threads = 1; threads <= 2; threads++) {
+        set_threads(threads);
+        memset(dq[1], 0, sizeof dq[1]), memset(dk[1], 0, sizeof dk[1]), memset(dw[1], 0, sizeof dw[1]);
+        indexer_scores_backward(dq[1], dk[1], dw[1], dsc, qi, ki, w, B, T, HI, dI);
+        cr_assert(memcmp(dq[0], dq[1], sizeof dq[0]) == 0, "dq differs at %d threads", threads);
+        cr_assert(memcmp(dk[0], dk[1], sizeof dk[0]) == 0, "dk differs at %d threads", threads);
+        cr_assert(memcmp(dw[0], dw[1], sizeof dw[0]) == 0, "dw differs at %d threads", threads);
+    }
+    set_threads(1);
+}

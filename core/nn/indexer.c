@@ -9,6 +9,7 @@
  */
 #include "nn/sparse.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +51,13 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI) {
  * sum reassociated: every dot product is still summed over c in ascending
  * order, and every gradient over s (or t, j) in ascending order, as the
  * plain loops would, so the bits are the plain loops' (row_plain() and
- * grad_row()/grad_key() without x are those loops: the fallback when the
- * per-thread buffers cannot be had).  All t + 1 dot products of a row are
- * made even where only k have a gradient (sparse training's KL over S_t):
- * vectorised, that is faster than k plain ones at these widths.  Per thread: one sequence's keys transposed
- * (d_I x T), or its queries (d_I x T H_I), and a row of dot products. */
+ * backward_plain() are those loops: the fallbacks when memory is short;
+ * tests/test_sparse.c holds the backward to them bit for bit).  The
+ * forward makes all t + 1 dot products of a row; the backward makes each
+ * listed pair's once, in the rows' pass, and the keys' pass reads them
+ * (a 7-10% shorter top-k step at T 512: docs/performance.md).  Per thread:
+ * one sequence's keys transposed (d_I x T), its gathered keys, and a row of
+ * dot products. */
 
 static void row_plain(real *row, const real *qi, const real *ki, const real *w, int r, int b, int t, int T, int HI,
                       int dI) {
@@ -107,29 +110,89 @@ void indexer_token_scores(real *score, const real *qr, const real *w, const real
     }
 }
 
-/* dq(t), dw(t) of row r over the keys s <= t with a gradient; x (t + 1
- * reals) and idx (t + 1 ints): scratch for the row's dot products, or NULL:
- * the plain loops.  Where at most half the keys have a gradient (sparse
- * training's KL over S_t), the dot products are made at those keys alone
- * (dots_t_at), else at every key (dots_t); either way in the plain order. */
-static void grad_row(real *dq, real *dw, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b,
-                     int t, int T, int HI, int dI, const real *kT, real *x, int *idx) {
-    const real *grow = dsc + (size_t)r * T;
-    int m = 0;
-    for (int s = 0; x && s <= t; s++)
-        if (grow[s] != 0) idx[m++] = s;
+/* Where the scores' gradient dsc (B x T x T) is nonzero: per row r = (b, t)
+ * its keys s <= t in ascending order (ri[rp[r] .. rp[r + 1]]), and per key
+ * r = (b, s) its rows t >= s in ascending order (ci[cp[r] .. cp[r + 1]],
+ * cq the place of each in the rows' list), made in two passes over dsc's
+ * rows in order; x[k H_I + j]: head j's dot product q_I(t, j) . k_I(s) of
+ * the k-th listed pair, which the rows' pass makes and the keys' pass reads
+ * (the same product of the same two vectors summed in the same order, so
+ * the keys' pass needs none of its own).  A gradient that is NaN counts as
+ * nonzero, as in the plain loops. */
+typedef struct {
+    int *rp, *ri, *cp, *ci, *cq;
+    real *x;
+} Nonzeros;
+
+static void nz_free(Nonzeros *z) {
+    free(z->rp), free(z->ri), free(z->cp), free(z->ci), free(z->cq), free(z->x);
+    memset(z, 0, sizeof *z);
+}
+
+/* 0, or -1 when memory is short (z left empty: the callers fall back). */
+static int nz_make(Nonzeros *z, const real *dsc, int B, int T, int HI) {
+    size_t n = (size_t)B * T, nnz;
+    memset(z, 0, sizeof *z);
+    if ((double)n * (T + 1) / 2 * HI > INT_MAX) return -1; /* int offsets */
+    z->rp = calloc(n + 1, sizeof(int)), z->cp = calloc(n + 1, sizeof(int));
+    if (!z->rp || !z->cp) return nz_free(z), -1;
+    for (size_t r = 0; r < n; r++) {
+        const real *g = dsc + r * T;
+        size_t b = r / T, t = r % T;
+        for (size_t s = 0; s <= t; s++)
+            if (g[s] != 0) z->rp[r + 1]++, z->cp[b * T + s + 1]++;
+    }
+    for (size_t r = 0; r < n; r++) z->rp[r + 1] += z->rp[r], z->cp[r + 1] += z->cp[r];
+    nnz = (size_t)z->rp[n] + 1;
+    z->ri = malloc(sizeof(int) * nnz), z->ci = malloc(sizeof(int) * nnz), z->cq = malloc(sizeof(int) * nnz);
+    z->x = malloc(sizeof(real) * nnz * HI);
+    int *fill = malloc(sizeof(int) * n);
+    if (!z->ri || !z->ci || !z->cq || !z->x || !fill) return free(fill), nz_free(z), -1;
+    memcpy(fill, z->cp, sizeof(int) * n);
+    for (size_t r = 0; r < n; r++) {
+        const real *g = dsc + r * T;
+        size_t b = r / T, t = r % T;
+        int k = z->rp[r];
+        for (size_t s = 0; s <= t; s++)
+            if (g[s] != 0) {
+                int c = fill[b * T + s]++;
+                z->ci[c] = (int)t, z->cq[c] = k, z->ri[k++] = (int)s;
+            }
+    }
+    free(fill);
+    return 0;
+}
+
+size_t indexer_backward_memory(int B, int T, int HI, int k) {
+    size_t n = (size_t)B * T, nnz = k <= 0 || k >= T ? n * (size_t)(T + 1) / 2 : n * (size_t)k;
+    return sizeof(int) * (3 * n + 2 + 3 * nnz) + sizeof(real) * nnz * HI;
+}
+
+/* dq(t), dw(t) of row r over its keys with a gradient (idx: its list, m
+ * long), each pair's dot products kept in xr (m x H_I); kT (sequence b's
+ * keys transposed, d_I x T), kS (d_I x T) and x (T reals): scratch, or x
+ * NULL (plain loops, one dot product at a time).  Where at most half the
+ * keys have a gradient (sparse training's KL over S_t) their keys are
+ * gathered once into kS (d_I x m) for every head's dot products, else the
+ * dot products are made at every key of kT; either way each is summed over
+ * c in the plain order, and the gradients over s. */
+static void grad_row(real *dq, real *dw, const real *qi, const real *ki, const real *w, const real *grow, int r, int b,
+                     int t, int T, int HI, int dI, const real *kT, real *kS, real *x, const int *idx, int m, real *xr) {
     int at = x && 2 * m <= t + 1;
+    if (at)
+        for (int c = 0; c < dI; c++)
+            for (int i = 0; i < m; i++) kS[(size_t)c * m + i] = ki[((size_t)b * T + idx[i]) * dI + c];
     for (int j = 0; j < HI; j++) {
         const real *qj = qi + ((size_t)r * HI + j) * dI;
-        if (at) dots_t_at(x, qj, kT, T, idx, m, dI);
+        if (at) dots_t(x, qj, kS, m, m, dI);
         else if (x) dots_t(x, qj, kT, T, t + 1, dI);
         real *dqj = dq + ((size_t)r * HI + j) * dI;
-        for (int i = 0; i < (x ? m : t + 1); i++) {
-            int s = x ? idx[i] : i;
+        for (int i = 0; i < m; i++) {
+            int s = idx[i];
             real g = grow[s];
-            if (g == 0) continue;
             const real *ks = ki + (size_t)(b * T + s) * dI;
             real xs = at ? x[i] : x ? x[s] : dotr(qj, ks, dI);
+            xr[(size_t)i * HI + j] = xs;
             if (!(xs > 0)) continue;
             dw[(size_t)r * HI + j] += g * xs;
             real gw = g * w[(size_t)r * HI + j];
@@ -139,35 +202,19 @@ static void grad_row(real *dq, real *dw, const real *dsc, const real *qi, const 
     }
 }
 
-/* dk(s) of key r = (b, s) over the rows t >= s that give it a gradient, j =
- * 0..H_I-1; qT: sequence b's queries transposed (d_I x T H_I), x (T H_I
- * reals), tl (T ints) and u (T H_I ints) scratch, or x NULL (plain).  As
- * grad_row: the dot products at those rows alone where they are at most
- * half of them. */
-static void grad_key(real *dk, const real *dsc, const real *qi, const real *ki, const real *w, int r, int b, int s,
-                     int T, int HI, int dI, const real *qT, real *x, int *tl, int *u) {
-    const real *ks = ki + (size_t)r * dI;
+/* dk(s) of key r = (b, s) over its rows t with a gradient (tl, their
+ * places pl in the rows' lists, m of them), in ascending t, then j =
+ * 0..H_I-1, with the dot products the rows' pass kept (zx). */
+static void grad_key(real *dk, const real *dsc, const real *qi, const real *w, int r, int b, int s, int T, int HI,
+                     int dI, const int *tl, const int *pl, int m, const real *zx) {
     real *dks = dk + (size_t)r * dI;
-    int n = T * HI, u0 = s * HI, m = 0;
-    for (int t = s; x && t < T; t++)
-        if (dsc[((size_t)b * T + t) * T + s] != 0) tl[m++] = t;
-    int at = x && 2 * m <= T - s;
-    if (at) {
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < HI; j++) u[i * HI + j] = tl[i] * HI + j;
-        dots_t_at(x, ks, qT, n, u, m * HI, dI);
-    } else if (x) {
-        dots_t(x + u0, ks, qT + u0, n, n - u0, dI);
-    }
-    for (int i = 0; i < (x ? m : T - s); i++) {
-        int t = x ? tl[i] : s + i;
-        size_t rt = (size_t)b * T + t;
+    for (int i = 0; i < m; i++) {
+        size_t rt = (size_t)b * T + tl[i];
         real g = dsc[rt * T + s];
-        if (g == 0) continue;
         for (int j = 0; j < HI; j++) {
-            const real *qj = qi + (rt * HI + j) * dI;
-            real xs = at ? x[i * HI + j] : x ? x[t * HI + j] : dotr(qj, ks, dI);
+            real xs = zx[(size_t)pl[i] * HI + j];
             if (!(xs > 0)) continue;
+            const real *qj = qi + (rt * HI + j) * dI;
             real gw = g * w[rt * HI + j];
 #pragma omp simd
             for (int c = 0; c < dI; c++) dks[c] += gw * qj[c];
@@ -175,42 +222,73 @@ static void grad_key(real *dk, const real *dsc, const real *qi, const real *ki, 
     }
 }
 
+/* The plain loops (sparse.h's formulas as written), for when the lists
+ * cannot be had: dq, dw of each row over s ascending, dk of each key over t
+ * ascending then j, every dot product one at a time. */
+static void backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                           const real *w, int B, int T, int HI, int dI) {
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, t = r % T;
+        for (int j = 0; j < HI; j++)
+            for (int s = 0; s <= t; s++) {
+                real g = dsc[(size_t)r * T + s];
+                if (g == 0) continue;
+                const real *qj = qi + ((size_t)r * HI + j) * dI, *ks = ki + (size_t)(b * T + s) * dI;
+                real xs = dotr(qj, ks, dI);
+                if (!(xs > 0)) continue;
+                dw[(size_t)r * HI + j] += g * xs;
+                real gw = g * w[(size_t)r * HI + j];
+                for (int c = 0; c < dI; c++) dq[((size_t)r * HI + j) * dI + c] += gw * ks[c];
+            }
+    }
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++) {
+        int b = r / T, s = r % T;
+        for (int t = s; t < T; t++) {
+            size_t rt = (size_t)b * T + t;
+            real g = dsc[rt * T + s];
+            if (g == 0) continue;
+            for (int j = 0; j < HI; j++) {
+                const real *qj = qi + (rt * HI + j) * dI;
+                real xs = dotr(qj, ki + (size_t)r * dI, dI);
+                if (!(xs > 0)) continue;
+                real gw = g * w[rt * HI + j];
+                for (int c = 0; c < dI; c++) dk[(size_t)r * dI + c] += gw * qj[c];
+            }
+        }
+    }
+}
+
 void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
                              const real *w, int B, int T, int HI, int dI) {
-    /* rows: dq(t), dw(t) over s = 0..t */
+    Nonzeros z;
+    if (nz_make(&z, dsc, B, T, HI)) {
+        backward_plain(dq, dk, dw, dsc, qi, ki, w, B, T, HI, dI);
+        return;
+    }
+    /* rows: dq(t), dw(t) over their keys, keeping the dot products */
 #pragma omp parallel
     {
-        real *kT = malloc(sizeof(real) * (size_t)T * dI), *x = malloc(sizeof(real) * (size_t)T);
-        int *idx = malloc(sizeof(int) * (size_t)T);
-        int have = -1, ok = kT && x && idx;
+        real *kT = malloc(sizeof(real) * (size_t)T * dI), *kS = malloc(sizeof(real) * (size_t)T * dI);
+        real *x = malloc(sizeof(real) * (size_t)T);
+        int have = -1, ok = kT && kS && x;
 #pragma omp for schedule(static)
         for (int r = 0; r < B * T; r++) {
             int b = r / T, t = r % T;
             if (ok && have != b) transpose_rows(kT, ki + (size_t)b * T * dI, T, dI), have = b;
-            grad_row(dq, dw, dsc, qi, ki, w, r, b, t, T, HI, dI, kT, ok ? x : NULL, idx);
+            grad_row(dq, dw, qi, ki, w, dsc + (size_t)r * T, r, b, t, T, HI, dI, kT, kS, ok ? x : NULL,
+                     z.ri + z.rp[r], z.rp[r + 1] - z.rp[r], z.x + (size_t)z.rp[r] * HI);
         }
         free(kT);
+        free(kS);
         free(x);
-        free(idx);
     }
-    /* keys: dk(s) over t = s..T-1 */
-#pragma omp parallel
-    {
-        size_t n = (size_t)T * HI;
-        real *qT = malloc(sizeof(real) * n * dI), *x = malloc(sizeof(real) * n);
-        int *tl = malloc(sizeof(int) * (size_t)T), *u = malloc(sizeof(int) * n);
-        int have = -1, ok = qT && x && tl && u;
-#pragma omp for schedule(static)
-        for (int r = 0; r < B * T; r++) {
-            int b = r / T, s = r % T;
-            if (ok && have != b) transpose_rows(qT, qi + (size_t)b * n * dI, (int)n, dI), have = b;
-            grad_key(dk, dsc, qi, ki, w, r, b, s, T, HI, dI, qT, ok ? x : NULL, tl, u);
-        }
-        free(qT);
-        free(x);
-        free(tl);
-        free(u);
-    }
+    /* keys: dk(s) over their rows, from the kept dot products */
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < B * T; r++)
+        grad_key(dk, dsc, qi, w, r, r / T, r % T, T, HI, dI, z.ci + z.cp[r], z.cq + z.cp[r], z.cp[r + 1] - z.cp[r], z.x);
+    nz_free(&z);
 }
 
 void indexer_forward(IndexerActs *a, const real *W, const real *knw, const real *h, int ldh, int B, int T, int C,

@@ -60,7 +60,9 @@ size_t sparse_model_memory(const ModelCfg *c, int B, int T) {
         r += (size_t)c->n_layer * indexer_acts_len(B, T, c->attn.idx_heads, c->attn.idx_dim) +
              indexer_scratch_len(B, T, c->attn.idx_heads, c->attn.idx_dim) + n * T + (size_t)T * c->attn.idx_dim;
     if (c->attn.sparse == AS_ORACLE) r += n * T;
-    return sizeof(int) * sel_len(c, B, T) + sizeof(real) * r;
+    size_t bwd = has_indexer(c) ? indexer_backward_memory(B, T, c->attn.idx_heads,
+                                                          c->attn.idx_warmup > 0 ? 0 : c->attn.topk) : 0;
+    return sizeof(int) * sel_len(c, B, T) + sizeof(real) * r + bwd;
 }
 
 void sparse_model_free(Model *m) {
