@@ -336,41 +336,6 @@ Test(sparse, dropped_pairs_save_the_selected_keys_flops) {
     model_free(&m);
 }
 
-/* The indexer's score backward as sparse.h writes it, in plain loops: dq,
- * dw of each row over its keys s ascending, dk of each key over its rows t
- * ascending, then the heads j; every dot product summed over c ascending. */
-static void idx_backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
-                               const real *w, int B, int T, int HI, int dI) {
-    for (int r = 0; r < B * T; r++) {
-        int b = r / T, t = r % T;
-        for (int j = 0; j < HI; j++)
-            for (int s = 0; s <= t; s++) {
-                real g = dsc[(size_t)r * T + s], x = 0;
-                const real *q = qi + ((size_t)r * HI + j) * dI, *k = ki + ((size_t)b * T + s) * dI;
-                if (g == 0) continue;
-                for (int c = 0; c < dI; c++) x += q[c] * k[c];
-                if (!(x > 0)) continue;
-                dw[(size_t)r * HI + j] += g * x;
-                for (int c = 0; c < dI; c++) dq[((size_t)r * HI + j) * dI + c] += g * w[(size_t)r * HI + j] * k[c];
-            }
-    }
-    for (int r = 0; r < B * T; r++) {
-        int b = r / T, s = r % T;
-        for (int t = s; t < T; t++) {
-            size_t rt = (size_t)b * T + t;
-            real g = dsc[rt * T + s];
-            if (g == 0) continue;
-            for (int j = 0; j < HI; j++) {
-                const real *q = qi + (rt * HI + j) * dI, *k = ki + (size_t)r * dI;
-                real x = 0;
-                for (int c = 0; c < dI; c++) x += q[c] * k[c];
-                if (!(x > 0)) continue;
-                for (int c = 0; c < dI; c++) dk[(size_t)r * dI + c] += g * w[rt * HI + j] * q[c];
-            }
-        }
-    }
-}
-
 /* indexer_scores_backward (transposed and gathered dot products, nonzero
  * lists made once) gives the plain loops' bits: rows with a gradient at
  * every key (the warm-up's KL), at a few (the KL over S_t), at three
@@ -390,7 +355,7 @@ Test(sparse, indexer_backward_is_the_plain_loops_bitwise) {
             if (keep > t || rng_below(&g, (uint64_t)t + 1) < (uint64_t)keep) dsc[(size_t)r * T + s] = (real)rng_normal(&g);
     }
     memset(dq[0], 0, sizeof dq[0]), memset(dk[0], 0, sizeof dk[0]), memset(dw[0], 0, sizeof dw[0]);
-    idx_backward_plain(dq[0], dk[0], dw[0], dsc, qi, ki, w, B, T, HI, dI);
+    indexer_scores_backward_plain(dq[0], dk[0], dw[0], dsc, qi, ki, w, B, T, HI, dI);
     for (int threads = 1; threads <= 2; threads++) {
         set_threads(threads);
         memset(dq[1], 0, sizeof dq[1]), memset(dk[1], 0, sizeof dk[1]), memset(dw[1], 0, sizeof dw[1]);

@@ -51,7 +51,7 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI) {
  * sum reassociated: every dot product is still summed over c in ascending
  * order, and every gradient over s (or t, j) in ascending order, as the
  * plain loops would, so the bits are the plain loops' (row_plain() and
- * backward_plain() are those loops: the fallbacks when memory is short;
+ * indexer_scores_backward_plain() are those loops: the fallbacks when memory is short;
  * tests/test_sparse.c holds the backward to them bit for bit).  The
  * forward makes all t + 1 dot products of a row; the backward makes each
  * listed pair's once, in the rows' pass, and the keys' pass reads them
@@ -222,11 +222,9 @@ static void grad_key(real *dk, const real *dsc, const real *qi, const real *w, i
     }
 }
 
-/* The plain loops (sparse.h's formulas as written), for when the lists
- * cannot be had: dq, dw of each row over s ascending, dk of each key over t
- * ascending then j, every dot product one at a time. */
-static void backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
-                           const real *w, int B, int T, int HI, int dI) {
+/* The plain loops (sparse.h): the fallback, and the fast one's reference. */
+void indexer_scores_backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                                   const real *w, int B, int T, int HI, int dI) {
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < B * T; r++) {
         int b = r / T, t = r % T;
@@ -264,7 +262,7 @@ void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, cons
                              const real *w, int B, int T, int HI, int dI) {
     Nonzeros z;
     if (nz_make(&z, dsc, B, T, HI)) {
-        backward_plain(dq, dk, dw, dsc, qi, ki, w, B, T, HI, dI);
+        indexer_scores_backward_plain(dq, dk, dw, dsc, qi, ki, w, B, T, HI, dI);
         return;
     }
     /* rows: dq(t), dw(t) over their keys, keeping the dot products */
