@@ -336,10 +336,48 @@ Test(sparse, dropped_pairs_save_the_selected_keys_flops) {
     model_free(&m);
 }
 
-/* indexer_scores_backward (transposed and gathered dot products, nonzero
- * lists made once) gives the plain loops' bits: rows with a gradient at
- * every key (the warm-up's KL), at a few (the KL over S_t), at three
- * quarters of them, and at none, at 1 and 2 threads. */
+/* The score backward from sparse.h's formulas, apart from the library's
+ * code: every listed pair's dot products first (each summed over c
+ * ascending), then dq, dw of each row over s ascending, and dk of each key
+ * over t ascending, then the heads j. */
+static void backward_reference(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
+                               const real *w, int B, int T, int HI, int dI) {
+    real *X = malloc(sizeof(real) * (size_t)B * T * T * HI);
+    cr_assert_not_null(X);
+    for (int r = 0; r < B * T; r++)
+        for (int s = 0; s <= r % T; s++)
+            for (int j = 0; j < HI; j++) {
+                real acc = 0;
+                for (int c = 0; c < dI; c++)
+                    acc += qi[((size_t)r * HI + j) * dI + c] * ki[((size_t)(r / T) * T + s) * dI + c];
+                X[((size_t)r * T + s) * HI + j] = acc;
+            }
+    for (int r = 0; r < B * T; r++)
+        for (int j = 0; j < HI; j++)
+            for (int s = 0; s <= r % T; s++) {
+                real g = dsc[(size_t)r * T + s], x = X[((size_t)r * T + s) * HI + j];
+                if (g == 0 || !(x > 0)) continue;
+                dw[(size_t)r * HI + j] += g * x;
+                for (int c = 0; c < dI; c++)
+                    dq[((size_t)r * HI + j) * dI + c] += g * w[(size_t)r * HI + j] * ki[((size_t)(r / T) * T + s) * dI + c];
+            }
+    for (int key = 0; key < B * T; key++)
+        for (int t = key % T; t < T; t++) {
+            size_t rt = (size_t)(key / T) * T + t;
+            real g = dsc[rt * T + key % T];
+            for (int j = 0; g != 0 && j < HI; j++) {
+                if (!(X[(rt * T + key % T) * HI + j] > 0)) continue;
+                for (int c = 0; c < dI; c++) dk[(size_t)key * dI + c] += g * w[rt * HI + j] * qi[(rt * HI + j) * dI + c];
+            }
+        }
+    free(X);
+}
+
+/* indexer_scores_backward (nonzero lists made once, gathered keys, each dot
+ * product made once) and its plain loops give the formulas' bits: rows with
+ * a gradient at every key (the warm-up's KL), at a few (the KL over S_t),
+ * at three quarters of them, and at none, a -0 and an infinity among the
+ * gradients, at 1 and 2 threads. */
 Test(sparse, indexer_backward_is_the_plain_loops_bitwise) {
     enum { B = 2, T = 40, HI = 3, dI = 12 };
     static real dsc[B * T * T], qi[B * T * HI * dI], ki[B * T * dI], w[B * T * HI];
@@ -354,15 +392,19 @@ Test(sparse, indexer_backward_is_the_plain_loops_bitwise) {
         for (int s = 0; s <= t; s++)
             if (keep > t || rng_below(&g, (uint64_t)t + 1) < (uint64_t)keep) dsc[(size_t)r * T + s] = (real)rng_normal(&g);
     }
+    dsc[(size_t)(T + 20) * T + 3] = -0.0, dsc[(size_t)(T + 21) * T + 5] = INFINITY;
     memset(dq[0], 0, sizeof dq[0]), memset(dk[0], 0, sizeof dk[0]), memset(dw[0], 0, sizeof dw[0]);
-    indexer_scores_backward_plain(dq[0], dk[0], dw[0], dsc, qi, ki, w, B, T, HI, dI);
-    for (int threads = 1; threads <= 2; threads++) {
+    backward_reference(dq[0], dk[0], dw[0], dsc, qi, ki, w, B, T, HI, dI);
+    for (int run = 0; run < 3; run++) {
+        int threads = run == 2 ? 2 : 1;
         set_threads(threads);
         memset(dq[1], 0, sizeof dq[1]), memset(dk[1], 0, sizeof dk[1]), memset(dw[1], 0, sizeof dw[1]);
-        indexer_scores_backward(dq[1], dk[1], dw[1], dsc, qi, ki, w, B, T, HI, dI);
-        cr_assert(memcmp(dq[0], dq[1], sizeof dq[0]) == 0, "dq differs at %d threads", threads);
-        cr_assert(memcmp(dk[0], dk[1], sizeof dk[0]) == 0, "dk differs at %d threads", threads);
-        cr_assert(memcmp(dw[0], dw[1], sizeof dw[0]) == 0, "dw differs at %d threads", threads);
+        if (run == 0) indexer_scores_backward_plain(dq[1], dk[1], dw[1], dsc, qi, ki, w, B, T, HI, dI);
+        else indexer_scores_backward(dq[1], dk[1], dw[1], dsc, qi, ki, w, B, T, HI, dI);
+        const char *what = run == 0 ? "the plain loops" : "the fast backward";
+        cr_assert(memcmp(dq[0], dq[1], sizeof dq[0]) == 0, "dq differs: %s, %d threads", what, threads);
+        cr_assert(memcmp(dk[0], dk[1], sizeof dk[0]) == 0, "dk differs: %s, %d threads", what, threads);
+        cr_assert(memcmp(dw[0], dw[1], sizeof dw[0]) == 0, "dw differs: %s, %d threads", what, threads);
     }
     set_threads(1);
 }

@@ -28,18 +28,6 @@ static inline void dots_t(real *y, const real *a, const real *xT, int ld, int m,
     }
 }
 
-/* y[i] = a . xT[., idx[i]] for i < m: dots_t at the columns an index list
- * names (a gather per channel), each sum in the same order. */
-static inline void dots_t_at(real *y, const real *a, const real *xT, int ld, const int *idx, int m, int d) {
-    for (int i = 0; i < m; i++) y[i] = 0;
-    for (int c = 0; c < d; c++) {
-        real ac = a[c];
-        const real *xc = xT + (size_t)c * ld;
-#pragma omp simd
-        for (int i = 0; i < m; i++) y[i] += ac * xc[idx[i]];
-    }
-}
-
 /* xT (d x n, leading dimension n) = the transpose of n rows of d (stride d). */
 static inline void transpose_rows(real *xT, const real *x, int n, int d) {
     for (int i = 0; i < n; i++)

@@ -51,8 +51,10 @@ size_t indexer_scratch_len(int B, int T, int HI, int dI) {
  * sum reassociated: every dot product is still summed over c in ascending
  * order, and every gradient over s (or t, j) in ascending order, as the
  * plain loops would, so the bits are the plain loops' (row_plain() and
- * indexer_scores_backward_plain() are those loops: the fallbacks when memory is short;
- * tests/test_sparse.c holds the backward to them bit for bit).  The
+ * indexer_scores_backward_plain() are those loops: the fallbacks when the
+ * lists cannot be had; a thread without its buffers makes its dot products
+ * one at a time; tests/test_sparse.c holds the backward to the plain loops
+ * bit for bit).  The
  * forward makes all t + 1 dot products of a row; the backward makes each
  * listed pair's once, in the rows' pass, and the keys' pass reads them
  * (a 7-10% shorter top-k step at T 512: docs/performance.md).  Per thread:
@@ -131,19 +133,20 @@ static void nz_free(Nonzeros *z) {
 
 /* 0, or -1 when memory is short (z left empty: the callers fall back). */
 static int nz_make(Nonzeros *z, const real *dsc, int B, int T, int HI) {
-    size_t n = (size_t)B * T, nnz;
+    size_t n = (size_t)B * T, nnz = 0;
     memset(z, 0, sizeof *z);
-    if ((double)n * (T + 1) / 2 * HI > INT_MAX) return -1; /* int offsets */
     z->rp = calloc(n + 1, sizeof(int)), z->cp = calloc(n + 1, sizeof(int));
     if (!z->rp || !z->cp) return nz_free(z), -1;
-    for (size_t r = 0; r < n; r++) {
+    for (size_t r = 0; r < n; r++) { /* counts (each <= T) */
         const real *g = dsc + r * T;
         size_t b = r / T, t = r % T;
         for (size_t s = 0; s <= t; s++)
             if (g[s] != 0) z->rp[r + 1]++, z->cp[b * T + s + 1]++;
+        nnz += (size_t)z->rp[r + 1];
     }
+    if (nnz > INT_MAX - 1) return nz_free(z), -1; /* the places are ints */
     for (size_t r = 0; r < n; r++) z->rp[r + 1] += z->rp[r], z->cp[r + 1] += z->cp[r];
-    nnz = (size_t)z->rp[n] + 1;
+    nnz += 1;
     z->ri = malloc(sizeof(int) * nnz), z->ci = malloc(sizeof(int) * nnz), z->cq = malloc(sizeof(int) * nnz);
     z->x = malloc(sizeof(real) * nnz * HI);
     int *fill = malloc(sizeof(int) * n);
@@ -165,7 +168,8 @@ static int nz_make(Nonzeros *z, const real *dsc, int B, int T, int HI) {
 
 size_t indexer_backward_memory(int B, int T, int HI, int k) {
     size_t n = (size_t)B * T, nnz = k <= 0 || k >= T ? n * (size_t)(T + 1) / 2 : n * (size_t)k;
-    return sizeof(int) * (3 * n + 2 + 3 * nnz) + sizeof(real) * nnz * HI;
+    /* rp, cp, fill; ri, ci, cq and x with nz_make's one spare place */
+    return sizeof(int) * (3 * n + 2 + 3 * (nnz + 1)) + sizeof(real) * (nnz + 1) * HI;
 }
 
 /* dq(t), dw(t) of row r over its keys with a gradient (idx: its list, m

@@ -123,10 +123,10 @@ void indexer_token_scores(real *score, const real *qr, const real *w, const real
 void indexer_scores(real *sc, const real *qi, const real *ki, const real *w, int B, int T, int HI, int dI);
 void indexer_scores_backward(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
                              const real *w, int B, int T, int HI, int dI);
-/* The same as the plain loops (sparse.h's formulas as written: dq, dw of
+/* The score backward as plain loops (the formulas as written: dq, dw of
  * each row over s ascending, dk of each key over t ascending then j, every
- * dot product one at a time): the fallback when memory is short, and the
- * reference tests/test_sparse.c holds the fast one to, bit for bit. */
+ * dot product one at a time): indexer_scores_backward's fallback when its
+ * lists cannot be had, whose bits it gives. */
 void indexer_scores_backward_plain(real *dq, real *dk, real *dw, const real *dsc, const real *qi, const real *ki,
                                    const real *w, int B, int T, int HI, int dI);
 /* Bytes indexer_scores_backward allocates for its lists of the gradient's
