@@ -7,7 +7,7 @@ set key below
 set title 'budget_d192_9M ... budget_d192_18M: row - baseline at each budget'
 set logscale x
 set xrange [6007466.667:27033600]
-set yrange [-0.03840041986:0.005008750417]
+set yrange [-0.03793235999:0.004947699129]
 set xlabel 'tokens per run (log scale)'
 set ylabel 'final val loss - baseline (nats/byte), seed-pair mean'
 set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb '#000000' dt 2

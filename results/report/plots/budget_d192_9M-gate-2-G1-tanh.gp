@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_d192_9M-gate-2-G1-tanh.svg'
 set grid
 set key below
-set title 'budget_d192_9M: gate scores of G1-tanh (last step, 3 runs summed)'
+set title 'budget_d192_9M: gate scores of G1-tanh (last step, 4 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [-1:1.2]

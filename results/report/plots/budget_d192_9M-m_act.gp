@@ -10,7 +10,7 @@ set xtics 1
 set logscale y
 set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
-set ytics ("100" 100, "200" 200, "300" 300)
+set ytics ("50" 50, "100" 100, "200" 200)
 set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
 plot 'budget_d192_9M-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'baseline', \
      'budget_d192_9M-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'G1-elementwise', \

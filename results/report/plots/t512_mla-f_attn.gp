@@ -1,0 +1,16 @@
+# F-Attn per layer
+# written by `gated report`; run `gnuplot t512_mla-f_attn.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 't512_mla-f_attn.svg'
+set grid
+set key below
+set title 't512_mla'
+set xlabel 'layer'
+set xtics 1
+set ylabel 'F-Attn (attention on position 0)'
+plot 't512_mla-f_attn.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
+     't512_mla-f_attn.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA'
+set terminal pngcairo size 960,560 noenhanced
+set output 't512_mla-f_attn.png'
+replot
+set output

@@ -1,0 +1,20 @@
+# M-Act per layer
+# written by `gated report`; run `gnuplot t512_mla-m_act.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 't512_mla-m_act.svg'
+set grid
+set key below
+set title 't512_mla'
+set xlabel 'layer'
+set xtics 1
+set logscale y
+set autoscale yfix
+set offsets 0, 0, graph 0.05, graph 0.05
+set ytics ("50" 50, "60" 60, "70" 70, "80" 80)
+set ylabel 'M-Act (max |h| of the layer output, log scale)'
+plot 't512_mla-m_act.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
+     't512_mla-m_act.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA'
+set terminal pngcairo size 960,560 noenhanced
+set output 't512_mla-m_act.png'
+replot
+set output

@@ -1,0 +1,15 @@
+# Validation loss against step
+# written by `gated report`; run `gnuplot t512_mla-val_loss.gp` in this directory
+set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
+set output 't512_mla-val_loss.svg'
+set grid
+set key below
+set title 't512_mla'
+set xlabel 'step'
+set ylabel 'validation loss (nats/byte), mean over seeds'
+plot 't512_mla-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
+     't512_mla-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA'
+set terminal pngcairo size 960,560 noenhanced
+set output 't512_mla-val_loss.png'
+replot
+set output
