@@ -246,6 +246,23 @@ MECH = '#mechanism-contrasts-at-the-standard-budget'
 STD = '#the-standard-profile'
 MATRIX = '#the-ablation-matrix'
 AT4 = '#at-the-standard-budget-41m-tokens'
+# issue 37's contrasts, one definition each: rows 18-21 and tools/verdict_sparse.py's answers read them
+def gap_gain(k, value=None):
+    """what G1 does to top-k's gap to dense: (top-k G1 - dense G1) - (top-k - dense)"""
+    return loss_dd(TOPK, 'topk%d-G1' % k, 'dense-G1', 'topk%d' % k, 'dense', value)
+
+
+def mla_loss(row, ref, value=None):
+    return loss(MLA, row, ref, value)
+
+
+def mla_gain_dd(value=None):
+    """G1's gain on MLA against its gain on this sweep's MHA"""
+    return loss_dd(MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA', value)
+
+
+P0_GAIN = last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
+
 ROWS = [
     row(1, 'Gating at G1 lowers the loss', MECH, '4.1M; 0.5M–16M; d192', 4.1e6,
         [part('G1 − baseline', loss(SM, 'G1-elementwise', 'baseline'), -1,
@@ -304,14 +321,13 @@ ROWS = [
               -1, 3)]),
     row(18, '(follow-up, top-k) G1 helps top-k more than dense (sparse − dense gap smaller with it)', SPARSE,
         '4.1M, T 512', 4.1e6,
-        [part('(top-64 G1 − dense G1) − (top-64 − dense)', loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense'),
-              -1, half=loss_dd(TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense', at_half))]),
+        [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))]),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('P(0 ∈ S_t), top-64 G1 − top-64', last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0'), -1, 3)]),
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1, 3)]),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('MLA G1 − MLA', loss(MLA, 'MLA-G1', 'MLA'), -1, half=loss(MLA, 'MLA-G1', 'MLA', at_half))]),
+        [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))]),
     row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('MLA − MHA', loss(MLA, 'MLA', 'MHA'), ('noworse', MARGIN), half=loss(MLA, 'MLA', 'MHA', at_half))]),
+        [part('MLA − MHA', mla_loss('MLA', 'MHA'), ('noworse', MARGIN), half=mla_loss('MLA', 'MHA', at_half))]),
 ]
 
 # the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)

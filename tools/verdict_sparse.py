@@ -14,7 +14,7 @@ import verdict_rules as R  # noqa: E402
 from toolstats import holm, mean_sd  # noqa: E402
 from verdict_data import paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
-from verdict_rows import MLA, TOPK, last_pair, loss_dd  # noqa: E402
+from verdict_rows import MLA, P0_GAIN, TOPK, at_half, gap_gain, mla_gain_dd, mla_loss  # noqa: E402
 from verdict_text import rewrap  # noqa: E402
 
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
@@ -64,11 +64,6 @@ def last_mean(db, rows, key):
     return sum(xs) / len(xs) if xs else None
 
 
-def diff_of_diffs(db, sw, a, b, c, d, value=None):
-    """per seed (a - b) - (c - d) in validation loss (verdict_rows.loss_dd)"""
-    return loss_dd(sw, a, b, c, d, value and (lambda _db: value))(db)
-
-
 def answer(st, want_sign):
     if st.n < R.MIN_N or st.lo is None:
         return '**unresolved (n = %d)**' % st.n
@@ -85,6 +80,12 @@ def fmt(x, d=3):
     return '–' if x is None else R.fmt(x, d, False)
 
 
+def late_eval(c):
+    """the last evaluation step at or before 3/4 of a curve's last one ({step: loss}), or None"""
+    late = [k for k in c if k <= 0.75 * max(c)] if c else []
+    return max(late) if late else None
+
+
 def flatness(db, rows):
     """results/budget_plan.md's flatness rule on one row, on the evaluations these runs have: the
     validation loss at the last evaluation at or before 3/4 of the run minus the last one (as
@@ -93,9 +94,9 @@ def flatness(db, rows):
     drops, fins = [], []
     for r in rows.values():
         c = db.val_curve(r.run_id)
-        late = [k for k in c if k <= 0.75 * max(c)] if c else []
-        if late:
-            drops.append(c[max(late)] - c[max(c)])
+        late = late_eval(c)
+        if late is not None:
+            drops.append(c[late] - c[max(c)])
             fins.append(c[max(c)])
     if len(drops) < R.MIN_N:
         return '–' if not drops else 'n = %d: no sd (%s)' % (len(drops), ', '.join(R.fmt(x, 4) for x in drops))
@@ -110,9 +111,8 @@ def late_steps(db):
         for lab in labels:
             for r in db.row(sw, lab).values():
                 c = db.val_curve(r.run_id)
-                late = [k for k in c if k <= 0.75 * max(c)] if c else []
-                if late:
-                    return max(late), max(c)
+                if late_eval(c) is not None:
+                    return late_eval(c), max(c)
     return None
 
 
@@ -138,21 +138,15 @@ def sparse_text(db):
                 sw[0], lab, len(rows), d, dh, flatness(db, rows), fmt(last_mean(db, rows, 'sparse_dense_gap'), 4),
                 fmt(last_mean(db, rows, 'sparse_recall')), fmt(last_mean(db, rows, 'sparse_p0')),
                 '–' if cache is None else cache, '–' if params is None else '%d' % params))
-    gap64 = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense')
-    gap32 = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense')
-    gap64h = diff_of_diffs(db, TOPK, 'topk64-G1', 'dense-G1', 'topk64', 'dense', half)
-    gap32h = diff_of_diffs(db, TOPK, 'topk32-G1', 'dense-G1', 'topk32', 'dense', half)
-    p0 = paired_last(db, TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
-    mla = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), db.val_loss)
+    gap64, gap32, p0 = gap_gain(64)(db), gap_gain(32)(db), P0_GAIN(db)
+    gap64h, gap32h = gap_gain(64, at_half)(db), gap_gain(32, at_half)(db)
+    mla, g_mla, g_mha, g_dd = (mla_loss('MLA', 'MHA')(db), mla_loss('MLA-G1', 'MLA')(db),
+                               mla_loss('MHA-G1', 'MHA')(db), mla_gain_dd()(db))
+    mlah, g_mlah = mla_loss('MLA', 'MHA', at_half)(db), mla_loss('MLA-G1', 'MLA', at_half)(db)
+    g_ddh = mla_gain_dd(at_half)(db)
     match = '**%s**' % {'reproduced': 'yes', 'contradicted': 'no', 'inconclusive': 'within noise',
                         'not reproduced': 'within noise'}.get(R.verdict(mla, ('noworse', R.MARGIN), 4.1e6),
                                                               'unresolved (n = %d)' % mla.n)
-    g_mla = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), db.val_loss)
-    g_mha = paired_stat(db, (MLA, 'MHA-G1'), (MLA, 'MHA'), db.val_loss)
-    g_dd = diff_of_diffs(db, MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA')
-    mlah = paired_stat(db, (MLA, 'MLA'), (MLA, 'MHA'), half)
-    g_mlah = paired_stat(db, (MLA, 'MLA-G1'), (MLA, 'MLA'), half)
-    g_ddh = diff_of_diffs(db, MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA', half)
     qs = [
         '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s '
         '(half-way: %s); top-32: %s, %s (half-way: %s).' % (answer(gap64, -1), ci(gap64), ci(gap64h),
@@ -166,11 +160,6 @@ def sparse_text(db):
             answer(g_mla, -1), ci(g_mla), ci(g_mlah), ci(g_mha), answer(g_dd, 1), ci(g_dd), ci(g_ddh)),
     ]
     return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
-
-
-def paired_last(db, sw, a, b, key):
-    """per seed: metric key's last value, row a - row b (verdict_rows.last_pair)"""
-    return last_pair(sw, a, b, key)(db)
 
 
 def last_params(db, rows):
