@@ -97,11 +97,13 @@ test-run: links tools-test check xcheck
 
 # tools/results_db.py, the committed form of results/gated.db (results/db/);
 # tools/kernel_effect.py, the kernel-twin comparison (issue 28); the verdict
-# rules and pooled seeds of tools/verdicts.py on a made-up database.
+# rules and pooled seeds of tools/verdicts.py on a made-up database;
+# tools/rerun_rows.py, the runs a verdict row rests on and the comparison of two databases.
 tools-test: $(BUILD)/gated
 	GATED_BIN=$(abspath $(BUILD)/gated) $(PYTHON) tests/test_results_db.py
 	$(PYTHON) tests/test_kernel_effect.py
 	$(PYTHON) tests/test_verdicts.py
+	$(PYTHON) tests/test_rerun_rows.py
 
 # results/gated.db from its committed parts (results/db/, tools/results_db.py):
 # folded in with gated merge, then checked part by part against the manifest.

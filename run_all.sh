@@ -9,6 +9,9 @@
 #                             curves flatten, the standard profile, the LR stress test, the
 #                             3-layer Bigram-Backcopy sweep, the long sink searches)
 #   ./run_all.sh --smoke      the smoke sweep (synthetic corpus, seconds) into results/smoke.db
+#   ./run_all.sh --rows 1,18  only the runs that rows 1 and 18 of the verdict table rest on
+#                             (or --rows all: every row's), then those rows from --db beside
+#                             the committed table's (tools/rerun_rows.py: what, how long)
 #   ./run_all.sh --jobs J     local workers per sweep (default: 2, one core each)
 #   ./run_all.sh --shard i/N  only the runs of every sweep whose index % N == i (0 <= i < N)
 #   ./run_all.sh --db PATH    the results database (default: results/gated.db; report beside it)
@@ -26,6 +29,7 @@ cd "$(dirname "$0")"
 
 smoke=0
 standard=0
+rows=""
 jobs=2
 shard=""
 db=""
@@ -33,16 +37,25 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --smoke) smoke=1 ;;
     --standard) standard=1 ;;
+    --rows) rows="${2:?--rows needs a list of verdict rows (1,18 or all)}"; shift ;;
     --jobs) jobs="${2:?--jobs needs a value}"; shift ;;
     --shard) shard="${2:?--shard needs i/N}"; shift ;;
     --db) db="${2:?--db needs a path}"; shift ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 if [ -n "$shard" ] && ! [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]]; then
     echo "run_all.sh: --shard $shard: expected i/N, 0 <= i < N" >&2
+    exit 2
+fi
+if [ -n "$rows" ] && ! [[ "$rows" =~ ^(all|[0-9]+(,[0-9]+)*)$ ]]; then
+    echo "run_all.sh: --rows $rows: expected row numbers of the verdict table (1,18) or all" >&2
+    exit 2
+fi
+if [ -n "$rows" ] && [ "$smoke$standard" != 00 ]; then
+    echo "run_all.sh: --rows runs what verdict rows rest on: not with --smoke or --standard" >&2
     exit 2
 fi
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
@@ -75,7 +88,7 @@ if [ "$smoke" = 1 ]; then
     db=${db:-results/smoke.db}
     out=$(dirname "$db")/smoke-report
 else
-    tier=$([ "$standard" = 1 ] && echo standard || echo quick)
+    tier=$([ "$standard" = 1 ] && echo standard || { [ -n "$rows" ] && echo "rows-$rows"; } || echo quick)
     echo "== data"
     make --no-print-directory data
     db=${db:-results/gated.db}
@@ -106,7 +119,7 @@ sweep() {
     # first steps and kept when they are bitwise equal (docs/sweeps.md, "Verifying
     # results of other code"), instead of being rerun whole
     build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
-        ${shard:+--shard "$shard"} || status=1
+        ${shard:+--shard "$shard"} "${@:2}" || status=1
 }
 # gated eval over a sweep's finished runs: one pass per RoPE scaling
 evals() {
@@ -130,6 +143,14 @@ infer() {
 }
 if [ "$smoke" = 1 ]; then
     sweep smoke
+elif [ -n "$rows" ]; then
+    # what the verdict rows read (recorded while the committed table computes them,
+    # so the list cannot drift from it): each sweep's run indices
+    [ -f results/gated.db ] || make --no-print-directory results-db
+    plan=$(/usr/bin/python3 tools/rerun_rows.py "$rows" --indices --db results/gated.db) || exit 2
+    while read -r s idx; do
+        if [ -n "$s" ]; then sweep "$s" --index "$idx"; fi
+    done <<<"$plan"
 else
     # the quick tier: the paper's ablation matrix at the quick profile (100
     # steps, 205k tokens: early training, see results/README.md), long
@@ -162,6 +183,10 @@ echo "== benchmarks: run apart from the results (make bench, make bench-peer, ma
 
 echo "== report"
 build/gated report --db "$db" --out "$out" || status=1
+if [ -n "$rows" ]; then
+    echo "== verdict rows $rows: $db beside the committed table (tools/rerun_rows.py --compare)"
+    /usr/bin/python3 tools/rerun_rows.py "$rows" --db results/gated.db --compare "$db" || true
+fi
 if [ "$packed" = 1 ]; then
     echo "== results/db/ from results/gated.db"
     /usr/bin/python3 tools/results_db.py pack --db "$db" --dir results/db || status=1

@@ -2,7 +2,8 @@
  * cmd_sweep.c — `gated sweep` and `gated merge`.
  *
  * Loads and validates the whole sweep (sweep.h; any error exits 2 before
- * anything runs), selects runs (--index I: run I alone; --shard i/N: the
+ * anything runs), selects runs (--index I: run I alone, or a list of
+ * indices and ranges, 0,3,6-11; --shard i/N: the
  * runs with index % N == i; both count from 0, as the runs' indices, so a
  * Slurm array --array=0-(N-1) passes $SLURM_ARRAY_TASK_ID to either),
  * --count prints how many runs that selection holds and stops, records
@@ -137,7 +138,7 @@ static const CliOpt opts[O__COUNT + 1] = {
     [O_DRY_RUN] = {"dry-run", NULL, "print each selected run (index, stored status, what a sweep would do) and stop", 0},
     [O_JSON] = {"json", NULL, "with --dry-run: the plan as one JSON document (docs/cli.md, \"Machine-readable output\")", 0},
     [O_COUNT] = {"count", NULL, "print the number of selected runs (all, without --index / --shard) and stop", 0},
-    [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count)", 0},
+    [O_INDEX] = {"index", "I", "run I alone (0 <= I < the --count), or a list: 0,3,6-11", 0},
     [O_SHARD] = {"shard", "i/N", "the runs whose index % N == i (0 <= i < N)", 0},
     [O_JOBS] = {"jobs", "J", "J runs at once, each with cores / J threads (default: 1)", 0},
     [O_FORCE] = {"force", NULL, "rerun finished, diverged and failed runs too", 0},
@@ -163,9 +164,32 @@ static int parse_shard(const char *v, SweepOpts *o) {
                : -1;
 }
 
+/* --index's LIST: N or N-M (N <= M), comma-separated, each N in [0, 2^30).
+ * With pick (nruns entries), marks the runs listed; returns the first index
+ * past nruns - 1 (nruns < 0: no bound), -1 for a malformed list, else 0. */
+static long parse_index_list(const char *v, long nruns, unsigned char *pick) {
+    char buf[32];
+    for (const char *p = v;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof buf) return -1;
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        char *dash = strchr(buf + 1, '-');
+        long lo, hi;
+        if (dash) *dash = 0;
+        if (util_parse_long(buf, 0, (1L << 30) - 1, &lo) ||
+            (dash ? util_parse_long(dash + 1, 0, (1L << 30) - 1, &hi) || hi < lo : (hi = lo, 0)))
+            return -1;
+        if (nruns >= 0 && hi >= nruns) return hi;
+        for (long i = lo; pick && i <= hi; i++) pick[i] = 1;
+        p += n;
+        if (!*p) return 0;
+    }
+}
+
 /* -1: go on; else the exit status. */
 static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
-    *o = (SweepOpts){.db = cli_default_db(), .data = "data", .index = -1, .jobs = 1};
+    *o = (SweepOpts){.db = cli_default_db(), .data = "data", .jobs = 1};
     const Command *c = &cmd_sweep;
     CliArgs a;
     const char *v;
@@ -187,8 +211,10 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
         case O_DB: o->db = v; break;
         case O_DATA: o->data = v; break;
         case O_INDEX:
-            if (util_parse_long(v, 0, 1L << 30, &o->index))
-                return cli_usage_error(c, "--index: expected a run index (0, 1, ...), got \"%s\"", v);
+            if (parse_index_list(v, -1, NULL))
+                return cli_usage_error(c, "--index: expected a run index (0, 1, ...) or a list of them and of "
+                                          "ranges (0,3,6-11), got \"%s\"", v);
+            o->index = v;
             break;
         case O_JOBS:
             if (util_parse_long(v, 1, 1024, &o->jobs))
@@ -206,7 +232,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
     int n = cli_rest(&a, &rest);
     if (n != 1) return n ? cli_usage_error(c, "one SWEEP.yaml, not %d", n) : cli_usage_error(c, "no sweep file given");
     o->path = rest[0];
-    if (o->index >= 0 && o->shard_n) return cli_usage_error(c, "give --index or --shard, not both");
+    if (o->index && o->shard_n) return cli_usage_error(c, "give --index or --shard, not both");
     if (o->verify_steps && !o->verify_code) return cli_usage_error(c, "--verify-steps needs --verify-code");
     if (o->verify_code && !codever_is_commit(codever_commit()))
         fprintf(stderr, "gated sweep: --verify-code: this build has no commit (built outside a git checkout), so "
@@ -217,7 +243,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
 
 /* Whether --index / --shard select run i. */
 static int selected(const SweepOpts *o, int i) {
-    return (o->index < 0 || i == o->index) && (!o->shard_n || i % o->shard_n == o->shard_i);
+    return (!o->pick || o->pick[i]) && (!o->shard_n || i % o->shard_n == o->shard_i);
 }
 
 /* ------------------------------------------------------------------ */
@@ -480,6 +506,22 @@ static void sweep_ctx_free(SweepCtx *x) {
     store_close(x->st);
 }
 
+/* --index's list marked in o->pick (left NULL without --index): GO, or the
+ * exit status (an index past the sweep's last run is bad input). */
+static int sweep_pick(SweepOpts *o, const Sweep *sw) {
+    long past;
+    if (!o->index)
+        return GO;
+    if (!(o->pick = calloc((size_t)sw->nruns + 1, 1)))
+        return sweep_oom();
+    if ((past = parse_index_list(o->index, sw->nruns, o->pick)) != 0) {
+        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", past, o->path, sw->nruns, sw->nruns - 1);
+        free(o->pick);
+        return EXIT_BADINPUT;
+    }
+    return GO;
+}
+
 static int run_sweep(int argc, char **argv) {
     SweepOpts o;
     int rc = parse_sweep_args(argc, argv, &o);
@@ -491,15 +533,15 @@ static int run_sweep(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return EXIT_BADINPUT;
     }
-    if (o.index >= sw.nruns) {
-        fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", o.index, o.path, sw.nruns, sw.nruns - 1);
+    if ((rc = sweep_pick(&o, &sw)) != GO) {
         sweep_free(&sw);
-        return EXIT_BADINPUT;
+        return rc;
     }
     if (o.count) { /* machine-readable: the number alone */
         int n = 0;
         for (int i = 0; i < sw.nruns; i++)
             n += selected(&o, i);
+        free(o.pick);
         sweep_free(&sw);
         printf("%d\n", n);
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
@@ -526,6 +568,7 @@ static int run_sweep(int argc, char **argv) {
             rc = EXIT_SIGNAL_BASE + stop_requested;
     }
     sweep_ctx_free(&x);
+    free(o.pick);
     sweep_free(&sw);
     return rc;
 }

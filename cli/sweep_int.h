@@ -18,7 +18,8 @@ typedef struct {
     const char *path, *db, *data;
     int dry_run, json, count, force, rerun_failed, fail_fast, verify_code;
     long verify_steps;     /* --verify-steps (0: not given) */
-    long index;            /* -1: all */
+    const char *index;     /* --index LIST (NULL: all) */
+    unsigned char *pick;   /* pick[i]: run i is in --index's list (NULL: all) */
     long shard_i, shard_n; /* shard_n 0: no sharding */
     long jobs;
 } SweepOpts;

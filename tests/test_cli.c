@@ -195,13 +195,19 @@ Test(cli, a_sweep_file_given_to_train_says_to_use_sweep) {
     }
 }
 
-/* --count: the number alone; shards and indices count from 0. */
-Test(cli, sweep_count_and_shards_from_0) {
+/* The number of runs of experiments/smoke.yaml, read by the library. */
+static int smoke_nruns(void) {
     Sweep s;
     ConfigError e;
     cr_assert_eq(sweep_load(&s, "experiments/smoke.yaml", &e), 0, "%s", e.msg);
     int nruns = s.nruns;
     sweep_free(&s);
+    return nruns;
+}
+
+/* --count: the number alone; shards and indices count from 0. */
+Test(cli, sweep_count_and_shards_from_0) {
+    int nruns = smoke_nruns();
     cr_assert_geq(nruns, 4);
     char want[32];
     Result r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--count", NULL});
@@ -238,6 +244,47 @@ Test(cli, sweep_count_and_shards_from_0) {
     result_free(&r);
     expect_usage_error((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--shard", "3/3", NULL}, "sweep",
                        "--shard: expected i/N with 0 <= i < N (shards count from 0, as --index), got \"3/3\"");
+}
+
+/* --index takes a list of indices and ranges (0,2-3): --count counts it,
+ * --dry-run lists exactly those runs; a malformed list is a usage error, an
+ * index past the last run bad input, both exit 2. */
+Test(cli, sweep_index_lists) {
+    int nruns = smoke_nruns();
+    cr_assert_geq(nruns, 5);
+    Result r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--index", "0,2-3", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "3\n");
+    result_free(&r);
+    r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--dry-run", "--index", "3,0-0,2", "--db",
+                               "/nonexistent/gated-test.db", NULL});
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    for (int i = 0; i < nruns; i++) {
+        char row[32];
+        snprintf(row, sizeof row, "\n%5d  ", i);
+        if (i == 0 || i == 2 || i == 3)
+            cr_expect_not_null(strstr(r.out, row), "index %d not listed: %s", i, r.out);
+        else
+            cr_expect_null(strstr(r.out, row), "index %d listed: %s", i, r.out);
+    }
+    result_free(&r);
+    static const char *const bad[] = {"3-2", "0,", ",1", "1--2", "1-", "-1", "a", "0,,1", "1 2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "--index: expected a run index (0, 1, ...) or a list of them and of ranges "
+                                  "(0,3,6-11), got \"%s\"", bad[i]);
+        expect_usage_error((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--index", bad[i], NULL},
+                           "sweep", msg);
+    }
+    char past[32], want[160];
+    snprintf(past, sizeof past, "1,%d-%d", nruns - 1, nruns);
+    r = gated((const char *[]){"sweep", "experiments/smoke.yaml", "--count", "--index", past, NULL});
+    snprintf(want, sizeof want, "gated sweep: --index %d: experiments/smoke.yaml has %d runs (0-%d)\n", nruns, nruns,
+             nruns - 1);
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect_str_eq(r.err, want);
+    cr_expect_str_eq(r.out, "");
+    result_free(&r);
 }
 
 /* A checkout whose results/gated.db is committed, as this repository's:

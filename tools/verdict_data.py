@@ -40,6 +40,7 @@ class Db:
     def __init__(self, path):
         self.h = connect_ro(path)
         self._rows = {}
+        self.reads = None  # a set: every (sweeps, label) that row() is asked for is added (tools/rerun_rows.py)
 
     def row(self, sweeps, label, status='finished'):
         """{seed: Run} of a row, pooled over the sweeps named (the first sweep's run for a seed
@@ -47,6 +48,8 @@ class Db:
         if isinstance(sweeps, str):
             sweeps = (sweeps,)
         key = (tuple(sweeps), label, status)
+        if self.reads is not None:
+            self.reads.add(key[:2])
         if key not in self._rows:
             out = {}
             for sw in sweeps:

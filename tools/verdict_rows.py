@@ -106,7 +106,7 @@ def metric_pair(sweeps, row, ref, value):
 def gate_mean(sweeps, row):
     def f(db):
         rs = db.row(sweeps, row)
-        xs = [db.last(r.run_id, 'gate_mean') for r in rs.values()]
+        xs = [x for x in (db.last(r.run_id, 'gate_mean') for r in rs.values()) if x is not None]
         iv, _ = t_interval(xs)
         return Stat(xs, 't', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0, iv)
     return f
@@ -118,10 +118,11 @@ def bb_bos(sweeps, row, ref):
         ra, rb = db.row(sweeps, row), db.row(sweeps, ref)
         x = [db.max_head(r.run_id, 'bb_bos_attn_other') for r in ra.values()]
         y = [db.max_head(r.run_id, 'bb_bos_attn_other') for r in rb.values()]
-        m, iv, p = welch(x, y)
-        st = Stat([m], 'Welch', {r.kernel for r in ra.values()}, {r.kernel for r in rb.values()},
+        w = welch(x, y)  # None below 2 runs a side: the difference of means alone (no interval)
+        m, iv, p = w if w else ((sum(x) / len(x) - sum(y) / len(y)) if x and y else None, None, None)
+        st = Stat([m] if m is not None else [], 'Welch', {r.kernel for r in ra.values()}, {r.kernel for r in rb.values()},
                   [r.code for r in ra.values()] + [r.code for r in rb.values()], 0, iv, p)
-        st.n = len(x)
+        st.n = len(x) if w else min(len(x), len(y))
         return st
     return f
 

@@ -94,6 +94,8 @@ def budget_cell(ctx, head, p):
         st = loss((sweep,), row, ref)(db)
         if st.n:
             pts.append((name, st))
+    if not pts:
+        return 'budget: no runs'
     last_name, last = pts[-1]
     word, w = R.trend(head, last, welch)
     mid = [(name, st) for name, st in pts[:-1] if st.n < R.MIN_N]

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Tests of tools/rerun_rows.py on made-up databases: a row's reads are recorded while it is
+computed (every contrast's two rows, the budget curve, the lr-edge cells even when the database
+holds none of their runs), pooled runs are listed once, indices print as ranges, a sweep name is
+checked before it becomes a path, and --compare tells rows whose words differ.  Run by
+`make tools-test`."""
+import os
+import sqlite3
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'tools'))
+sys.path.insert(0, HERE)
+import rerun_rows as RR  # noqa: E402
+import verdicts as V  # noqa: E402
+from test_verdicts import FAILS, check, make_db  # noqa: E402  (one failure list: test_verdicts.FAILS)
+from verdict_data import Db  # noqa: E402
+from verdict_rows import BUDGETS, EDGE_CELLS, ROWS  # noqa: E402
+
+
+def test_reads(path):
+    """every row's reads hold its contrasts' two rows (with the sweeps pooled as the table pools
+    them), row 1 its budget curve, row 14 every lr-edge cell: none of them in the database"""
+    ctx = V.Ctx(Db(path), None)
+    for r in ROWS:
+        reads = RR.reads_of(ctx, r['n'])
+        for p in r['parts']:
+            spec = getattr(p['measure'], 'spec', None)
+            if spec:
+                sweeps, row, ref = spec
+                check((tuple(sweeps), row) in reads and (tuple(sweeps), ref) in reads,
+                      'row %d reads %s: %s and %s' % (r['n'], sweeps, row, ref))
+    reads1 = RR.reads_of(ctx, 1)
+    for _, sweep in BUDGETS:
+        check(((sweep,), 'baseline') in reads1, 'row 1 reads its budget point %s' % sweep)
+    reads14 = RR.reads_of(ctx, 14)
+    for _, sweeps, base, g1 in EDGE_CELLS:
+        check((tuple(sweeps), base) in reads14 and (tuple(sweeps), g1) in reads14,
+              'row 14 reads the lr-edge cell %s without its runs' % (sweeps,))
+    check(ctx.db.reads is None, 'recording stops after a row')
+
+
+def test_pooling_and_ranges():
+    plans = RR.Plans('/nonexistent', 'gated', 'x.db')
+    plans.cache = {'s1': [{'index': 0, 'label': 'x', 'run_id': 'r1'}, {'index': 1, 'label': 'y', 'run_id': 'r9'}],
+                   's2': [{'index': 3, 'label': 'x', 'run_id': 'r1'}, {'index': 4, 'label': 'x', 'run_id': 'r2'}]}
+    got = RR.runs_of(plans, [(('s1', 's2'), 'x')])
+    check(got == {'s1': [(0, 'x', 'r1')], 's2': [(4, 'x', 'r2')]}, 'a run two sweeps share is listed once: %s' % got)
+    check(RR.ranges([8, 0, 1, 2, 5, 7, 2]) == '0-2,5,7-8', 'ranges: %s' % RR.ranges([8, 0, 1, 2, 5, 7, 2]))
+    check(RR.ranges([]) == '', 'no indices: empty')
+    for bad in ('../x', 'a b', 'nosuch'):
+        try:
+            plans.runs(bad)
+            check(False, 'sweep name %r refused' % bad)
+        except RR.Bad:
+            pass
+    for text, ok in (('1,18', [1, 18]), ('all', [r['n'] for r in ROWS])):
+        check(RR.parse_rows(text) == ok, 'rows %s' % text)
+    for text in ('0', '1,', '99', 'x', '-1'):
+        try:
+            RR.parse_rows(text)
+            check(False, 'rows %r refused' % text)
+        except RR.Bad:
+            pass
+
+
+def plant_row9(path):
+    """3 seeds of row 9 (input-independent − G1) in standard_mech, input-independent worse by 0.01"""
+    h = sqlite3.connect(path)
+    for i, (label, v) in enumerate((('G1-elementwise', 1.00), ('G1-input-independent', 1.01))):
+        for seed in (1, 2, 3):
+            rid = 'p%d%d' % (i, seed)
+            loss = v + 0.001 * seed
+            h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', 0, 0, NULL)",
+                      (rid, seed, 'c' * 40))
+            h.execute("INSERT INTO sweep_runs VALUES ('standard_mech', ?, ?, ?, ?, 0)", (rid, label, seed, i * 3 + seed))
+            h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', ?, NULL)", (rid, loss))
+            h.execute("INSERT INTO metrics VALUES (?, 100, 'val_loss', '', ?)", (rid, loss))
+    h.commit()
+    h.close()
+
+
+def test_compare(empty, planted):
+    a, b = V.Ctx(Db(empty), None), V.Ctx(Db(planted), None)
+    text, differ = RR.compare_text(a, a, [9, 14], ('x', 'x'))
+    check(differ == 0 and 'WORDS DIFFER' not in text, 'a database against itself: the same words')
+    text, differ = RR.compare_text(a, b, [1, 9], ('empty', 'planted'))
+    check(differ == 1, 'one row of two differs: %d' % differ)
+    check('row 9: ' in text and 'WORDS DIFFER' in text.split('row 9: ')[1], 'row 9 is the one: ' + text)
+    check('**reproduced**' in text.split('row 9: ')[1], 'the planted row reads reproduced: ' + text)
+
+
+def test_same_runs(planted, d):
+    """the runs a row reads that both databases hold, and those whose every metric row is equal: a
+    copy with one value changed (and one extra row, as a probe added since) has one run fewer equal"""
+    import shutil
+    other = os.path.join(d, 'o.db')
+    shutil.copy(planted, other)
+    h = sqlite3.connect(other)
+    h.execute("UPDATE metrics SET value = value + 1e-12 WHERE run_id = 'p12'")
+    h.execute("INSERT INTO metrics VALUES ('p11', 100, 'new_probe', '', 0.5)")
+    h.commit()
+    h.close()
+    a, b = V.Ctx(Db(planted), None), V.Ctx(Db(other), None)
+    reads = RR.reads_of(a, 9)
+    check(RR.same_runs(a, a, reads) == (6, 6), 'a database against itself: 6 of 6 equal')
+    check(RR.same_runs(a, b, reads) == (6, 5), 'one changed value: 5 of 6 equal: %s' % (RR.same_runs(a, b, reads),))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        empty, planted = os.path.join(d, 'e.db'), os.path.join(d, 'p.db')
+        make_db(empty)
+        make_db(planted)
+        plant_row9(planted)
+        test_reads(empty)
+        test_pooling_and_ranges()
+        test_compare(empty, planted)
+        test_same_runs(planted, d)
+    print('test_rerun_rows: %s' % ('%d failures' % len(FAILS) if FAILS else 'ok'))
+    return 1 if FAILS else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

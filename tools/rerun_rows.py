@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""rerun_rows.py -- what a row of the verdict table rests on, and how to rerun it.
+
+Usage: tools/rerun_rows.py ROWS [--db results/gated.db] [--gated build/gated] [--root DIR]
+       tools/rerun_rows.py ROWS --indices
+       tools/rerun_rows.py ROWS --compare MINE.db
+
+ROWS: row numbers of the verdict table (results/README.md), comma-separated (1,18), or all.
+
+The runs a row reads are recorded while the row is computed, by tools/verdicts.py's own code on
+--db (every (sweeps, label) its contrasts, budget curve, second size, lr-edge cells and half-way
+reads ask for), so this list cannot drift from the table.  Each is mapped to the runs of the sweep
+files (`gated sweep experiments/SWEEP.yaml --dry-run --json`), pooled as the table pools them: a
+run that two of the sweeps share (one run id) is listed once, under the first.
+
+  (default)   the plan: per row and sweep, the labels, the run indices, how many of those runs
+              --db holds finished or diverged, the OpenBLAS kernels they were made with and their
+              recorded wall time; then the commands that rerun them into a database of your own
+  --indices   one line per sweep, "SWEEP INDICES", for every row asked (run_all.sh --rows)
+  --compare MINE.db
+              each row computed from MINE.db beside --db's: the verdict, Δ [95% CI], seeds,
+              kernels and trend words, and whether the words are the same
+
+Exit 0; 1 --compare found a row whose words differ; 2 bad usage, a missing database or sweep
+file, or a row the table does not have.  Read-only.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import verdicts as V  # noqa: E402
+from toolstats import show  # noqa: E402
+from verdict_data import Db  # noqa: E402
+from verdict_rows import ROWS  # noqa: E402
+
+NAME = re.compile(r'^[A-Za-z0-9_.-]+$')
+
+
+class Bad(Exception):
+    """bad input: exit 2 with this message"""
+
+
+def parse_rows(text):
+    have = [r['n'] for r in ROWS]
+    if text == 'all':
+        return have
+    out = []
+    for x in text.split(','):
+        if not x.isdigit() or int(x) not in have:
+            raise Bad('no row "%s" in the verdict table (rows %d-%d, or all)' % (show(x), have[0], have[-1]))
+        out.append(int(x))
+    return out
+
+
+def reads_of(ctx, n):
+    """the (sweeps, label) pairs row n reads, in a stable order"""
+    db = ctx.db
+    db.reads = set()
+    try:
+        c = ctx.rows[n]
+        for p in c['parts']:
+            p['measure'](db)
+        V.trend_cell(ctx, c)
+        return sorted(db.reads)
+    finally:
+        db.reads = None
+
+
+class Plans:
+    """each sweep file's runs (gated sweep --dry-run --json against --db), read once"""
+
+    def __init__(self, root, gated, db):
+        self.root, self.gated, self.db, self.cache = root, gated, db, {}
+
+    def runs(self, sweep):
+        if sweep not in self.cache:
+            path = os.path.join(self.root, 'experiments', sweep + '.yaml')
+            if not NAME.match(sweep) or not os.path.isfile(path):
+                raise Bad('the table reads sweep "%s", but there is no sweep file %s' % (
+                    show(sweep), show(os.path.join('experiments', sweep + '.yaml'))))
+            p = subprocess.run([self.gated, 'sweep', path, '--dry-run', '--json', '--db', self.db],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if p.returncode != 0:
+                raise Bad('%s: gated sweep --dry-run failed: %s' % (show(path), show(p.stderr.strip())))
+            self.cache[sweep] = json.loads(p.stdout)['runs']
+        return self.cache[sweep]
+
+
+def runs_of(plans, reads):
+    """{sweep: [(index, label, run_id)]} of the reads, a run id listed once (first sweep first)"""
+    seen, out = set(), {}
+    for sweeps, label in reads:
+        for sw in sweeps:
+            for r in plans.runs(sw):
+                if r['label'] == label and r['run_id'] not in seen:
+                    seen.add(r['run_id'])
+                    out.setdefault(sw, []).append((r['index'], label, r['run_id']))
+    return out
+
+
+def ranges(idx):
+    """'0-5,9,12-13' of sorted distinct indices"""
+    idx, out, i = sorted(set(idx)), [], 0
+    while i < len(idx):
+        j = i
+        while j + 1 < len(idx) and idx[j + 1] == idx[j] + 1:
+            j += 1
+        out.append(str(idx[i]) if i == j else '%d-%d' % (idx[i], idx[j]))
+        i = j + 1
+    return ','.join(out)
+
+
+def hours(secs):
+    return '%.0f min' % (secs / 60) if secs < 3600 else '%.1f h' % (secs / 3600)
+
+
+def stored(db, run_ids):
+    """(runs held finished or diverged, their kernels, their recorded wall seconds)"""
+    n, kernels, wall = 0, set(), 0.0
+    for rid in run_ids:
+        r = db.run(rid)
+        if r and r.status in ('finished', 'diverged'):
+            n += 1
+            kernels.add(r.kernel)
+            wall += db.summary(rid, 'wall_s') or 0.0
+    return n, kernels, wall
+
+
+def plan_text(ctx, plans, rows, dbname):
+    lines, every, distinct = [], {}, {}
+    for n in rows:
+        c = ctx.rows[n]
+        by = runs_of(plans, reads_of(ctx, n))
+        lines.append('row %d: %s (%s)' % (n, c['claim'], c['parts'][0]['name']))
+        lines.append('  %-20s %-16s %5s %6s  %-18s %8s  %s' % ('sweep', 'indices', 'runs', 'in db', 'kernels', 'recorded',
+                                                             'labels'))
+        tot, held, secs = 0, 0, 0.0
+        for sw, rs in sorted(by.items()):
+            k, kern, wall = stored(ctx.db, [r[2] for r in rs])
+            labels = ', '.join(sorted({show(r[1]) for r in rs}))
+            lines.append('  %-20s %-16s %5d %6d  %-18s %8s  %s' % (
+                sw, ranges(r[0] for r in rs), len(rs), k, '+'.join(sorted(kern)) or '-', hours(wall), labels))
+            every.setdefault(sw, set()).update(r[0] for r in rs)
+            distinct.setdefault(sw, set()).update(r[2] for r in rs)
+            tot, held, secs = tot + len(rs), held + k, secs + wall
+        lines.append('  %d runs, %d of them in %s, %s of training as recorded (wall_s of the runs held)\n' % (
+            tot, held, dbname, hours(secs)))
+    if len(rows) > 1:
+        ids = {rid for sw_ids in distinct.values() for rid in sw_ids}
+        k, _, wall = stored(ctx.db, sorted(ids))
+        lines.append('rows %s together: %d distinct runs, %d of them in %s, %s of training as recorded\n' % (
+            ','.join(map(str, rows)), len(ids), k, dbname, hours(wall)))
+    lines.append('To rerun them whole into a database of your own (your machine\'s OpenBLAS kernel: every contrast')
+    lines.append('then pairs runs of that one kernel; OPENBLAS_CORETYPE=KERNEL remakes the committed runs\' bits where')
+    lines.append('this CPU runs that kernel), then compare the rows:')
+    for sw, idx in sorted(every.items()):
+        lines.append('  build/gated sweep experiments/%s.yaml --db mine.db --index %s --jobs 2' % (sw, ranges(idx)))
+    lines.append('  tools/rerun_rows.py %s --compare mine.db' % ','.join(map(str, rows)))
+    lines.append('or all of it: ./run_all.sh --rows %s --db mine.db' % ','.join(map(str, rows)))
+    return '\n'.join(lines), every
+
+
+def words(ctx, n):
+    """(verdict cell, Δ cell, seeds, kernels, trend words) of row n"""
+    c = ctx.rows[n]
+    st, p = c['stats'][0], c['parts'][0]
+    level = isinstance(p['expect'], tuple) and p['expect'][0] == 'level'
+    trend = re.findall(r'\*\*([^*]+)\*\*', V.trend_cell(ctx, c))
+    return V.verdict_cell(c), V.ci_cell(st, p['digits'], not level), st.n, V.kernel_cell(st), trend
+
+
+def metric_rows(db, run_id):
+    return {r[:3]: r[3] for r in db.h.execute("SELECT step, key, context, value FROM metrics WHERE run_id = ?",
+                                               (run_id,))}
+
+
+def holds_rows(a, b):
+    """every metric row of a is in b, bitwise equal (b may hold more: probes added since a was made)"""
+    return all(k in b and b[k] == v for k, v in a.items())
+
+
+def same_runs(ref, mine, reads):
+    """(runs of the row that both databases hold, ended; those of which every metric row in --db is in
+    MINE.db, bitwise equal)"""
+    both = equal = 0
+    for sweeps, label in reads:
+        for r in ref.db.row(sweeps, label, None).values():
+            m = mine.db.run(r.run_id)
+            if r.status in ('finished', 'diverged') and m and m.status == r.status:
+                both += 1
+                equal += holds_rows(metric_rows(ref.db, r.run_id), metric_rows(mine.db, r.run_id))
+    return both, equal
+
+
+def compare_text(ref, mine, rows, names):
+    lines, differ = [], 0
+    for n in rows:
+        a, b = words(ref, n), words(mine, n)
+        same = (a[0], a[4]) == (b[0], b[4])
+        differ += not same
+        lines.append('row %d: %s (%s): %s' % (n, ref.rows[n]['claim'], ref.rows[n]['parts'][0]['name'],
+                                              'the same words' if same else 'WORDS DIFFER'))
+        for name, w in zip(names, (a, b)):
+            lines.append('  %-24s %s | %s | %d seeds | %s | trend: %s' % (
+                show(name), w[0], w[1], w[2], w[3] or '-', ', '.join(w[4]) or '-'))
+        both, equal = same_runs(ref, mine, reads_of(ref, n))
+        lines.append('  runs (same run id) in both: %d; every metric row of the first bitwise equal in the second: %d'
+                     % (both, equal))
+    return '\n'.join(lines), differ
+
+
+def main(argv):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('rows')
+    ap.add_argument('--db', default=os.path.join(root, 'results', 'gated.db'))
+    ap.add_argument('--gated', default=os.path.join(root, 'build', 'gated'))
+    ap.add_argument('--root', default=root)
+    ap.add_argument('--indices', action='store_true')
+    ap.add_argument('--compare', metavar='MINE.db')
+    a = ap.parse_args(argv)
+    try:
+        rows = parse_rows(a.rows)
+        for p in [a.db] + ([a.compare] if a.compare else []):
+            if not os.path.isfile(p):
+                raise Bad('%s: no such database (make results-db makes results/gated.db)' % show(p))
+        ctx = V.Ctx(Db(a.db), None)
+        if a.compare:
+            text, differ = compare_text(ctx, V.Ctx(Db(a.compare), None), rows, (a.db, a.compare))
+            print(text)
+            return 1 if differ else 0
+        text, every = plan_text(ctx, Plans(a.root, a.gated, a.db), rows, show(os.path.relpath(a.db)))
+        if a.indices:
+            for sw, idx in sorted(every.items()):
+                print(sw, ranges(idx))
+        else:
+            print(text)
+        return 0
+    except Bad as e:
+        print('rerun_rows: %s' % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main(sys.argv[1:]))
