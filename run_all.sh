@@ -10,7 +10,8 @@
 #                             3-layer Bigram-Backcopy sweep, the long sink searches)
 #   ./run_all.sh --smoke      the smoke sweep (synthetic corpus, seconds) into results/smoke.db
 #   ./run_all.sh --rows 1,18  only the runs that rows 1 and 18 of the verdict table rest on
-#                             (or --rows all: every row's), then those rows from --db beside
+#                             (remedies, sparse: the tables beside it; all: every row and both),
+#                             then those rows from --db beside
 #                             the committed table's (tools/rerun_rows.py: what, how long)
 #   ./run_all.sh --jobs J     local workers per sweep (default: 2, one core each)
 #   ./run_all.sh --shard i/N  only the runs of every sweep whose index % N == i (0 <= i < N)
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs="${2:?--jobs needs a value}"; shift ;;
     --shard) shard="${2:?--shard needs i/N}"; shift ;;
     --db) db="${2:?--db needs a path}"; shift ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -50,8 +51,8 @@ if [ -n "$shard" ] && ! [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]]; then
     echo "run_all.sh: --shard $shard: expected i/N, 0 <= i < N" >&2
     exit 2
 fi
-if [ -n "$rows" ] && ! [[ "$rows" =~ ^(all|[0-9]+(,[0-9]+)*)$ ]]; then
-    echo "run_all.sh: --rows $rows: expected row numbers of the verdict table (1,18) or all" >&2
+if [ -n "$rows" ] && ! [[ "$rows" =~ ^(all|([0-9]+|remedies|sparse)(,([0-9]+|remedies|sparse))*)$ ]]; then
+    echo "run_all.sh: --rows $rows: expected row numbers of the verdict table (1,18), remedies, sparse, or all" >&2
     exit 2
 fi
 if [ -n "$rows" ] && [ "$smoke$standard" != 00 ]; then

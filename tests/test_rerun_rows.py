@@ -39,6 +39,11 @@ def test_reads(path):
         check((tuple(sweeps), base) in reads14 and (tuple(sweeps), g1) in reads14,
               'row 14 reads the lr-edge cell %s without its runs' % (sweeps,))
     check(ctx.db.reads is None, 'recording stops after a row')
+    rem = RR.reads_of(ctx, 'remedies')
+    check(any(label == 'softmax1' for _, label in rem) and any(label == 'G1-elementwise' for _, label in rem),
+          'the remedies table reads its remedy rows and G1: %s' % rem[:4])
+    sp = RR.reads_of(ctx, 'sparse')
+    check(any(sw == ('t512_topk',) and label == 'oracle64' for sw, label in sp), 'the T 512 table reads its controls')
 
 
 def test_pooling_and_ranges():
@@ -55,9 +60,10 @@ def test_pooling_and_ranges():
             check(False, 'sweep name %r refused' % bad)
         except RR.Bad:
             pass
-    for text, ok in (('1,18', [1, 18]), ('all', [r['n'] for r in ROWS])):
+    for text, ok in (('1,18', [1, 18]), ('all', [r['n'] for r in ROWS] + ['remedies', 'sparse']),
+                     ('sparse,2', ['sparse', 2])):
         check(RR.parse_rows(text) == ok, 'rows %s' % text)
-    for text in ('0', '1,', '99', 'x', '-1'):
+    for text in ('0', '1,', '99', 'x', '-1', 'Sparse', 'remedies;1'):
         try:
             RR.parse_rows(text)
             check(False, 'rows %r refused' % text)
@@ -83,7 +89,7 @@ def plant_row9(path):
 
 def test_compare(empty, planted):
     a, b = V.Ctx(Db(empty), None), V.Ctx(Db(planted), None)
-    text, differ = RR.compare_text(a, a, [9, 14], ('x', 'x'))
+    text, differ = RR.compare_text(a, a, [9, 14, 'remedies', 'sparse'], ('x', 'x'))
     check(differ == 0 and 'WORDS DIFFER' not in text, 'a database against itself: the same words')
     text, differ = RR.compare_text(a, b, [1, 9], ('empty', 'planted'))
     check(differ == 1, 'one row of two differs: %d' % differ)

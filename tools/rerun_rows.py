@@ -5,7 +5,9 @@ Usage: tools/rerun_rows.py ROWS [--db results/gated.db] [--gated build/gated] [-
        tools/rerun_rows.py ROWS --indices
        tools/rerun_rows.py ROWS --compare MINE.db
 
-ROWS: row numbers of the verdict table (results/README.md), comma-separated (1,18), or all.
+ROWS: row numbers of the verdict table (results/README.md), comma-separated (1,18), the names of
+the two tables beside it (remedies: the sink remedies of issue 36; sparse: the T 512 designs of
+issue 37), or all (every row and both tables).
 
 The runs a row reads are recorded while the row is computed, by tools/verdicts.py's own code on
 --db (every (sweeps, label) its contrasts, budget curve, second size, lr-edge cells and half-way
@@ -34,11 +36,18 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdicts as V  # noqa: E402
-from toolstats import show  # noqa: E402
+from toolstats import show, show_text  # noqa: E402
 from verdict_data import Db  # noqa: E402
+from verdict_remedies import remedies_text  # noqa: E402
 from verdict_rows import ROWS  # noqa: E402
+from verdict_sparse import sparse_text  # noqa: E402
+
+# the generated tables beside the verdict table, read as rows of their own: (title, text(db))
+TABLES = {'remedies': ('the sink remedies against the gate (results/README.md, issue 36)', remedies_text),
+          'sparse': ('top-k sparse attention and latent KV at T 512 (results/README.md, issue 37)', sparse_text)}
 
 NAME = re.compile(r'^[A-Za-z0-9_.-]+$')
+NUMBER = re.compile(r'[−+-]?[0-9][0-9.,]*(e[−+-]?[0-9]+)?')
 
 
 class Bad(Exception):
@@ -48,13 +57,23 @@ class Bad(Exception):
 def parse_rows(text):
     have = [r['n'] for r in ROWS]
     if text == 'all':
-        return have
+        return have + sorted(TABLES)
     out = []
     for x in text.split(','):
-        if not x.isdigit() or int(x) not in have:
-            raise Bad('no row "%s" in the verdict table (rows %d-%d, or all)' % (show(x), have[0], have[-1]))
-        out.append(int(x))
+        if x in TABLES:
+            out.append(x)
+        elif not x.isdigit() or int(x) not in have:
+            raise Bad('no row "%s" in the verdict table (rows %d-%d, %s, or all)' % (
+                show(x), have[0], have[-1], ', '.join(sorted(TABLES))))
+        else:
+            out.append(int(x))
     return out
+
+
+def title(ctx, n):
+    if n in TABLES:
+        return 'table %s: %s' % (n, TABLES[n][0])
+    return 'row %d: %s (%s)' % (n, ctx.rows[n]['claim'], ctx.rows[n]['parts'][0]['name'])
 
 
 def reads_of(ctx, n):
@@ -62,6 +81,9 @@ def reads_of(ctx, n):
     db = ctx.db
     db.reads = set()
     try:
+        if n in TABLES:
+            TABLES[n][1](db)
+            return sorted(db.reads)
         c = ctx.rows[n]
         for p in c['parts']:
             p['measure'](db)
@@ -134,9 +156,8 @@ def stored(db, run_ids):
 def plan_text(ctx, plans, rows, dbname):
     lines, every, distinct = [], {}, {}
     for n in rows:
-        c = ctx.rows[n]
         by = runs_of(plans, reads_of(ctx, n))
-        lines.append('row %d: %s (%s)' % (n, c['claim'], c['parts'][0]['name']))
+        lines.append(title(ctx, n))
         lines.append('  %-20s %-16s %5s %6s  %-18s %8s  %s' % ('sweep', 'indices', 'runs', 'in db', 'kernels', 'recorded',
                                                              'labels'))
         tot, held, secs = 0, 0, 0.0
@@ -166,7 +187,10 @@ def plan_text(ctx, plans, rows, dbname):
 
 
 def words(ctx, n):
-    """(verdict cell, Δ cell, seeds, kernels, trend words) of row n"""
+    """(verdict cell, Δ cell, seeds, kernels, trend words) of row n; of a table, its bold words"""
+    if n in TABLES:  # the table's lines with every number masked: its words, row by row
+        lines = TABLES[n][1](ctx.db).split('\n')
+        return '-', lines, 0, '', [NUMBER.sub('#', x) for x in lines]
     c = ctx.rows[n]
     st, p = c['stats'][0], c['parts'][0]
     level = isinstance(p['expect'], tuple) and p['expect'][0] == 'level'
@@ -197,17 +221,28 @@ def same_runs(ref, mine, reads):
     return both, equal
 
 
+def table_lines(name, a, b, w):
+    """a table's lines whose words (numbers masked) differ between the two databases, at most 6"""
+    diff = [i for i in range(max(len(a[4]), len(b[4])))
+            if (a[4][i] if i < len(a[4]) else None) != (b[4][i] if i < len(b[4]) else None)]
+    out = ['  %-24s %d lines, %d with other words%s' % (show(name), len(w[1]), len(diff), ':' if diff else '')]
+    out += ['    %s' % show_text(w[1][i][:160]) for i in diff[:6] if i < len(w[1])]
+    return out
+
+
 def compare_text(ref, mine, rows, names):
     lines, differ = [], 0
     for n in rows:
         a, b = words(ref, n), words(mine, n)
         same = (a[0], a[4]) == (b[0], b[4])
         differ += not same
-        lines.append('row %d: %s (%s): %s' % (n, ref.rows[n]['claim'], ref.rows[n]['parts'][0]['name'],
-                                              'the same words' if same else 'WORDS DIFFER'))
+        lines.append('%s: %s' % (title(ref, n), 'the same words' if same else 'WORDS DIFFER'))
         for name, w in zip(names, (a, b)):
-            lines.append('  %-24s %s | %s | %d seeds | %s | trend: %s' % (
-                show(name), w[0], w[1], w[2], w[3] or '-', ', '.join(w[4]) or '-'))
+            if n in TABLES:
+                lines.extend(table_lines(name, a, b, w))
+            else:
+                lines.append(show_text('  %-24s %s | %s | %d seeds | %s | trend: %s' % (
+                    show(name), w[0], w[1], w[2], w[3] or '-', ', '.join(w[4]) or '-')))
         both, equal = same_runs(ref, mine, reads_of(ref, n))
         lines.append('  runs (same run id) in both: %d; every metric row of the first bitwise equal in the second: %d'
                      % (both, equal))

@@ -137,6 +137,13 @@ def show(s):
     return ascii(s)[1:-1]
 
 
+def show_text(s):
+    """text for a terminal that keeps printable Unicode (−, Δ, ∈) but escapes control, format
+    (bidi overrides among them), separator and unassigned characters, as show() does"""
+    import unicodedata
+    return ''.join(ascii(ch)[1:-1] if ch != ' ' and unicodedata.category(ch)[0] in 'CZ' else ch for ch in str(s))
+
+
 def mean_sd(xs):
     """mean and sample standard deviation (n - 1) of xs; NaN where undefined"""
     n = len(xs)
