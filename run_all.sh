@@ -11,8 +11,8 @@
 #   ./run_all.sh --smoke      the smoke sweep (synthetic corpus, seconds) into results/smoke.db
 #   ./run_all.sh --rows 1,18  only the runs that rows 1 and 18 of the verdict table rest on
 #                             (remedies, sparse: the tables beside it; all: every row and both),
-#                             then those rows from --db beside
-#                             the committed table's (tools/rerun_rows.py: what, how long)
+#                             then those rows from --db, each below the same row from
+#                             results/gated.db (tools/rerun_rows.py: what, how long)
 #   ./run_all.sh --jobs J     local workers per sweep (default: 2, one core each)
 #   ./run_all.sh --shard i/N  only the runs of every sweep whose index % N == i (0 <= i < N)
 #   ./run_all.sh --db PATH    the results database (default: results/gated.db; report beside it)
@@ -55,8 +55,8 @@ if [ -n "$rows" ] && ! [[ "$rows" =~ ^(all|([0-9]+|remedies|sparse)(,([0-9]+|rem
     echo "run_all.sh: --rows $rows: expected row numbers of the verdict table (1,18), remedies, sparse, or all" >&2
     exit 2
 fi
-if [ -n "$rows" ] && [ "$smoke$standard" != 00 ]; then
-    echo "run_all.sh: --rows runs what verdict rows rest on: not with --smoke or --standard" >&2
+if [ -n "$rows" ] && { [ "$smoke$standard" != 00 ] || [ -n "$shard" ]; }; then
+    echo "run_all.sh: --rows runs what verdict rows rest on: not with --smoke, --standard or --shard" >&2
     exit 2
 fi
 if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
@@ -67,6 +67,8 @@ fi
 start=$(date +%s)
 echo "== deps"
 make --no-print-directory deps
+# a row the verdict table lacks is refused before anything is built or run
+if [ -n "$rows" ]; then /usr/bin/python3 tools/rerun_rows.py "$rows" --check || exit 2; fi
 # beyond what the tests need: gnuplot for the plots, npm for the corpus
 extra=""
 command -v gnuplot >/dev/null || extra="$extra gnuplot-nox"
@@ -122,6 +124,16 @@ sweep() {
     build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
         ${shard:+--shard "$shard"} "${@:2}" || status=1
 }
+# the gated eval passes of the quick and standard tiers, by name (run_all.sh --rows asks for them
+# by these names: tools/rerun_rows.py --indices)
+eval_pass() {
+    case "$1:$2" in
+    infer:*) infer "$2" ;;
+    evals:long_context) evals long_context 128,256,512,1024,2048 none ntk yarn ;;
+    evals:long_context_continued) evals long_context_continued 512,1024,2048 none yarn ;;
+    *) echo "run_all.sh: no gated eval pass '$1' for sweep '$2'" >&2; status=1 ;;
+    esac
+}
 # gated eval over a sweep's finished runs: one pass per RoPE scaling
 evals() {
     local s=$1 lengths=$2; shift 2
@@ -149,8 +161,11 @@ elif [ -n "$rows" ]; then
     # so the list cannot drift from it): each sweep's run indices
     [ -f results/gated.db ] || make --no-print-directory results-db
     plan=$(/usr/bin/python3 tools/rerun_rows.py "$rows" --indices --db results/gated.db) || exit 2
-    while read -r s idx; do
-        if [ -n "$s" ]; then sweep "$s" --index "$idx"; fi
+    while read -r what a b; do
+        case "$what" in
+        sweep) sweep "$a" --index "$b" </dev/null ;;
+        eval) eval_pass "$a" "$b" </dev/null ;;
+        esac
     done <<<"$plan"
 else
     # the quick tier: the paper's ablation matrix at the quick profile (100
@@ -161,9 +176,9 @@ else
     # long context (issue 6): train at T = 128, evaluate 1x..16x; then the
     # paper's recipe: continue at 4x with RoPE base 1M, extend with YaRN
     sweep long_context
-    evals long_context 128,256,512,1024,2048 none ntk yarn
+    eval_pass evals long_context
     sweep long_context_continued
-    evals long_context_continued 512,1024,2048 none yarn
+    eval_pass evals long_context_continued
     sweep sink
     infer sink
     sweep bb_sink
@@ -184,9 +199,10 @@ echo "== benchmarks: run apart from the results (make bench, make bench-peer, ma
 
 echo "== report"
 build/gated report --db "$db" --out "$out" || status=1
-if [ -n "$rows" ]; then
-    echo "== verdict rows $rows: $db beside the committed table (tools/rerun_rows.py --compare)"
-    /usr/bin/python3 tools/rerun_rows.py "$rows" --db results/gated.db --compare "$db" || true
+if [ -n "$rows" ] && [ "$db" != results/gated.db ]; then
+    echo "== verdict rows $rows from $db, each below the same row from results/gated.db (tools/rerun_rows.py --compare)"
+    /usr/bin/python3 tools/rerun_rows.py "$rows" --db results/gated.db --compare "$db" || {
+        rc=$?; [ "$rc" = 1 ] && echo "(words differ: see above)" || status=1; }
 fi
 if [ "$packed" = 1 ]; then
     echo "== results/db/ from results/gated.db"

@@ -164,14 +164,15 @@ static int parse_shard(const char *v, SweepOpts *o) {
                : -1;
 }
 
-/* --index's LIST: N or N-M (N <= M), comma-separated, each N in [0, 2^30).
- * With pick (nruns entries), marks the runs listed; returns the first index
- * past nruns - 1 (nruns < 0: no bound), -1 for a malformed list, else 0. */
-static long parse_index_list(const char *v, long nruns, unsigned char *pick) {
+/* --index's LIST: N or N-M (N <= M), comma-separated, digits only, each N in
+ * [0, 2^30).  With pick (nruns entries), marks the runs listed.  Returns 0,
+ * -1 for a malformed list, or 1 with *past the first index listed past run
+ * nruns - 1 (nruns < 0: no bound). */
+static int parse_index_list(const char *v, long nruns, unsigned char *pick, long *past) {
     char buf[32];
     for (const char *p = v;; p++) {
         size_t n = strcspn(p, ",");
-        if (n == 0 || n >= sizeof buf) return -1;
+        if (n == 0 || n >= sizeof buf || strspn(p, "0123456789-") < n) return -1;
         memcpy(buf, p, n);
         buf[n] = 0;
         char *dash = strchr(buf + 1, '-');
@@ -180,7 +181,10 @@ static long parse_index_list(const char *v, long nruns, unsigned char *pick) {
         if (util_parse_long(buf, 0, (1L << 30) - 1, &lo) ||
             (dash ? util_parse_long(dash + 1, 0, (1L << 30) - 1, &hi) || hi < lo : (hi = lo, 0)))
             return -1;
-        if (nruns >= 0 && hi >= nruns) return hi;
+        if (nruns >= 0 && hi >= nruns) {
+            *past = lo >= nruns ? lo : nruns;
+            return 1;
+        }
         for (long i = lo; pick && i <= hi; i++) pick[i] = 1;
         p += n;
         if (!*p) return 0;
@@ -211,7 +215,7 @@ static int parse_sweep_args(int argc, char **argv, SweepOpts *o) {
         case O_DB: o->db = v; break;
         case O_DATA: o->data = v; break;
         case O_INDEX:
-            if (parse_index_list(v, -1, NULL))
+            if (parse_index_list(v, -1, NULL, NULL))
                 return cli_usage_error(c, "--index: expected a run index (0, 1, ...) or a list of them and of "
                                           "ranges (0,3,6-11), got \"%s\"", v);
             o->index = v;
@@ -514,9 +518,10 @@ static int sweep_pick(SweepOpts *o, const Sweep *sw) {
         return GO;
     if (!(o->pick = calloc((size_t)sw->nruns + 1, 1)))
         return sweep_oom();
-    if ((past = parse_index_list(o->index, sw->nruns, o->pick)) != 0) {
+    if (parse_index_list(o->index, sw->nruns, o->pick, &past) != 0) {
         fprintf(stderr, "gated sweep: --index %ld: %s has %d runs (0-%d)\n", past, o->path, sw->nruns, sw->nruns - 1);
         free(o->pick);
+        o->pick = NULL;
         return EXIT_BADINPUT;
     }
     return GO;

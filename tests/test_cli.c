@@ -268,7 +268,7 @@ Test(cli, sweep_index_lists) {
             cr_expect_null(strstr(r.out, row), "index %d listed: %s", i, r.out);
     }
     result_free(&r);
-    static const char *const bad[] = {"3-2", "0,", ",1", "1--2", "1-", "-1", "a", "0,,1", "1 2"};
+    static const char *const bad[] = {"3-2", "0,", ",1", "1--2", "1-", "-1", "a", "0,,1", "1 2", " 1", "+1", "1-+2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char msg[160];
         snprintf(msg, sizeof msg, "--index: expected a run index (0, 1, ...) or a list of them and of ranges "

@@ -114,6 +114,48 @@ def test_same_runs(planted, d):
     check(RR.same_runs(a, b, reads) == (6, 5), 'one changed value: 5 of 6 equal: %s' % (RR.same_runs(a, b, reads),))
 
 
+def plant_standard(path):
+    """row 15's runs (standard: baseline and G1, seeds 1-3), W8A8 evaluated for seeds 1-2 only"""
+    h = sqlite3.connect(path)
+    for i, label in enumerate(('baseline', 'G1-elementwise')):
+        for seed in (1, 2, 3):
+            rid = 's%d%d' % (i, seed)
+            h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', 0, 0, NULL)",
+                      (rid, seed, 'c' * 40))
+            h.execute("INSERT INTO sweep_runs VALUES ('standard', ?, ?, ?, ?, 0)", (rid, label, seed, i * 3 + seed))
+            h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', 1.0, NULL)", (rid,))
+            for ctx, v in (('quant=float', 10.0), ('quant=w8-a8tensor', 10.1 + 0.01 * i + 0.001 * seed)):
+                if seed < 3:
+                    h.execute("INSERT INTO metrics VALUES (?, 0, 'infer_ppl', ?, ?)",
+                              (rid, 'split=val,len=128,' + ctx, v))
+    h.commit()
+    h.close()
+
+
+def test_evals_and_units(path):
+    """a row whose metric comes from a gated eval pass names that pass; a run without it is left out,
+    not a crash; a table's units ignore the commits paragraph and show a moved row as one change"""
+    plant_standard(path)
+    ctx = V.Ctx(Db(path), None)
+    check(ctx.rows[15]['stats'][0].n == 2, 'row 15 reads the 2 evaluated seeds: %d' % ctx.rows[15]['stats'][0].n)
+    by = {'standard': [(i * 3 + s, lab, 's%d%d' % (i, s)) for i, lab in enumerate(('baseline', 'G1-elementwise'))
+                       for s in (1, 2, 3)]}
+    check(RR.evals_of(ctx, 15, by) == [('infer', 'standard')], 'row 15 needs infer standard: %s' % RR.evals_of(ctx, 15, by))
+    check(RR.evals_of(ctx, 9, by) == [], 'row 9 needs no eval pass')
+    dup = [(('standard',), 'baseline'), (('standard', 'standard_mech'), 'baseline')]
+    check(RR.same_runs(ctx, ctx, dup) == (3, 3), 'a run two reads share counts once: %s' % (RR.same_runs(ctx, ctx, dup),))
+    a = '| x | 1 |\n| y | 2 |\n\n*Commits*: made at abc1234.\n\n- **r** better on\n  BB sinks\n'
+    b = '| new | 4 |\n| x | worse |\n| y | 3 |\n\n*Commits*: made at def5678.\n\n- **r** better on BB sinks\n'
+    ua, ub = RR.units(a), RR.units(b)
+    check(ua == ['| x | 1 |', '| y | 2 |', '- **r** better on BB sinks'], 'units: %s' % ua)
+    wa = ('-', ua, 0, '', [RR.NUMBER.sub('#', x) for x in ua])
+    wb = ('-', ub, 0, '', [RR.NUMBER.sub('#', x) for x in ub])
+    out, other = RR.table_lines('a', wb, wa), RR.table_lines('b', wa, wb)
+    check('1 not in the other' in out[0] and out[1].strip() == '| x | 1 |' and len(out) == 2,
+          'a row added above shifts nothing; the changed row is the one change: %s' % out)
+    check('2 not in the other' in other[0], 'the other side: the new row and the changed one: %s' % other)
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         empty, planted = os.path.join(d, 'e.db'), os.path.join(d, 'p.db')
@@ -124,6 +166,7 @@ def main():
         test_pooling_and_ranges()
         test_compare(empty, planted)
         test_same_runs(planted, d)
+        test_evals_and_units(planted)
     print('test_rerun_rows: %s' % ('%d failures' % len(FAILS) if FAILS else 'ok'))
     return 1 if FAILS else 0
 

@@ -11,14 +11,18 @@ issue 37), or all (every row and both tables).
 
 The runs a row reads are recorded while the row is computed, by tools/verdicts.py's own code on
 --db (every (sweeps, label) its contrasts, budget curve, second size, lr-edge cells and half-way
-reads ask for), so this list cannot drift from the table.  Each is mapped to the runs of the sweep
+reads ask for, and the metric keys it reads: a key no sweep makes names the gated eval pass that
+does), so the list follows the table's code.  Each is mapped to the runs of the sweep
 files (`gated sweep experiments/SWEEP.yaml --dry-run --json`), pooled as the table pools them: a
 run that two of the sweeps share (one run id) is listed once, under the first.
 
   (default)   the plan: per row and sweep, the labels, the run indices, how many of those runs
               --db holds finished or diverged, the OpenBLAS kernels they were made with and their
               recorded wall time; then the commands that rerun them into a database of your own
-  --indices   one line per sweep, "SWEEP INDICES", for every row asked (run_all.sh --rows)
+  --indices   one line per sweep, "sweep SWEEP INDICES", for every row asked, then one per gated eval
+              pass a row needs ("eval PASS SWEEP", run_all.sh's pass of that name: metrics such as
+              infer_ppl that no sweep makes); run_all.sh --rows reads them
+  --check     only check ROWS
   --compare MINE.db
               each row computed from MINE.db beside --db's: the verdict, Δ [95% CI], seeds,
               kernels and trend words, and whether the words are the same
@@ -27,6 +31,7 @@ Exit 0; 1 --compare found a row whose words differ; 2 bad usage, a missing datab
 file, or a row the table does not have.  Read-only.
 """
 import argparse
+import difflib
 import json
 import os
 import re
@@ -67,7 +72,7 @@ def parse_rows(text):
                 show(x), have[0], have[-1], ', '.join(sorted(TABLES))))
         else:
             out.append(int(x))
-    return out
+    return list(dict.fromkeys(out))
 
 
 def title(ctx, n):
@@ -76,21 +81,36 @@ def title(ctx, n):
     return 'row %d: %s (%s)' % (n, ctx.rows[n]['claim'], ctx.rows[n]['parts'][0]['name'])
 
 
-def reads_of(ctx, n):
-    """the (sweeps, label) pairs row n reads, in a stable order"""
+# metrics that no sweep makes, by the gated eval pass of run_all.sh that does (its function's name)
+EVAL_PASS = {'infer_ppl': 'infer', 'eval_ppl': 'evals'}
+
+
+def record(ctx, n):
+    """(the (sweeps, label) pairs row n reads, in a stable order; the metric keys it reads)"""
     db = ctx.db
-    db.reads = set()
+    db.reads, db.metric_reads = set(), set()
     try:
         if n in TABLES:
             TABLES[n][1](db)
-            return sorted(db.reads)
-        c = ctx.rows[n]
-        for p in c['parts']:
-            p['measure'](db)
-        V.trend_cell(ctx, c)
-        return sorted(db.reads)
+        else:
+            c = ctx.rows[n]
+            for p in c['parts']:
+                p['measure'](db)
+            V.trend_cell(ctx, c)
+        return sorted(db.reads), db.metric_reads
     finally:
-        db.reads = None
+        db.reads = db.metric_reads = None
+
+
+def reads_of(ctx, n):
+    return record(ctx, n)[0]
+
+
+def evals_of(ctx, n, by):
+    """[(run_all.sh's eval pass, sweep)] that row n needs: for each metric no sweep makes, the sweep
+    that the run it is read from is listed under (by: runs_of's {sweep: [(index, label, run_id)]})"""
+    home = {rid: sw for sw, rs in by.items() for _, _, rid in rs}
+    return sorted({(EVAL_PASS[k], home[rid]) for k, rid in record(ctx, n)[1] if k in EVAL_PASS and rid in home})
 
 
 class Plans:
@@ -154,7 +174,7 @@ def stored(db, run_ids):
 
 
 def plan_text(ctx, plans, rows, dbname):
-    lines, every, distinct = [], {}, {}
+    lines, every, distinct, passes = [], {}, {}, set()
     for n in rows:
         by = runs_of(plans, reads_of(ctx, n))
         lines.append(title(ctx, n))
@@ -169,6 +189,9 @@ def plan_text(ctx, plans, rows, dbname):
             every.setdefault(sw, set()).update(r[0] for r in rs)
             distinct.setdefault(sw, set()).update(r[2] for r in rs)
             tot, held, secs = tot + len(rs), held + k, secs + wall
+        for kind, sw in evals_of(ctx, n, by):
+            lines.append('  then the gated eval pass run_all.sh calls `%s %s` (its metrics come from no sweep)' % (kind, sw))
+            passes.add((kind, sw))
         lines.append('  %d runs, %d of them in %s, %s of training as recorded (wall_s of the runs held)\n' % (
             tot, held, dbname, hours(secs)))
     if len(rows) > 1:
@@ -180,17 +203,20 @@ def plan_text(ctx, plans, rows, dbname):
     lines.append('then pairs runs of that one kernel; OPENBLAS_CORETYPE=KERNEL remakes the committed runs\' bits where')
     lines.append('this CPU runs that kernel), then compare the rows:')
     for sw, idx in sorted(every.items()):
-        lines.append('  build/gated sweep experiments/%s.yaml --db mine.db --index %s --jobs 2' % (sw, ranges(idx)))
-    lines.append('  tools/rerun_rows.py %s --compare mine.db' % ','.join(map(str, rows)))
-    lines.append('or all of it: ./run_all.sh --rows %s --db mine.db' % ','.join(map(str, rows)))
-    return '\n'.join(lines), every
+        lines.append('  build/gated sweep experiments/%s.yaml --db ~/gated-rerun/mine.db --index %s --jobs 2' % (sw, ranges(idx)))
+    for kind, sw in sorted(passes):
+        lines.append('  (the gated eval pass `%s %s` of run_all.sh)' % (kind, sw))
+    lines.append('  tools/rerun_rows.py %s --compare ~/gated-rerun/mine.db' % ','.join(map(str, rows)))
+    lines.append('or all of it: ./run_all.sh --rows %s --db ~/gated-rerun/mine.db (a folder outside the checkout: '
+                 'logs and the report go beside the database)' % ','.join(map(str, rows)))
+    return '\n'.join(lines), every, passes
 
 
 def words(ctx, n):
     """(verdict cell, Δ cell, seeds, kernels, trend words) of row n; of a table, its bold words"""
-    if n in TABLES:  # the table's lines with every number masked: its words, row by row
-        lines = TABLES[n][1](ctx.db).split('\n')
-        return '-', lines, 0, '', [NUMBER.sub('#', x) for x in lines]
+    if n in TABLES:  # the table's units (rows, bullets, paragraphs) with every number masked: its words
+        us = units(TABLES[n][1](ctx.db))
+        return '-', us, 0, '', [NUMBER.sub('#', x) for x in us]
     c = ctx.rows[n]
     st, p = c['stats'][0], c['parts'][0]
     level = isinstance(p['expect'], tuple) and p['expect'][0] == 'level'
@@ -212,21 +238,43 @@ def same_runs(ref, mine, reads):
     """(runs of the row that both databases hold, ended; those of which every metric row in --db is in
     MINE.db, bitwise equal)"""
     both = equal = 0
-    for sweeps, label in reads:
-        for r in ref.db.row(sweeps, label, None).values():
-            m = mine.db.run(r.run_id)
-            if r.status in ('finished', 'diverged') and m and m.status == r.status:
-                both += 1
-                equal += holds_rows(metric_rows(ref.db, r.run_id), metric_rows(mine.db, r.run_id))
+    runs = {r.run_id: r for sweeps, label in reads for r in ref.db.row(sweeps, label, None).values()}
+    for r in runs.values():
+        m = mine.db.run(r.run_id)
+        if r.status in ('finished', 'diverged') and m and m.status == r.status:
+            both += 1
+            equal += holds_rows(metric_rows(ref.db, r.run_id), metric_rows(mine.db, r.run_id))
     return both, equal
 
 
-def table_lines(name, a, b, w):
-    """a table's lines whose words (numbers masked) differ between the two databases, at most 6"""
-    diff = [i for i in range(max(len(a[4]), len(b[4])))
-            if (a[4][i] if i < len(a[4]) else None) != (b[4][i] if i < len(b[4]) else None)]
-    out = ['  %-24s %d lines, %d with other words%s' % (show(name), len(w[1]), len(diff), ':' if diff else '')]
-    out += ['    %s' % show_text(w[1][i][:160]) for i in diff[:6] if i < len(w[1])]
+def units(text):
+    """a generated table's text as units: each table row, each bullet, each other paragraph (lines
+    joined); the *Commits* paragraph is left out (it names the commits, which a rerun changes)"""
+    out = []
+    for para in re.split(r'\n\s*\n', text):
+        lines = [x.strip() for x in para.strip().split('\n') if x.strip()]
+        if not lines or lines[0].startswith('*Commits*'):
+            continue
+        if lines[0].startswith('|'):
+            out.extend(lines)
+        elif lines[0].startswith('- '):
+            for x in lines:
+                if x.startswith('- ') or not out:
+                    out.append(x)
+                else:
+                    out[-1] += ' ' + x
+        else:
+            out.append(' '.join(lines))
+    return out
+
+
+def table_lines(name, mine, w):
+    """the units of one side that the other lacks, numbers masked (at most 6 shown)"""
+    sm = difflib.SequenceMatcher(a=w[4], b=mine[4], autojunk=False)
+    own = [i for op, i1, i2, _, _ in sm.get_opcodes() if op != 'equal' for i in range(i1, i2)]
+    out = ['  %-24s %d units (table rows, bullets, paragraphs), %d not in the other%s' % (
+        show(name), len(w[1]), len(own), ':' if own else '')]
+    out += ['    %s' % show_text(w[1][i][:160]) for i in own[:6]]
     return out
 
 
@@ -239,7 +287,7 @@ def compare_text(ref, mine, rows, names):
         lines.append('%s: %s' % (title(ref, n), 'the same words' if same else 'WORDS DIFFER'))
         for name, w in zip(names, (a, b)):
             if n in TABLES:
-                lines.extend(table_lines(name, a, b, w))
+                lines.extend(table_lines(name, b if w is a else a, w))
             else:
                 lines.append(show_text('  %-24s %s | %s | %d seeds | %s | trend: %s' % (
                     show(name), w[0], w[1], w[2], w[3] or '-', ', '.join(w[4]) or '-')))
@@ -258,9 +306,12 @@ def main(argv):
     ap.add_argument('--root', default=root)
     ap.add_argument('--indices', action='store_true')
     ap.add_argument('--compare', metavar='MINE.db')
+    ap.add_argument('--check', action='store_true', help='only check ROWS (exit 2 naming a row the table lacks)')
     a = ap.parse_args(argv)
     try:
         rows = parse_rows(a.rows)
+        if a.check:
+            return 0
         for p in [a.db] + ([a.compare] if a.compare else []):
             if not os.path.isfile(p):
                 raise Bad('%s: no such database (make results-db makes results/gated.db)' % show(p))
@@ -269,10 +320,14 @@ def main(argv):
             text, differ = compare_text(ctx, V.Ctx(Db(a.compare), None), rows, (a.db, a.compare))
             print(text)
             return 1 if differ else 0
-        text, every = plan_text(ctx, Plans(a.root, a.gated, a.db), rows, show(os.path.relpath(a.db)))
+        if not os.access(a.gated, os.X_OK):
+            raise Bad('%s: no gated binary (make builds it)' % show(a.gated))
+        text, every, passes = plan_text(ctx, Plans(a.root, a.gated, a.db), rows, show(os.path.relpath(a.db)))
         if a.indices:
             for sw, idx in sorted(every.items()):
-                print(sw, ranges(idx))
+                print('sweep', sw, ranges(idx))
+            for kind, sw in sorted(passes):
+                print('eval', kind, sw)
         else:
             print(text)
         return 0

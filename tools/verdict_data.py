@@ -41,6 +41,7 @@ class Db:
         self.h = connect_ro(path)
         self._rows = {}
         self.reads = None  # a set: every (sweeps, label) that row() is asked for is added (tools/rerun_rows.py)
+        self.metric_reads = None  # a set: every (metric key, run id) last() is asked for
 
     def row(self, sweeps, label, status='finished'):
         """{seed: Run} of a row, pooled over the sweeps named (the first sweep's run for a seed
@@ -77,6 +78,8 @@ class Db:
         return r[0] if r else None
 
     def last(self, run, key, ctx=''):
+        if self.metric_reads is not None:
+            self.metric_reads.add((key, run))
         r = self.h.execute("SELECT value FROM metrics WHERE run_id = ? AND key = ? AND context = ? "
                            "ORDER BY step DESC LIMIT 1", (run, key, ctx)).fetchone()
         return r[0] if r else None
@@ -176,10 +179,15 @@ def paired_stat(db, a, b, value):
     ra, rb = db.row(*a), db.row(*b)
     seeds = sorted(set(ra) & set(rb))
     d, at_min = [], 0
+    used = []
     for s in seeds:
         (x, mx), (y, my) = value(ra[s].run_id), value(rb[s].run_id)
+        if x is None or y is None:  # a run without the metric (e.g. its gated eval pass not made)
+            continue
         d.append(x - y)
         at_min += mx + my
+        used.append(s)
+    seeds = used
     iv, p = t_interval(d)
     return Stat(d, 'paired t', {ra[s].kernel for s in seeds}, {rb[s].kernel for s in seeds},
                 [ra[s].code for s in seeds] + [rb[s].code for s in seeds], at_min, iv, p)

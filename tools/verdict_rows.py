@@ -202,7 +202,8 @@ def spikes(sweeps, row, ref):
 def quant_dppl(scheme, length=128):
     def v(db, run):
         f = db.last(run, 'infer_ppl', 'split=val,len=%d,quant=float' % length)
-        return 100 * (db.last(run, 'infer_ppl', 'split=val,len=%d,quant=%s' % (length, scheme)) - f) / f
+        q = db.last(run, 'infer_ppl', 'split=val,len=%d,quant=%s' % (length, scheme))
+        return None if f is None or q is None else 100 * (q - f) / f
     return v
 
 
@@ -211,10 +212,10 @@ def drop_vs_random(sweeps, row, tau, length=128):
         rs = db.row(sweeps, row)
         d = []
         for r in rs.values():
-            fl = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,quant=float' % length)
-            g = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,drop=gate,tau=%s' % (length, tau)) - fl
-            x = db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,drop=random,tau=%s' % (length, tau)) - fl
-            d.append(g - x)
+            fl, g, x = (db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,%s' % (length, c)) for c in
+                        ('quant=float', 'drop=gate,tau=%s' % tau, 'drop=random,tau=%s' % tau))
+            if None not in (fl, g, x):  # else its gated eval pass was not made
+                d.append((g - fl) - (x - fl))
         iv, p = t_interval(d)
         return Stat(d, 'paired t', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0, iv, p)
     return f
@@ -223,7 +224,7 @@ def drop_vs_random(sweeps, row, tau, length=128):
 def yarn_ratio(db, run, short=128, long=2048):
     lo = db.last(run, 'eval_ppl', 'split=val,len=%d,scaling=yarn,factor=%g' % (long, long / short))
     hi = db.last(run, 'eval_ppl', 'split=val,len=%d,scaling=none,factor=1' % short)
-    return lo / hi
+    return None if lo is None or hi is None else lo / hi
 
 
 def m_act(db, run):
