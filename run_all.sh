@@ -124,22 +124,35 @@ sweep() {
     build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
         ${shard:+--shard "$shard"} "${@:2}" || status=1
 }
-# the gated eval passes of the quick and standard tiers, by name (run_all.sh --rows asks for them
-# by these names: tools/rerun_rows.py --indices)
+# the gated eval passes of the tiers, by name: PASS SWEEP [RUN_ID...] (run_all.sh --rows asks for
+# them by these names, on the runs named: tools/rerun_rows.py --evals); without run ids, every
+# finished run of the sweep
+only=()
 eval_pass() {
-    case "$1:$2" in
-    infer:*) infer "$2" ;;
+    local kind=$1 s=$2
+    shift 2
+    only=("$@")
+    case "$kind:$s" in
+    infer:*) infer "$s" ;;
+    quant:*) infer "$s" quant ;;
     evals:long_context) evals long_context 128,256,512,1024,2048 none ntk yarn ;;
     evals:long_context_continued) evals long_context_continued 512,1024,2048 none yarn ;;
-    *) echo "run_all.sh: no gated eval pass '$1' for sweep '$2'" >&2; status=1 ;;
+    *) echo "run_all.sh: no gated eval pass '$kind' for sweep '$s'" >&2; status=1 ;;
     esac
+    only=()
+}
+# what a pass evaluates: the runs of only=(...), else --sweep S
+targets() {
+    if [ ${#only[@]} -gt 0 ]; then sel=("${only[@]}"); else sel=(--sweep "$1"); fi
 }
 # gated eval over a sweep's finished runs: one pass per RoPE scaling
 evals() {
-    local s=$1 lengths=$2; shift 2
+    local s=$1 lengths=$2 sel
+    shift 2
+    targets "$s"
     for k in "$@"; do
         echo "== eval $s ($k)"
-        build/gated eval --sweep "$s" --db "$db" --lengths "$lengths" --rope-scaling "$k" --split both \
+        build/gated eval "${sel[@]}" --db "$db" --lengths "$lengths" --rope-scaling "$k" --split both \
             --windows 8 || status=1
     done
 }
@@ -147,12 +160,15 @@ evals() {
 # perplexity under simulated W8A8 (per-tensor, per-token) and W4 (groups of
 # 32) quantization, and with (token, head) outputs dropped by the G1 gate
 # score (with random and entropy controls matched per layer) or at fixed
-# fractions.  One thread: a window is one small forward.
+# fractions ($2 = quant: quantization only, as the sink remedies were
+# evaluated).  One thread: a window is one small forward.
 infer() {
-    echo "== eval $1 (quantization, dropped heads)"
-    OMP_NUM_THREADS=1 build/gated eval --sweep "$1" --db "$db" --windows 64 \
-        --quant w8-a8tensor,w8-a8token,w4g32 \
-        --drop gate:0.05,gate:0.1,gate:0.2,gate:0.3,gate:0.5,frac:0.1,frac:0.25,frac:0.5 || status=1
+    local sel drop=(--drop gate:0.05,gate:0.1,gate:0.2,gate:0.3,gate:0.5,frac:0.1,frac:0.25,frac:0.5)
+    targets "$1"
+    [ "${2:-}" = quant ] && drop=()
+    echo "== eval $1 (quantization${drop[*]:+, dropped heads})"
+    OMP_NUM_THREADS=1 build/gated eval "${sel[@]}" --db "$db" --windows 64 \
+        --quant w8-a8tensor,w8-a8token,w4g32 "${drop[@]}" || status=1
 }
 if [ "$smoke" = 1 ]; then
     sweep smoke
@@ -161,11 +177,14 @@ elif [ -n "$rows" ]; then
     # so the list cannot drift from it): each sweep's run indices
     [ -f results/gated.db ] || make --no-print-directory results-db
     plan=$(/usr/bin/python3 tools/rerun_rows.py "$rows" --indices --db results/gated.db) || exit 2
-    while read -r what a b; do
-        case "$what" in
-        sweep) sweep "$a" --index "$b" </dev/null ;;
-        eval) eval_pass "$a" "$b" </dev/null ;;
-        esac
+    while read -r what s idx; do
+        if [ "$what" = sweep ]; then sweep "$s" --index "$idx" </dev/null; fi
+    done <<<"$plan"
+    # then the gated eval passes the rows need, on the runs of $db that lack their metrics
+    plan=$(/usr/bin/python3 tools/rerun_rows.py "$rows" --db results/gated.db --evals "$db") || exit 2
+    while read -r what kind s ids; do
+        # shellcheck disable=SC2086 # run ids: 16 hex digits each (checked by gated eval)
+        if [ "$what" = eval ]; then eval_pass "$kind" "$s" $ids </dev/null; fi
     done <<<"$plan"
 else
     # the quick tier: the paper's ablation matrix at the quick profile (100

@@ -140,8 +140,15 @@ def test_evals_and_units(path):
     check(ctx.rows[15]['stats'][0].n == 2, 'row 15 reads the 2 evaluated seeds: %d' % ctx.rows[15]['stats'][0].n)
     by = {'standard': [(i * 3 + s, lab, 's%d%d' % (i, s)) for i, lab in enumerate(('baseline', 'G1-elementwise'))
                        for s in (1, 2, 3)]}
-    check(RR.evals_of(ctx, 15, by) == [('infer', 'standard')], 'row 15 needs infer standard: %s' % RR.evals_of(ctx, 15, by))
-    check(RR.evals_of(ctx, 9, by) == [], 'row 9 needs no eval pass')
+    ev = RR.evals_of(ctx, 15, by)
+    check(ev == {('quant', 'standard'): {'s01', 's02', 's03', 's11', 's12', 's13'}},
+          'row 15 needs the quantization pass on the runs it reads (no dropped heads): %s' % ev)
+    check(RR.evals_of(ctx, 9, by) == {}, 'row 9 needs no eval pass')
+    check(RR.pass_of('infer_ppl', {'split=val,len=128,drop=gate,tau=0.05'}) == 'infer', 'dropped heads: infer')
+    check(RR.pass_of('eval_ppl', {'x'}) == 'evals' and RR.pass_of('val_loss', {''}) is None, 'evals; no pass')
+    # against a database that holds the runs: only those without the metric are named
+    miss = RR.evals_missing({('quant', 'standard'): {'s01', 's03', 'nosuch'}}, Db(path))
+    check(miss == [('quant', 'standard', ['s03'])], 'the pass is made only where it is missing: %s' % miss)
     dup = [(('standard',), 'baseline'), (('standard', 'standard_mech'), 'baseline')]
     check(RR.same_runs(ctx, ctx, dup) == (3, 3), 'a run two reads share counts once: %s' % (RR.same_runs(ctx, ctx, dup),))
     a = '| x | 1 |\n| y | 2 |\n\n*Commits*: made at abc1234.\n\n- **r** better on\n  BB sinks\n'

@@ -19,9 +19,12 @@ run that two of the sweeps share (one run id) is listed once, under the first.
   (default)   the plan: per row and sweep, the labels, the run indices, how many of those runs
               --db holds finished or diverged, the OpenBLAS kernels they were made with and their
               recorded wall time; then the commands that rerun them into a database of your own
-  --indices   one line per sweep, "sweep SWEEP INDICES", for every row asked, then one per gated eval
-              pass a row needs ("eval PASS SWEEP", run_all.sh's pass of that name: metrics such as
-              infer_ppl that no sweep makes); run_all.sh --rows reads them
+  --indices   one line per sweep, "sweep SWEEP INDICES", for every row asked (run_all.sh --rows)
+  --evals TARGET.db
+              one line per gated eval pass the rows need whose runs TARGET holds finished without
+              its metric: "eval PASS SWEEP RUN_ID..." (PASS: run_all.sh's eval_pass of that name;
+              metrics such as infer_ppl that no sweep makes); run_all.sh --rows reads them after
+              the sweeps
   --check     only check ROWS
   --compare MINE.db
               each row computed from MINE.db beside --db's: the verdict, Δ [95% CI], seeds,
@@ -81,8 +84,15 @@ def title(ctx, n):
     return 'row %d: %s (%s)' % (n, ctx.rows[n]['claim'], ctx.rows[n]['parts'][0]['name'])
 
 
-# metrics that no sweep makes, by the gated eval pass of run_all.sh that does (its function's name)
-EVAL_PASS = {'infer_ppl': 'infer', 'eval_ppl': 'evals'}
+# metrics that no sweep makes, by the gated eval pass of run_all.sh that does (its eval_pass names):
+# eval_ppl from `evals` (lengths and RoPE scalings), infer_ppl from `infer` (quantization and
+# dropped heads) or, where no dropped-head context of the run is read, `quant` (quantization only)
+def pass_of(key, contexts):
+    if key == 'eval_ppl':
+        return 'evals'
+    if key == 'infer_ppl':
+        return 'infer' if any('drop=' in c for c in contexts) else 'quant'
+    return None
 
 
 def record(ctx, n):
@@ -107,10 +117,37 @@ def reads_of(ctx, n):
 
 
 def evals_of(ctx, n, by):
-    """[(run_all.sh's eval pass, sweep)] that row n needs: for each metric no sweep makes, the sweep
-    that the run it is read from is listed under (by: runs_of's {sweep: [(index, label, run_id)]})"""
+    """{(run_all.sh's eval pass, sweep): {run id}} that row n needs: for each metric no sweep makes,
+    the runs it is read from, under the sweep each is listed under (by: runs_of's {sweep: [(index,
+    label, run_id)]})"""
     home = {rid: sw for sw, rs in by.items() for _, _, rid in rs}
-    return sorted({(EVAL_PASS[k], home[rid]) for k, rid in record(ctx, n)[1] if k in EVAL_PASS and rid in home})
+    ctxs = {}
+    for key, c, rid in record(ctx, n)[1]:
+        ctxs.setdefault((key, rid), set()).add(c)
+    out = {}
+    for (key, rid), cs in ctxs.items():
+        kind = pass_of(key, cs)
+        if kind and rid in home:
+            out.setdefault((kind, home[rid]), set()).add(rid)
+    return out
+
+
+def evals_missing(passes, target):
+    """[(pass, sweep, [run id])] of passes whose runs target holds finished but without the pass's
+    metric (its eval pass not yet made there)"""
+    key = {'evals': 'eval_ppl', 'infer': 'infer_ppl', 'quant': 'infer_ppl'}
+    out = []
+    for (kind, sw), rids in sorted(passes.items()):
+        need = [rid for rid in sorted(rids) if (target.run(rid) or Run0).status == 'finished' and not
+                target.h.execute('SELECT 1 FROM metrics WHERE run_id = ? AND key = ? LIMIT 1',
+                                 (rid, key[kind])).fetchone()]
+        if need:
+            out.append((kind, sw, need))
+    return out
+
+
+class Run0:
+    status = None
 
 
 class Plans:
@@ -174,7 +211,7 @@ def stored(db, run_ids):
 
 
 def plan_text(ctx, plans, rows, dbname):
-    lines, every, distinct, passes = [], {}, {}, set()
+    lines, every, distinct, passes = [], {}, {}, {}
     for n in rows:
         by = runs_of(plans, reads_of(ctx, n))
         lines.append(title(ctx, n))
@@ -189,9 +226,10 @@ def plan_text(ctx, plans, rows, dbname):
             every.setdefault(sw, set()).update(r[0] for r in rs)
             distinct.setdefault(sw, set()).update(r[2] for r in rs)
             tot, held, secs = tot + len(rs), held + k, secs + wall
-        for kind, sw in evals_of(ctx, n, by):
-            lines.append('  then the gated eval pass run_all.sh calls `%s %s` (its metrics come from no sweep)' % (kind, sw))
-            passes.add((kind, sw))
+        for (kind, sw), rids in sorted(evals_of(ctx, n, by).items()):
+            lines.append('  then run_all.sh\'s gated eval pass `%s` on %d of these runs of %s (its metrics come from '
+                         'no sweep)' % (kind, len(rids), sw))
+            passes.setdefault((kind, sw), set()).update(rids)
         lines.append('  %d runs, %d of them in %s, %s of training as recorded (wall_s of the runs held)\n' % (
             tot, held, dbname, hours(secs)))
     if len(rows) > 1:
@@ -204,8 +242,8 @@ def plan_text(ctx, plans, rows, dbname):
     lines.append('this CPU runs that kernel), then compare the rows:')
     for sw, idx in sorted(every.items()):
         lines.append('  build/gated sweep experiments/%s.yaml --db ~/gated-rerun/mine.db --index %s --jobs 2' % (sw, ranges(idx)))
-    for kind, sw in sorted(passes):
-        lines.append('  (the gated eval pass `%s %s` of run_all.sh)' % (kind, sw))
+    if passes:
+        lines.append('  (then the gated eval passes above: ./run_all.sh --rows makes them on the runs that lack them)')
     lines.append('  tools/rerun_rows.py %s --compare ~/gated-rerun/mine.db' % ','.join(map(str, rows)))
     lines.append('or all of it: ./run_all.sh --rows %s --db ~/gated-rerun/mine.db (a folder outside the checkout: '
                  'logs and the report go beside the database)' % ','.join(map(str, rows)))
@@ -306,13 +344,14 @@ def main(argv):
     ap.add_argument('--root', default=root)
     ap.add_argument('--indices', action='store_true')
     ap.add_argument('--compare', metavar='MINE.db')
+    ap.add_argument('--evals', metavar='TARGET.db')
     ap.add_argument('--check', action='store_true', help='only check ROWS (exit 2 naming a row the table lacks)')
     a = ap.parse_args(argv)
     try:
         rows = parse_rows(a.rows)
         if a.check:
             return 0
-        for p in [a.db] + ([a.compare] if a.compare else []):
+        for p in [a.db] + [x for x in (a.compare, a.evals) if x]:
             if not os.path.isfile(p):
                 raise Bad('%s: no such database (make results-db makes results/gated.db)' % show(p))
         ctx = V.Ctx(Db(a.db), None)
@@ -323,11 +362,12 @@ def main(argv):
         if not os.access(a.gated, os.X_OK):
             raise Bad('%s: no gated binary (make builds it)' % show(a.gated))
         text, every, passes = plan_text(ctx, Plans(a.root, a.gated, a.db), rows, show(os.path.relpath(a.db)))
-        if a.indices:
+        if a.evals:
+            for kind, sw, rids in evals_missing(passes, Db(a.evals)):
+                print('eval', kind, sw, ' '.join(rids))
+        elif a.indices:
             for sw, idx in sorted(every.items()):
                 print('sweep', sw, ranges(idx))
-            for kind, sw in sorted(passes):
-                print('eval', kind, sw)
         else:
             print(text)
         return 0

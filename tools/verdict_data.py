@@ -41,7 +41,7 @@ class Db:
         self.h = connect_ro(path)
         self._rows = {}
         self.reads = None  # a set: every (sweeps, label) that row() is asked for is added (tools/rerun_rows.py)
-        self.metric_reads = None  # a set: every (metric key, run id) last() is asked for
+        self.metric_reads = None  # a set: every (metric key, context, run id) last() is asked for
 
     def row(self, sweeps, label, status='finished'):
         """{seed: Run} of a row, pooled over the sweeps named (the first sweep's run for a seed
@@ -79,7 +79,7 @@ class Db:
 
     def last(self, run, key, ctx=''):
         if self.metric_reads is not None:
-            self.metric_reads.add((key, run))
+            self.metric_reads.add((key, ctx, run))
         r = self.h.execute("SELECT value FROM metrics WHERE run_id = ? AND key = ? AND context = ? "
                            "ORDER BY step DESC LIMIT 1", (run, key, ctx)).fetchone()
         return r[0] if r else None

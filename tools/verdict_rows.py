@@ -209,15 +209,15 @@ def quant_dppl(scheme, length=128):
 
 def drop_vs_random(sweeps, row, tau, length=128):
     def f(db):
-        rs = db.row(sweeps, row)
-        d = []
-        for r in rs.values():
+        d, kept = [], []
+        for r in db.row(sweeps, row).values():
             fl, g, x = (db.last(r.run_id, 'infer_ppl', 'split=val,len=%d,%s' % (length, c)) for c in
                         ('quant=float', 'drop=gate,tau=%s' % tau, 'drop=random,tau=%s' % tau))
             if None not in (fl, g, x):  # else its gated eval pass was not made
                 d.append((g - fl) - (x - fl))
+                kept.append(r)
         iv, p = t_interval(d)
-        return Stat(d, 'paired t', {r.kernel for r in rs.values()}, None, [r.code for r in rs.values()], 0, iv, p)
+        return Stat(d, 'paired t', {r.kernel for r in kept}, None, [r.code for r in kept], 0, iv, p)
     return f
 
 
