@@ -149,6 +149,8 @@ def test_evals_and_units(path):
     # against a database that holds the runs: only those without the metric are named
     miss = RR.evals_missing({('quant', 'standard'): {'s01', 's03', 'nosuch'}}, Db(path))
     check(miss == [('quant', 'standard', ['s03'])], 'the pass is made only where it is missing: %s' % miss)
+    miss = RR.evals_missing({('infer', 'standard'): {'s01'}}, Db(path))
+    check(miss == [('infer', 'standard', ['s01'])], 'quantized but no dropped heads: the infer pass is missing')
     dup = [(('standard',), 'baseline'), (('standard', 'standard_mech'), 'baseline')]
     check(RR.same_runs(ctx, ctx, dup) == (3, 3), 'a run two reads share counts once: %s' % (RR.same_runs(ctx, ctx, dup),))
     a = '| x | 1 |\n| y | 2 |\n\n*Commits*: made at abc1234.\n\n- **r** better on\n  BB sinks\n'

@@ -135,12 +135,12 @@ def evals_of(ctx, n, by):
 def evals_missing(passes, target):
     """[(pass, sweep, [run id])] of passes whose runs target holds finished but without the pass's
     metric (its eval pass not yet made there)"""
-    key = {'evals': 'eval_ppl', 'infer': 'infer_ppl', 'quant': 'infer_ppl'}
+    made = {'evals': ('eval_ppl', '%'), 'infer': ('infer_ppl', '%drop=%'), 'quant': ('infer_ppl', '%quant=%')}
     out = []
     for (kind, sw), rids in sorted(passes.items()):
         need = [rid for rid in sorted(rids) if (target.run(rid) or Run0).status == 'finished' and not
-                target.h.execute('SELECT 1 FROM metrics WHERE run_id = ? AND key = ? LIMIT 1',
-                                 (rid, key[kind])).fetchone()]
+                target.h.execute('SELECT 1 FROM metrics WHERE run_id = ? AND key = ? AND context LIKE ? LIMIT 1',
+                                 (rid,) + made[kind]).fetchone()]
         if need:
             out.append((kind, sw, need))
     return out
