@@ -5,13 +5,14 @@ runs (count, status, commits, threads).  Every number and rule word is computed;
 around them are fixed here."""
 import os
 import re
+import statistics
 import sys
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from verdict_data import welch  # noqa: E402
-from verdict_rows import EDGE_CELLS, SM, divergence, loss, sink_rate, size_sides  # noqa: E402
+from verdict_rows import EDGE_CELLS, SM, divergence, loss, sink_rate, size_sides, spikes  # noqa: E402
 
 RESULTS = 'results/README.md'
 
@@ -54,6 +55,21 @@ def divergence_steps(db):
     return rows, lr
 
 
+def mid_training(db, words):
+    """the front page's sentence on the mid-training cell (EDGE_CELLS[2]): divergences and loss spikes
+    past the warm-up, G1 against the baseline, with the verdict table's words for both"""
+    what, sweeps, base, g1 = EDGE_CELLS[2]
+    kg, ng, kb, nb = divergence(sweeps, g1, base)(db).count
+    sp = spikes(sweeps, g1, base)(db)
+    ra, rb = sp.rates
+    if not ng or not nb or not ra or not rb:
+        return 'The mid-training cell (%s): not yet in the database.' % what
+    return ('In the mid-training cell (%s) %d/%d G1 runs against %d/%d baseline runs diverged (%s), and G1\'s loss '
+            'spikes past the warm-up were a median %.2f per 100 steps against %.2f (exact Mann–Whitney p %s, %s).'
+            % (what.replace(' (mid-training)', ''), kg, ng, kb, nb, words[0], statistics.median(ra.values()),
+               statistics.median(rb.values()), _p(sp.p), words[1]))
+
+
 def front_page(ctx):
     db, rows = ctx.db, ctx.rows
     r1, r2, r3, r5 = rows[1], rows[2], rows[3], rows[5]
@@ -72,6 +88,7 @@ def front_page(ctx):
     what, sweeps, base, g1row = EDGE_CELLS[0]
     edge = divergence(sweeps, g1row, base)(db)
     kg, ng, kb, nb = edge.count
+    mid = mid_training(db, rows[14]['words'][3:5])
     twins = ('the kernel twins, re-made on one kernel, moved a per-seed contrast by up to %s' % R.fmt(ctx.twins, 4, False)
              if ctx.twins is not None else 'the kernel twins were not read')
     w = lambda x: '**%s**' % x  # noqa: E731
@@ -103,6 +120,7 @@ def front_page(ctx):
         '   remedies, fewer sinks than the gate (Fisher, Holm-adjusted over the remedy rows, p < 0.05): %s ([sink remedies](results/README.md#sink-remedies-issue-36)).\n'
         '5. **At the learning-rate edge** %d runs diverged, none below lr %g, each in or just after its\n'
         '   warm-up (%s); G1 against the baseline at %s: %d/%d against %d/%d diverged (Fisher p %s, %s).\n'
+        '   %s\n'
         '   int8 quantization made easier by the gate: %s; headwise gate scores mark skippable heads: %s;\n'
         '   gated models extrapolate better to long contexts: %s\n'
         '   ([at inference](results/README.md#at-inference-issue-17), [LR stress](results/README.md#lr-stress-test-issue-14)).\n'
@@ -117,7 +135,7 @@ def front_page(ctx):
          R.verb(R.trend(tanh, tanh16, welch)[0]), _ci(tanh16), R.verb(R.trend(silu, silu16, welch)[0]),
          _ci(silu16), R.verb(R.trend(tanh128, tanh192, welch)[0]), _ci(tanh192), tkern, _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
-         _p(edge.p), rows[14]['words'][1], w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']),
+         _p(edge.p), rows[14]['words'][1], mid, w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']),
          *[_word_ci(rows[n]) for n in (18, 19, 20, 21)])
     found = rewrap(found)
     committed = ('The committed results (%d runs) are in `results/db/` as compressed parts:'

@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 'budget_d192_9M-gate-1-G1-elementwise.svg'
 set grid
 set key below
-set title 'budget_d192_9M: gate scores of G1-elementwise (last step, 5 runs summed)'
+set title 'budget_d192_9M: gate scores of G1-elementwise (last step, 6 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [0:1]

@@ -9,7 +9,9 @@ set xlabel 'layer'
 set xtics 1
 set ylabel 'F-Attn (attention on position 0)'
 plot 't512_mla-f_attn.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
-     't512_mla-f_attn.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA'
+     't512_mla-f_attn.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA', \
+     't512_mla-f_attn.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'MLA-G1', \
+     't512_mla-f_attn.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'MQA'
 set terminal pngcairo size 960,560 noenhanced
 set output 't512_mla-f_attn.png'
 replot

@@ -24,10 +24,22 @@ set xtics add ('1' 6)
 set xtics add ('2' 7)
 set xtics add ('3' 8)
 set label 2 'MLA' at 6.5, graph 1.03 center
-set xrange [-0.5:8.5]
+set xtics add ('0' 10)
+set xtics add ('1' 11)
+set xtics add ('2' 12)
+set xtics add ('3' 13)
+set label 3 'MLA-G1' at 11.5, graph 1.03 center
+set xtics add ('0' 15)
+set xtics add ('1' 16)
+set xtics add ('2' 17)
+set xtics add ('3' 18)
+set label 4 'MQA' at 16.5, graph 1.03 center
+set xrange [-0.5:18.5]
 set yrange [-0.5:3.5]
 plot 't512_mla-fattn-heads.dat' index 0 matrix using ($1+0):2:3 with image, \
-     't512_mla-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image
+     't512_mla-fattn-heads.dat' index 1 matrix using ($1+5):2:3 with image, \
+     't512_mla-fattn-heads.dat' index 2 matrix using ($1+10):2:3 with image, \
+     't512_mla-fattn-heads.dat' index 3 matrix using ($1+15):2:3 with image
 set terminal pngcairo size 960,560 noenhanced
 set output 't512_mla-fattn-heads.png'
 replot

@@ -13,7 +13,9 @@ set offsets 0, 0, graph 0.05, graph 0.05
 set ytics ("50" 50, "60" 60, "70" 70, "80" 80)
 set ylabel 'M-Act (max |h| of the layer output, log scale)'
 plot 't512_mla-m_act.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
-     't512_mla-m_act.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA'
+     't512_mla-m_act.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA', \
+     't512_mla-m_act.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'MLA-G1', \
+     't512_mla-m_act.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'MQA'
 set terminal pngcairo size 960,560 noenhanced
 set output 't512_mla-m_act.png'
 replot
