@@ -9,6 +9,7 @@
 import math
 import os
 import sqlite3
+import unicodedata
 import urllib.parse
 from math import comb
 
@@ -140,7 +141,6 @@ def show(s):
 def show_text(s):
     """text for a terminal that keeps printable Unicode (−, Δ, ∈) but escapes control, format
     (bidi overrides among them), separator and unassigned characters, as show() does"""
-    import unicodedata
     return ''.join(ascii(ch)[1:-1] if ch != ' ' and unicodedata.category(ch)[0] in 'CZ' else ch for ch in str(s))
 
 

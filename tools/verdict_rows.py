@@ -265,6 +265,27 @@ def mla_gain_dd(value=None):
 
 P0_GAIN = last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
 
+# the lr edge cells: (what, sweeps, baseline row, G1 row).  Row 14 reads each cell's divergences
+# (its parts 1, 2, 3, in this order) and the mid-training cell's loss spikes (its last part); its
+# trend column and the front page read those parts
+EDGE_CELLS = (
+    ('lr 0.5, warm-up 10', ('lr_edge', 'lr_edge_power'), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
+    ('lr 0.7, warm-up 100', ('lr_edge_warm', 'lr_edge_power_warm'), 'baseline-lr7.0e-1', 'G1-matched-lr7.0e-1'),
+    ('lr 0.5, warm-up 100, 1,000 steps (mid-training)', ('lr_edge_long',), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
+)
+MID = 2  # the mid-training cell
+
+
+def edge_parts():
+    """row 14's parts after its first: divergences per edge cell, then the mid-training spikes"""
+    name = lambda what: what.replace(' (mid-training)', '')  # noqa: E731
+    out = [part('diverged at %s, G1 − base' % name(what), divergence(sweeps, g1, base), ('fewer', None))
+           for what, sweeps, base, g1 in EDGE_CELLS]
+    what, sweeps, base, g1 = EDGE_CELLS[MID]
+    return out + [part('loss spikes after warm-up at %s, G1 − base' % name(what), spikes(sweeps, g1, base),
+                       ('fewer', None))]
+
+
 ROWS = [
     row(1, 'Gating at G1 lowers the loss', MECH, '4.1M; 0.5M–16M; d192', 4.1e6,
         [part('G1 − baseline', loss(SM, 'G1-elementwise', 'baseline'), -1,
@@ -301,16 +322,7 @@ ROWS = [
         [part('M-Act, SiLU-only − G1', metric_pair(('table3_nonlinearity',), 'G1-silu-only', 'G1-elementwise', m_act),
               +1, 2)], note='the parameter-free control cuts it as much'),
     row(14, 'High lr: gated trains, baseline degrades', '#lr-stress-test-issue-14', '2.05M; edge 0.6M', 2.05e6,
-        [part('(G1 − base) at 3e-2 − at 3e-3', lr_interaction('lr_stress', '3.0e-2', '3.0e-3'), -1),
-         part('diverged at lr 0.5, warm-up 10, G1 − base',
-              divergence(('lr_edge', 'lr_edge_power'), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None)),
-         part('diverged at lr 0.7, warm-up 100, G1 − base',
-              divergence(('lr_edge_warm', 'lr_edge_power_warm'), 'G1-matched-lr7.0e-1', 'baseline-lr7.0e-1'),
-              ('fewer', None)),
-         part('diverged at lr 0.5, warm-up 100, 1,000 steps, G1 − base',
-              divergence(('lr_edge_long',), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None)),
-         part('loss spikes after warm-up at lr 0.5, warm-up 100, 1,000 steps, G1 − base',
-              spikes(('lr_edge_long',), 'G1-matched-lr5.0e-1', 'baseline-lr5.0e-1'), ('fewer', None))],
+        [part('(G1 − base) at 3e-2 − at 3e-3', lr_interaction('lr_stress', '3.0e-2', '3.0e-3'), -1)] + edge_parts(),
         edge=True),
     row(15, '(follow-up) The gate eases int8', AT4, '4.1M', 4.1e6,
         [part('ΔPPL% W8A8, G1 − baseline', metric_pair(ST, 'G1-elementwise', 'baseline', quant_dppl('w8-a8tensor')),
@@ -331,10 +343,3 @@ ROWS = [
     row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA − MHA', mla_loss('MLA', 'MHA'), ('noworse', MARGIN), half=mla_loss('MLA', 'MHA', at_half))]),
 ]
-
-# the lr edge cells read for row 14's trend column: (what, sweeps, baseline row, G1 row)
-EDGE_CELLS = (
-    ('lr 0.5, warm-up 10', ('lr_edge', 'lr_edge_power'), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
-    ('lr 0.7, warm-up 100', ('lr_edge_warm', 'lr_edge_power_warm'), 'baseline-lr7.0e-1', 'G1-matched-lr7.0e-1'),
-    ('lr 0.5, warm-up 100, 1,000 steps (mid-training)', ('lr_edge_long',), 'baseline-lr5.0e-1', 'G1-matched-lr5.0e-1'),
-)

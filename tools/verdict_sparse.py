@@ -111,8 +111,9 @@ def late_steps(db):
         for lab in labels:
             for r in db.row(sw, lab).values():
                 c = db.val_curve(r.run_id)
-                if late_eval(c) is not None:
-                    return late_eval(c), max(c)
+                late = late_eval(c)
+                if late is not None:
+                    return late, max(c)
     return None
 
 

@@ -12,7 +12,7 @@ import textwrap
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from verdict_data import welch  # noqa: E402
-from verdict_rows import EDGE_CELLS, SM, divergence, loss, sink_rate, size_sides, spikes  # noqa: E402
+from verdict_rows import EDGE_CELLS, MID, SM, loss, sink_rate, size_sides  # noqa: E402
 
 RESULTS = 'results/README.md'
 
@@ -55,19 +55,19 @@ def divergence_steps(db):
     return rows, lr
 
 
-def mid_training(db, words):
-    """the front page's sentence on the mid-training cell (EDGE_CELLS[2]): divergences and loss spikes
-    past the warm-up, G1 against the baseline, with the verdict table's words for both"""
-    what, sweeps, base, g1 = EDGE_CELLS[2]
-    kg, ng, kb, nb = divergence(sweeps, g1, base)(db).count
-    sp = spikes(sweeps, g1, base)(db)
+def mid_training(r14):
+    """the front page's sentence on the mid-training cell (EDGE_CELLS[MID]): its divergences and loss
+    spikes past the warm-up, G1 against the baseline, as row 14 computed and worded them"""
+    (dv, sp), words = (r14['stats'][1 + MID], r14['stats'][-1]), (r14['words'][1 + MID], r14['words'][-1])
+    kg, ng, kb, nb = dv.count
     ra, rb = sp.rates
+    what = EDGE_CELLS[MID][0].replace(' (mid-training)', '')
     if not ng or not nb or not ra or not rb:
         return 'The mid-training cell (%s): not yet in the database.' % what
     return ('In the mid-training cell (%s) %d/%d G1 runs against %d/%d baseline runs diverged (%s), and G1\'s loss '
             'spikes past the warm-up were a median %.2f per 100 steps against %.2f (exact Mann–Whitney p %s, %s).'
-            % (what.replace(' (mid-training)', ''), kg, ng, kb, nb, words[0], statistics.median(ra.values()),
-               statistics.median(rb.values()), _p(sp.p), words[1]))
+            % (what, kg, ng, kb, nb, words[0], statistics.median(ra.values()), statistics.median(rb.values()),
+               _p(sp.p), words[1]))
 
 
 def front_page(ctx):
@@ -85,10 +85,10 @@ def front_page(ctx):
     nrem, fewer = fewer_sinks(db)
     steps, min_lr = divergence_steps(db)
     ndiv = sum(k for *_, k in steps)
-    what, sweeps, base, g1row = EDGE_CELLS[0]
-    edge = divergence(sweeps, g1row, base)(db)
+    what = EDGE_CELLS[0][0]
+    edge = rows[14]['stats'][1]  # the first lr-edge cell's divergences
     kg, ng, kb, nb = edge.count
-    mid = mid_training(db, rows[14]['words'][3:5])
+    mid = mid_training(rows[14])
     twins = ('the kernel twins, re-made on one kernel, moved a per-seed contrast by up to %s' % R.fmt(ctx.twins, 4, False)
              if ctx.twins is not None else 'the kernel twins were not read')
     w = lambda x: '**%s**' % x  # noqa: E731

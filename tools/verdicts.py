@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
-from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, divergence, loss, size_sides, spikes  # noqa: E402
+from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, loss, size_sides, spikes  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
 from verdict_sparse import sparse_text  # noqa: E402
@@ -140,12 +140,13 @@ def size_cell(ctx, head, p):
 
 
 def edge_cell(ctx):
+    """row 14's lr-edge cells: each one's divergences (row 14's parts 1, 2, 3) and loss spikes"""
     db, out = ctx.db, []
-    for what, sweeps, base, g1 in EDGE_CELLS:
+    for i, (what, sweeps, base, g1) in enumerate(EDGE_CELLS):
         if not any(db.has_sweep(s) for s in sweeps):
             out.append('%s: not yet in the database' % what)
             continue
-        st = divergence(sweeps, g1, base)(db)
+        st = ctx.rows[14]['stats'][1 + i]
         kg, ng, kb, nb = st.count
         sp = spike_text(db, sweeps, base, g1)
         out.append('%s: diverged baseline %d/%d, G1 %d/%d (Fisher p %s)%s' % (
