@@ -24,25 +24,25 @@ def test_reads(path):
     them), row 1 its budget curve, row 14 every lr-edge cell: none of them in the database"""
     ctx = V.Ctx(Db(path), None)
     for r in ROWS:
-        reads = RR.reads_of(ctx, r['n'])
+        reads = RR.record(ctx, r['n'])[0]
         for p in r['parts']:
             spec = getattr(p['measure'], 'spec', None)
             if spec:
                 sweeps, row, ref = spec
                 check((tuple(sweeps), row) in reads and (tuple(sweeps), ref) in reads,
                       'row %d reads %s: %s and %s' % (r['n'], sweeps, row, ref))
-    reads1 = RR.reads_of(ctx, 1)
+    reads1 = RR.record(ctx, 1)[0]
     for _, sweep in BUDGETS:
         check(((sweep,), 'baseline') in reads1, 'row 1 reads its budget point %s' % sweep)
-    reads14 = RR.reads_of(ctx, 14)
+    reads14 = RR.record(ctx, 14)[0]
     for _, sweeps, base, g1 in EDGE_CELLS:
         check((tuple(sweeps), base) in reads14 and (tuple(sweeps), g1) in reads14,
               'row 14 reads the lr-edge cell %s without its runs' % (sweeps,))
     check(ctx.db.reads is None, 'recording stops after a row')
-    rem = RR.reads_of(ctx, 'remedies')
+    rem = RR.record(ctx, 'remedies')[0]
     check(any(label == 'softmax1' for _, label in rem) and any(label == 'G1-elementwise' for _, label in rem),
           'the remedies table reads its remedy rows and G1: %s' % rem[:4])
-    sp = RR.reads_of(ctx, 'sparse')
+    sp = RR.record(ctx, 'sparse')[0]
     check(any(sw == ('t512_topk',) and label == 'oracle64' for sw, label in sp), 'the T 512 table reads its controls')
 
 
@@ -109,7 +109,7 @@ def test_same_runs(planted, d):
     h.commit()
     h.close()
     a, b = V.Ctx(Db(planted), None), V.Ctx(Db(other), None)
-    reads = RR.reads_of(a, 9)
+    reads = RR.record(a, 9)[0]
     check(RR.same_runs(a, a, reads) == (6, 6), 'a database against itself: 6 of 6 equal')
     check(RR.same_runs(a, b, reads) == (6, 5), 'one changed value: 5 of 6 equal: %s' % (RR.same_runs(a, b, reads),))
 
@@ -140,10 +140,10 @@ def test_evals_and_units(path):
     check(ctx.rows[15]['stats'][0].n == 2, 'row 15 reads the 2 evaluated seeds: %d' % ctx.rows[15]['stats'][0].n)
     by = {'standard': [(i * 3 + s, lab, 's%d%d' % (i, s)) for i, lab in enumerate(('baseline', 'G1-elementwise'))
                        for s in (1, 2, 3)]}
-    ev = RR.evals_of(ctx, 15, by)
+    ev = RR.evals_of(RR.record(ctx, 15)[1], by)
     check(ev == {('quant', 'standard'): {'s01', 's02', 's03', 's11', 's12', 's13'}},
           'row 15 needs the quantization pass on the runs it reads (no dropped heads): %s' % ev)
-    check(RR.evals_of(ctx, 9, by) == {}, 'row 9 needs no eval pass')
+    check(RR.evals_of(RR.record(ctx, 9)[1], by) == {}, 'row 9 needs no eval pass')
     check(RR.pass_of('infer_ppl', {'split=val,len=128,drop=gate,tau=0.05'}) == 'infer', 'dropped heads: infer')
     check(RR.pass_of('eval_ppl', {'x'}) == 'evals' and RR.pass_of('val_loss', {''}) is None, 'evals; no pass')
     # against a database that holds the runs: only those without the metric are named

@@ -96,33 +96,30 @@ def pass_of(key, contexts):
 
 
 def record(ctx, n):
-    """(the (sweeps, label) pairs row n reads, in a stable order; the metric keys it reads)"""
+    """row n computed once, recording what it reads: (the (sweeps, label) pairs, in a stable order;
+    the (metric key, context, run id) triples; the text it makes: a row's trend cell, a table)"""
     db = ctx.db
     db.reads, db.metric_reads = set(), set()
     try:
         if n in TABLES:
-            TABLES[n][1](db)
+            text = TABLES[n][1](db)
         else:
             c = ctx.rows[n]
             for p in c['parts']:
                 p['measure'](db)
-            V.trend_cell(ctx, c)
-        return sorted(db.reads), db.metric_reads
+            text = V.trend_cell(ctx, c)
+        return sorted(db.reads), db.metric_reads, text
     finally:
         db.reads = db.metric_reads = None
 
 
-def reads_of(ctx, n):
-    return record(ctx, n)[0]
-
-
-def evals_of(ctx, n, by):
-    """{(run_all.sh's eval pass, sweep): {run id}} that row n needs: for each metric no sweep makes,
-    the runs it is read from, under the sweep each is listed under (by: runs_of's {sweep: [(index,
-    label, run_id)]})"""
+def evals_of(metric_reads, by):
+    """{(run_all.sh's eval pass, sweep): {run id}} that a row needs: for each metric no sweep makes
+    (metric_reads: record's triples), the runs it is read from, under the sweep each is listed under
+    (by: runs_of's {sweep: [(index, label, run_id)]})"""
     home = {rid: sw for sw, rs in by.items() for _, _, rid in rs}
     ctxs = {}
-    for key, c, rid in record(ctx, n)[1]:
+    for key, c, rid in metric_reads:
         ctxs.setdefault((key, rid), set()).add(c)
     out = {}
     for (key, rid), cs in ctxs.items():
@@ -138,16 +135,12 @@ def evals_missing(passes, target):
     made = {'evals': ('eval_ppl', '%'), 'infer': ('infer_ppl', '%drop=%'), 'quant': ('infer_ppl', '%quant=%')}
     out = []
     for (kind, sw), rids in sorted(passes.items()):
-        need = [rid for rid in sorted(rids) if (target.run(rid) or Run0).status == 'finished' and not
+        need = [rid for rid in sorted(rids) if getattr(target.run(rid), 'status', None) == 'finished' and not
                 target.h.execute('SELECT 1 FROM metrics WHERE run_id = ? AND key = ? AND context LIKE ? LIMIT 1',
                                  (rid,) + made[kind]).fetchone()]
         if need:
             out.append((kind, sw, need))
     return out
-
-
-class Run0:
-    status = None
 
 
 class Plans:
@@ -213,7 +206,8 @@ def stored(db, run_ids):
 def plan_text(ctx, plans, rows, dbname):
     lines, every, distinct, passes = [], {}, {}, {}
     for n in rows:
-        by = runs_of(plans, reads_of(ctx, n))
+        reads, metric_reads, _ = record(ctx, n)
+        by = runs_of(plans, reads)
         lines.append(title(ctx, n))
         lines.append('  %-20s %-16s %5s %6s  %-18s %8s  %s' % ('sweep', 'indices', 'runs', 'in db', 'kernels', 'recorded',
                                                              'labels'))
@@ -226,7 +220,7 @@ def plan_text(ctx, plans, rows, dbname):
             every.setdefault(sw, set()).update(r[0] for r in rs)
             distinct.setdefault(sw, set()).update(r[2] for r in rs)
             tot, held, secs = tot + len(rs), held + k, secs + wall
-        for (kind, sw), rids in sorted(evals_of(ctx, n, by).items()):
+        for (kind, sw), rids in sorted(evals_of(metric_reads, by).items()):
             lines.append('  then run_all.sh\'s gated eval pass `%s` on %d of these runs of %s (its metrics come from '
                          'no sweep)' % (kind, len(rids), sw))
             passes.setdefault((kind, sw), set()).update(rids)
@@ -250,16 +244,17 @@ def plan_text(ctx, plans, rows, dbname):
     return '\n'.join(lines), every, passes
 
 
-def words(ctx, n):
-    """(verdict cell, Δ cell, seeds, kernels, trend words) of row n; of a table, its bold words"""
-    if n in TABLES:  # the table's units (rows, bullets, paragraphs) with every number masked: its words
-        us = units(TABLES[n][1](ctx.db))
+def words(ctx, n, text):
+    """(verdict cell, Δ cell, seeds, kernels, trend words) of row n, text its trend cell (record's);
+    of a table (text: the table), its units (rows, bullets, paragraphs) with every number masked"""
+    if n in TABLES:
+        us = units(text)
         return '-', us, 0, '', [NUMBER.sub('#', x) for x in us]
     c = ctx.rows[n]
     st, p = c['stats'][0], c['parts'][0]
     level = isinstance(p['expect'], tuple) and p['expect'][0] == 'level'
-    trend = re.findall(r'\*\*([^*]+)\*\*', V.trend_cell(ctx, c))
-    return V.verdict_cell(c), V.ci_cell(st, p['digits'], not level), st.n, V.kernel_cell(st), trend
+    return (V.verdict_cell(c), V.ci_cell(st, p['digits'], not level), st.n, V.kernel_cell(st),
+            re.findall(r'\*\*([^*]+)\*\*', text))
 
 
 def metric_rows(db, run_id):
@@ -319,7 +314,8 @@ def table_lines(name, mine, w):
 def compare_text(ref, mine, rows, names):
     lines, differ = [], 0
     for n in rows:
-        a, b = words(ref, n), words(mine, n)
+        reads, _, text = record(ref, n)
+        a, b = words(ref, n, text), words(mine, n, record(mine, n)[2])
         same = (a[0], a[4]) == (b[0], b[4])
         differ += not same
         lines.append('%s: %s' % (title(ref, n), 'the same words' if same else 'WORDS DIFFER'))
@@ -329,7 +325,7 @@ def compare_text(ref, mine, rows, names):
             else:
                 lines.append(show_text('  %-24s %s | %s | %d seeds | %s | trend: %s' % (
                     show(name), w[0], w[1], w[2], w[3] or '-', ', '.join(w[4]) or '-')))
-        both, equal = same_runs(ref, mine, reads_of(ref, n))
+        both, equal = same_runs(ref, mine, reads)
         lines.append('  runs (same run id) in both: %d; every metric row of the first bitwise equal in the second: %d'
                      % (both, equal))
     return '\n'.join(lines), differ
