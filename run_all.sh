@@ -124,51 +124,36 @@ sweep() {
     build/gated sweep "experiments/$1.yaml" --db "$db" --jobs "$jobs" --rerun-failed --verify-code \
         ${shard:+--shard "$shard"} "${@:2}" || status=1
 }
-# the gated eval passes of the tiers, by name: PASS SWEEP [RUN_ID...] (run_all.sh --rows asks for
-# them by these names, on the runs named: tools/rerun_rows.py --evals); without run ids, every
-# finished run of the sweep
-only=()
+# the gated eval passes of the tiers, by name: `eval_pass PASS SWEEP [RUN_ID...]` evaluates the
+# runs named, else every finished run of SWEEP (run_all.sh --rows names the runs that lack the
+# pass: tools/rerun_rows.py --evals).
+#   evals   perplexity beyond the training length, one pass per RoPE scaling (issue 6)
+#   infer   issue 17, what the gate buys at inference: perplexity under simulated W8A8 (per-tensor,
+#           per-token) and W4 (groups of 32) quantization, and with (token, head) outputs dropped
+#           by the G1 gate score (with random and entropy controls matched per layer) or at fixed
+#           fractions; one thread: a window is one small forward
+#   quant   the quantization alone (as the sink remedies were evaluated)
 eval_pass() {
-    local kind=$1 s=$2
+    local kind=$1 s=$2 sel=(--sweep "$2") lengths scalings k
     shift 2
-    only=("$@")
+    if [ $# -gt 0 ]; then sel=("$@"); fi
     case "$kind:$s" in
-    infer:*) infer "$s" ;;
-    quant:*) infer "$s" quant ;;
-    evals:long_context) evals long_context 128,256,512,1024,2048 none ntk yarn ;;
-    evals:long_context_continued) evals long_context_continued 512,1024,2048 none yarn ;;
-    *) echo "run_all.sh: no gated eval pass '$kind' for sweep '$s'" >&2; status=1 ;;
+    evals:long_context) lengths=128,256,512,1024,2048 scalings="none ntk yarn" ;;
+    evals:long_context_continued) lengths=512,1024,2048 scalings="none yarn" ;;
+    infer:* | quant:*)
+        local drop=(--drop gate:0.05,gate:0.1,gate:0.2,gate:0.3,gate:0.5,frac:0.1,frac:0.25,frac:0.5)
+        if [ "$kind" = quant ]; then drop=(); fi
+        echo "== eval $s (quantization${drop[*]:+, dropped heads})"
+        OMP_NUM_THREADS=1 build/gated eval "${sel[@]}" --db "$db" --windows 64 \
+            --quant w8-a8tensor,w8-a8token,w4g32 "${drop[@]}" || status=1
+        return ;;
+    *) echo "run_all.sh: no gated eval pass '$kind' for sweep '$s'" >&2; status=1; return ;;
     esac
-    only=()
-}
-# what a pass evaluates: the runs of only=(...), else --sweep S
-targets() {
-    if [ ${#only[@]} -gt 0 ]; then sel=("${only[@]}"); else sel=(--sweep "$1"); fi
-}
-# gated eval over a sweep's finished runs: one pass per RoPE scaling
-evals() {
-    local s=$1 lengths=$2 sel
-    shift 2
-    targets "$s"
-    for k in "$@"; do
+    for k in $scalings; do
         echo "== eval $s ($k)"
         build/gated eval "${sel[@]}" --db "$db" --lengths "$lengths" --rope-scaling "$k" --split both \
             --windows 8 || status=1
     done
-}
-# issue 17: what the gate buys at inference, on a sweep's checkpoints:
-# perplexity under simulated W8A8 (per-tensor, per-token) and W4 (groups of
-# 32) quantization, and with (token, head) outputs dropped by the G1 gate
-# score (with random and entropy controls matched per layer) or at fixed
-# fractions ($2 = quant: quantization only, as the sink remedies were
-# evaluated).  One thread: a window is one small forward.
-infer() {
-    local sel drop=(--drop gate:0.05,gate:0.1,gate:0.2,gate:0.3,gate:0.5,frac:0.1,frac:0.25,frac:0.5)
-    targets "$1"
-    [ "${2:-}" = quant ] && drop=()
-    echo "== eval $1 (quantization${drop[*]:+, dropped heads})"
-    OMP_NUM_THREADS=1 build/gated eval "${sel[@]}" --db "$db" --windows 64 \
-        --quant w8-a8tensor,w8-a8token,w4g32 "${drop[@]}" || status=1
 }
 if [ "$smoke" = 1 ]; then
     sweep smoke
@@ -199,7 +184,7 @@ else
     sweep long_context_continued
     eval_pass evals long_context_continued
     sweep sink
-    infer sink
+    eval_pass infer sink
     sweep bb_sink
     if [ "$standard" = 1 ]; then
         # the standard tier (issue 14): the effect against complete-schedule
@@ -210,7 +195,7 @@ else
             bb_search bb_sink_3l sink_search sink_search_lr sink_search_long; do
             sweep "$s"
         done
-        infer standard
+        eval_pass infer standard
     fi
 fi
 
