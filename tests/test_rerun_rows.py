@@ -46,6 +46,23 @@ def test_reads(path):
     check(any(sw == ('t512_topk',) and label == 'oracle64' for sw, label in sp), 'the T 512 table reads its controls')
 
 
+def refused(fn, values, what):
+    """fn(v) raises RR.Bad for every v"""
+    for v in values:
+        try:
+            fn(v)
+            check(False, '%s %r refused' % (what, v))
+        except RR.Bad:
+            pass
+
+
+def plant_run(h, sweep, rid, label, seed, idx, loss):
+    """one finished Haswell run of a sweep row with its final validation loss"""
+    h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', 0, 0, NULL)", (rid, seed, 'c' * 40))
+    h.execute("INSERT INTO sweep_runs VALUES (?, ?, ?, ?, ?, 0)", (sweep, rid, label, seed, idx))
+    h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', ?, NULL)", (rid, loss))
+
+
 def test_pooling_and_ranges():
     plans = RR.Plans('/nonexistent', 'gated', 'x.db')
     plans.cache = {'s1': [{'index': 0, 'label': 'x', 'run_id': 'r1'}, {'index': 1, 'label': 'y', 'run_id': 'r9'}],
@@ -54,21 +71,11 @@ def test_pooling_and_ranges():
     check(got == {'s1': [(0, 'x', 'r1')], 's2': [(4, 'x', 'r2')]}, 'a run two sweeps share is listed once: %s' % got)
     check(RR.ranges([8, 0, 1, 2, 5, 7, 2]) == '0-2,5,7-8', 'ranges: %s' % RR.ranges([8, 0, 1, 2, 5, 7, 2]))
     check(RR.ranges([]) == '', 'no indices: empty')
-    for bad in ('../x', 'a b', 'nosuch'):
-        try:
-            plans.runs(bad)
-            check(False, 'sweep name %r refused' % bad)
-        except RR.Bad:
-            pass
+    refused(plans.runs, ('../x', 'a b', 'nosuch'), 'sweep name')
     for text, ok in (('1,18', [1, 18]), ('all', [r['n'] for r in ROWS] + ['remedies', 'sparse']),
                      ('sparse,2', ['sparse', 2])):
         check(RR.parse_rows(text) == ok, 'rows %s' % text)
-    for text in ('0', '1,', '99', 'x', '-1', 'Sparse', 'remedies;1'):
-        try:
-            RR.parse_rows(text)
-            check(False, 'rows %r refused' % text)
-        except RR.Bad:
-            pass
+    refused(RR.parse_rows, ('0', '1,', '99', 'x', '-1', 'Sparse', 'remedies;1'), 'rows')
 
 
 def plant_row9(path):
@@ -78,10 +85,7 @@ def plant_row9(path):
         for seed in (1, 2, 3):
             rid = 'p%d%d' % (i, seed)
             loss = v + 0.001 * seed
-            h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', 0, 0, NULL)",
-                      (rid, seed, 'c' * 40))
-            h.execute("INSERT INTO sweep_runs VALUES ('standard_mech', ?, ?, ?, ?, 0)", (rid, label, seed, i * 3 + seed))
-            h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', ?, NULL)", (rid, loss))
+            plant_run(h, 'standard_mech', rid, label, seed, i * 3 + seed, loss)
             h.execute("INSERT INTO metrics VALUES (?, 100, 'val_loss', '', ?)", (rid, loss))
     h.commit()
     h.close()
@@ -120,10 +124,7 @@ def plant_standard(path):
     for i, label in enumerate(('baseline', 'G1-elementwise')):
         for seed in (1, 2, 3):
             rid = 's%d%d' % (i, seed)
-            h.execute("INSERT INTO runs VALUES (?, 'finished', ?, 1, ?, ' Haswell ', '{}', 0, 0, NULL)",
-                      (rid, seed, 'c' * 40))
-            h.execute("INSERT INTO sweep_runs VALUES ('standard', ?, ?, ?, ?, 0)", (rid, label, seed, i * 3 + seed))
-            h.execute("INSERT INTO summary VALUES (?, 'val_loss', '', 1.0, NULL)", (rid,))
+            plant_run(h, 'standard', rid, label, seed, i * 3 + seed, 1.0)
             for ctx, v in (('quant=float', 10.0), ('quant=w8-a8tensor', 10.1 + 0.01 * i + 0.001 * seed)):
                 if seed < 3:
                     h.execute("INSERT INTO metrics VALUES (?, 0, 'infer_ppl', ?, ?)",
