@@ -217,8 +217,14 @@ def test_sparse_answers():
             for lab, v in (('MHA', 1.40), ('MHA-G1', 1.39 + 2 * e), ('MLA', 1.402), ('MLA-G1', 1.38)):
                 cfg = '{"model.attention.kv": "latent", "model.attention.d_c": 64, "model.attention.d_R": 16}'
                 runs.append(('t512_mla', lab, s, v + e, {}, cfg if 'MLA' in lab else '{"model.n_kv_head": 4}'))
+        # two seeds of a latent row with the schema's d_c and d_R: no Holm p, cache 4 x 32 + 32 / 2
+        runs += [('t512_mla', 'MLA-G1-headwise', s, 1.39 + 0.001 * s, {}, '{"model.attention.kv": "latent"}')
+                 for s in (1, 2)]
         add_runs(p, runs)
         text = S.sparse_text(Db(p))
+        two = [x for x in text.split('\n') if x.startswith('| t512_mla | MLA-G1-headwise |')][0].split(' | ')
+        check(two[2:4] == ['2', 'n = 2: no CI (−0.0100, −0.0100)'], 'a 2-seed row: no CI and no Holm p (%r)' % two[2:4])
+        check(two[9] == '144', 'latent cache from the schema defaults: 144 (got %r)' % two[9])
         check('shrink the sparse − dense gap?* top-64: **yes**' in text, 'G1 shrinks the top-64 gap: yes')
         check('top-32: **no**' in text, 'G1 widens the top-32 gap: no')
         check('P(0 ∈ S_t)?* **yes**' in text, 'G1 lowers P(0 in S): yes')

@@ -39,7 +39,7 @@ RULE_TEXT = (
     '*How this table is made* (`tools/verdict_remedies.py`, from `gated.db`; `make check-results` fails when '
     'it differs). Δ loss: final validation loss (read at the minimum where the curve turned up), the row '
     'minus the baseline or G1, paired by seed, 95% t interval (not adjusted), no interval from fewer than 3 '
-    'seeds; Holm p over the family of every such contrast of the new rows that has a p. Bigram-Backcopy (15 '
+    'seeds; Holm p over the family of every such contrast of the new rows with 3 seeds or more. Bigram-Backcopy (15 '
     'seeds a row): runs whose last evaluation finds a sink (`sink_formed`); the validation loss (BB loss); '
     'runs that did not learn the task (their loss on trigger positions, where the backcopy rule fixes the '
     'next token, still ≥ 0.1 nats at the end: the right token below ~90%); '
@@ -318,7 +318,8 @@ def remedies_text(db):
     ratios, bench_commit = bench_ratios(BENCH)
     got = {lab: measures(db, lab) for lab, _, _ in ROWS}
     edges = {lab: edge_counts(db, e) if e else None for lab, e, _ in ROWS}
-    ps = [(lab, k, got[lab][k].p) for lab in NEW for k in ('dbase', 'dg1') if got[lab][k].p is not None]
+    ps = [(lab, k, got[lab][k].p) for lab in NEW for k in ('dbase', 'dg1')
+          if got[lab][k].p is not None and got[lab][k].n >= R.MIN_N]
     adj = dict(((lab, k), a) for (lab, k, _), a in zip(ps, holm([p for *_, p in ps]))) if ps else {}
     base_params = mean(got['baseline']['params'])[0]
     head = ('| row | Δ loss vs baseline [CI] (Holm p) | Δ loss vs G1 [CI] (Holm p) | BB sinks | BB loss | '

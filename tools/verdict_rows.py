@@ -337,7 +337,7 @@ ROWS = [
         '4.1M, T 512', 4.1e6,
         [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))]),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1, 3)]),
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)]),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))]),
     row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,

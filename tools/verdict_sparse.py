@@ -25,14 +25,15 @@ RULE_TEXT = (
     '*How this is made* (`tools/verdict_sparse.py`, from `gated.db`; `make check-results` fails when it '
     'differs). Δ loss: final validation loss (read at the minimum where the curve turned up) minus the '
     'sweep\'s reference row (dense, or MHA), paired by seed, 95% t interval, none from fewer than 3 seeds; '
-    'Holm p within each sweep. *Is it still moving?* One budget was run, so two checks inside the runs: Δ at ½ '
+    'Holm p within each sweep, over the rows with 3 seeds or more. *Is it still moving?* One budget was run, so two checks inside the runs: Δ at ½ '
     'run is the same contrast at the evaluation half-way through (step 1,000 of 2,000), on the same cosine '
     'schedule (a point on the way, not a run of half the budget), and the answers give it as *half-way*; '
     'late drop is results/budget_plan.md\'s flatness rule on the evaluations these runs have: the validation '
     'loss at the last evaluation at or before ¾ of the run (step 1,400: ¾ of 2,000 falls between two; so the '
     'drop spans the last 30%) minus the last one, as evaluated, mean over seeds, against the sd of the last '
-    'ones over seeds: **flat** within ±sd, **falling** above (the deltas are then those of models still '
-    'learning), **rising** below. At the last evaluation, means over seeds: the sparse − dense loss gap (the '
+    'ones over seeds (none below 3 seeds): **flat** when the drop lies strictly between −sd and +sd, '
+    '**falling** at +sd or above (the deltas are then those of models still learning), **rising** at −sd or '
+    'below. At the last evaluation, means over seeds: the sparse − dense loss gap (the '
     'same weights run dense), the indexer\'s recall of the dense attention mass and P(0 ∈ S_t), the share '
     'of selections holding position 0 (`sparse_dense_gap`, `sparse_recall`, `sparse_p0`). Cache: numbers '
     'kept per token and layer at decode (the indexer row adds its key). *Answers*: a difference of '
@@ -40,7 +41,8 @@ RULE_TEXT = (
     '**yes** / **no** when it excludes 0 on the asked side / the other, **within noise** when it spans 0, '
     '**unresolved (n = k)** below 3 seeds. "No worse" (MLA against MHA, non-inferiority) is **yes** when '
     'the interval\'s top is below 0.01 nats per byte, **no** when its bottom is above it, else **within noise** '
-    '(the verdict table\'s row 21, by the same rule).')
+    '(the verdict table\'s row 21, by the same rule). *Smaller on MLA?* is **yes** when (MLA G1 − MLA) − '
+    '(MHA G1 − MHA) excludes 0 above it: G1\'s gain, a negative Δ, is smaller in size on MLA.')
 
 
 def cfg_cache(cfg):
@@ -49,8 +51,8 @@ def cfg_cache(cfg):
     hk = cfg.get('model.n_kv_head', 0) or H
     dh = cfg.get('model.d_head', 0) or cfg.get('model.d_model', 128) // H
     if cfg.get('model.attention.kv', 'heads') == 'latent':
-        dc, dr = cfg.get('model.attention.d_c'), cfg.get('model.attention.d_R')
-        n = None if dc is None or dr is None or dc <= 0 or dr < 0 else dc + dr
+        dc, dr = cfg.get('model.attention.d_c', 0), cfg.get('model.attention.d_R', -1)
+        n = (dc if dc > 0 else 4 * dh) + (dr if dr >= 0 else dh // 2)  # 0 / -1: the schema's defaults
     else:
         n = 2 * hk * dh
     if n is not None and cfg.get('model.attention.sparse', 'none') == 'indexer':
@@ -125,7 +127,7 @@ def sparse_text(db):
     half = db.val_at(0.5)
     for sw, ref, labels in SWEEPS:
         stats = {lab: paired_stat(db, (sw, lab), (sw, ref), db.val_loss) for lab in labels if lab != ref}
-        ps = [(lab, st.p) for lab, st in stats.items() if st.p is not None]
+        ps = [(lab, st.p) for lab, st in stats.items() if st.p is not None and st.n >= R.MIN_N]
         adj = dict(zip([lab for lab, _ in ps], holm([p for _, p in ps]))) if ps else {}
         for lab in labels:
             rows = db.row(sw, lab)
@@ -152,7 +154,7 @@ def sparse_text(db):
         '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s '
         '(half-way: %s); top-32: %s, %s (half-way: %s).' % (answer(gap64, -1), ci(gap64), ci(gap64h),
                                                              answer(gap32, -1), ci(gap32), ci(gap32h)),
-        '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0, 3)),
+        '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0)),
         '- *Is MLA no worse than MHA (by %g nats) at a fraction of the cache?* %s: MLA − MHA = %s (half-way: %s).' % (
             R.MARGIN,
             match, ci(mla), ci(mlah)),
