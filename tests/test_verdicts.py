@@ -269,6 +269,12 @@ def test_sparse_trajectory():
         check('+0.0800, sd 0.0100: falling |' in text, 'dense falls 0.08 late: falling')
         check('−0.0200, sd 0.0100: rising |' in row, 'dense-G1 rose 0.02 late, as evaluated: rising')
         check('−0.0020, sd 0.0100: flat |' in text, 'topk64 within the seed sd: flat')
+        from verdict_rows import TOPK, curves, curves_text  # the verdict table's and front page's words
+        words = curves(TOPK, ('dense', 'dense-G1', 'topk64'))(Db(p))
+        check(curves_text(words) == 'falling: dense; rising: dense-G1; flat: topk64', 'curves by row: %r' % words)
+        check(curves_text(words[:1] * 2) == 'falling in all 2 rows', 'curves of one word')
+        check(curves_text(curves(TOPK, ('dense', 'topk64-G1'))(Db(p))) == 'no word below 3 seeds a row',
+              'a row without 3 seeds: no word')
 
 
 def test_remedy_sentences():

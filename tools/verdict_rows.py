@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verdict_data import Stat, binom_interval, fisher_counts, paired_dict, paired_stat, t_interval, welch  # noqa: E402
-from toolstats import mann_whitney  # noqa: E402
+from toolstats import mann_whitney, mean_sd  # noqa: E402
 from verdict_rules import MARGIN, MIN_N  # noqa: E402
 
 SM = ('standard_mech', 'standard')  # the 6-seed mechanism rows, then the standard profile's 3
@@ -97,6 +97,48 @@ def last_pair(sweeps, a, b, key):
 
 def at_half(db):
     return db.val_at(0.5)
+
+
+def late_eval(c):
+    """the last evaluation step at or before 3/4 of a curve's last one ({step: loss}), or None"""
+    late = [k for k in c if k <= 0.75 * max(c)] if c else []
+    return max(late) if late else None
+
+
+def flat_rule(db, rows):
+    """results/budget_plan.md's flatness rule on one row's runs ({seed: run}), on the evaluations
+    they have: the validation loss at the last evaluation at or before 3/4 of the run minus the
+    last one (as evaluated, not read at a minimum), mean over seeds, against the sd of the last
+    ones over seeds: flat strictly within it, falling at +sd or above, rising at -sd or below.
+    (drops, mean drop, sd, word); the last three None below MIN_N runs"""
+    drops, fins = [], []
+    for r in rows.values():
+        c = db.val_curve(r.run_id)
+        late = late_eval(c)
+        if late is not None:
+            drops.append(c[late] - c[max(c)])
+            fins.append(c[max(c)])
+    if len(drops) < MIN_N:
+        return drops, None, None, None
+    drop, sd = sum(drops) / len(drops), mean_sd(fins)[1]
+    return drops, drop, sd, 'falling' if drop >= sd else 'rising' if drop <= -sd else 'flat'
+
+
+def curves(sweeps, labels):
+    """the flatness words of a contrast's rows: [(label, word)], word None below MIN_N runs"""
+    return lambda db: [(lab, flat_rule(db, db.row(sweeps, lab))[3]) for lab in labels]
+
+
+def curves_text(words):
+    """curves(...)'s words as a phrase: 'falling in all 4 rows', or by word, or why none"""
+    if not words or any(w is None for _, w in words):
+        return 'no word below %d seeds a row' % MIN_N
+    by = {}
+    for lab, w in words:
+        by.setdefault(w, []).append(lab)
+    if len(by) == 1:
+        return '%s in all %d rows' % (words[0][1], len(words))
+    return '; '.join('%s: %s' % (w, ', '.join(labs)) for w, labs in by.items())
 
 
 def metric_pair(sweeps, row, ref, value):
@@ -238,8 +280,10 @@ def part(name, measure, expect, digits=4, budget=None, size=None, half=None):
     return dict(name=name, measure=measure, expect=expect, digits=digits, budget=budget, size=size, half=half)
 
 
-def row(n, claim, link, budget, tokens, parts, note='', edge=False):
-    return dict(n=n, claim=claim, link=link, budget=budget, tokens=tokens, parts=parts, note=note, edge=edge)
+def row(n, claim, link, budget, tokens, parts, note='', edge=False, curves=None):
+    """curves: the flatness words of the rows a one-budget contrast reads (curves(...))"""
+    return dict(n=n, claim=claim, link=link, budget=budget, tokens=tokens, parts=parts, note=note, edge=edge,
+                curves=curves)
 
 
 SPARSE = '#top-k-sparse-attention-and-latent-kv-issue-37'
@@ -335,11 +379,14 @@ ROWS = [
               -1, 3)]),
     row(18, '(follow-up, top-k) G1 helps top-k more than dense (sparse − dense gap smaller with it)', SPARSE,
         '4.1M, T 512', 4.1e6,
-        [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))]),
+        [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))],
+        curves=curves(TOPK, ('dense', 'dense-G1', 'topk64', 'topk64-G1'))),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)]),
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)], curves=curves(TOPK, ('topk64', 'topk64-G1'))),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))]),
+        [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))],
+        curves=curves(MLA, ('MLA', 'MLA-G1'))),
     row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('MLA − MHA', mla_loss('MLA', 'MHA'), ('noworse', MARGIN), half=mla_loss('MLA', 'MHA', at_half))]),
+        [part('MLA − MHA', mla_loss('MLA', 'MHA'), ('noworse', MARGIN), half=mla_loss('MLA', 'MHA', at_half))],
+        curves=curves(MLA, ('MHA', 'MLA'))),
 ]

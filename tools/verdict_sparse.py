@@ -11,10 +11,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm, mean_sd  # noqa: E402
+from toolstats import holm  # noqa: E402
 from verdict_data import paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
-from verdict_rows import MLA, P0_GAIN, TOPK, at_half, gap_gain, mla_gain_dd, mla_loss  # noqa: E402
+from verdict_rows import (MLA, P0_GAIN, TOPK, at_half, flat_rule, gap_gain, late_eval, mla_gain_dd,  # noqa: E402
+                          mla_loss)
 from verdict_text import rewrap  # noqa: E402
 
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
@@ -82,28 +83,11 @@ def fmt(x, d=3):
     return '–' if x is None else R.fmt(x, d, False)
 
 
-def late_eval(c):
-    """the last evaluation step at or before 3/4 of a curve's last one ({step: loss}), or None"""
-    late = [k for k in c if k <= 0.75 * max(c)] if c else []
-    return max(late) if late else None
-
-
 def flatness(db, rows):
-    """results/budget_plan.md's flatness rule on one row, on the evaluations these runs have: the
-    validation loss at the last evaluation at or before 3/4 of the run minus the last one (as
-    evaluated, not read at a minimum), mean over seeds, against the sd of the last ones over seeds:
-    flat within it, falling above it, rising below minus it"""
-    drops, fins = [], []
-    for r in rows.values():
-        c = db.val_curve(r.run_id)
-        late = late_eval(c)
-        if late is not None:
-            drops.append(c[late] - c[max(c)])
-            fins.append(c[max(c)])
-    if len(drops) < R.MIN_N:
+    """a row's late-drop cell: verdict_rows.flat_rule's drop, sd and word, or the drops below 3 runs"""
+    drops, drop, sd, word = flat_rule(db, rows)
+    if word is None:
         return '–' if not drops else 'n = %d: no sd (%s)' % (len(drops), ', '.join(R.fmt(x, 4) for x in drops))
-    drop, sd = sum(drops) / len(drops), mean_sd(fins)[1]
-    word = 'falling' if drop >= sd else 'rising' if drop <= -sd else 'flat'
     return '%s, sd %s: %s' % (R.fmt(drop, 4), R.fmt(sd, 4, False), word)
 
 

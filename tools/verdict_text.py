@@ -12,7 +12,7 @@ import textwrap
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from verdict_data import welch  # noqa: E402
-from verdict_rows import EDGE_CELLS, MID, SM, loss, sink_rate, size_sides  # noqa: E402
+from verdict_rows import EDGE_CELLS, MID, SM, curves_text, loss, sink_rate, size_sides  # noqa: E402
 
 RESULTS = 'results/README.md'
 
@@ -92,6 +92,10 @@ def front_page(ctx):
     twins = ('the kernel twins, re-made on one kernel, moved a per-seed contrast by up to %s' % R.fmt(ctx.twins, 4, False)
              if ctx.twins is not None else 'the kernel twins were not read')
     w = lambda x: '**%s**' % x  # noqa: E731
+    seen = {}
+    for n in (18, 19, 20, 21):
+        seen.update(rows[n]['curves'](db))
+    t512_curves = curves_text(sorted(seen.items()))
     size = R.trend(*size_sides(db, ctx.twin_db, SM, 'G1-elementwise', 'baseline', ('budget_d192_9M',), None)[:2],
                    welch)[0]
     size18 = R.trend(loss(('budget_8M',), 'G1-elementwise', 'baseline')(db),
@@ -124,7 +128,8 @@ def front_page(ctx):
         '   int8 quantization made easier by the gate: %s; headwise gate scores mark skippable heads: %s;\n'
         '   gated models extrapolate better to long contexts: %s\n'
         '   ([at inference](results/README.md#at-inference-issue-17), [LR stress](results/README.md#lr-stress-test-issue-14)).\n'
-        '6. **Beside DeepSeek\'s designs** (T 512, 4.1M tokens): G1 helps top-k sparse attention more than\n'
+        '6. **Beside DeepSeek\'s designs** (T 512, 4.1M tokens; their curves by the flatness rule:\n'
+        '   %s): G1 helps top-k sparse attention more than\n'
         '   dense attention: %s; frees the sink\'s share of the k budget (P(0 ∈ S_t)): %s;\n'
         '   G1\'s gain survives on latent KV (MLA): %s; MLA no worse than MHA at a fraction of its cache: %s\n'
         '   ([designs](results/README.md#top-k-sparse-attention-and-latent-kv-issue-37)).\n'
@@ -136,6 +141,7 @@ def front_page(ctx):
          _ci(silu16), R.verb(R.trend(tanh128, tanh192, welch)[0]), _ci(tanh192), tkern, _kern(tanh), twins, w(rows[12]['word']), sg[0], sg[1], sb[0], sb[1], nrem, fewer, ndiv, min_lr,
          ', '.join('steps %d–%d with warm-up %d' % (a, b, wu) for wu, a, b, _ in steps), what, kg, ng, kb, nb,
          _p(edge.p), rows[14]['words'][1], mid, w(rows[15]['word']), w(rows[16]['word']), w(rows[17]['word']),
+         t512_curves,
          *[_word_ci(rows[n]) for n in (18, 19, 20, 21)])
     found = rewrap(found)
     committed = ('The committed results (%d runs) are in `results/db/` as compressed parts:'

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
-from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, loss, size_sides, spikes  # noqa: E402
+from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, curves_text, loss, size_sides, spikes  # noqa: E402
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
 from verdict_sparse import sparse_text  # noqa: E402
@@ -181,6 +181,8 @@ def trend_cell(ctx, r):
             bits.append(size_cell(ctx, st, p))
         if p['half']:
             bits.append('one budget; half-way through the runs (same schedule): %s' % ci_cell(p['half'](ctx.db), 4))
+        if r['curves'] and p is r['parts'][-1]:
+            bits.append(('' if bits else 'one budget; ') + 'curves (flatness rule): %s' % curves_text(r['curves'](ctx.db)))
         if bits:
             prefix = p['name'] + ': ' if sum(1 for q in r['parts'] if q['budget'] or q['size']) > 1 else ''
             cells.append(prefix + '; '.join(bits))
