@@ -8,7 +8,9 @@
 # tools/contrasts.py with REF = a sweep's baseline reproduces the report's numbers.
 import math
 import os
+import re
 import sqlite3
+import textwrap
 import unicodedata
 import urllib.parse
 from math import comb
@@ -160,3 +162,19 @@ def db_uri(path, mode='ro'):
 def connect_ro(path):
     """path opened read-only (never created)"""
     return sqlite3.connect(db_uri(path), uri=True)
+
+
+def rewrap(text, width=100):
+    """each paragraph and list item of text filled to width (list items indented by 3)"""
+    out = []
+    for block in text.rstrip('\n').split('\n\n'):
+        items, cur = [], []
+        for line in block.split('\n'):
+            if re.match(r'\d+\. ', line) and cur:
+                items.append(' '.join(cur))
+                cur = []
+            cur.append(line.strip())
+        items.append(' '.join(cur))
+        out.append('\n'.join(textwrap.fill(i, width, subsequent_indent='   ' if re.match(r'\d+\. ', i) else '',
+                                          break_long_words=False, break_on_hyphens=False) for i in items))
+    return '\n\n'.join(out) + '\n'

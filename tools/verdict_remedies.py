@@ -14,10 +14,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm  # noqa: E402
+from toolstats import holm, rewrap  # noqa: E402
 from verdict_data import fisher_counts, paired_dict, paired_stat, welch  # noqa: E402
 from verdict_rows import quant_dppl  # noqa: E402
-from verdict_text import rewrap  # noqa: E402
 
 BROWN = ('standard_remedies',)
 BB = ('bb_remedies',)

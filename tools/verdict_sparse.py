@@ -11,12 +11,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm  # noqa: E402
+from toolstats import holm, rewrap  # noqa: E402
 from verdict_data import paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
 from verdict_rows import (MLA, P0_GAIN, TOPK, at_half, flat_rule, gap_gain, late_eval, mla_gain_dd,  # noqa: E402
                           mla_loss)
-from verdict_text import rewrap  # noqa: E402
 
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
                            'window64', 'random64', 'oracle64')),

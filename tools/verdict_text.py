@@ -4,14 +4,14 @@ front page's "What it found" (README.md), its run count, and results/README.md's
 runs (count, status, commits, threads).  Every number and rule word is computed; the sentences
 around them are fixed here."""
 import os
-import re
 import statistics
 import sys
-import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
+from toolstats import rewrap  # noqa: E402
 from verdict_data import welch  # noqa: E402
+from verdict_remedies import fewer_sinks  # noqa: E402
 from verdict_rows import EDGE_CELLS, MID, SM, curves_text, loss, sink_rate, size_sides  # noqa: E402
 
 RESULTS = 'results/README.md'
@@ -81,7 +81,6 @@ def front_page(ctx):
     tanh16 = loss(('budget_16M',), 'G1-tanh', 'G1-elementwise')(db)
     silu16 = loss(('budget_16M',), 'G1-silu', 'G1-elementwise')(db)
     sg, sb = sink_rate(('bb_sink',), 'G1-elementwise')(db).count, sink_rate(('bb_sink',), 'baseline')(db).count
-    from verdict_remedies import fewer_sinks  # (it imports this module)
     nrem, fewer = fewer_sinks(db)
     steps, min_lr = divergence_steps(db)
     ndiv = sum(k for *_, k in steps)
@@ -147,22 +146,6 @@ def front_page(ctx):
     committed = ('The committed results (%d runs) are in `results/db/` as compressed parts:'
                  % db.scalar("SELECT count(*) FROM runs"))
     return found, committed
-
-
-def rewrap(text, width=100):
-    """each paragraph and list item of text filled to width (list items indented by 3)"""
-    out = []
-    for block in text.rstrip('\n').split('\n\n'):
-        items, cur = [], []
-        for line in block.split('\n'):
-            if re.match(r'\d+\. ', line) and cur:
-                items.append(' '.join(cur))
-                cur = []
-            cur.append(line.strip())
-        items.append(' '.join(cur))
-        out.append('\n'.join(textwrap.fill(i, width, subsequent_indent='   ' if re.match(r'\d+\. ', i) else '',
-                                          break_long_words=False, break_on_hyphens=False) for i in items))
-    return '\n\n'.join(out) + '\n'
 
 
 def _ci(st):
