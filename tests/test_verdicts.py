@@ -242,6 +242,28 @@ def test_sparse_answers():
         check(R.verdict(near, ('noworse', R.MARGIN), 4.1e6) == 'reproduced', 'worse, but within 0.01: no worse')
 
 
+def test_sparse_p0_layers():
+    """P(0 in S_t) layer by layer: each row's per-layer probe rows, mean over seeds, beside the chance
+    level of its k at its T, computed (k 64 of T 512: 0.296)"""
+    import verdict_sparse as S
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        cfg = '{"model.attention.topk": 64, "model.seq_len": 512}'
+        add_runs(p, [('t512_topk', lab, s, 1.5, {}, cfg) for s in (1, 2) for lab in ('topk64', 'dense')])
+        h = sqlite3.connect(p)
+        for s, vals in ((1, (0.8, 0.1)), (2, (0.6, 0.3))):
+            for layer, v in enumerate(vals):
+                h.execute("INSERT INTO metrics VALUES (?, 200, 'sparse_p0', ?, ?)",
+                          ('t512_topk-topk64-%d' % s, 'layer=%d' % layer, v))
+        h.commit()
+        h.close()
+        text = ' '.join(S.p0_layers(Db(p)).split())
+        check('0.296 at k 64' in text, 'chance level at k 64, T 512: %r' % text)
+        check('topk64 0.70 / 0.20.' in text, 'per-layer means over seeds: %r' % text)
+        check('dense' not in text, 'a row without the probe (dense) is left out: %r' % text)
+
+
 def test_sparse_trajectory():
     """the checks inside one budget: the contrast half-way through the runs, and the flatness rule
     (the drop over the last quarter against the seed sd) says flat or falling by row"""
@@ -349,6 +371,7 @@ def main():
     test_spikes()
     test_sparse_answers()
     test_sparse_trajectory()
+    test_sparse_p0_layers()
     test_remedy_sentences()
     test_remedy_holm_by_measure_and_skill()
     if FAILS:

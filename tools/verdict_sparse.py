@@ -147,7 +147,42 @@ def sparse_text(db):
         'MHA G1 − MHA = %s; is it smaller on MLA? %s: (MLA G1 − MLA) − (MHA G1 − MHA) = %s (half-way: %s).' % (
             answer(g_mla, -1), ci(g_mla), ci(g_mlah), ci(g_mha), answer(g_dd, 1), ci(g_dd), ci(g_ddh)),
     ]
-    return '\n'.join(lines) + '\n\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
+    return '\n'.join(lines) + '\n\n' + p0_layers(db) + '\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
+
+
+def chance_p0(k, T):
+    """P(0 in S_t) of k keys drawn at random, over the queries t >= k of a window of T"""
+    return sum(k / (t + 1) for t in range(k, T)) / (T - k) if T > k else None
+
+
+def p0_layers(db):
+    """P(0 in S_t) layer by layer (the probe's per-layer rows, mean over seeds) for every t512_topk
+    row that has it, beside the chance level of its k; a paragraph, or '' before any such run"""
+    cells, chance = [], {}
+    for lab in SWEEPS[0][2]:
+        rows = db.row(TOPK, lab)
+        per = []
+        for layer in range(64):
+            xs = [x for x in (db.last(r.run_id, 'sparse_p0', 'layer=%d' % layer) for r in rows.values())
+                  if x is not None]
+            if not xs:
+                break
+            per.append(sum(xs) / len(xs))
+        if not per:
+            continue
+        cfg = json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?',
+                                   (next(iter(rows.values())).run_id,)) or '{}')
+        k, T = cfg.get('model.attention.topk', 64), cfg.get('model.seq_len', 128)
+        c = chance_p0(k, T)
+        if c is not None:
+            chance[k] = c
+        cells.append('%s %s' % (lab, ' / '.join('%.2f' % x for x in per)))
+    if not cells:
+        return ''
+    return rewrap('*P(0 ∈ S_t) layer by layer* (from the first layer up, mean over seeds; k keys drawn at random '
+                  'would hold position 0 with probability %s, the mean over t ≥ k of k/(t + 1)): %s.' % (
+                      ', '.join('%.3f at k %d' % (chance[k], k) for k in sorted(chance, reverse=True)),
+                      '; '.join(cells)))
 
 
 def last_params(db, rows):
