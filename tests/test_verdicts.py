@@ -242,6 +242,30 @@ def test_sparse_answers():
         check(R.verdict(near, ('noworse', R.MARGIN), 4.1e6) == 'reproduced', 'worse, but within 0.01: no worse')
 
 
+def test_sparse_holm_family():
+    """the T 512 table's Holm family holds the rows of 3 seeds or more: a 2-seed row gets no Holm p
+    and does not move the others' (here MLA's p adjusted in a family of 2, not 3)"""
+    import verdict_sparse as S
+    from toolstats import holm
+    from verdict_data import paired_stat
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        base = {1: 1.400, 2: 1.410, 3: 1.405}
+        rows = {'MHA': (0, 0, 0), 'MLA': (0.010, 0.013, 0.018), 'MQA': (0.020, 0.021, 0.026),
+                'MLA-G1-headwise': (0.030, 0.034)}
+        add_runs(p, [('t512_mla', lab, s + 1, base[s + 1] + dv, {}, '{}')
+                     for lab, ds in rows.items() for s, dv in enumerate(ds)])
+        db = Db(p)
+        pv = {lab: paired_stat(db, (('t512_mla',), lab), (('t512_mla',), 'MHA'), db.val_loss).p
+              for lab in ('MLA', 'MQA', 'MLA-G1-headwise')}
+        two, three = holm([pv['MLA'], pv['MQA']])[0], holm([pv['MLA'], pv['MQA'], pv['MLA-G1-headwise']])[0]
+        check('%.2g' % two != '%.2g' % three, 'the planted 2-seed p would move MLA\'s Holm p (%g, %g)' % (two, three))
+        text = S.sparse_text(db)
+        row = [x for x in text.split('\n') if x.startswith('| t512_mla | MLA |')][0]
+        check(' (%.2g) |' % two in row, 'MLA adjusted in the family of the 3-seed rows (%.2g): %r' % (two, row))
+
+
 def test_sparse_p0_layers():
     """P(0 in S_t) layer by layer: each row's per-layer probe rows, mean over seeds, beside the chance
     level of its k at its T, computed (k 64 of T 512: 0.296)"""
@@ -266,13 +290,17 @@ def test_sparse_p0_layers():
 
 def test_sparse_trajectory():
     """the checks inside one budget: the contrast half-way through the runs, and the flatness rule
-    (the drop over the last quarter against the seed sd) says flat or falling by row"""
+    (the drop over the last 30% of the run against the seed sd) says flat or falling by row"""
     import verdict_sparse as S
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, 't.db')
         make_db(p)
-        add_runs(p, [('t512_topk', lab, s, 1.5, {}, '{}') for s in (1, 2, 3) for lab in ('dense', 'dense-G1', 'topk64')])
+        add_runs(p, [('t512_topk', lab, s, 1.5, {}, '{}') for s in (1, 2, 3) for lab in ('dense', 'dense-G1', 'topk64')]
+                 + [('t512_topk', 'topk32', s, 1.5, {}, '{}') for s in (1, 2)])
         h = sqlite3.connect(p)
+        for s in (1, 2):  # two seeds that fall late: a drop, but no sd below 3 seeds
+            for step, v in ((1400, 1.6), (2000, 1.5)):
+                h.execute("INSERT INTO metrics VALUES (?, ?, 'val_loss', '', ?)", ('t512_topk-topk32-%d' % s, step, v))
         for s in (1, 2, 3):
             for lab, at in (('dense', {1000: 1.70, 1400: 1.60, 2000: 1.50 + 0.01 * s}),
                             ('dense-G1', {1000: 1.60, 1400: 1.46 + 0.01 * s, 2000: 1.48 + 0.01 * s}),
@@ -293,10 +321,12 @@ def test_sparse_trajectory():
         check('−0.0020, sd 0.0100: flat |' in text, 'topk64 within the seed sd: flat')
         from verdict_rows import TOPK, curves, curves_text  # the verdict table's and front page's words
         words = curves(TOPK, ('dense', 'dense-G1', 'topk64'))(Db(p))
-        check(curves_text(words) == 'falling: dense; rising: dense-G1; flat: topk64', 'curves by row: %r' % words)
-        check(curves_text(words[:1] * 2) == 'falling in all 2 rows', 'curves of one word')
-        check(curves_text(curves(TOPK, ('dense', 'topk64-G1'))(Db(p))) == 'no word below 3 seeds a row',
-              'a row without 3 seeds: no word')
+        check(curves_text(words) == '**falling**: dense; **rising**: dense-G1; **flat**: topk64',
+              'curves by row: %r' % words)
+        check(curves_text(words[:1] * 2) == '**falling** in all 2 rows', 'curves of one word')
+        two = curves(TOPK, ('dense', 'topk32'))(Db(p))
+        check(curves_text(two) == '**falling**: dense; no word (below 3 seeds): topk32', 'a 2-seed row: %r' % two)
+        check(curves_text(two[1:]) == 'no word below 3 seeds a row', 'only 2-seed rows: no word')
 
 
 def test_remedy_sentences():
@@ -372,6 +402,7 @@ def main():
     test_sparse_answers()
     test_sparse_trajectory()
     test_sparse_p0_layers()
+    test_sparse_holm_family()
     test_remedy_sentences()
     test_remedy_holm_by_measure_and_skill()
     if FAILS:

@@ -3,7 +3,8 @@
 # quantile, the paired t-test, Holm's adjustment, Fisher's exact test, the exact Mann-Whitney test,
 # and `show` for printing
 # text that came from a database (labels, run names) with control characters escaped, `mean_sd`,
-# and `db_uri` / `connect_ro` for opening a database whatever characters its path holds.
+# `db_uri` / `connect_ro` for opening a database whatever characters its path holds, and `rewrap`
+# (the generated prose's paragraphs filled to 100 columns).
 # The report's own statistics are core/lab/stats.c; these follow the same definitions, and
 # tools/contrasts.py with REF = a sweep's baseline reproduces the report's numbers.
 import math

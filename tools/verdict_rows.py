@@ -130,15 +130,19 @@ def curves(sweeps, labels):
 
 
 def curves_text(words):
-    """curves(...)'s words as a phrase: 'falling in all 4 rows', or by word, or why none"""
-    if not words or any(w is None for _, w in words):
-        return 'no word below %d seeds a row' % MIN_N
+    """curves(...)'s words as a phrase, each word bold: '**falling** in all 4 rows', or by word,
+    the rows below MIN_N seeds named apart"""
+    if not words:
+        return 'no rows'
     by = {}
     for lab, w in words:
         by.setdefault(w, []).append(lab)
-    if len(by) == 1:
-        return '%s in all %d rows' % (words[0][1], len(words))
-    return '; '.join('%s: %s' % (w, ', '.join(labs)) for w, labs in by.items())
+    if len(by) == 1 and None not in by:
+        return '**%s** in all %d rows' % (words[0][1], len(words))
+    if list(by) == [None]:
+        return 'no word below %d seeds a row' % MIN_N
+    return '; '.join('**%s**: %s' % (w, ', '.join(labs)) for w, labs in by.items() if w) + (
+        '; no word (below %d seeds): %s' % (MIN_N, ', '.join(by[None])) if None in by else '')
 
 
 def metric_pair(sweeps, row, ref, value):

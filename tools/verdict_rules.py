@@ -116,9 +116,10 @@ own interval), else **grows** / **fades** (|Δ| larger / smaller); the interval 
 **holds** when the later Δ's own interval excludes 0 on the same side, else **within noise**.
 The budget points between (2 seeds each) are shown, both values, and given no word. *One budget
 at T 512* (rows 18–21): no trend word; the cell gives the same contrast half-way through the runs
-(the same cosine schedule, a point on the way) and each row's word by the flatness rule of the T 512
-table (the drop over the last 30% of the run against the seed sd: flat, falling or rising, none
-below 3 seeds); *falling* means the Δ is that of models still learning. *Read at the
+where the row has one (rows 18, 20, 21: the same cosine schedule, a point on the way) and each
+row's word by the flatness rule of the T 512 table (the drop over the last 30% of the run against
+the seed sd: flat, falling or rising, none below 3 seeds); *falling* means the Δ is that of
+models still learning. *Read at the
 minimum*: a run whose validation loss ended above its lowest evaluation (the curve turned up, by
 any amount) is read at that lowest evaluation, and the cell counts such runs. *Kernels*: where
 two settings of a trend, or the two rows of a budget point, ran on different OpenBLAS kernels, the

@@ -54,10 +54,10 @@ def cfg_cache(cfg):
     dh = cfg.get('model.d_head', 0) or cfg.get('model.d_model', 128) // H
     if cfg.get('model.attention.kv', 'heads') == 'latent':
         dc, dr = cfg.get('model.attention.d_c', 0), cfg.get('model.attention.d_R', -1)
-        n = (dc if dc > 0 else 4 * dh) + (dr if dr >= 0 else dh // 2)  # 0 / -1: the schema's defaults
+        n = (dc if dc > 0 else 4 * dh) + (dr if dr >= 0 else dh // 2 - (dh // 2) % 2)  # 0 / -1: the schema's defaults
     else:
         n = 2 * hk * dh
-    if n is not None and cfg.get('model.attention.sparse', 'none') == 'indexer':
+    if cfg.get('model.attention.sparse', 'none') == 'indexer':
         n += cfg.get('model.attention.indexer_dim', 32)
     return n
 
@@ -147,7 +147,8 @@ def sparse_text(db):
         'MHA G1 − MHA = %s; is it smaller on MLA? %s: (MLA G1 − MLA) − (MHA G1 − MHA) = %s (half-way: %s).' % (
             answer(g_mla, -1), ci(g_mla), ci(g_mlah), ci(g_mha), answer(g_dd, 1), ci(g_dd), ci(g_ddh)),
     ]
-    return '\n'.join(lines) + '\n\n' + p0_layers(db) + '\n' + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
+    p0 = p0_layers(db)
+    return '\n'.join(lines) + '\n\n' + (p0 + '\n' if p0 else '') + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
 
 
 def chance_p0(k, T):
