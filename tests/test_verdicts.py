@@ -360,6 +360,31 @@ def test_remedy_sentences():
               'commits: 2 partner runs of other code, 1 attested')
 
 
+def test_remedy_holm_family():
+    """the remedy table's Brown-loss Holm family holds the contrasts of 3 seeds or more: kv_bias's two
+    seeds get no Holm p and do not move softmax1's"""
+    import verdict_remedies as VR
+    from toolstats import holm
+    from verdict_data import paired_stat
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 't.db')
+        make_db(p)
+        base = {1: 1.400, 2: 1.410, 3: 1.405}
+        rows = {'baseline': (0, 0, 0), 'G1-elementwise': (-0.020, -0.022, -0.019), 'softmax1': (0.010, 0.013, 0.018),
+                'sink_logit': (0.002, -0.004, 0.009), 'kv_bias': (0.030, 0.034)}
+        add_runs(p, [('standard_remedies', lab, s + 1, base[s + 1] + dv, {}, '{}')
+                     for lab, ds in rows.items() for s, dv in enumerate(ds)])
+        db = Db(p)
+        sw = ('standard_remedies',)
+        fam = [paired_stat(db, (sw, lab), (sw, ref), db.val_loss).p
+               for lab in ('softmax1', 'sink_logit') for ref in ('baseline', 'G1-elementwise')]
+        kv = [paired_stat(db, (sw, 'kv_bias'), (sw, ref), db.val_loss).p for ref in ('baseline', 'G1-elementwise')]
+        want, moved = holm(fam)[0], holm(fam + kv)[0]
+        check('%.2g' % want != '%.2g' % moved, 'the planted 2-seed ps would move softmax1\'s Holm p (%g, %g)' % (want, moved))
+        row = [x for x in VR.remedies_text(db).split('\n') if x.startswith('| softmax1 |')][0]
+        check(' (%.2g) |' % want in row, 'softmax1 adjusted in the family of the 3-seed rows (%.2g): %r' % (want, row))
+
+
 def test_remedy_holm_by_measure_and_skill():
     """per-measure Holm changes a word: two remedies with 10 of 15 sinks against the gate's 15 of 15
     (Fisher p 0.042 each) are better alone but not resolved once adjusted over the three remedies
@@ -405,6 +430,7 @@ def main():
     test_sparse_holm_family()
     test_remedy_sentences()
     test_remedy_holm_by_measure_and_skill()
+    test_remedy_holm_family()
     if FAILS:
         print('test_verdicts: %d failed' % len(FAILS))
         return 1
