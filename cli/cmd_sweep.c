@@ -255,11 +255,6 @@ static int selected(const SweepOpts *o, int i) {
 /* ------------------------------------------------------------------ */
 
 
-int sweep_oom(void) {
-    fprintf(stderr, "gated sweep: out of memory\n");
-    return EXIT_RUNTIME;
-}
-
 /* The runs --index / --shard select, as jobs; the code version. */
 static int sweep_select(SweepCtx *x) {
     const SweepOpts *o = x->o;

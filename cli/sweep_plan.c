@@ -10,6 +10,7 @@
 
 #include "run/codever.h"
 #include "util/json.h"
+#include "cli.h"
 #include "sweep_int.h"
 
 
@@ -215,4 +216,9 @@ void print_dry_json(const Sweep *sw, const SweepOpts *o, Job *jobs, int n) {
         printf("]}");
     }
     printf("]}\n");
+}
+
+int sweep_oom(void) {
+    fprintf(stderr, "gated sweep: out of memory\n");
+    return EXIT_RUNTIME;
 }
