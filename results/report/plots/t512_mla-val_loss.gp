@@ -10,7 +10,10 @@ set ylabel 'validation loss (nats/byte), mean over seeds'
 plot 't512_mla-val_loss.dat' index 0 using 1:2 with linespoints lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
      't512_mla-val_loss.dat' index 1 using 1:2 with linespoints lc rgb '#d55e00' dt 1 pt 2 title 'MLA', \
      't512_mla-val_loss.dat' index 2 using 1:2 with linespoints lc rgb '#009e73' dt 1 pt 3 title 'MLA-G1', \
-     't512_mla-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'MQA'
+     't512_mla-val_loss.dat' index 3 using 1:2 with linespoints lc rgb '#cc79a7' dt 1 pt 4 title 'MQA', \
+     't512_mla-val_loss.dat' index 4 using 1:2 with linespoints lc rgb '#e69f00' dt 1 pt 5 title 'MLA-noR', \
+     't512_mla-val_loss.dat' index 5 using 1:2 with linespoints lc rgb '#56b4e9' dt 1 pt 6 title 'MLA-G1-headwise', \
+     't512_mla-val_loss.dat' index 6 using 1:2 with linespoints lc rgb '#000000' dt 1 pt 7 title 'MHA-G1'
 set terminal pngcairo size 960,560 noenhanced
 set output 't512_mla-val_loss.png'
 replot
