@@ -236,6 +236,10 @@ def test_sparse_answers():
         words = [R.verdict(r['parts'][0]['measure'](Db(p)), r['parts'][0]['expect'], r['tokens'])
                  for r in ROWS if r['n'] in (18, 19, 20, 21)]
         check(words == ['reproduced'] * 4, 'rows 18-21: reproduced (got %r)' % words)
+        from verdict_rows import curves
+        read = [[lab for lab, _ in curves(r['parts'][-1]['measure'])(Db(p))] for r in ROWS if r['n'] in (18, 19, 20, 21)]
+        check(read == [['topk64-G1', 'dense-G1', 'topk64', 'dense'], ['topk64-G1', 'topk64'], ['MLA-G1', 'MLA'],
+                       ['MLA', 'MHA']], 'rows 18-21: curves of the rows each measure reads (got %r)' % read)
         worse = Stat([0.012, 0.013, 0.0125], 'paired t', {'Haswell'}, {'Haswell'}, (), 0, (0.011, 0.014), 0.001)
         check(R.verdict(worse, ('noworse', R.MARGIN), 4.1e6) == 'contradicted', 'worse by more than 0.01: contradicted')
         near = Stat([0.005, 0.006, 0.0055], 'paired t', {'Haswell'}, {'Haswell'}, (), 0, (0.004, 0.007), 0.001)
@@ -273,7 +277,7 @@ def test_sparse_p0_layers():
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, 't.db')
         make_db(p)
-        cfg = '{"model.attention.topk": 64, "model.seq_len": 512}'
+        cfg = '{"model.attention.topk": 64, "model.seq_len": 512, "model.n_layer": 2}'
         add_runs(p, [('t512_topk', lab, s, 1.5, {}, cfg) for s in (1, 2) for lab in ('topk64', 'dense')])
         h = sqlite3.connect(p)
         for s, vals in ((1, (0.8, 0.1)), (2, (0.6, 0.3))):
@@ -319,12 +323,12 @@ def test_sparse_trajectory():
         check('+0.0800, sd 0.0100: falling |' in text, 'dense falls 0.08 late: falling')
         check('−0.0200, sd 0.0100: rising |' in row, 'dense-G1 rose 0.02 late, as evaluated: rising')
         check('−0.0020, sd 0.0100: flat |' in text, 'topk64 within the seed sd: flat')
-        from verdict_rows import TOPK, curves, curves_text  # the verdict table's and front page's words
-        words = curves(TOPK, ('dense', 'dense-G1', 'topk64'))(Db(p))
+        from verdict_rows import TOPK, curve_words, curves_text  # the verdict table's and front page's words
+        words = curve_words(Db(p), TOPK, ('dense', 'dense-G1', 'topk64'))
         check(curves_text(words) == '**falling**: dense; **rising**: dense-G1; **flat**: topk64',
               'curves by row: %r' % words)
         check(curves_text(words[:1] * 2) == '**falling** in all 2 rows', 'curves of one word')
-        two = curves(TOPK, ('dense', 'topk32'))(Db(p))
+        two = curve_words(Db(p), TOPK, ('dense', 'topk32'))
         check(curves_text(two) == '**falling**: dense; no word (below 3 seeds): topk32', 'a 2-seed row: %r' % two)
         check(curves_text(two[1:]) == 'no word below 3 seeds a row', 'only 2-seed rows: no word')
 

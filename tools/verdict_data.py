@@ -16,7 +16,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from toolstats import connect_ro, fisher, ibeta, mean_sd, paired, t_q, t_sf  # noqa: E402
+from toolstats import connect_ro, fisher, holm, ibeta, mean_sd, paired, t_q, t_sf  # noqa: E402
+from verdict_rules import MIN_N  # noqa: E402
 
 KERNELS = ('SkylakeX', 'Haswell', 'Prescott', 'Cooperlake', 'Zen', 'Sandybridge')
 
@@ -202,3 +203,11 @@ def paired_dict(a, b, ka=(), kb=None):
 
 def fisher_counts(k1, n1, k2, n2):
     return fisher(k1, n1 - k1, k2, n2 - k2)
+
+
+def holm_family(tests):
+    """{key: Holm-adjusted p} over tests [(key, n, p)]: the family is the tests with a p from MIN_N
+    runs or more (a contrast of fewer shows its values and no interval, so no adjusted p, and its p
+    does not move the others')"""
+    fam = [(k, p) for k, n, p in tests if p is not None and n >= MIN_N]
+    return dict(zip([k for k, _ in fam], holm([p for _, p in fam])))

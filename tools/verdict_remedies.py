@@ -14,8 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm, rewrap  # noqa: E402
-from verdict_data import fisher_counts, paired_dict, paired_stat, welch  # noqa: E402
+from toolstats import rewrap  # noqa: E402
+from verdict_data import fisher_counts, holm_family, paired_dict, paired_stat, welch  # noqa: E402
 from verdict_rows import quant_dppl  # noqa: E402
 
 BROWN = ('standard_remedies',)
@@ -212,13 +212,8 @@ def holm_by_measure(tests):
     by = {}
     for lab, ts in tests.items():
         for name, _, n, p in ts:
-            if p is not None and n >= R.MIN_N:
-                by.setdefault(name, []).append((lab, p))
-    adj = {}
-    for name, lps in by.items():
-        for (lab, _), a in zip(lps, holm([p for _, p in lps])):
-            adj[(lab, name)] = a
-    return adj
+            by.setdefault(name, []).append(((lab, name), n, p))
+    return {k: a for fam in by.values() for k, a in holm_family(fam).items()}
 
 
 def versus_gate(lab, dg1, loss_p, tests, adj):
@@ -317,9 +312,7 @@ def remedies_text(db):
     ratios, bench_commit = bench_ratios(BENCH)
     got = {lab: measures(db, lab) for lab, _, _ in ROWS}
     edges = {lab: edge_counts(db, e) if e else None for lab, e, _ in ROWS}
-    ps = [(lab, k, got[lab][k].p) for lab in NEW for k in ('dbase', 'dg1')
-          if got[lab][k].p is not None and got[lab][k].n >= R.MIN_N]
-    adj = dict(((lab, k), a) for (lab, k, _), a in zip(ps, holm([p for *_, p in ps]))) if ps else {}
+    adj = holm_family(((lab, k), got[lab][k].n, got[lab][k].p) for lab in NEW for k in ('dbase', 'dg1'))
     base_params = mean(got['baseline']['params'])[0]
     head = ('| row | Δ loss vs baseline [CI] (Holm p) | Δ loss vs G1 [CI] (Holm p) | BB sinks | BB loss | '
             'BB not learned | '

@@ -27,6 +27,7 @@ def loss(sweeps, row, ref, value=None):
     def f(db):
         return paired_stat(db, (sweeps, row), (sweeps, ref), value(db) if value else db.val_loss)
     f.spec = (sweeps, row, ref)
+    f.reads = (sweeps, (row, ref))
     return f
 
 
@@ -82,6 +83,7 @@ def loss_dd(sweeps, a, b, c, d, value=None):
         return Stat(v, 'paired t', {rows[i][s].kernel for s in seeds for i in (0, 2)},
                     {rows[i][s].kernel for s in seeds for i in (1, 3)},
                     [rows[i][s].code for s in seeds for i in range(4)], at_min, iv, p)
+    f.reads = (sweeps, (a, b, c, d))
     return f
 
 
@@ -92,6 +94,7 @@ def last_pair(sweeps, a, b, key):
         return paired_dict({sd: db.last(r.run_id, key) for sd, r in ra.items()},
                            {sd: db.last(r.run_id, key) for sd, r in rb.items()},
                            {r.kernel for r in ra.values()}, {r.kernel for r in rb.values()})
+    f.reads = (sweeps, (a, b))
     return f
 
 
@@ -124,9 +127,15 @@ def flat_rule(db, rows):
     return drops, drop, sd, 'falling' if drop >= sd else 'rising' if drop <= -sd else 'flat'
 
 
-def curves(sweeps, labels):
-    """the flatness words of a contrast's rows: [(label, word)], word None below MIN_N runs"""
-    return lambda db: [(lab, flat_rule(db, db.row(sweeps, lab))[3]) for lab in labels]
+def curve_words(db, sweeps, labels):
+    """the flatness words of rows: [(label, word)], word None below MIN_N runs"""
+    return [(lab, flat_rule(db, db.row(sweeps, lab))[3]) for lab in dict.fromkeys(labels)]
+
+
+def curves(measure):
+    """the flatness words of the rows a measure reads (its .reads: sweeps, labels)"""
+    sweeps, labels = measure.reads
+    return lambda db: curve_words(db, sweeps, labels)
 
 
 def curves_text(words):
@@ -284,8 +293,9 @@ def part(name, measure, expect, digits=4, budget=None, size=None, half=None):
     return dict(name=name, measure=measure, expect=expect, digits=digits, budget=budget, size=size, half=half)
 
 
-def row(n, claim, link, budget, tokens, parts, note='', edge=False, curves=None):
-    """curves: the flatness words of the rows a one-budget contrast reads (curves(...))"""
+def row(n, claim, link, budget, tokens, parts, note='', edge=False, curves=False):
+    """curves: a one-budget row whose trend cell gives the flatness words of the rows its last
+    part reads (that measure's .reads)"""
     return dict(n=n, claim=claim, link=link, budget=budget, tokens=tokens, parts=parts, note=note, edge=edge,
                 curves=curves)
 
@@ -384,13 +394,13 @@ ROWS = [
     row(18, '(follow-up, top-k) G1 helps top-k more than dense (sparse − dense gap smaller with it)', SPARSE,
         '4.1M, T 512', 4.1e6,
         [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))],
-        curves=curves(TOPK, ('dense', 'dense-G1', 'topk64', 'topk64-G1'))),
+        curves=True),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)], curves=curves(TOPK, ('topk64', 'topk64-G1'))),
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)], curves=True),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))],
-        curves=curves(MLA, ('MLA', 'MLA-G1'))),
+        curves=True),
     row(21, '(DeepSeek-V2) MLA no worse than MHA at a fraction of the cache', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA − MHA', mla_loss('MLA', 'MHA'), ('noworse', MARGIN), half=mla_loss('MLA', 'MHA', at_half))],
-        curves=curves(MLA, ('MHA', 'MLA'))),
+        curves=True),
 ]

@@ -11,8 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
-from toolstats import holm, rewrap  # noqa: E402
-from verdict_data import paired_stat  # noqa: E402
+from toolstats import rewrap  # noqa: E402
+from verdict_data import holm_family, paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
 from verdict_rows import (MLA, P0_GAIN, TOPK, at_half, flat_rule, gap_gain, late_eval, mla_gain_dd,  # noqa: E402
                           mla_loss)
@@ -112,13 +112,11 @@ def sparse_text(db):
     half = db.val_at(0.5)
     for sw, ref, labels in SWEEPS:
         stats = {lab: paired_stat(db, (sw, lab), (sw, ref), db.val_loss) for lab in labels if lab != ref}
-        ps = [(lab, st.p) for lab, st in stats.items() if st.p is not None and st.n >= R.MIN_N]
-        adj = dict(zip([lab for lab, _ in ps], holm([p for _, p in ps]))) if ps else {}
+        adj = holm_family((lab, st.n, st.p) for lab, st in stats.items())
         for lab in labels:
             rows = db.row(sw, lab)
-            cfgs = [json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?', (r.run_id,)) or '{}')
-                    for r in rows.values()]
-            cache = cfg_cache(cfgs[0]) if cfgs else None
+            cfg = first_cfg(db, rows)
+            cache = cfg_cache(cfg) if cfg is not None else None
             params = last_params(db, rows)
             d = 'ref.' if lab == ref else ci(stats[lab]) + (' (%.2g)' % adj[lab] if lab in adj else '')
             dh = 'ref.' if lab == ref else ci(paired_stat(db, (sw, lab), (sw, ref), half))
@@ -151,6 +149,14 @@ def sparse_text(db):
     return '\n'.join(lines) + '\n\n' + (p0 + '\n' if p0 else '') + '\n'.join(qs) + '\n\n' + rewrap(RULE_TEXT)
 
 
+def first_cfg(db, rows):
+    """the stored config of a row's first run ({seed: run}; a row's runs differ only in the seed), or None"""
+    if not rows:
+        return None
+    return json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?',
+                               (next(iter(rows.values())).run_id,)) or '{}')
+
+
 def chance_p0(k, T):
     """P(0 in S_t) of k keys drawn at random, over the queries t >= k of a window of T"""
     return sum(k / (t + 1) for t in range(k, T)) / (T - k) if T > k else None
@@ -162,27 +168,26 @@ def p0_layers(db):
     cells, chance = [], {}
     for lab in SWEEPS[0][2]:
         rows = db.row(TOPK, lab)
+        cfg = first_cfg(db, rows)
+        if cfg is None:
+            continue
         per = []
-        for layer in range(64):
+        for layer in range(cfg.get('model.n_layer', 4)):
             xs = [x for x in (db.last(r.run_id, 'sparse_p0', 'layer=%d' % layer) for r in rows.values())
                   if x is not None]
-            if not xs:
-                break
-            per.append(sum(xs) / len(xs))
-        if not per:
+            per.append(sum(xs) / len(xs) if xs else None)
+        if all(x is None for x in per):
             continue
-        cfg = json.loads(db.scalar('SELECT config_json FROM runs WHERE run_id = ?',
-                                   (next(iter(rows.values())).run_id,)) or '{}')
         k, T = cfg.get('model.attention.topk', 64), cfg.get('model.seq_len', 128)
-        c = chance_p0(k, T)
-        if c is not None:
-            chance[k] = c
-        cells.append('%s %s' % (lab, ' / '.join('%.2f' % x for x in per)))
+        if chance_p0(k, T) is not None:
+            chance[(k, T)] = chance_p0(k, T)
+        cells.append('%s %s' % (lab, ' / '.join('–' if x is None else '%.2f' % x for x in per)))
     if not cells:
         return ''
     return rewrap('*P(0 ∈ S_t) layer by layer* (from the first layer up, mean over seeds; k keys drawn at random '
                   'would hold position 0 with probability %s, the mean over t ≥ k of k/(t + 1)): %s.' % (
-                      ', '.join('%.3f at k %d' % (chance[k], k) for k in sorted(chance, reverse=True)),
+                      ', '.join('%.3f at k %d' % (c, k) + ('' if len({t for _, t in chance}) == 1 else ', T %d' % T)
+                                for (k, T), c in sorted(chance.items(), reverse=True)),
                       '; '.join(cells)))
 
 

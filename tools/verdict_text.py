@@ -93,7 +93,7 @@ def front_page(ctx):
     w = lambda x: '**%s**' % x  # noqa: E731
     seen = {}
     for n in (18, 19, 20, 21):
-        seen.update(rows[n]['curves'](db))
+        seen.update(rows[n]['curve_words'])
     t512_curves = curves_text(sorted(seen.items()))
     size = R.trend(*size_sides(db, ctx.twin_db, SM, 'G1-elementwise', 'baseline', ('budget_d192_9M',), None)[:2],
                    welch)[0]

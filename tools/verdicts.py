@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import verdict_rules as R  # noqa: E402
 from toolstats import show  # noqa: E402
 from verdict_data import Db, welch  # noqa: E402
-from verdict_rows import BUDGETS, EDGE_CELLS, ROWS, SIZES, curves_text, loss, size_sides, spikes  # noqa: E402
+from verdict_rows import (BUDGETS, EDGE_CELLS, MID, ROWS, SIZES, curves, curves_text, loss, size_sides,  # noqa: E402
+                          spikes)
 from verdict_text import front_page, runs_text  # noqa: E402
 from verdict_remedies import remedies_text  # noqa: E402
 from verdict_sparse import sparse_text  # noqa: E402
@@ -70,7 +71,8 @@ class Ctx:
         for r in ROWS:
             stats = [p['measure'](db) for p in r['parts']]
             words = [R.verdict(s, p['expect'], r['tokens']) for s, p in zip(stats, r['parts'])]
-            self.rows[r['n']] = dict(r, stats=stats, words=words, word=R.combine(words))
+            self.rows[r['n']] = dict(r, stats=stats, words=words, word=R.combine(words),
+                                     curve_words=curves(r['parts'][-1]['measure'])(db) if r['curves'] else None)
 
     def kernel_note(self, a, b, where_a, where_b):
         ka, kb = kernels_of(a), kernels_of(b)
@@ -148,7 +150,7 @@ def edge_cell(ctx):
             continue
         st = ctx.rows[14]['stats'][1 + i]
         kg, ng, kb, nb = st.count
-        sp = spike_text(db, sweeps, base, g1)
+        sp = spike_text(ctx.rows[14]['stats'][-1] if i == MID else spikes(sweeps, g1, base)(db))
         out.append('%s: diverged baseline %d/%d, G1 %d/%d (Fisher p %s)%s' % (
             what, kb, nb, kg, ng, pfmt(st.p), sp))
     return 'edge: ' + '; '.join(out)
@@ -158,10 +160,9 @@ def pfmt(p):
     return '–' if p is None else '%.2f' % p if p >= 0.01 else '%.1g' % p
 
 
-def spike_text(db, sweeps, base, g1):
-    """loss spikes per 100 steps after the warm-up in the finished runs: each row's median and
-    mean, and the exact Mann-Whitney p"""
-    st = spikes(sweeps, g1, base)(db)
+def spike_text(st):
+    """loss spikes per 100 steps after the warm-up in the finished runs (st: spikes(...)'s): each
+    row's median and mean, and the exact Mann-Whitney p"""
     ra, rb = st.rates
     if not ra or not rb:
         return ''
@@ -182,7 +183,7 @@ def trend_cell(ctx, r):
         if p['half']:
             bits.append('one budget; half-way through the runs (same schedule): %s' % ci_cell(p['half'](ctx.db), 4))
         if r['curves'] and p is r['parts'][-1]:
-            bits.append(('' if bits else 'one budget; ') + 'curves (flatness rule): %s' % curves_text(r['curves'](ctx.db)))
+            bits.append(('' if bits else 'one budget; ') + 'curves (flatness rule): %s' % curves_text(r['curve_words']))
         if bits:
             prefix = p['name'] + ': ' if sum(1 for q in r['parts'] if q['budget'] or q['size']) > 1 else ''
             cells.append(prefix + '; '.join(bits))
