@@ -321,7 +321,12 @@ def mla_gain_dd(value=None):
     return loss_dd(MLA, 'MLA-G1', 'MLA', 'MHA-G1', 'MHA', value)
 
 
-P0_GAIN = last_pair(TOPK, 'topk64-G1', 'topk64', 'sparse_p0')
+def p0_gain(k):
+    """what G1 does to how often position 0 is selected: P(0 in S_t), top-k G1 - top-k"""
+    return last_pair(TOPK, 'topk%d-G1' % k, 'topk%d' % k, 'sparse_p0')
+
+
+P0_GAIN = p0_gain(64)
 
 # the lr edge cells: (what, sweeps, baseline row, G1 row).  Row 14 reads each cell's divergences
 # (its parts 1, 2, 3, in this order) and the mid-training cell's loss spikes (its last part); its

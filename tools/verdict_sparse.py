@@ -14,8 +14,8 @@ import verdict_rules as R  # noqa: E402
 from toolstats import rewrap  # noqa: E402
 from verdict_data import holm_family, paired_stat  # noqa: E402
 from verdict_remedies import ci as remedy_ci  # noqa: E402
-from verdict_rows import (MLA, P0_GAIN, TOPK, at_half, flat_rule, gap_gain, late_eval, mla_gain_dd,  # noqa: E402
-                          mla_loss)
+from verdict_rows import (MLA, TOPK, at_half, flat_rule, gap_gain, late_eval, mla_gain_dd,  # noqa: E402
+                          mla_loss, p0_gain)
 
 SWEEPS = ((TOPK, 'dense', ('dense', 'dense-G1', 'topk64', 'topk64-G1', 'topk32', 'topk32-G1', 'topk64-G1-headwise',
                            'window64', 'random64', 'oracle64')),
@@ -124,7 +124,7 @@ def sparse_text(db):
                 sw[0], lab, len(rows), d, dh, flatness(db, rows), fmt(last_mean(db, rows, 'sparse_dense_gap'), 4),
                 fmt(last_mean(db, rows, 'sparse_recall')), fmt(last_mean(db, rows, 'sparse_p0')),
                 '–' if cache is None else cache, '–' if params is None else '%d' % params))
-    gap64, gap32, p0 = gap_gain(64)(db), gap_gain(32)(db), P0_GAIN(db)
+    gap64, gap32, p064, p032 = gap_gain(64)(db), gap_gain(32)(db), p0_gain(64)(db), p0_gain(32)(db)
     gap64h, gap32h = gap_gain(64, at_half)(db), gap_gain(32, at_half)(db)
     mla, g_mla, g_mha, g_dd = (mla_loss('MLA', 'MHA')(db), mla_loss('MLA-G1', 'MLA')(db),
                                mla_loss('MHA-G1', 'MHA')(db), mla_gain_dd()(db))
@@ -137,7 +137,8 @@ def sparse_text(db):
         '- *Does G1 shrink the sparse − dense gap?* top-64: %s, (top-64 G1 − dense G1) − (top-64 − dense) = %s '
         '(half-way: %s); top-32: %s, %s (half-way: %s).' % (answer(gap64, -1), ci(gap64), ci(gap64h),
                                                              answer(gap32, -1), ci(gap32), ci(gap32h)),
-        '- *Does G1 lower P(0 ∈ S_t)?* %s: top-64 G1 − top-64 = %s.' % (answer(p0, -1), ci(p0)),
+        '- *Does G1 lower P(0 ∈ S_t)?* top-64: %s, top-64 G1 − top-64 = %s; top-32: %s, top-32 G1 − top-32 = %s.' % (
+            answer(p064, -1), ci(p064), answer(p032, -1), ci(p032)),
         '- *Is MLA no worse than MHA (by %g nats) at a fraction of the cache?* %s: MLA − MHA = %s (half-way: %s).' % (
             R.MARGIN,
             match, ci(mla), ci(mlah)),

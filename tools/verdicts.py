@@ -275,7 +275,7 @@ def self_test(pages, want):
          lambda m: m.group(1) + str((int(m.group(2)) + 1) % 16) + '/15'),
         ('a sink-remedy sentence word', 'results/README.md', r'against G1: better on', lambda m: 'against G1: worse on'),
         ('a T 512 row\'s seed count', 'results/README.md', r'(\| t512_topk \| dense \| )(\d+)', bump2),
-        ('a T 512 answer word', 'results/README.md', r'(\*Does G1 lower P\(0 ∈ S_t\)\?\* \*\*)([^*]+)',
+        ('a T 512 answer word', 'results/README.md', r'(\*Does G1 lower P\(0 ∈ S_t\)\?\* top-64: \*\*)([^*]+)',
          lambda m: m.group(1) + ('yes' if m.group(2) != 'yes' else 'no')),
     ]
     ok = True

@@ -10,7 +10,7 @@ set xtics 1
 set logscale y
 set autoscale yfix
 set offsets 0, 0, graph 0.05, graph 0.05
-set ytics ("40" 40, "60" 60, "80" 80, "100" 100, "120" 120)
+set ytics ("50" 50, "100" 100, "150" 150)
 set ylabel 'M-Act (max |h| of the layer output, log scale) (bars: +- std)'
 plot 't512_mla-m_act.dat' index 0 using 1:2:3 with yerrorlines lc rgb '#0072b2' dt 1 pt 1 title 'MHA', \
      't512_mla-m_act.dat' index 1 using 1:2:3 with yerrorlines lc rgb '#d55e00' dt 1 pt 2 title 'MLA', \
