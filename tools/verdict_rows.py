@@ -326,8 +326,6 @@ def p0_gain(k):
     return last_pair(TOPK, 'topk%d-G1' % k, 'topk%d' % k, 'sparse_p0')
 
 
-P0_GAIN = p0_gain(64)
-
 # the lr edge cells: (what, sweeps, baseline row, G1 row).  Row 14 reads each cell's divergences
 # (its parts 1, 2, 3, in this order) and the mid-training cell's loss spikes (its last part); its
 # trend column and the front page read those parts
@@ -401,7 +399,7 @@ ROWS = [
         [part('(top-64 G1 − dense G1) − (top-64 − dense)', gap_gain(64), -1, half=gap_gain(64, at_half))],
         curves=True),
     row(19, '(follow-up, top-k) G1 frees the sink\'s share of the k budget', SPARSE, '4.1M, T 512', 4.1e6,
-        [part('P(0 ∈ S_t), top-64 G1 − top-64', P0_GAIN, -1)], curves=True),
+        [part('P(0 ∈ S_t), top-64 G1 − top-64', p0_gain(64), -1)], curves=True),
     row(20, '(follow-up, MLA) G1\'s gain survives on latent KV', SPARSE, '4.1M, T 512', 4.1e6,
         [part('MLA G1 − MLA', mla_loss('MLA-G1', 'MLA'), -1, half=mla_loss('MLA-G1', 'MLA', at_half))],
         curves=True),
