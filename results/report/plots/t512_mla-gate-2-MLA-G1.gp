@@ -4,7 +4,7 @@ set terminal svg size 960,560 dynamic noenhanced background rgb 'white'
 set output 't512_mla-gate-2-MLA-G1.svg'
 set grid
 set key below
-set title 't512_mla: gate scores of MLA-G1 (last step, 5 runs summed)'
+set title 't512_mla: gate scores of MLA-G1 (last step, 6 runs summed)'
 set xlabel 'gate score'
 set ylabel 'fraction of scores'
 set xrange [0:1]
