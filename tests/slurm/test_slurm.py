@@ -141,8 +141,6 @@ def report(db, out):
     for line in slurp(os.path.join(out, "report.md")).splitlines():
         if line.startswith("- database:") or line.startswith("- generated:"):
             line = line.split(":")[0] + ": (masked)"
-        elif BUSY.search(line):
-            line = BUSY.sub("(masked) ran beside other jobs (masked)", line)
         elif line.startswith("|"):
             cells = line.split("|")
             if "tok/s" in [c.strip() for c in cells]:
@@ -151,6 +149,7 @@ def report(db, out):
                 cells[col] = " T "
             line = "|".join(cells)
         else:
+            line = BUSY.sub("(masked) ran beside other jobs (masked)", line)
             col = None
         text.append(line)
     files = {}
